@@ -1,0 +1,54 @@
+"""Aggregators F: a comparison matrix S (or a single generation's tokens) -> uncertainty U = F(S).
+
+Every graph aggregator accepts S of shape (N, N) or (B, N, N) and returns a float or a
+(B,) array; higher means more uncertain. ``get(name)`` returns the registered
+:class:`Aggregator` for the names users type (DESIGN.md).
+"""
+
+from __future__ import annotations
+
+from semuq_eval.aggregators.base import (
+    Aggregator,
+    MatrixKind,
+    aggregator_registry,
+    register_aggregator,
+)
+from semuq_eval.aggregators.clustering import cluster, to_equivalence
+from semuq_eval.aggregators.entropy import cae, numsets, se
+from semuq_eval.aggregators.graph import deg, ecc, eigv
+from semuq_eval.aggregators.kernel import kle_heat, kle_matern
+from semuq_eval.aggregators.spectral import cos
+from semuq_eval.aggregators.token import te, te_enc
+
+
+def get(name: str) -> Aggregator:
+    """The aggregator registered under ``name`` (KeyError listing the known names otherwise)."""
+    return aggregator_registry.get(name)
+
+
+def names() -> list[str]:
+    """All registered aggregator names."""
+    return sorted(aggregator_registry.keys())
+
+
+__all__ = [
+    "Aggregator",
+    "MatrixKind",
+    "aggregator_registry",
+    "cae",
+    "cluster",
+    "cos",
+    "deg",
+    "ecc",
+    "eigv",
+    "get",
+    "kle_heat",
+    "kle_matern",
+    "names",
+    "numsets",
+    "register_aggregator",
+    "se",
+    "te",
+    "te_enc",
+    "to_equivalence",
+]

@@ -1,0 +1,82 @@
+"""Token-level aggregators on a single generation: TE and its operator-weighted variant TE_Enc."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from semuq_eval.aggregators.base import register_aggregator, unstack
+
+Ragged = np.ndarray | Sequence[Sequence[float]]
+
+
+def _ragged(values: Ragged, name: str) -> tuple[list[np.ndarray], bool]:
+    """One 1-D sequence (single=True) or a batch of possibly ragged sequences, as float arrays."""
+    try:
+        arr = np.asarray(values, dtype=np.float64)
+    except ValueError:  # ragged batch
+        arr = None
+    if arr is not None and arr.ndim == 1:
+        return [arr], True
+    if arr is not None and arr.ndim != 2:
+        raise ValueError(f"{name} must be one sequence or a batch of sequences; got shape {arr.shape}")
+    rows = [np.asarray(row, dtype=np.float64) for row in values]
+    for b, row in enumerate(rows):
+        if row.ndim != 1:
+            raise ValueError(f"{name}[{b}] must be a 1-D sequence; got shape {row.shape}")
+        if not np.all(np.isfinite(row)):
+            raise ValueError(f"{name}[{b}] has NaN or infinite values")
+    if not rows:
+        raise ValueError(f"{name} is an empty batch")
+    return rows, False
+
+
+def _weighted_mean(entropies: list[np.ndarray], weights: list[np.ndarray]) -> np.ndarray:
+    lengths = np.array([len(e) for e in entropies])
+    segment = np.repeat(np.arange(len(entropies)), lengths)
+    h, w = np.concatenate(entropies), np.concatenate(weights)
+    total_w = np.bincount(segment, weights=w, minlength=len(entropies))
+    total_hw = np.bincount(segment, weights=h * w, minlength=len(entropies))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(total_w > 0, total_hw / np.where(total_w > 0, total_w, 1.0), np.nan)
+
+
+@register_aggregator("te", matrix=None, inputs=("token_entropies",), equation="token_entropy (App. A.1)")
+def te(token_entropies: Ragged) -> float | np.ndarray:
+    """Token entropy, Eq. token_entropy: U_TE = (1/T) sum_t H_t over one generation.
+
+    Takes one sequence of per-token entropies H_t (T,) or a batch of ragged sequences.
+    A generation with no tokens has no defined TE: NaN (metrics skip NaN scores and count them).
+    """
+    rows, single = _ragged(token_entropies, "token_entropies")
+    if single and not np.all(np.isfinite(rows[0])):
+        raise ValueError("token_entropies has NaN or infinite values")
+    return unstack(_weighted_mean(rows, [np.ones_like(r) for r in rows]), single)
+
+
+@register_aggregator(
+    "te_enc", matrix=None, inputs=("token_entropies", "token_weights"), equation="te_enc (Sec. 4.2)"
+)
+def te_enc(token_entropies: Ragged, token_weights: Ragged) -> float | np.ndarray:
+    """Operator-weighted token entropy, Eq. te_enc: U = sum_t w_t H_t with w_t = ||h_t|| / sum ||h_t'||.
+
+    ``token_weights`` are non-negative importances per generated token (the encoder's token
+    norms mapped onto the generator's tokens); they are normalized to sum to 1 here, so raw
+    norms or already-normalized weights give the same result. An empty generation, or
+    weights that are all zero, give NaN.
+    """
+    rows_h, single = _ragged(token_entropies, "token_entropies")
+    rows_w, single_w = _ragged(token_weights, "token_weights")
+    if single != single_w or len(rows_h) != len(rows_w):
+        raise ValueError(
+            f"token_entropies and token_weights must have the same batch size; got {len(rows_h)} and {len(rows_w)}"
+        )
+    for b, (h, w) in enumerate(zip(rows_h, rows_w, strict=True)):
+        if h.shape != w.shape:
+            raise ValueError(f"sequence {b}: {h.shape[0]} token entropies but {w.shape[0]} token weights")
+        if not (np.all(np.isfinite(h)) and np.all(np.isfinite(w))):
+            raise ValueError(f"sequence {b}: NaN or infinite entropies or weights")
+        if np.any(w < 0):
+            raise ValueError(f"sequence {b}: token weights must be non-negative")
+    return unstack(_weighted_mean(rows_h, rows_w), single)

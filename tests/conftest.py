@@ -1,0 +1,30 @@
+"""Shared pytest configuration: offline guards and access to the real prepared assets."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+@pytest.fixture(scope="session")
+def real_asset():
+    """Return a function name -> local path of a prepared real asset (see `semuq-eval assets`).
+
+    Missing assets skip the test, unless SEMUQ_REQUIRE_ASSETS=1 (as in CI), where they fail it.
+    """
+    from semuq_eval.assets import locate
+
+    def get(name: str):
+        try:
+            return locate(name)
+        except FileNotFoundError as err:
+            if os.environ.get("SEMUQ_REQUIRE_ASSETS") == "1":
+                raise
+            pytest.skip(str(err))
+
+    return get

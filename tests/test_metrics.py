@@ -1,0 +1,264 @@
+"""Metrics: hand-computed values, agreement with scikit-learn, bootstrap and paired tests, bad input."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.metrics import roc_auc_score
+
+from semuq_eval import metrics as M
+from semuq_eval.metrics.calibration import ece_weighted
+from semuq_eval.metrics.ranking import auarc_weighted, auroc_weighted, prr_weighted
+
+
+def brute_auarc(u, correct):
+    """Mean over every order of ties of the accuracy-rejection area (exhaustive for small n)."""
+    import itertools
+
+    u, correct = np.asarray(u, float), np.asarray(correct, float)
+    groups = [np.flatnonzero(u == v) for v in np.unique(u)]
+    areas = []
+    for perms in itertools.product(*[list(itertools.permutations(g)) for g in groups]):
+        order = np.concatenate(perms)
+        y = correct[order]
+        areas.append(np.mean(np.cumsum(y) / np.arange(1, len(y) + 1)))
+    return float(np.mean(areas))
+
+
+class TestAUROC:
+    def test_hand_computed(self):
+        u = [0.9, 0.8, 0.3, 0.1]
+        correct = [0, 1, 0, 1]  # incorrect at .9 and .3; correct at .8 and .1
+        assert M.auroc(u, correct) == pytest.approx(3 / 4)
+
+    def test_ties_count_half(self):
+        assert M.auroc([1.0, 1.0], [0, 1]) == 0.5
+
+    def test_perfect_and_reversed(self):
+        assert M.auroc([3, 2, 1], [0, 1, 1]) == 1.0
+        assert M.auroc([1, 2, 3], [0, 1, 1]) == 0.0
+
+    @settings(max_examples=50, deadline=None)
+    @given(st.integers(0, 10_000), st.integers(2, 60), st.booleans())
+    def test_matches_sklearn_with_weights(self, seed, n, ties):
+        rng = np.random.default_rng(seed)
+        correct = rng.integers(0, 2, n)
+        correct[:2] = [0, 1]
+        u = rng.integers(0, 4, n).astype(float) if ties else rng.normal(size=n)
+        w = rng.integers(0, 4, n).astype(float)
+        w[:2] = 1
+        expected = roc_auc_score(1 - correct, u, sample_weight=w)
+        assert auroc_weighted(u, correct.astype(float), w[None])[0] == pytest.approx(expected)
+
+    def test_single_class_is_nan_with_counts(self):
+        with pytest.warns(RuntimeWarning, match=r"n_incorrect=0, n_correct=3"):
+            assert np.isnan(M.auroc([0.1, 0.2, 0.3], [1, 1, 1]))
+
+    def test_nan_scores_are_left_out(self):
+        assert M.auroc([0.9, np.nan, 0.1], [0, 0, 1]) == 1.0
+
+
+class TestRejection:
+    def test_auarc_hand_computed(self):
+        # keep order by ascending u: correct, incorrect, correct -> a = 1, 1/2, 2/3
+        assert M.auarc([0.1, 0.5, 0.9], [1, 0, 1]) == pytest.approx((1 + 0.5 + 2 / 3) / 3)
+
+    @settings(max_examples=40, deadline=None)
+    @given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 1)), min_size=1, max_size=6))
+    def test_auarc_breaks_ties_in_expectation(self, pairs):
+        u, correct = np.array(pairs, dtype=float).T
+        assert M.auarc(u, correct) == pytest.approx(brute_auarc(u, correct))
+
+    @settings(max_examples=40, deadline=None)
+    @given(st.integers(0, 10_000), st.integers(1, 25))
+    def test_weighted_auarc_equals_expanded_list(self, seed, n):
+        rng = np.random.default_rng(seed)
+        u, correct = rng.normal(size=n), rng.integers(0, 2, n).astype(float)
+        w = rng.integers(0, 4, n)
+        w[0] = max(w[0], 1)
+        expanded = np.repeat(np.arange(n), w)
+        expected = M.auarc(u[expanded] + 1e-9 * np.arange(len(expanded)) * 0, correct[expanded])
+        assert auarc_weighted(u, correct, w[None].astype(float))[0] == pytest.approx(expected)
+
+    def test_prr_oracle_random_and_reversed(self):
+        correct = np.array([1, 1, 0, 0, 1, 0, 1, 1])
+        assert M.prr(1 - correct, correct) == pytest.approx(1.0)
+        assert M.prr(np.zeros(8), correct) == pytest.approx(0.0)
+        assert M.prr(correct, correct) < 0
+
+    def test_prr_weighted_oracle_closed_form(self):
+        rng = np.random.default_rng(0)
+        correct = rng.integers(0, 2, 30).astype(float)
+        counts = rng.integers(0, 3, (5, 30)).astype(float)
+        np.testing.assert_allclose(prr_weighted(1 - correct, correct, counts), 1.0)
+
+    def test_prr_single_class(self):
+        with pytest.warns(RuntimeWarning, match="single class"):
+            assert np.isnan(M.prr([0.2, 0.4], [0, 0]))
+
+
+class TestECE:
+    def test_binned_ece_hand_computed(self):
+        confidence = np.array([0.95, 0.95, 0.15, 0.15])
+        correct = np.array([1.0, 0.0, 0.0, 0.0])
+        # bin 9: acc .5 conf .95 -> .45; bin 1: acc 0 conf .15 -> .15; mass .5 each
+        assert ece_weighted(confidence, correct, np.ones((1, 4)))[0] == pytest.approx(0.3)
+
+    def test_crossfit_scores_every_question_once_and_is_seeded(self):
+        rng = np.random.default_rng(0)
+        u = rng.normal(size=101)
+        correct = (rng.random(101) < 1 / (1 + np.exp(2 * u))).astype(int)
+        conf = M.calibrate(u, correct)
+        assert np.all(np.isfinite(conf)) and np.all((conf >= 0) & (conf <= 1))
+        np.testing.assert_array_equal(conf, M.calibrate(u, correct))
+        other = M.calibrate(u, correct, M.CalibrationProtocol(seed=1))
+        assert not np.array_equal(conf, other)
+
+    def test_calibrator_never_sees_the_question_it_scores(self):
+        u = np.arange(10.0)
+        correct = np.array([1, 0] * 5)
+        protocol = M.CalibrationProtocol(n_folds=2)
+        folds = protocol.folds(10)
+        conf = M.calibrate(u, correct, protocol)
+        for k in range(2):
+            fit = folds != k
+            expected = M.calibration._fit_predict(
+                "isotonic", u[fit], correct[fit].astype(float), u[folds == k]
+            )
+            np.testing.assert_allclose(conf[folds == k], expected)
+
+    def test_holdout_scores_only_the_rest(self):
+        u = np.linspace(0, 1, 40)
+        correct = (u < 0.5).astype(int)
+        conf = M.calibrate(u, correct, M.CalibrationProtocol(split="holdout", holdout_fraction=0.25))
+        assert np.isfinite(conf).sum() == 30
+
+    def test_well_separated_scores_calibrate_well(self):
+        rng = np.random.default_rng(0)
+        u = rng.normal(size=4000)
+        p = 1 / (1 + np.exp(3 * u))
+        correct = (rng.random(4000) < p).astype(int)
+        for calibrator in ("isotonic", "platt"):
+            value = M.ece(u, correct, M.CalibrationProtocol(calibrator=calibrator))
+            assert 0 <= value < 0.05, calibrator
+
+    def test_ece_is_invariant_to_increasing_affine_rescaling(self):
+        # (isotonic predictions interpolate linearly between fitted points, so a nonlinear
+        # monotone map changes them slightly; an affine one does not)
+        rng = np.random.default_rng(1)
+        u = rng.normal(size=300)
+        correct = rng.integers(0, 2, 300)
+        for calibrator in ("isotonic", "platt"):
+            protocol = M.CalibrationProtocol(calibrator=calibrator)
+            assert M.ece(u, correct, protocol) == pytest.approx(M.ece(3 * u + 2, correct, protocol), rel=1e-6)
+
+    def test_platt_with_single_class_fold_falls_back_to_base_rate(self):
+        u = np.arange(6.0)
+        conf = M.calibrate(u, np.ones(6), M.CalibrationProtocol(calibrator="platt"))
+        np.testing.assert_allclose(conf, 1.0)
+
+    def test_bad_protocol(self):
+        with pytest.raises(ValueError, match="calibrator"):
+            M.CalibrationProtocol(calibrator="beta")
+        with pytest.raises(ValueError, match="n_folds"):
+            M.CalibrationProtocol(n_folds=1)
+        with pytest.raises(ValueError, match="holdout_fraction"):
+            M.CalibrationProtocol(holdout_fraction=1.5)
+
+
+class TestBootstrap:
+    def setup_method(self):
+        rng = np.random.default_rng(0)
+        self.correct = rng.integers(0, 2, 400)
+        self.good = rng.normal(size=400) + (1 - self.correct)
+        self.noise = rng.normal(size=400)
+
+    def test_same_index_sets_for_every_call(self):
+        b = M.Bootstrap(n_resamples=50, seed=3)
+        assert b.counts(400) is b.counts(400)
+        np.testing.assert_array_equal(b.counts(400), M.Bootstrap(n_resamples=50, seed=3).counts(400))
+        assert np.all(b.counts(400).sum(axis=1) == 400)
+
+    def test_evaluate_contains_point_ci_and_counts(self):
+        out = M.evaluate({"good": self.good, "noise": self.noise}, self.correct, bootstrap=M.Bootstrap(200))
+        assert set(out) == {"good", "noise"} and set(out["good"]) == set(M.DEFAULT_METRICS)
+        r = out["good"]["auroc"]
+        assert r.value == pytest.approx(M.auroc(self.good, self.correct))
+        assert r.ci_low < r.value < r.ci_high
+        assert r.n_correct + r.n_incorrect == r.n == 400 and r.n_valid_resamples == 200
+        assert out["good"]["ece"].value == pytest.approx(M.ece(self.good, self.correct))
+        assert out["good"]["prr"].value == pytest.approx(M.prr(self.good, self.correct))
+        assert out["noise"]["auroc"].ci_low < 0.5 < out["noise"]["auroc"].ci_high
+
+    def test_resampled_auroc_matches_explicit_resampling(self):
+        b = M.Bootstrap(n_resamples=20, seed=1)
+        resampled = auroc_weighted(self.good, self.correct.astype(float), b.counts(400))
+        idx = np.random.default_rng(1).integers(0, 400, size=(20, 400))
+        explicit = [roc_auc_score(1 - self.correct[i], self.good[i]) for i in idx]
+        np.testing.assert_allclose(resampled, explicit)
+
+    def test_missing_scores_are_counted(self):
+        u = self.good.copy()
+        u[:10] = np.nan
+        r = M.evaluate({"x": u}, self.correct, metrics=["auroc"], bootstrap=M.Bootstrap(50))["x"]["auroc"]
+        assert r.n_missing == 10 and r.n == 390
+
+    def test_single_class_gives_nan_not_crash(self):
+        with pytest.warns(RuntimeWarning, match="single class"):
+            out = M.evaluate({"x": self.good}, np.ones(400), bootstrap=M.Bootstrap(20))
+        assert np.isnan(out["x"]["auroc"].value) and np.isnan(out["x"]["prr"].value)
+        assert out["x"]["auroc"].n_incorrect == 0
+
+    def test_paired_difference_detects_a_real_gap(self):
+        d = M.paired_difference(self.good, self.noise, self.correct, bootstrap=M.Bootstrap(300))
+        assert d.difference == pytest.approx(d.value_a - d.value_b)
+        assert d.ci_low > 0 and d.p_value < 0.01
+
+    def test_paired_difference_of_same_scores_is_zero(self):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            d = M.paired_difference(self.noise, self.noise, self.correct, bootstrap=M.Bootstrap(100))
+        assert d.difference == 0 and d.ci_low == 0 and d.ci_high == 0 and d.p_value == 1.0
+
+    def test_paired_difference_between_llms(self):
+        other_correct = np.roll(self.correct, 1)
+        d = M.paired_difference(
+            self.good, self.good, self.correct, correct_b=other_correct, bootstrap=M.Bootstrap(100)
+        )
+        assert d.value_b == pytest.approx(M.auroc(self.good, other_correct))
+
+    def test_paired_difference_ece(self):
+        d = M.paired_difference(self.good, self.noise, self.correct, metric="ece", bootstrap=M.Bootstrap(100))
+        assert d.value_a == pytest.approx(M.ece(self.good, self.correct))
+
+    def test_paired_needs_same_questions(self):
+        with pytest.raises(ValueError, match="same"):
+            M.paired_difference(self.good, self.good[:10], self.correct)
+
+
+class TestBadInput:
+    def test_shapes(self):
+        with pytest.raises(ValueError, match="3 values but correct has 2"):
+            M.auroc([1, 2, 3], [0, 1])
+        with pytest.raises(ValueError, match="1-D"):
+            M.auroc(np.ones((2, 2)), np.ones((2, 2)))
+        with pytest.raises(ValueError, match="empty"):
+            M.auroc([], [])
+
+    def test_labels_must_be_binary(self):
+        with pytest.raises(ValueError, match="0/1"):
+            M.auroc([1, 2], [0, 2])
+        with pytest.raises(ValueError, match="0/1"):
+            M.auroc([1, 2], [0, np.nan])
+
+    def test_infinite_scores(self):
+        with pytest.raises(ValueError, match="infinite"):
+            M.auroc([1, np.inf], [0, 1])
+
+    def test_registry(self):
+        assert set(M.names()) >= {"auroc", "ece", "prr", "auarc"}
+        assert M.get("ece").calibrated and not M.get("ece").higher_is_better
