@@ -1,0 +1,7 @@
+"""`python -m semuq_eval ...` (and `accelerate launch -m semuq_eval run ...`): the semuq-eval CLI."""
+
+import sys
+
+from semuq_eval.cli import main
+
+sys.exit(main())

@@ -1,0 +1,159 @@
+"""Local QA sets: the JSON-lines question files prepared by ``semuq-eval assets`` (or your own, same format).
+
+A set ``name`` with split ``split`` is the file ``<root>/<name>/<split>.jsonl``, one record per line::
+
+    {"id": "triviaqa-test-0", "question": "Who was the man behind The Chipmunks?", "answers": ["David Seville"]}
+
+``root`` is the asset cache's ``data`` folder (see :func:`semuq_eval.assets.locate`), or ``data_dir`` when given: the
+local data directory override for offline and air-gapped users, who can copy prepared sets there or write their own
+sets in the same format (any ``name``). Prepared sets: ``triviaqa`` (``dev``, ``test``), ``nq-open`` (``dev``,
+``test``), ``webquestions`` (``test``); see :mod:`semuq_eval.assets` for which split is which.
+
+Bad input policy: a line that is not a JSON object is an error naming the file and line (the file is damaged, and
+silently dropping lines would shift every later doc). A well-formed record without a usable question (missing,
+not a string, blank) or without any usable answer (missing, not a list of strings, empty after dropping blank
+aliases) is skipped, and one warning counts the skipped records and names the first line: one bad doc never
+aborts a run. Records keep their order; a record without ``id`` gets ``"<name>-<split>-<line index>"``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from pathlib import Path
+from typing import Any
+
+__all__ = ["data_path", "load_qa", "qa_dataset", "qa_datasets"]
+
+
+def data_path(name: str, split: str, *, data_dir: str | os.PathLike | None = None) -> Path:
+    """Path of the JSONL file of ``name``/``split``; raises ``FileNotFoundError`` saying how to get it."""
+    if data_dir is not None:
+        root = Path(data_dir).expanduser()
+        path = root / name / f"{split}.jsonl"
+        if not path.is_file():
+            from semuq_eval.assets import ASSET_NAMES
+
+            hint = f"; prepared sets come from: semuq-eval assets --only {name}" if name in ASSET_NAMES else ""
+            raise FileNotFoundError(
+                f"no QA file {path} (data_dir={root} must hold <name>/<split>.jsonl; "
+                f"{_available(root / name)}){hint}"
+            )
+        return path
+    from semuq_eval.assets import locate
+
+    folder = locate(name)  # FileNotFoundError naming the command when the set is not prepared
+    path = folder / f"{split}.jsonl"
+    if not path.is_file():
+        raise FileNotFoundError(f"{name} has no split {split!r} ({path} not found; {_available(folder)})")
+    return path
+
+
+def _available(folder: Path) -> str:
+    splits = sorted(p.stem for p in folder.glob("*.jsonl")) if folder.is_dir() else []
+    return f"available splits: {', '.join(splits)}" if splits else f"{folder} holds no splits"
+
+
+def load_qa(name: str, split: str, *, data_dir: str | os.PathLike | None = None,
+            limit: int | None = None) -> list[dict[str, Any]]:
+    """Records ``{"id", "question", "answers"}`` of a QA set, in file order; the first ``limit`` usable ones if given.
+
+    ``load_qa("triviaqa", "test", limit=1000)`` is the paper's "TriviaQA validation, first 1,000" (see
+    :mod:`semuq_eval.assets`). Raises ``FileNotFoundError`` (missing file: names the path and the command to run)
+    and ``ValueError`` (a line that is not a JSON object: names file and line); skips, with one warning, records
+    without a question or without answers.
+    """
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        raise ValueError(f"limit must be a non-negative integer or None, got {limit!r}")
+    path = data_path(name, split, data_dir=data_dir)
+    records: list[dict[str, Any]] = []
+    skipped: list[int] = []
+    with open(path, encoding="utf-8") as fh:
+        for index, line in enumerate(fh):
+            if limit is not None and len(records) >= limit:
+                break
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise ValueError(f"{path}:{index + 1}: malformed JSON line ({err.msg})") from None
+            if not isinstance(obj, dict):
+                raise ValueError(f"{path}:{index + 1}: expected a JSON object, got {type(obj).__name__}")
+            rec = _clean(obj, f"{name}-{split}-{index}")
+            if rec is None:
+                skipped.append(index + 1)
+            else:
+                records.append(rec)
+    if skipped:
+        warnings.warn(
+            f"{path}: skipped {len(skipped)} record(s) without a question or without answers "
+            f"(first at line {skipped[0]})", stacklevel=2,
+        )
+    return records
+
+
+def _clean(obj: dict[str, Any], default_id: str) -> dict[str, Any] | None:
+    question = obj.get("question")
+    answers = obj.get("answers")
+    if not isinstance(question, str) or not question.strip():
+        return None
+    if isinstance(answers, str):
+        answers = [answers]
+    if not isinstance(answers, list):
+        return None
+    answers = [a.strip() for a in answers if isinstance(a, str) and a.strip()]
+    if not answers:
+        return None
+    rid = obj.get("id")
+    return {"id": str(rid) if rid not in (None, "") else default_id, "question": question.strip(),
+            "answers": answers}
+
+
+def qa_dataset(name: str, split: str, *, data_dir: str | os.PathLike | None = None, limit: int | None = None):
+    """:func:`load_qa` as a ``datasets.Dataset`` with columns ``id`` (string), ``question`` (string) and
+    ``answers`` (list of strings)."""
+    import datasets
+
+    records = load_qa(name, split, data_dir=data_dir, limit=limit)
+    features = datasets.Features({
+        "id": datasets.Value("string"),
+        "question": datasets.Value("string"),
+        "answers": datasets.Sequence(datasets.Value("string")),
+    })
+    columns = {key: [r[key] for r in records] for key in features}
+    return datasets.Dataset.from_dict(columns, features=features)
+
+
+def qa_datasets(qa_set: str, splits: list[str] | str | None = None, data_dir: str | os.PathLike | None = None,
+                limit: int | None = None, **_ignored: Any):
+    """A ``datasets.DatasetDict`` of the given splits (default: every ``<split>.jsonl`` of the set).
+
+    Shaped for lm-eval's ``custom_dataset`` hook, which calls it with the task's ``metadata`` and
+    ``dataset_kwargs`` as keyword arguments (unrelated keys, e.g. ``version``, are ignored)::
+
+        # tasks/<task>/utils.py:  from semuq_eval.data import qa_datasets
+        custom_dataset: !function utils.qa_datasets
+        dataset_kwargs: {qa_set: triviaqa, splits: [test]}
+
+    ``--metadata '{"data_dir": "/path"}'`` then points every such task at a local data directory.
+    """
+    import datasets
+
+    if splits is None:
+        folder = Path(data_dir).expanduser() / qa_set if data_dir is not None else _locate(qa_set)
+        splits = sorted(p.stem for p in folder.glob("*.jsonl"))
+        if not splits:
+            raise FileNotFoundError(f"{folder} holds no <split>.jsonl files")
+    elif isinstance(splits, str):
+        splits = [s.strip() for s in splits.split(",") if s.strip()]
+    if limit is not None:
+        limit = int(limit)
+    return datasets.DatasetDict({s: qa_dataset(qa_set, s, data_dir=data_dir, limit=limit) for s in splits})
+
+
+def _locate(name: str) -> Path:
+    from semuq_eval.assets import locate
+
+    return locate(name)
