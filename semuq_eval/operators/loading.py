@@ -1,0 +1,80 @@
+"""Lazy, cached model loading shared by the model-based operators (one load per process).
+
+Models are looked up by hub id or local path. ``trust_remote_code`` is off unless asked. The
+device defaults to CUDA when available, else CPU; weights are fp16 on GPU and fp32 elsewhere
+unless another dtype is asked for.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import Any
+
+import torch
+from tqdm.auto import tqdm
+
+from semuq_eval.operators.base import PROGRESS_MIN_BATCHES
+
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+def resolve_device(device: str | torch.device | None) -> str:
+    """``None`` or ``"auto"``: ``"cuda"`` if a GPU is available, else ``"cpu"``."""
+    if device is None or device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return str(device)
+
+
+def resolve_dtype(dtype: str, device: str) -> str:
+    """``"auto"``: float16 on CUDA, float32 elsewhere; otherwise one of :data:`DTYPES`."""
+    if dtype == "auto":
+        return "float16" if device.startswith("cuda") else "float32"
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be 'auto' or one of {sorted(DTYPES)}, got {dtype!r}")
+    return dtype
+
+
+def model_id(model: str | os.PathLike) -> str:
+    """The string a model is cached and reported under (hub id, or local path)."""
+    return os.fspath(model)
+
+
+def commit_hash(config: Any) -> str | None:
+    """The hub revision the weights came from, when transformers recorded it."""
+    return getattr(config, "_commit_hash", None)
+
+
+@functools.cache
+def load_sequence_classifier(
+    name: str, revision: str | None, device: str, dtype: str, trust_remote_code: bool
+) -> tuple[Any, Any]:
+    """(tokenizer, model) of a sequence-classification model, in eval mode on ``device``."""
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(name, revision=revision, trust_remote_code=trust_remote_code)
+    model = AutoModelForSequenceClassification.from_pretrained(
+        name, revision=revision, trust_remote_code=trust_remote_code
+    )
+    return tokenizer, model.to(device=device, dtype=DTYPES[dtype]).eval()
+
+
+@functools.cache
+def load_sentence_transformer(
+    name: str, revision: str | None, device: str, dtype: str, trust_remote_code: bool
+) -> Any:
+    """A sentence-transformers model (folder or hub id), in eval mode on ``device``."""
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(name, device=device, revision=revision, trust_remote_code=trust_remote_code)
+    return model.to(dtype=DTYPES[dtype]).eval()
+
+
+def batches(order: list[int], batch_size: int, *, progress: bool, desc: str):
+    """Yield successive slices of ``order``; a tqdm bar when there are many batches."""
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    starts = range(0, len(order), batch_size)
+    show = progress and len(starts) >= PROGRESS_MIN_BATCHES
+    for start in tqdm(starts, desc=desc, disable=not show, leave=False):
+        yield order[start : start + batch_size]

@@ -1,0 +1,243 @@
+"""NLI cross-encoder operators (paper Eq. S_nli): ``nli`` (hard) and ``nli_soft`` (graded).
+
+Question-conditioned as in Eq. S_nli: premise = question + answer i, hypothesis = question +
+answer j, scored in both directions. All ordered pairs of distinct answers of all questions in a
+call go through the model together, sorted by length, in batches. Label indices are read from the
+model's ``config.id2label``. A cross-encoder needs N(N-1) forward passes per question (O(N^2),
+desideratum D3).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import warnings
+from typing import Any
+
+import numpy as np
+import torch
+
+from semuq_eval.operators.base import Cost, TextOperator
+from semuq_eval.operators.loading import (
+    batches,
+    commit_hash,
+    load_sequence_classifier,
+    model_id,
+    resolve_device,
+    resolve_dtype,
+)
+
+DEFAULT_NLI_MODEL = "microsoft/deberta-v2-xlarge-mnli"
+
+RULES = {
+    "bidirectional_entailment": "entailment predicted in both directions (Eq. S_nli, the paper's rule)",
+    "no_contradiction": "contradiction predicted in neither direction",
+    "either_entailment": "entailment predicted in at least one direction",
+}
+"""Equivalence rules of the hard ``nli`` operator; the rule in force is reported in ``info``."""
+
+
+def label_index(id2label: dict[int, str], label: str) -> int:
+    """Index of the one label whose name starts with ``label`` (case-insensitive)."""
+    found = [int(i) for i, name in id2label.items() if str(name).lower().startswith(label)]
+    if len(found) != 1:
+        raise ValueError(
+            f"cannot find one {label!r} label in the model's config.id2label={dict(id2label)}: the NLI "
+            "operators need a classifier with entailment / neutral / contradiction labels"
+        )
+    return found[0]
+
+
+class _NLIOperator(TextOperator):
+    """Shared machinery: directional class probabilities for every ordered pair of answers."""
+
+    def __init__(
+        self,
+        model: str | os.PathLike | Any = DEFAULT_NLI_MODEL,
+        *,
+        tokenizer: str | os.PathLike | Any | None = None,
+        condition_on_question: bool = True,
+        max_length: int | None = None,
+        batch_size: int = 64,
+        device: str | None = None,
+        dtype: str = "auto",
+        revision: str | None = None,
+        trust_remote_code: bool = False,
+        dedup: bool = True,
+        progress: bool = True,
+    ) -> None:
+        """``model``: hub id, local path, or an already loaded ``PreTrainedModel`` (then
+        ``tokenizer`` must be given too and the model is used where it is). ``max_length``
+        defaults to the model's limit; longer pairs are truncated with a warning."""
+        super().__init__(dedup=dedup)
+        in_memory = not isinstance(model, (str, os.PathLike))
+        if in_memory and tokenizer is None:
+            raise ValueError("pass tokenizer= along with an in-memory model")
+        if max_length is not None and max_length < 8:
+            raise ValueError(f"max_length must be at least 8 tokens, got {max_length}")
+        self.model = model if in_memory else model_id(model)
+        self.tokenizer = tokenizer
+        self.condition_on_question = condition_on_question
+        self.max_length = max_length
+        self.batch_size = batch_size
+        self.device = None if in_memory else resolve_device(device)
+        self.dtype = None if in_memory else resolve_dtype(dtype, self.device)
+        self.revision = revision
+        self.trust_remote_code = trust_remote_code
+        self.progress = progress
+        self._loaded: tuple[Any, Any, int] | None = None
+
+    def _load(self) -> tuple[Any, Any, int]:
+        """(tokenizer, model, max_length), loaded on first use."""
+        if self._loaded is None:
+            if isinstance(self.model, str):
+                tokenizer, model = load_sequence_classifier(
+                    self.model, self.revision, self.device, self.dtype, self.trust_remote_code
+                )
+            else:
+                model = self.model.eval()
+                tokenizer = None
+            if self.tokenizer is not None:
+                tokenizer = self.tokenizer
+                if isinstance(tokenizer, (str, os.PathLike)):
+                    from transformers import AutoTokenizer
+
+                    tokenizer = AutoTokenizer.from_pretrained(
+                        model_id(tokenizer), trust_remote_code=self.trust_remote_code
+                    )
+            label_index(model.config.id2label, "entailment")
+            label_index(model.config.id2label, "contradiction")
+            limits = [tokenizer.model_max_length, getattr(model.config, "max_position_embeddings", None)]
+            limits = [n for n in limits if isinstance(n, int) and 0 < n < 1_000_000]
+            max_length = self.max_length or (min(limits) if limits else 512)
+            self._loaded = (tokenizer, model, max_length)
+        return self._loaded
+
+    def _segment(self, question: str, answer: str) -> str:
+        """One side of an NLI pair: question + answer (Eq. S_nli), or the answer alone."""
+        if self.condition_on_question and question.strip():
+            return f"{question} {answer}"
+        return answer
+
+    def _directional_probs(
+        self, questions: list[str], answers: list[list[str]], cost: Cost
+    ) -> list[np.ndarray]:
+        """Per question, a (U, U, n_labels) array: P[i, j] = p(label | premise i, hypothesis j)."""
+        tokenizer, model, max_length = self._load()
+        segments: dict[str, int] = {}
+        pairs: dict[tuple[int, int], int] = {}
+        ids_per_question = []
+        for question, group in zip(questions, answers, strict=True):
+            ids = [segments.setdefault(self._segment(question, a), len(segments)) for a in group]
+            for i, j in itertools.permutations(ids, 2):
+                pairs.setdefault((i, j), len(pairs))
+            ids_per_question.append(ids)
+        n_labels = model.config.num_labels
+        probs = np.zeros((len(pairs), n_labels))
+        if pairs:
+            texts = list(segments)
+            lengths = [len(x) for x in tokenizer(texts, add_special_tokens=False)["input_ids"]]
+            pair_list = list(pairs)
+            n_special = tokenizer.num_special_tokens_to_add(pair=True)
+            est = np.array([lengths[p] + lengths[h] + n_special for p, h in pair_list])
+            n_long = int(np.count_nonzero(est > max_length))
+            if n_long:
+                warnings.warn(
+                    f"{self.name}: {n_long} of {len(pair_list)} premise-hypothesis pairs are longer than "
+                    f"max_length={max_length} tokens and were truncated",
+                    stacklevel=5,
+                )
+            device = next(model.parameters()).device
+            order = np.argsort(-est, kind="stable").tolist()
+            with torch.inference_mode():
+                for idx in batches(order, self.batch_size, progress=self.progress, desc=f"{self.name} pairs"):
+                    encoded = tokenizer(
+                        [texts[pair_list[k][0]] for k in idx],
+                        [texts[pair_list[k][1]] for k in idx],
+                        padding=True,
+                        truncation=True,
+                        max_length=max_length,
+                        return_tensors="pt",
+                    ).to(device)
+                    probs[idx] = model(**encoded).logits.float().softmax(-1).cpu().numpy()
+            cost.forward_passes += len(pair_list)
+        out = []
+        for ids in ids_per_question:
+            p = np.zeros((len(ids), len(ids), n_labels))
+            for (i, a), (j, b) in itertools.permutations(enumerate(ids), 2):
+                p[i, j] = probs[pairs[(a, b)]]
+            out.append(p)
+        return out
+
+    def _identity(self) -> dict[str, Any]:
+        loaded = self._loaded
+        config = loaded[1].config if loaded else None
+        name = self.model if isinstance(self.model, str) else getattr(self.model.config, "_name_or_path", "")
+        return {
+            "model": name or type(self.model).__name__,
+            "revision": self.revision or (commit_hash(config) if config is not None else None),
+            "id2label": dict(config.id2label) if config is not None else None,
+            "question_conditioned": self.condition_on_question,
+            "max_length": loaded[2] if loaded else self.max_length,
+            "dtype": self.dtype,
+            **super()._identity(),
+        }
+
+
+class NLIOperator(_NLIOperator):
+    """Hard NLI equivalence (Eq. S_nli): a boolean matrix under a named ``rule`` (see :data:`RULES`).
+
+    The default ``"bidirectional_entailment"`` is the paper's rule: the predicted label (argmax)
+    is entailment in both directions. ``"no_contradiction"`` and ``"either_entailment"`` are the
+    rules other implementations use.
+    """
+
+    name = "nli"
+    kind = "equivalence"
+
+    def __init__(
+        self,
+        model: str | os.PathLike | Any = DEFAULT_NLI_MODEL,
+        *,
+        rule: str = "bidirectional_entailment",
+        **options,
+    ) -> None:
+        if rule not in RULES:
+            raise ValueError(f"unknown NLI rule {rule!r}; choose one of {sorted(RULES)}")
+        super().__init__(model, **options)
+        self.rule = rule
+
+    def _score(self, questions: list[str], answers: list[list[str]], cost: Cost) -> list[np.ndarray]:
+        config = self._load()[1].config
+        entail = label_index(config.id2label, "entailment")
+        contra = label_index(config.id2label, "contradiction")
+        out = []
+        for p in self._directional_probs(questions, answers, cost):
+            pred = p.argmax(-1)
+            if self.rule == "bidirectional_entailment":
+                same = (pred == entail) & (pred == entail).T
+            elif self.rule == "either_entailment":
+                same = (pred == entail) | (pred == entail).T
+            else:
+                same = (pred != contra) & (pred != contra).T
+            out.append(same)
+        return out
+
+    def _identity(self) -> dict[str, Any]:
+        return {"rule": self.rule, **super()._identity()}
+
+
+class NLISoftOperator(_NLIOperator):
+    """Graded NLI similarity: the entailment probability averaged over both directions,
+    S_ij = (p_ent(i -> j) + p_ent(j -> i)) / 2, in [0, 1] (the soft S_nli of App. A.2)."""
+
+    name = "nli_soft"
+    kind = "graded"
+
+    def _score(self, questions: list[str], answers: list[list[str]], cost: Cost) -> list[np.ndarray]:
+        entail = label_index(self._load()[1].config.id2label, "entailment")
+        out = []
+        for p in self._directional_probs(questions, answers, cost):
+            e = p[..., entail]
+            out.append((e + e.T) / 2)
+        return out
