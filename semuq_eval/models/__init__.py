@@ -1,0 +1,35 @@
+"""lm-eval models of semuq-eval, registered lazily (importing this package does not import torch).
+
+- `semuq-hf` -> `semuq_eval.models.hf:SemuqHFLM`: lm-eval's HFLM whose `generate_until` serves the N repeats of
+  a request with one `generate` call and returns `Generation`s (text + token log-probs, token entropies,
+  token offsets and the last hidden state).
+- `semuq-hf-multimodal` -> `semuq_eval.models.hf_multimodal:SemuqHFMultimodalLM`: the same for image+text tasks.
+
+Any other lm-eval model returns plain strings; `as_generation` turns them into text-only Generations.
+"""
+
+from __future__ import annotations
+
+from semuq_eval.models.generation import Generation, as_generation
+
+__all__ = ["MODELS", "Generation", "as_generation", "register_models"]
+
+MODELS = {
+    "semuq-hf": "semuq_eval.models.hf:SemuqHFLM",
+    "semuq-hf-multimodal": "semuq_eval.models.hf_multimodal:SemuqHFMultimodalLM",
+}
+
+
+def register_models() -> None:
+    """Register semuq-eval's models in lm-eval's model registry (idempotent, no torch import)."""
+    # lm-eval fills its registry with the built-in models only when it is empty at the first lookup
+    # (`api.registry.get_model`); register them first so that adding ours does not hide `hf`, `vllm`, ...
+    import lm_eval.models  # noqa: F401
+    from lm_eval.api.registry import model_registry
+
+    for name, target in MODELS.items():
+        if name not in model_registry:  # already registered (maybe materialized): keep it
+            model_registry.register(name, target=target)
+
+
+register_models()

@@ -1,0 +1,236 @@
+"""`Generation`: one generated answer as a `str` that also carries the white-box signals.
+
+A `Generation` *is* the answer text (a `str` subclass), so it flows through lm-eval's filters, caches and
+`process_results` unchanged, while estimators that need more than text read its fields:
+
+=================  ==================  ==================================================================
+field              type                meaning
+=================  ==================  ==================================================================
+token_ids          (T,) int64          the generated tokens that make up the returned text
+token_logprobs     (T,) float32        log p(y_t | x, y_<t) under the model's *raw* next-token distribution:
+                                       softmax of the logits the model outputs (after any final logit
+                                       soft-capping the architecture applies), temperature 1, before
+                                       temperature / top-k / top-p / repetition-penalty processing. The
+                                       answer was *sampled* from the processed distribution; its
+                                       probability is reported under the raw one.
+token_entropies    (T,) float32        Shannon entropy (nats) of that same full raw softmax over the whole
+                                       vocabulary at each step: H_t of Eq. (token_level_entropy), App. A.1
+seq_logprob        float               sum of token_logprobs: log p(y | x) of the answer (App. A.1, Eq. 1)
+token_offsets      (T, 2) int64        [start, end) character span of each token inside the returned text
+hidden             (d,) float32|None   last-layer hidden state (after the final norm: the input of the
+                                       LM head) at the position of the last answer token, i.e. after the
+                                       model has read the whole answer. For an empty answer: the state at
+                                       the last token before it (the end of the prompt).
+greedy             bool                produced by greedy decoding (do_sample=False)
+=================  ==================  ==================================================================
+
+T counts the generated tokens that contribute to the returned text. Tokens removed by lm-eval's
+post-processing (everything from the first stop sequence on, the EOS token, padding, a thinking prefix) are
+dropped consistently from every array; a token that is only partly kept (the stop sequence starts inside it)
+is kept, with its span clipped to the text.
+
+Token offsets: `text[s:e]` is the decoded piece of token t. Exceptions, all inherent to the tokenizer:
+byte-level BPE can split one character over several tokens; the token that completes the character gets
+its full span and the earlier ones get an empty span (s == e) at that position. Special tokens kept inside
+the text (rare) also get empty spans. Tokenizers whose decoding rewrites spaces
+(`clean_up_tokenization_spaces`) give approximate spans around the rewritten spaces. Spans are
+non-decreasing and non-overlapping.
+
+Plain strings from any other lm-eval model become Generations through `as_generation`: all white-box fields
+are None, and `has_logprobs` / `has_entropies` / `has_hidden` say what is available, so estimators report
+"unavailable" instead of computing on zeros.
+
+This module imports numpy only (no torch).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Generation", "as_generation"]
+
+_FIELDS = (
+    "token_ids",
+    "token_logprobs",
+    "token_entropies",
+    "seq_logprob",
+    "token_offsets",
+    "hidden",
+    "greedy",
+)
+
+
+def _array(x: Any, dtype, shape_tail: tuple[int, ...] = ()) -> np.ndarray | None:
+    if x is None:
+        return None
+    arr = np.asarray(x, dtype=dtype)
+    if arr.size == 0:
+        arr = arr.reshape((0, *shape_tail))
+    return arr
+
+
+class Generation(str):
+    """A generated answer: the text (this `str`) plus token-level signals. See the module docstring."""
+
+    token_ids: np.ndarray | None
+    token_logprobs: np.ndarray | None
+    token_entropies: np.ndarray | None
+    seq_logprob: float | None
+    token_offsets: np.ndarray | None
+    hidden: np.ndarray | None
+    greedy: bool
+
+    def __new__(
+        cls,
+        text: str = "",
+        *,
+        token_ids: Any = None,
+        token_logprobs: Any = None,
+        token_entropies: Any = None,
+        seq_logprob: float | None = None,
+        token_offsets: Any = None,
+        hidden: Any = None,
+        greedy: bool = False,
+    ) -> Generation:
+        obj = super().__new__(cls, text)
+        obj.token_ids = _array(token_ids, np.int64)
+        obj.token_logprobs = _array(token_logprobs, np.float32)
+        obj.token_entropies = _array(token_entropies, np.float32)
+        obj.token_offsets = _array(token_offsets, np.int64, (2,))
+        obj.hidden = _array(hidden, np.float32)
+        if seq_logprob is None and obj.token_logprobs is not None:
+            seq_logprob = float(np.sum(obj.token_logprobs, dtype=np.float64))
+        obj.seq_logprob = None if seq_logprob is None else float(seq_logprob)
+        obj.greedy = bool(greedy)
+        obj._check()
+        return obj
+
+    def _check(self) -> None:
+        lengths = {
+            name: len(arr)
+            for name in ("token_ids", "token_logprobs", "token_entropies", "token_offsets")
+            if (arr := getattr(self, name)) is not None
+        }
+        if len(set(lengths.values())) > 1:
+            raise ValueError(f"Generation arrays have different lengths: {lengths}")
+        if self.token_offsets is not None and self.token_offsets.ndim != 2:
+            raise ValueError(f"token_offsets must have shape (T, 2), got {self.token_offsets.shape}")
+        if self.hidden is not None and self.hidden.ndim != 1:
+            raise ValueError(f"hidden must have shape (d,), got {self.hidden.shape}")
+
+    # -- availability -----------------------------------------------------------------------------------
+    @property
+    def text(self) -> str:
+        """The answer as a plain `str`."""
+        return str.__str__(self)
+
+    @property
+    def has_tokens(self) -> bool:
+        return self.token_ids is not None
+
+    @property
+    def has_logprobs(self) -> bool:
+        return self.token_logprobs is not None
+
+    @property
+    def has_entropies(self) -> bool:
+        return self.token_entropies is not None
+
+    @property
+    def has_hidden(self) -> bool:
+        return self.hidden is not None
+
+    @property
+    def num_tokens(self) -> int | None:
+        return None if self.token_ids is None else len(self.token_ids)
+
+    def token_pieces(self) -> list[str] | None:
+        """`text[s:e]` for every token span, or None without offsets."""
+        if self.token_offsets is None:
+            return None
+        text = self.text
+        return [text[s:e] for s, e in self.token_offsets.tolist()]
+
+    # -- serialization ----------------------------------------------------------------------------------
+    def _state(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in _FIELDS}
+
+    def __reduce__(self):
+        # keeps the fields through pickle (lm-eval's cache, data-parallel gather_object)
+        return (_rebuild, (self.text, self._state()))
+
+    def __copy__(self) -> Generation:
+        return _rebuild(self.text, self._state())
+
+    def __deepcopy__(self, memo) -> Generation:
+        state = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in self._state().items()}
+        return _rebuild(self.text, state)
+
+    def to_record(self, *, include_hidden: bool = True) -> dict[str, Any]:
+        """A JSON-safe dict (lists, floats, None) for the run store; `from_record` inverts it.
+
+        Non-finite floats (which the raw distribution should not produce) are stored as None.
+        """
+
+        def floats(arr):
+            if arr is None:
+                return None
+            return [v if math.isfinite(v) else None for v in arr.astype(np.float64).tolist()]
+
+        seq = self.seq_logprob
+        return {
+            "text": self.text,
+            "greedy": self.greedy,
+            "token_ids": None if self.token_ids is None else self.token_ids.tolist(),
+            "token_logprobs": floats(self.token_logprobs),
+            "token_entropies": floats(self.token_entropies),
+            "seq_logprob": None if seq is None or not math.isfinite(seq) else seq,
+            "token_offsets": None if self.token_offsets is None else self.token_offsets.tolist(),
+            "hidden": floats(self.hidden) if include_hidden else None,
+        }
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> Generation:
+        """Rebuild a Generation from `to_record()` output (missing keys -> unavailable fields)."""
+
+        def floats(vals):
+            if vals is None:
+                return None
+            return np.asarray([np.nan if v is None else v for v in vals], dtype=np.float32)
+
+        return cls(
+            record.get("text", ""),
+            token_ids=record.get("token_ids"),
+            token_logprobs=floats(record.get("token_logprobs")),
+            token_entropies=floats(record.get("token_entropies")),
+            seq_logprob=record.get("seq_logprob"),
+            token_offsets=record.get("token_offsets"),
+            hidden=floats(record.get("hidden")),
+            greedy=bool(record.get("greedy", False)),
+        )
+
+
+def _rebuild(text: str, state: dict[str, Any]) -> Generation:
+    obj = str.__new__(Generation, text)
+    obj.__dict__.update(state)
+    return obj
+
+
+def as_generation(x: Any, *, greedy: bool | None = None) -> Generation:
+    """Turn any lm-eval model's answer into a Generation.
+
+    A Generation is returned as is (with `greedy` overridden when given); a plain `str` (or anything else,
+    through `str()`) becomes a text-only Generation whose white-box fields are all None.
+    """
+    if isinstance(x, Generation):
+        if greedy is None or bool(greedy) == x.greedy:
+            return x
+        state = x._state()
+        state["greedy"] = bool(greedy)
+        return _rebuild(x.text, state)
+    if x is None:
+        raise TypeError("as_generation got None instead of a generated answer")
+    return Generation(str(x), greedy=bool(greedy))

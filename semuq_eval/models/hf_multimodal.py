@@ -1,0 +1,101 @@
+"""`semuq-hf-multimodal`: lm-eval's HFMultimodalLM with semuq-hf's `generate_until` (N samples per call).
+
+Same grouping, batching, signals and `Generation` fields as `semuq-hf` (see `semuq_eval.models.hf`); requests
+are grouped by (context, gen_kwargs, the identity of their image objects), so two documents with the same
+question and different images are never merged.
+
+Image inputs and num_return_sequences. Stock `hf-multimodal` relies on `generate` to expand its inputs for
+`num_return_sequences`: `generate` repeats every input tensor row-wise (`repeat_interleave` on dim 0). For
+Llava-like processors the pixel tensor holds one row per *image* (a flattened list over the batch), so with
+several images per prompt the repeated rows no longer line up with the repeated prompts. This model never
+lets `generate` expand image tensors:
+- with a shared prefill (default for Llava): each prompt and its images run through the model once (all but
+  the last prompt token), the KV cache is expanded to the k rows, and `generate` gets only token ids and the
+  attention mask; the image tensors are consumed by the prefill;
+- otherwise: the k copies of each prompt and of its image list are given to the processor, which builds
+  aligned inputs for all rows, and `generate` runs with `num_return_sequences=1`.
+Text post-processing is hf-multimodal's (stop sequences cut; no thinking-token handling).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lm_eval.models.hf_vlms import HFMultimodalLM
+from lm_eval.models.utils import resize_image
+
+from semuq_eval.models.hf import SemuqGenerateMixin, _as_bool, _Group
+
+__all__ = ["SemuqHFMultimodalLM"]
+
+#: architectures whose shared prefill was checked against teacher forcing (others: expanded inputs)
+SHARED_PREFILL_MODEL_TYPES = frozenset({"llava"})
+
+
+class SemuqHFMultimodalLM(SemuqGenerateMixin, HFMultimodalLM):
+    """lm-eval `hf-multimodal` model returning `Generation`s (registered as `semuq-hf-multimodal`).
+
+    Accepts every HFMultimodalLM argument, plus `return_hidden` (default True), `compact_rows` (default True)
+    and `share_prefill` (default: on for the architectures in `SHARED_PREFILL_MODEL_TYPES`, off otherwise;
+    True forces it).
+    """
+
+    _semuq_expand_with_generate = False
+
+    def __init__(
+        self,
+        pretrained: Any,
+        return_hidden: bool = True,
+        share_prefill: bool | None = None,
+        compact_rows: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(pretrained, **kwargs)
+        self.return_hidden = _as_bool(return_hidden)
+        self.compact_rows = _as_bool(compact_rows)
+        if share_prefill is None or (
+            isinstance(share_prefill, str) and share_prefill.lower() in ("", "auto")
+        ):
+            share_prefill = getattr(self.config, "model_type", None) in SHARED_PREFILL_MODEL_TYPES
+        self.share_prefill = _as_bool(share_prefill)
+
+    def _semuq_image_token_ids(self) -> set[int]:
+        ids = {getattr(self, "image_token_id", None)}
+        ids |= {getattr(self.config, k, None) for k in ("image_token_id", "image_token_index")}
+        return {i for i in ids if isinstance(i, int)}
+
+    def _semuq_encode(self, batch: list[_Group], left_truncate_len: int, repeat: int = 1) -> dict[str, Any]:
+        if batch[0].aux is None:  # text-only requests, as HFMultimodalLM falls back to HFLM
+            context_enc, attn = self.tok_batch_encode(
+                [g.context for g in batch], left_truncate_len=left_truncate_len, truncation=self.truncation
+            )
+            if repeat > 1:
+                context_enc = context_enc.repeat_interleave(repeat, dim=0)
+                attn = attn.repeat_interleave(repeat, dim=0)
+            return {"input_ids": context_enc.to(self.device), "attention_mask": attn.to(self.device)}
+        contexts = [g.context for g in batch for _ in range(repeat)]
+        visuals = [
+            [
+                resize_image(img, self.image_width, self.image_height, self.image_max_side)
+                for img in g.aux["visual"]
+            ]
+            for g in batch
+            for _ in range(repeat)
+        ]
+        encoding = self.tok_batch_multimodal_encode(
+            contexts, visuals, left_truncate_len=left_truncate_len, truncation=self.truncation
+        )
+        return dict(encoding)
+
+    def _semuq_share_ok(self, inputs: dict[str, Any]) -> bool:
+        # the shared prefill leaves the last prompt token to `generate`: it must not be an image token
+        last = inputs["input_ids"][:, -1]
+        return not any(bool((last == i).any()) for i in self._semuq_image_token_ids())
+
+    def _semuq_postprocess(self, full: str, until: list[str]) -> tuple[str, int]:
+        # hf-multimodal's generate_until: cut at every stop sequence, nothing else
+        s = full
+        for term in until:
+            if len(term) > 0:
+                s = s.split(term)[0]
+        return s, 0

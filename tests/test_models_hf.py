@@ -1,0 +1,522 @@
+"""semuq-hf / semuq-hf-multimodal: grouping, white-box signals checked against teacher forcing, Generation I/O.
+
+Everything runs on tiny random models built in `tests/fixtures/tiny_lm.py` (no download).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import pickle
+import subprocess
+import sys
+from contextlib import contextmanager
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from lm_eval.api.instance import Instance  # noqa: E402
+
+from semuq_eval.models import Generation, as_generation  # noqa: E402
+from tests.fixtures.tiny_lm import build_tiny_gpt2, build_tiny_llava  # noqa: E402
+
+PROMPTS = [
+    "The capital of France is",
+    "Question: what is the largest planet? Answer:",
+    "Numbers: 1 2 3",
+]
+SAMPLE = {
+    "until": ["\n\n"],
+    "do_sample": True,
+    "temperature": 1.0,
+    "top_p": 0.9,
+    "top_k": 50,
+    "max_gen_toks": 12,
+}
+GREEDY = {"until": ["\n\n"], "do_sample": False, "max_gen_toks": 12}
+
+
+def inst(ctx, gen_kwargs, doc_id=0, idx=0, repeats=1, visual=None):
+    args = (ctx, dict(gen_kwargs)) if visual is None else (ctx, dict(gen_kwargs), {"visual": visual})
+    return Instance("generate_until", {"q": ctx}, args, idx, ("t", doc_id, repeats))
+
+
+def repeated(*pairs):
+    """evaluator.py: each Instance added `repeats` times (the same object)."""
+    out = []
+    for req, k in pairs:
+        out.extend([req] * k)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------------
+# fixtures
+# ----------------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="session")
+def gpt2_dir(tmp_path_factory):
+    return str(build_tiny_gpt2(tmp_path_factory.mktemp("tiny_gpt2")))
+
+
+@pytest.fixture(scope="session")
+def lm(gpt2_dir):
+    from semuq_eval.models.hf import SemuqHFLM
+
+    return SemuqHFLM(pretrained=gpt2_dir, device="cpu", batch_size=2)
+
+
+@pytest.fixture(scope="session")
+def stock(gpt2_dir):
+    from lm_eval.models.huggingface import HFLM
+
+    return HFLM(pretrained=gpt2_dir, device="cpu", batch_size=2)
+
+
+@contextmanager
+def attrs(obj, **values):
+    old = {k: getattr(obj, k) for k in values}
+    for k, v in values.items():
+        setattr(obj, k, v)
+    try:
+        yield obj
+    finally:
+        for k, v in old.items():
+            setattr(obj, k, v)
+
+
+@contextmanager
+def spy_generate(model):
+    calls = []
+    original = model.generate
+
+    def wrapper(*args, **kwargs):
+        out = original(*args, **kwargs)
+        seqs = out if torch.is_tensor(out) else out.sequences
+        calls.append({"rows": seqs.shape[0], "kwargs": kwargs})
+        return out
+
+    model.generate = wrapper
+    try:
+        yield calls
+    finally:
+        del model.generate
+
+
+def teacher_forced(lm, context: str, gen: Generation):
+    """Log-probs, entropies and final-norm states of prompt + answer in one unpadded forward pass."""
+    prompt = lm.tok_encode(context)
+    ids = torch.tensor([prompt + gen.token_ids.tolist()])
+    with torch.no_grad():
+        logits = lm.model(ids).logits[0].float()
+        hidden = lm.model.transformer(ids).last_hidden_state[0]  # GPT-2: after ln_f
+    logp = torch.log_softmax(logits, -1)
+    P, T = len(prompt), len(gen.token_ids)
+    steps = logp[P - 1 : P - 1 + T]
+    lp = steps.gather(1, torch.tensor(gen.token_ids)[:, None]).squeeze(1).numpy()
+    ent = (-(steps.exp() * steps).sum(-1)).numpy()
+    h = hidden[P + T - 1].numpy()  # last answer token (last prompt token when the answer is empty)
+    return lp, ent, h
+
+
+def check_against_teacher(lm, context, gen, atol=1e-4):
+    lp, ent, h = teacher_forced(lm, context, gen)
+    np.testing.assert_allclose(gen.token_logprobs, lp, atol=atol)
+    np.testing.assert_allclose(gen.token_entropies, ent, atol=atol)
+    np.testing.assert_allclose(gen.hidden, h, atol=atol)
+    assert gen.seq_logprob == pytest.approx(float(np.sum(gen.token_logprobs, dtype=np.float64)), abs=1e-9)
+
+
+def check_offsets(lm, gen):
+    """Spans tile the text in order; each span ends with the token's own decoded piece when it is whole."""
+    text = str(gen)
+    offs = gen.token_offsets
+    assert offs.shape == (len(gen.token_ids), 2)
+    if len(offs):
+        assert offs[0, 0] == 0 and offs[-1, 1] == len(text)
+        assert (offs[1:, 0] == offs[:-1, 1]).all()
+        assert (offs[:, 1] >= offs[:, 0]).all()
+    assert "".join(gen.token_pieces()) == text
+    for tok, (s, e) in zip(gen.token_ids.tolist(), offs.tolist(), strict=True):
+        piece = lm.tokenizer.decode([tok], skip_special_tokens=True)
+        if piece and "\ufffd" not in piece and e < len(text):
+            # a whole token: its span is its text, possibly preceded by the bytes of an earlier split character
+            assert text[s:e].endswith(piece), (tok, piece, text[s:e])
+
+
+# ----------------------------------------------------------------------------------------------------------
+# registration
+# ----------------------------------------------------------------------------------------------------------
+def test_registration_is_lazy_and_keeps_builtin_models():
+    code = (
+        "import sys, semuq_eval.models as m\n"
+        "assert 'torch' not in sys.modules, 'torch imported'\n"
+        "from lm_eval.api.registry import model_registry\n"
+        "assert model_registry._objs['semuq-hf'] == 'semuq_eval.models.hf:SemuqHFLM'\n"
+        "assert model_registry._objs['semuq-hf-multimodal'].endswith(':SemuqHFMultimodalLM')\n"
+        "m.register_models()\n"  # idempotent
+        "from lm_eval.api.registry import get_model\n"
+        "assert get_model('hf').__name__ == 'HFLM'\n"
+        "assert get_model('semuq-hf').__name__ == 'SemuqHFLM'\n"
+        "m.register_models()\n"  # still fine once materialized
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+# ----------------------------------------------------------------------------------------------------------
+# grouping and order
+# ----------------------------------------------------------------------------------------------------------
+def test_one_generate_call_per_group_and_request_order(lm):
+    n = 5
+    greedy = [inst(p, GREEDY, doc_id=i, idx=0) for i, p in enumerate(PROMPTS)]
+    sampled = [inst(p, SAMPLE, doc_id=i, idx=1, repeats=n) for i, p in enumerate(PROMPTS)]
+    requests = repeated(*[(g, 1) for g in greedy], *[(s, n) for s in sampled])
+    rng = np.random.default_rng(0)
+    requests = [requests[i] for i in rng.permutation(len(requests))]  # any order must come back aligned
+    torch.manual_seed(0)
+    with attrs(lm, batch_size_per_gpu=1), spy_generate(lm.model) as calls:
+        out = lm.generate_until(requests)
+    assert len(calls) == 2 * len(PROMPTS)  # one per (prompt, gen_kwargs) group
+    assert sorted(c["rows"] for c in calls) == [1] * len(PROMPTS) + [n] * len(PROMPTS)
+    assert len(out) == len(requests)
+    assert all(isinstance(g, Generation) for g in out)
+    for req, gen in zip(requests, out, strict=True):
+        assert gen.greedy == (req.args[1]["do_sample"] is False)
+        check_against_teacher(lm, req.args[0], gen)  # the answer belongs to its own request's context
+    for s in sampled:
+        gens = [g for r, g in zip(requests, out, strict=True) if r is s]
+        assert len(gens) == n
+        assert len({id(g) for g in gens}) == n  # n distinct samples
+    for g in greedy:
+        assert sum(r is g for r in requests) == 1
+
+
+def test_batching_across_prompts_and_greedy_copies(lm):
+    # batch_size=2 prompts per call; a greedy request repeated 3 times is generated once
+    g = inst(PROMPTS[0], GREEDY)
+    s = [inst(p, SAMPLE, doc_id=i, idx=1, repeats=4) for i, p in enumerate(PROMPTS)]
+    requests = repeated((g, 3), *[(x, 4) for x in s])
+    torch.manual_seed(1)
+    with spy_generate(lm.model) as calls:
+        out = lm.generate_until(requests)
+    rows = sorted(c["rows"] for c in calls)
+    assert rows == [1, 4, 8]  # greedy once; sampled prompts 2 + 1 per call, 4 rows each
+    assert out[0] is out[1] is out[2] and out[0].greedy
+    assert len(out) == 3 + 12
+
+
+def test_equal_requests_from_distinct_instances_are_merged(lm):
+    a = inst(PROMPTS[1], SAMPLE, doc_id=0, idx=1, repeats=3)
+    b = inst(PROMPTS[1], SAMPLE, doc_id=7, idx=1, repeats=3)  # same question in another doc
+    with spy_generate(lm.model) as calls:
+        out = lm.generate_until(repeated((a, 3), (b, 3)))
+    assert [c["rows"] for c in calls] == [6]
+    assert len(out) == 6
+
+
+def test_greedy_text_equals_stock_hflm(lm, stock):
+    kwargs = [
+        GREEDY,
+        {"until": ["e"], "do_sample": False, "max_gen_toks": 20},
+        {"do_sample": False, "max_new_tokens": 9},
+    ]
+    requests = [inst(p, k, doc_id=i) for i, p in enumerate(PROMPTS) for k in kwargs]
+    ours = lm.generate_until(requests)
+    theirs = stock.generate_until(requests)
+    assert [str(g) for g in ours] == theirs
+    assert all(type(t) is str for t in theirs)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# white-box signals
+# ----------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("share_prefill", [True, False])
+def test_signals_match_teacher_forcing(lm, share_prefill):
+    # max_gen_toks small and no stop string: most rows end at the budget (the look-ahead step's case)
+    kw = dict(SAMPLE, max_gen_toks=6, until=[])
+    requests = repeated(*[(inst(p, kw, doc_id=i, repeats=4), 4) for i, p in enumerate(PROMPTS)])
+    torch.manual_seed(2)
+    with attrs(lm, share_prefill=share_prefill):
+        out = lm.generate_until(requests)
+    for req, gen in zip(requests, out, strict=True):
+        assert 0 < gen.num_tokens <= 6
+        assert gen.token_logprobs.dtype == np.float32 and gen.token_entropies.dtype == np.float32
+        assert gen.hidden.shape == (lm.model.config.n_embd,) and gen.hidden.dtype == np.float32
+        assert (gen.token_logprobs <= 0).all() and (gen.token_entropies >= 0).all()
+        check_against_teacher(lm, req.args[0], gen)
+        check_offsets(lm, gen)
+
+
+def test_finished_rows_are_compacted_without_changing_results(lm):
+    # frequent stop strings: most rows finish early and are dropped from the batch
+    kw = dict(SAMPLE, until=["e", "a", "o"], max_gen_toks=20)
+    requests = repeated(*[(inst(p, kw, doc_id=i, repeats=8), 8) for i, p in enumerate(PROMPTS[:2])])
+    results, stats = {}, {}
+    for compact in (True, False):
+        torch.manual_seed(5)
+        with attrs(lm, compact_rows=compact):
+            results[compact] = lm.generate_until(requests)
+        stats[compact] = dict(lm._semuq_last_stats)
+    assert stats[True]["compacted_row_steps"] > 0 and stats[False]["compacted_row_steps"] == 0
+    assert stats[True]["shared_prefill"]
+    for req, a, b in zip(requests, results[True], results[False], strict=True):
+        assert str(a) == str(b)
+        np.testing.assert_array_equal(a.token_ids, b.token_ids)
+        np.testing.assert_allclose(a.token_logprobs, b.token_logprobs, atol=1e-5)
+        np.testing.assert_allclose(a.hidden, b.hidden, atol=1e-5)
+        check_against_teacher(lm, req.args[0], a)
+        check_offsets(lm, a)
+
+
+def test_stop_sequence_truncates_all_arrays(lm):
+    ctx = PROMPTS[0]
+    full = lm.generate_until([inst(ctx, {"until": [], "do_sample": False, "max_gen_toks": 30})])[0]
+    text = str(full)
+    # a stop string starting inside a token (so the token is partly kept) and occurring first there
+    cuts = []
+    for (s, e), tok in zip(full.token_offsets.tolist(), full.token_ids.tolist(), strict=True):
+        piece = lm.tokenizer.decode([tok])
+        if e - s >= 2 and s >= 3 and "\ufffd" not in piece:
+            cuts.append(s + 1)
+    cut = next(c for c in cuts if text.find(text[c : c + 3]) == c)
+    stop = text[cut : cut + 3]
+    out = lm.generate_until([inst(ctx, {"until": [stop], "do_sample": False, "max_gen_toks": 30})])[0]
+    assert str(out) == text.split(stop)[0] == text[:cut]
+    T = out.num_tokens
+    assert 0 < T < full.num_tokens
+    assert len(out.token_logprobs) == len(out.token_entropies) == len(out.token_offsets) == T
+    np.testing.assert_array_equal(out.token_ids, full.token_ids[:T])
+    np.testing.assert_allclose(out.token_logprobs, full.token_logprobs[:T], atol=1e-5)
+    # the last kept token is the one the stop string starts in; its span is clipped to the text
+    last_s, last_e = full.token_offsets[T - 1]
+    assert last_s < cut < last_e and out.token_offsets[-1].tolist() == [last_s, cut]
+    check_against_teacher(lm, ctx, out)
+    check_offsets(lm, out)
+
+
+def test_empty_answer(lm):
+    ctx = PROMPTS[2]
+    first = lm.generate_until([inst(ctx, GREEDY)])[0]
+    stop = str(first)[:1]
+    out = lm.generate_until([inst(ctx, {"until": [stop], "do_sample": False, "max_gen_toks": 8})])[0]
+    assert str(out) == ""
+    assert out.num_tokens == 0 and out.token_offsets.shape == (0, 2)
+    assert out.seq_logprob == 0.0
+    _, _, h = teacher_forced(lm, ctx, out)  # state at the last prompt token
+    np.testing.assert_allclose(out.hidden, h, atol=1e-4)
+
+
+@pytest.mark.parametrize("source", ["final_norm_output", "output_hidden_states"])
+def test_hidden_state_fallbacks(lm, monkeypatch, source):
+    import semuq_eval.models.hf as hf
+
+    if source == "final_norm_output":  # no LM head module: hook on transformer.ln_f
+        monkeypatch.setattr(lm.model, "get_output_embeddings", lambda: None)
+    else:  # neither found: generate(output_hidden_states=True)
+        monkeypatch.setattr(hf, "find_final_hidden_module", lambda model: (None, "none"))
+    req = inst(PROMPTS[1], dict(SAMPLE, until=["a"]), repeats=3)
+    torch.manual_seed(4)
+    out = lm.generate_until(repeated((req, 3)))
+    assert lm._semuq_last_stats["hidden_source"] == source
+    for gen in out:
+        check_against_teacher(lm, req.args[0], gen)
+
+
+def test_return_hidden_off(lm):
+    with attrs(lm, return_hidden=False):
+        out = lm.generate_until([inst(PROMPTS[0], GREEDY)])[0]
+    assert out.hidden is None and not out.has_hidden and out.has_logprobs
+
+
+def test_chat_template_context(lm):
+    ctx = lm.apply_chat_template([{"role": "user", "content": "Who wrote Hamlet?"}])
+    assert ctx.endswith("assistant:")
+    req = inst(ctx, SAMPLE, repeats=3)
+    out = lm.generate_until(repeated((req, 3)))
+    for gen in out:
+        check_against_teacher(lm, ctx, gen)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# token <-> character alignment helpers
+# ----------------------------------------------------------------------------------------------------------
+def test_token_char_ends_on_multibyte_text(lm):
+    from semuq_eval.models.hf import kept_token_range, token_char_ends
+
+    tok = lm.tokenizer
+    text = "Caf\u00e9 \u4e2d\u6587 \U0001f600 ok"
+    ids = tok.encode(text, add_special_tokens=False)
+    full = tok.decode(ids)
+    assert full == text
+
+    def dec(x):
+        return tok.decode(x, skip_special_tokens=True)
+
+    def bdec(x):
+        return tok.batch_decode(x, skip_special_tokens=True)
+
+    for ends in (
+        token_char_ends(dec, bdec, ids, full),
+        token_char_ends(dec, bdec, ids, full + "x"),  # mismatch -> exact prefix method
+    ):
+        assert len(ends) == len(ids) and ends == sorted(ends) and ends[-1] == len(full)
+        begins = [0, *ends[:-1]]
+        assert "".join(full[b:e] for b, e in zip(begins, ends, strict=True)) == full
+    # the emoji is 4 bytes: several byte-level tokens, only the completing one has a non-empty span
+    ends = token_char_ends(dec, bdec, ids, full)
+    emoji_at = full.index("\U0001f600")
+    owners = [t for t, (b, e) in enumerate(zip([0, *ends[:-1]], ends, strict=True)) if b <= emoji_at < e]
+    assert len(owners) == 1
+    # kept range of full[a:b]
+    lo, hi = kept_token_range(ends, 0, len(full), set(), ids)
+    assert (lo, hi) == (0, len(ids))
+    lo, hi = kept_token_range(ends, 0, 0, set(), ids)
+    assert lo == hi
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Generation
+# ----------------------------------------------------------------------------------------------------------
+def make_gen():
+    return Generation(
+        "Paris, France",
+        token_ids=[5, 6, 7],
+        token_logprobs=[-0.1, -0.2, -0.3],
+        token_entropies=[1.0, 0.5, 0.25],
+        token_offsets=[[0, 5], [5, 6], [6, 13]],
+        hidden=np.arange(4, dtype=np.float32),
+        greedy=True,
+    )
+
+
+def assert_same(a: Generation, b: Generation):
+    assert type(b) is Generation and str(a) == str(b) and a == b
+    for name in ("token_ids", "token_logprobs", "token_entropies", "token_offsets", "hidden"):
+        x, y = getattr(a, name), getattr(b, name)
+        assert (x is None and y is None) or (np.array_equal(x, y) and x.dtype == y.dtype)
+    assert a.seq_logprob == b.seq_logprob and a.greedy == b.greedy
+
+
+def test_generation_is_a_str_with_fields():
+    g = make_gen()
+    assert isinstance(g, str) and g == "Paris, France" and g.text == "Paris, France" and type(g.text) is str
+    assert g.seq_logprob == pytest.approx(-0.6)
+    assert g.token_pieces() == ["Paris", ",", " France"]
+    assert g.has_logprobs and g.has_entropies and g.has_hidden and g.has_tokens and g.num_tokens == 3
+    assert g.token_ids.dtype == np.int64 and g.token_offsets.dtype == np.int64
+    assert g.lower() == "paris, france"  # str methods give plain str
+    with pytest.raises(ValueError, match="different lengths"):
+        Generation("x", token_ids=[1, 2], token_logprobs=[-1.0])
+
+
+def test_generation_pickle_and_copy_roundtrip():
+    g = make_gen()
+    for proto in range(2, pickle.HIGHEST_PROTOCOL + 1):
+        assert_same(g, pickle.loads(pickle.dumps(g, protocol=proto)))
+    assert_same(g, copy.copy(g))
+    d = copy.deepcopy(g)
+    assert_same(g, d) and d.hidden is not g.hidden
+    assert_same(as_generation("x"), pickle.loads(pickle.dumps(as_generation("x"))))
+
+
+def test_generation_record_roundtrip_is_json():
+    g = make_gen()
+    rec = json.loads(json.dumps(g.to_record(), allow_nan=False))
+    back = Generation.from_record(rec)
+    assert_same(g, back)
+    assert Generation.from_record(g.to_record(include_hidden=False)).hidden is None
+    empty = Generation(
+        "", token_ids=[], token_logprobs=[], token_entropies=[], token_offsets=[], hidden=[1.0]
+    )
+    back = Generation.from_record(json.loads(json.dumps(empty.to_record())))
+    assert back.token_offsets.shape == (0, 2) and back.seq_logprob == 0.0
+    plain = Generation.from_record(json.loads(json.dumps(as_generation("hi").to_record())))
+    assert not plain.has_logprobs and plain == "hi"
+
+
+def test_as_generation_plain_text_has_no_white_box_fields():
+    g = as_generation("Rome")
+    assert isinstance(g, Generation) and g == "Rome"
+    assert not (g.has_logprobs or g.has_entropies or g.has_hidden or g.has_tokens)
+    assert g.token_ids is None and g.token_offsets is None and g.seq_logprob is None and g.num_tokens is None
+    assert g.token_pieces() is None
+    assert as_generation("Rome", greedy=True).greedy
+    h = make_gen()
+    assert as_generation(h) is h
+    assert not as_generation(h, greedy=False).greedy and h.greedy
+    with pytest.raises(TypeError):
+        as_generation(None)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# multimodal
+# ----------------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="session")
+def vlm(tmp_path_factory):
+    from semuq_eval.models.hf_multimodal import SemuqHFMultimodalLM
+
+    path = build_tiny_llava(tmp_path_factory.mktemp("tiny_llava"))
+    return SemuqHFMultimodalLM(pretrained=str(path), device="cpu", batch_size=2)
+
+
+def images():
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    return [Image.fromarray(rng.integers(0, 255, (40, 48, 3), dtype=np.uint8)) for _ in range(3)]
+
+
+def vlm_teacher_forced(vlm, context, visual, gen):
+    enc = vlm.tok_batch_multimodal_encode([context], [visual])
+    ids = torch.cat([enc["input_ids"], torch.tensor([gen.token_ids.tolist()], dtype=torch.long)], 1)
+    extra = {k: v for k, v in enc.items() if k not in ("input_ids", "attention_mask")}
+    with torch.no_grad():
+        out = vlm.model(input_ids=ids, output_hidden_states=True, **extra)
+    logp = torch.log_softmax(out.logits[0].float(), -1)
+    P, T = enc["input_ids"].shape[1], len(gen.token_ids)
+    steps = logp[P - 1 : P - 1 + T]
+    lp = steps.gather(1, torch.tensor(gen.token_ids)[:, None]).squeeze(1).numpy()
+    ent = (-(steps.exp() * steps).sum(-1)).numpy()
+    h = out.hidden_states[-1][0, P + T - 1]
+    norm = vlm.model.model.language_model.norm
+    if not torch.allclose(norm(h), h, atol=1e-6):  # hidden_states[-1] may be taken before the final norm
+        h = norm(h)
+    return lp, ent, h.numpy()
+
+
+@pytest.mark.parametrize("share_prefill", [True, False])
+def test_multimodal_samples_align_with_their_images(vlm, share_prefill):
+    imgs = images()
+    n = 3
+    kw = dict(SAMPLE, max_gen_toks=5, until=[])
+    reqs = [
+        inst(f"<image> Question {i}: what is shown?", kw, doc_id=i, repeats=n, visual=[imgs[i]])
+        for i in range(2)
+    ]
+    # two images in one prompt: image rows must follow their prompt's rows (stock hf-multimodal misaligns them)
+    reqs.append(inst("<image> and <image>: which?", kw, doc_id=2, repeats=n, visual=[imgs[2], imgs[0]]))
+    greedy = inst("<image> Describe.", dict(GREEDY, max_gen_toks=5), doc_id=9, visual=[imgs[0]])
+    requests = repeated((greedy, 1), *[(r, n) for r in reqs])
+    torch.manual_seed(3)
+    with attrs(vlm, share_prefill=share_prefill), spy_generate(vlm.model) as calls:
+        out = vlm.generate_until(requests)
+    assert sorted(c["rows"] for c in calls) == [1, n, 2 * n]  # greedy; 2 + 1 prompts of n rows
+    assert len(out) == len(requests) and all(isinstance(g, Generation) for g in out)
+    for req, gen in zip(requests, out, strict=True):
+        lp, ent, h = vlm_teacher_forced(vlm, req.args[0], req.args[2]["visual"], gen)
+        np.testing.assert_allclose(gen.token_logprobs, lp, atol=1e-4)
+        np.testing.assert_allclose(gen.token_entropies, ent, atol=1e-4)
+        np.testing.assert_allclose(gen.hidden, h, atol=1e-4)
+
+
+def test_multimodal_same_text_different_images_not_merged(vlm):
+    imgs = images()
+    a = inst("<image> What?", SAMPLE, doc_id=0, repeats=2, visual=[imgs[0]])
+    b = inst("<image> What?", SAMPLE, doc_id=1, repeats=2, visual=[imgs[1]])
+    with spy_generate(vlm.model) as calls:
+        out = vlm.generate_until(repeated((a, 2), (b, 2)))
+    assert [c["rows"] for c in calls] == [4] and len(out) == 4
+    for req, gen in zip(repeated((a, 2), (b, 2)), out, strict=True):
+        lp, _, _ = vlm_teacher_forced(vlm, req.args[0], req.args[2]["visual"], gen)
+        np.testing.assert_allclose(gen.token_logprobs, lp, atol=1e-4)
