@@ -1,5 +1,5 @@
 """`semuq-eval`: lm-eval's own CLI (run / ls / validate, same flags) with this project's tasks and
-models registered, plus the project's commands (`assets`, `tasks-dir`).
+models registered, plus the project's commands (`assets`, `demo`, `rescore`, `tasks-dir`).
 
 lm-eval 0.4.13 has no plugin discovery, so this entry point imports the plugin's models
 (registering them lazily) and prepends the shipped task folder to ``--include_path``
@@ -12,7 +12,7 @@ import sys
 from importlib.resources import files
 from pathlib import Path
 
-OWN_COMMANDS = ("assets", "tasks-dir")
+OWN_COMMANDS = ("assets", "demo", "rescore", "tasks-dir")
 
 
 def tasks_dir() -> Path:
@@ -42,6 +42,46 @@ def _run_lm_eval(argv: list[str]) -> int:
     return 0
 
 
+def _csv(value: str) -> list[str]:
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def rescore_main(argv: list[str]) -> int:
+    """`semuq-eval rescore STORE ...`: recompute matrices, scores and metrics from a run store."""
+    import argparse
+    import json
+
+    from semuq_eval.harness.report import breakdown_table
+    from semuq_eval.harness.rescore import rescore
+
+    parser = argparse.ArgumentParser(
+        prog="semuq-eval rescore",
+        description="Recompute operators, estimators and AUROC/ECE from a run store, without the LLM.",
+    )
+    parser.add_argument("store", help="a run store directory (<output_path>/semuq/<task>[/<run_id>])")
+    parser.add_argument("--operators", type=_csv, help="comma-separated operators to (re)compute, e.g. lexical,enc")
+    parser.add_argument("--estimators", type=_csv, help="keep only these estimators, e.g. kle_heat@enc,te")
+    parser.add_argument("--n_samples", type=int, help="use the first k stored samples (N-ablation)")
+    parser.add_argument("--tau", type=float, help="threshold for clustering graded matrices")
+    parser.add_argument("--label_mode", choices=["contains", "em", "f1"], help="re-judge with this string judge")
+    parser.add_argument("--bootstrap", type=int, help="number of bootstrap resamples")
+    parser.add_argument("--output", help="write the breakdown JSON here (a directory gets breakdown.rescore.json)")
+    parser.add_argument("--json", action="store_true", help="print the breakdown JSON instead of the table")
+    args = parser.parse_args(argv)
+    breakdown = rescore(
+        args.store,
+        operators=args.operators,
+        estimator_names=args.estimators,
+        n_samples=args.n_samples,
+        tau=args.tau,
+        label_mode=args.label_mode,
+        bootstrap=args.bootstrap,
+        output=args.output,
+    )
+    print(json.dumps(breakdown, indent=1) if args.json else breakdown_table(breakdown))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``semuq-eval`` console script (and ``python -m semuq_eval``)."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -49,9 +89,15 @@ def main(argv: list[str] | None = None) -> int:
         from semuq_eval.assets import main as assets_main
 
         return assets_main(argv[1:])
+    if argv[:1] == ["demo"]:
+        from semuq_eval.demo import main as demo_main
+
+        return demo_main(argv[1:])
+    if argv[:1] == ["rescore"]:
+        return rescore_main(argv[1:])
     if argv[:1] == ["tasks-dir"]:
         print(tasks_dir())
         return 0
     if argv[:1] in (["-h"], ["--help"]) or not argv:
-        print(__doc__.strip() + "\n\nproject commands: assets, tasks-dir; lm-eval's help follows.\n")
+        print(__doc__.strip() + "\n\nproject commands: assets, demo, rescore, tasks-dir; lm-eval's help follows.\n")
     return _run_lm_eval(argv)

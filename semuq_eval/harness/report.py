@@ -1,0 +1,201 @@
+"""Corpus-level aggregation: per-question items -> AUROC / ECE with CIs per estimator and label strategy.
+
+``process_results`` returns one JSON-safe *item* per question (:func:`doc_item`); lm-eval hands all
+items of a task to the aggregation functions on rank 0, which call :func:`summarize` once (cached) and
+read one scalar each (:func:`summary_scalars`). The full breakdown is a JSON-safe dict::
+
+    {"format": "semuq-breakdown/1", "task", "created", "settings", "equivalence_rule", "judge",
+     "operators": {op: {kind, status, info, cost, n_unavailable, reasons}},
+     "n_docs", "bad_docs": [{"doc_id", "id", "problems"}],
+     "labels": {"greedy"|"majority": {"n", "n_correct", "n_missing", "accuracy"}},
+     "results": {"greedy"|"majority": {estimator: {"auroc"|"ece": MetricResult.as_dict()}}},
+     "unavailable": {estimator: {"n_docs", "reasons": {reason: count}}},
+     "best": {"greedy"|"majority": {"estimator", "auroc", "ece"}}}
+
+Every metric of every strategy is computed with :func:`semuq_eval.metrics.evaluate` on one shared
+seeded :class:`~semuq_eval.metrics.Bootstrap` (paired comparisons stay valid). Questions with a
+missing label are left out of that strategy (and counted); NaN scores are left out of that
+estimator (``n_missing``). An estimator with no score on any question is reported unavailable.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+import numpy as np
+
+from semuq_eval.harness.labels import LABEL_STRATEGIES
+from semuq_eval.harness.scoring import DocInputs
+from semuq_eval.harness.settings import Settings
+
+__all__ = ["FORMAT", "METRICS", "breakdown_table", "doc_item", "summarize", "summary_keys", "summary_scalars"]
+
+FORMAT = "semuq-breakdown/1"
+METRICS = ("auroc", "ece")
+
+
+def _f(x: float) -> float | None:
+    return float(x) if x is not None and math.isfinite(x) else None
+
+
+def doc_item(inputs: DocInputs, scores: Mapping[str, float], reasons: Mapping[str, str],
+             labels: Mapping[str, Any], problems: Sequence[str] = (), doc_key: str | None = None) -> dict:
+    """The JSON-safe per-question item (NaN scores become None; reasons say why)."""
+
+    def lab(v):
+        return None if v is None else int(bool(v))
+
+    return {
+        "doc_id": int(inputs.doc_id),
+        "id": doc_key,
+        "scores": {k: _f(v) for k, v in scores.items()},
+        "reasons": dict(reasons),
+        "labels": {s: lab(labels.get(s)) for s in LABEL_STRATEGIES},
+        "n_missing_verdicts": int(labels.get("n_missing_verdicts", 0)),
+        "n_samples": len(inputs.samples),
+        "n_extra_responses": int(inputs.n_extra_responses),
+        "problems": list(problems),
+    }
+
+
+def equivalence_rule(settings: Settings) -> str:
+    return (f"equivalence aggregators (se, cae, numsets) cluster with S_ij > tau, tau={settings.tau}, on graded and "
+            "Gram matrices; boolean matrices (nli) are used as they are (bidirectional entailment)")
+
+
+def summarize(items: Sequence[Mapping[str, Any]], settings: Settings, *, task: str = "",
+              operators: Mapping[str, Any] | None = None, judge: Mapping[str, Any] | None = None,
+              extra: Mapping[str, Any] | None = None) -> dict:
+    """The full breakdown (see the module docstring) of all questions' items."""
+    from semuq_eval.metrics import Bootstrap, CalibrationProtocol, evaluate
+
+    items = sorted(items, key=lambda it: it["doc_id"])
+    names: list[str] = []
+    for it in items:
+        names.extend(k for k in it["scores"] if k not in names)
+    unavailable: dict[str, dict[str, Any]] = {}
+    for name in names:
+        reasons = Counter(it["reasons"][name] for it in items if name in it.get("reasons", {}))
+        if reasons:
+            unavailable[name] = {"n_docs": sum(reasons.values()), "reasons": dict(reasons)}
+    scored = [n for n in names if any(it["scores"].get(n) is not None for it in items)]
+    bootstrap = Bootstrap(n_resamples=settings.bootstrap, seed=settings.seed)
+    protocol = CalibrationProtocol(n_bins=settings.ece_bins)
+    labels_summary, results, best = {}, {}, {}
+    for strategy in LABEL_STRATEGIES:
+        keep = [it for it in items if it["labels"].get(strategy) is not None]
+        y = np.array([it["labels"][strategy] for it in keep], dtype=np.float64)
+        labels_summary[strategy] = {
+            "n": len(keep), "n_correct": int(y.sum()), "n_missing": len(items) - len(keep),
+            "accuracy": _f(float(y.mean())) if len(keep) else None,
+        }
+        results[strategy] = {}
+        if not keep or not scored:
+            best[strategy] = {"estimator": None, "auroc": None, "ece": None}
+            continue
+        scores = {n: np.array([np.nan if (v := it["scores"].get(n)) is None else v for it in keep]) for n in scored}
+        scores = {n: s for n, s in scores.items() if np.isfinite(s).any()}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            out = evaluate(scores, y, metrics=METRICS, bootstrap=bootstrap, protocol=protocol) if scores else {}
+        results[strategy] = {n: {m: r.as_dict() for m, r in per.items()} for n, per in out.items()}
+        ranked = [(n, per["auroc"].value) for n, per in out.items() if math.isfinite(per["auroc"].value)]
+        if ranked:
+            name, value = max(ranked, key=lambda t: t[1])
+            best[strategy] = {"estimator": name, "auroc": value, "ece": _f(out[name]["ece"].value)}
+        else:
+            best[strategy] = {"estimator": None, "auroc": None, "ece": None}
+    bad = [{"doc_id": it["doc_id"], "id": it.get("id"), "problems": it["problems"]} for it in items if it["problems"]]
+    return {
+        "format": FORMAT,
+        "task": task,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "settings": settings.as_dict(),
+        "n_samples": settings.n_samples,
+        "seeds": {"bootstrap": settings.seed},
+        "equivalence_rule": equivalence_rule(settings),
+        "judge": dict(judge or {}),
+        "operators": {k: (v.as_dict() if hasattr(v, "as_dict") else v) for k, v in (operators or {}).items()},
+        "n_docs": len(items),
+        "n_extra_responses_dropped": int(sum(it.get("n_extra_responses", 0) for it in items)),
+        "bad_docs": bad,
+        "labels": labels_summary,
+        "results": results,
+        "unavailable": unavailable,
+        "estimators_scored": scored,
+        "best": best,
+        **dict(extra or {}),
+    }
+
+
+def summary_keys(settings: Settings) -> list[str]:
+    """The metric keys shown in lm-eval's table (all higher-is-better except ECE)."""
+    keys = ["acc_greedy", "acc_majority", "auroc_best_greedy", "ece_best_greedy", "auroc_best_majority",
+            "ece_best_majority", "n_estimators"]
+    keys += [f"auroc_greedy:{e}" for e in settings.table_estimators]
+    keys += [f"ece_greedy:{e}" for e in settings.table_estimators]
+    return keys
+
+
+def summary_scalars(breakdown: Mapping[str, Any]) -> dict[str, float]:
+    """One float per summary key (NaN when undefined) read from a breakdown."""
+    nan = float("nan")
+
+    def num(v):
+        return nan if v is None else float(v)
+
+    out = {
+        "acc_greedy": num(breakdown["labels"]["greedy"]["accuracy"]),
+        "acc_majority": num(breakdown["labels"]["majority"]["accuracy"]),
+        "n_estimators": float(len(breakdown["results"]["greedy"])),
+    }
+    for s in LABEL_STRATEGIES:
+        out[f"auroc_best_{s}"] = num(breakdown["best"][s]["auroc"])
+        out[f"ece_best_{s}"] = num(breakdown["best"][s]["ece"])
+    for e in breakdown["settings"].get("table_estimators", []):
+        per = breakdown["results"]["greedy"].get(e)
+        out[f"auroc_greedy:{e}"] = num(per["auroc"]["value"]) if per else nan
+        out[f"ece_greedy:{e}"] = num(per["ece"]["value"]) if per else nan
+    return out
+
+
+def breakdown_table(breakdown: Mapping[str, Any]) -> str:
+    """A Markdown table of a breakdown: AUROC and ECE with 95% CIs per estimator, both label strategies.
+
+    Rows are sorted by greedy-label AUROC (best first); NaN values print as ``n/a``.
+    """
+
+    def cell(result: Mapping[str, Any] | None) -> str:
+        if not result or result.get("value") is None or not math.isfinite(result["value"]):
+            return "n/a"
+        low, high = result.get("ci_low"), result.get("ci_high")
+        if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
+            return f"{result['value']:.3f}"
+        return f"{result['value']:.3f} [{low:.3f}, {high:.3f}]"
+
+    results = breakdown.get("results", {})
+    names = sorted({name for per in results.values() for name in per})
+
+    def sort_key(name: str) -> float:
+        value = results.get("greedy", {}).get(name, {}).get("auroc", {}).get("value")
+        return -value if value is not None and math.isfinite(value) else math.inf
+
+    head = "| estimator | AUROC greedy | ECE greedy | AUROC majority | ECE majority |"
+    lines = [head, "|---|---|---|---|---|"]
+    for name in sorted(names, key=sort_key):
+        row = [name]
+        for strategy in ("greedy", "majority"):
+            per = results.get(strategy, {}).get(name, {})
+            row += [cell(per.get("auroc")), cell(per.get("ece"))]
+        lines.append("| " + " | ".join(row) + " |")
+    labels = breakdown.get("labels", {})
+    summary = ", ".join(
+        f"{s}: {v.get('n_correct', 0)}/{v.get('n', 0)} correct" for s, v in labels.items() if isinstance(v, Mapping)
+    )
+    title = f"{breakdown.get('task', '')}: {breakdown.get('n_docs', '?')} questions" + (f" ({summary})" if summary else "")
+    return title + "\n\n" + "\n".join(lines)
