@@ -92,6 +92,10 @@ class TestClusterEntropies:
         with pytest.raises(ValueError, match="n_tokens"):
             A.se(self.E, logp, length_normalized=True)
 
+    def test_se_of_one_cluster_is_exactly_zero(self):
+        # regression: log-space cluster mass exp(logsumexp) can exceed 1 by round-off
+        assert A.se(np.ones((2, 2), dtype=bool), np.array([-5.0, -6.0])) == 0.0
+
     def test_graded_matrix_is_thresholded(self):
         S = np.where(self.E, 0.9, 0.1)
         assert A.cae(S) == pytest.approx(A.cae(self.E))

@@ -94,8 +94,8 @@ def unstack(values: np.ndarray, single: bool) -> float | np.ndarray:
 
 
 def shannon_entropy(p: np.ndarray, axis: int = -1) -> np.ndarray:
-    """Shannon entropy -sum p log p along ``axis`` with 0 log 0 = 0 (natural log)."""
+    """Shannon entropy -sum p log p along ``axis`` with 0 log 0 = 0 (natural log), never below 0."""
     p = np.clip(p, 0.0, None)
     with np.errstate(divide="ignore", invalid="ignore"):
         terms = np.where(p > 0, p * np.log(np.where(p > 0, p, 1.0)), 0.0)
-    return -terms.sum(axis=axis) + 0.0  # + 0.0 turns -0.0 into 0.0
+    return np.maximum(-terms.sum(axis=axis), 0.0)  # entropy >= 0: clamp round-off (and -0.0)
