@@ -23,6 +23,9 @@ def test_wheel_installs_and_lists_semuq_tasks(tmp_path):
     wheel = next(tmp_path.glob("semuq_eval-*.whl"))
     shipped = zipfile.ZipFile(wheel).namelist()
     assert "semuq_eval/tasks/semuq_triviaqa.yaml" in shipped and "semuq_eval/tasks/utils.py" in shipped
+    entry_points = zipfile.ZipFile(wheel).read(next(n for n in shipped if n.endswith("entry_points.txt"))).decode()
+    assert "[lm_eval.models]" in entry_points and "semuq-hf = semuq_eval.models.hf:SemuqHFLM" in entry_points
+    assert "[lm_eval.tasks]" in entry_points and "semuq = semuq_eval.tasks" in entry_points
 
     env_dir = tmp_path / "fresh"
     venv.EnvBuilder(with_pip=False).create(env_dir)
