@@ -7,9 +7,10 @@ How a `generate_until` call is served
    of k sampled requests is served by ONE `generate` call producing its k rows; a greedy group
    (`do_sample=False`) is generated once and its answer returned k times (the same object).
 2. Batching. Groups with the same gen_kwargs and k are sorted longest-prompt-first (as HFLM does) and batched
-   `batch_size` *prompts* per `generate` call, i.e. up to `batch_size * k` sequences per call (so batch_size=1
-   still serves all N samples of a prompt in one call). `batch_size="auto"` divides HFLM's detected number of
-   sequences by k. Tokenization, left padding, left truncation, chat templates (applied by lm-eval before the
+   into `generate` calls of at most `batch_size * N` sequences, N the largest group of the request list: a
+   sampled call serves `batch_size` prompts with all their samples (so batch_size=1 still serves the N samples
+   of a prompt in one call) and a greedy call `batch_size * N` prompts, one row each. `batch_size="auto"`
+   takes HFLM's detected number of sequences as that bound. Tokenization, left padding, left truncation, chat templates (applied by lm-eval before the
    requests arrive), stop sequences (HFLM's `MultiTokenEOSCriteria`, sized for all rows), EOS handling and text
    post-processing (`postprocess_generated_text`, thinking tokens) are HFLM's own, so the text is exactly what
    HFLM would return for the same tokens.
@@ -482,23 +483,28 @@ class SemuqGenerateMixin:
             group.length = len(self.tok_encode(group.context))
         return list(groups.values())
 
-    def _semuq_prompts_per_call(self, n_gen: int) -> int:
+    def _semuq_rows_per_call(self, max_n: int) -> int:
+        """Most sequences in one `generate` call: `batch_size` prompts of the largest group (or HFLM's
+        detected number of sequences for batch_size="auto")."""
         if self.batch_size == "auto":
             if getattr(self, "_semuq_auto_rows", None) is None:
                 print("Passed argument batch_size = auto. Detecting largest batch size")
                 self._semuq_auto_rows = self._detect_batch_size()
                 print(f"Determined largest batch size (sequences): {self._semuq_auto_rows}")
-            return max(1, self._semuq_auto_rows // max(1, n_gen))
-        return max(1, int(self.batch_size))
+            return max(1, int(self._semuq_auto_rows))
+        return max(1, int(self.batch_size)) * max(1, max_n)
 
     def _semuq_batches(self, groups: list[_Group]) -> list[list[_Group]]:
+        """Batches of groups sharing gen_kwargs and k; a call holds at most `_semuq_rows_per_call` rows, so
+        with batch_size=b and N samples, sampled calls take b prompts and greedy calls b * N prompts."""
         buckets: dict[Any, list[_Group]] = {}
         for g in groups:
             buckets.setdefault((_freeze(g.gen_kwargs), g.n_gen), []).append(g)
+        rows = self._semuq_rows_per_call(max(g.n_gen for g in groups))
         batches = []
         for (_, n_gen), members in buckets.items():
             members.sort(key=lambda g: (-g.length, g.context))
-            size = self._semuq_prompts_per_call(n_gen)
+            size = max(1, rows // n_gen)
             batches.extend(members[i : i + size] for i in range(0, len(members), size))
         return batches
 
