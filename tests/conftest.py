@@ -15,6 +15,8 @@ if os.environ.get("CI"):
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# tests choose their own output folders (the run store and the generation journal follow this variable)
+os.environ.pop("SEMUQ_OUTPUT_DIR", None)
 
 
 @pytest.fixture(scope="session")

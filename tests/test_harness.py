@@ -12,10 +12,11 @@ from lm_eval.api.instance import Instance
 from semuq_eval.harness import StringJudge, label_doc, majority_label, normalize, rescore
 from semuq_eval.harness.filters import SampleList, SemuqFilter
 from semuq_eval.harness.scoring import DocInputs, estimators, score_doc
-from semuq_eval.harness.settings import Settings, output_path_from_argv
+from semuq_eval.harness.settings import Settings
 from semuq_eval.harness.store import load_store
 from semuq_eval.harness.task import references_of
 from semuq_eval.models.generation import Generation
+from semuq_eval.paths import output_path_from_argv
 from tests.fixtures.tiny_harness import QA, TASKS_DIR, CannedLM, write_qa
 
 N = 4

@@ -54,3 +54,32 @@ def test_white_box_semuq_hf(tiny_gpt2, tmp_path):
     for name in ("te", "se@lexical", "cos@cos_int", "kle_heat@cos_int"):
         assert name in b["results"]["greedy"], b["unavailable"].get(name)
     assert "te" not in b["unavailable"]
+
+
+def test_killed_semuq_hf_run_resumes(tiny_gpt2, tmp_path, monkeypatch):
+    """A run killed during generation, restarted with the same arguments, generates only the prompts it
+    had not finished (the journal) and still reports every question."""
+    from semuq_eval.models.hf import SemuqHFLM
+
+    original = SemuqHFLM._semuq_generate_batch
+    generated: list[str] = []
+
+    def generate_batch(self, batch, eos, fail_after=None):
+        if fail_after is not None and len(generated) >= fail_after:
+            raise KeyboardInterrupt("killed")
+        generated.extend(g.context for g in batch)
+        return original(self, batch, eos)
+
+    args = f"pretrained={tiny_gpt2},journal={tmp_path / 'journal'}"
+    monkeypatch.setattr(SemuqHFLM, "_semuq_generate_batch",
+                        lambda self, batch, eos: generate_batch(self, batch, eos, fail_after=7))
+    with pytest.raises(KeyboardInterrupt):
+        _run("semuq-hf", args, tmp_path)
+    first = list(generated)
+    assert 7 <= len(first) < 12  # 6 greedy prompts + 6 sampled prompts; killed part-way through
+
+    generated.clear()
+    monkeypatch.setattr(SemuqHFLM, "_semuq_generate_batch", lambda self, batch, eos: generate_batch(self, batch, eos))
+    _, b = _run("semuq-hf", args, tmp_path)
+    assert len(first) + len(generated) == 12
+    assert b["n_docs"] == 6 and b["results"]["greedy"]["te"]["auroc"]["n"] == 6

@@ -527,3 +527,145 @@ def test_multimodal_same_text_different_images_not_merged(vlm):
     for req, gen in zip(repeated((a, 2), (b, 2)), out, strict=True):
         lp, _, _ = vlm_teacher_forced(vlm, req.args[0], req.args[2]["visual"], gen)
         np.testing.assert_allclose(gen.token_logprobs, lp, atol=1e-4)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# resume: the generation journal
+# ----------------------------------------------------------------------------------------------------------
+def journal_requests(n=4):
+    reqs = []
+    for i, p in enumerate(PROMPTS):
+        reqs += [inst(p, GREEDY, doc_id=i, idx=0)] + [inst(p, SAMPLE, doc_id=i, idx=1, repeats=n)] * n
+    return reqs
+
+
+@contextmanager
+def count_generated(lm, fail_after=None):
+    """Record the prompts of every generated batch; raise (a "kill") once `fail_after` batches are done."""
+    prompts = []
+    original = lm._semuq_generate_batch
+
+    def wrapper(batch, eos):
+        if fail_after is not None and len(prompts) >= fail_after:
+            raise KeyboardInterrupt("killed")
+        out = original(batch, eos)
+        prompts.append([(g.context, g.greedy) for g in batch])
+        return out
+
+    lm._semuq_generate_batch = wrapper
+    try:
+        yield prompts
+    finally:
+        del lm._semuq_generate_batch
+
+
+def same_generation(a: Generation, b: Generation):
+    assert str(a) == str(b) and a.greedy == b.greedy
+    for name in ("token_ids", "token_logprobs", "token_entropies", "token_offsets", "hidden"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+
+
+def test_killed_run_resumes_from_the_journal(gpt2_dir, tmp_path):
+    from semuq_eval.models.hf import SemuqHFLM
+
+    requests = journal_requests()
+    first = SemuqHFLM(pretrained=gpt2_dir, device="cpu", batch_size=1, journal=str(tmp_path / "j"))
+    torch.manual_seed(7)
+    # batch_size=1, N=4: one greedy call for the 3 prompts, then one sampled call per prompt
+    with count_generated(first, fail_after=2) as done, pytest.raises(KeyboardInterrupt):
+        first.generate_until(requests)
+    assert len(done) == 2
+    assert len((tmp_path / "j" / "rank0.jsonl").read_text().splitlines()) == 4  # 3 greedy + 1 sampled
+
+    again = SemuqHFLM(pretrained=gpt2_dir, device="cpu", batch_size=1, journal=str(tmp_path / "j"))
+    torch.manual_seed(7)
+    with count_generated(again) as redone:
+        out = again.generate_until(requests)
+    generated = {(ctx, greedy) for batch in done + redone for ctx, greedy in batch}
+    assert len(redone) == 2 and not {p for b in done for p in b} & {p for b in redone for p in b}
+    assert generated == {(p, g) for p in PROMPTS for g in (True, False)}
+    assert len(out) == len(requests) and all(isinstance(g, Generation) for g in out)
+
+    # a third run generates nothing and returns exactly the journaled answers, hidden states included
+    third = SemuqHFLM(pretrained=gpt2_dir, device="cpu", batch_size=1, journal=str(tmp_path / "j"))
+    torch.manual_seed(7)
+    with count_generated(third) as none:
+        out3 = third.generate_until(requests)
+    assert none == []
+    for a, b in zip(out, out3, strict=True):
+        same_generation(a, b)
+    assert out3[0].hidden is not None and out3[0].greedy and not out3[1].greedy
+    check_against_teacher(third, PROMPTS[0], out3[1])  # restored signals are the model's
+
+
+def test_journal_key_changes_with_seed_decoding_and_sample_count(gpt2_dir, tmp_path):
+    from semuq_eval.models.hf import SemuqHFLM
+
+    lm_ = SemuqHFLM(pretrained=gpt2_dir, device="cpu", batch_size=2, journal=str(tmp_path / "j"))
+    torch.manual_seed(1)
+    lm_.generate_until(journal_requests(n=2))
+    variants = {
+        "other seed": (lambda: torch.manual_seed(2), journal_requests(n=2)),
+        "other N": (lambda: torch.manual_seed(1), journal_requests(n=3)),
+        "other decoding": (
+            lambda: torch.manual_seed(1),
+            [inst(p, dict(SAMPLE, top_p=0.5), doc_id=i, repeats=2) for i, p in enumerate(PROMPTS)] * 2,
+        ),
+    }
+    for name, (seed, reqs) in variants.items():
+        seed()
+        with count_generated(lm_) as batches:
+            lm_.generate_until(reqs)
+        assert batches, f"{name}: answers were wrongly restored"
+    torch.manual_seed(1)
+    with count_generated(lm_) as batches:
+        lm_.generate_until(journal_requests(n=2))
+    assert batches == []
+
+
+def test_torn_journal_line_is_skipped_and_regenerated(gpt2_dir, tmp_path, caplog):
+    from semuq_eval.models.hf import SemuqHFLM
+
+    path = tmp_path / "j" / "rank0.jsonl"
+    lm_ = SemuqHFLM(pretrained=gpt2_dir, device="cpu", batch_size=4, journal=str(tmp_path / "j"))
+    torch.manual_seed(1)
+    lm_.generate_until(journal_requests(n=2))
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join(lines[:-1]) + "\n" + lines[-1][: len(lines[-1]) // 2])  # killed mid-write
+    again = SemuqHFLM(pretrained=gpt2_dir, device="cpu", batch_size=4, journal=str(tmp_path / "j"))
+    torch.manual_seed(1)
+    with caplog.at_level("WARNING"), count_generated(again) as batches:
+        again.generate_until(journal_requests(n=2))
+    assert "unreadable journal line" in caplog.text
+    assert sum(len(b) for b in batches) == 1
+
+
+def test_journal_location_and_off_switch(gpt2_dir, tmp_path, monkeypatch):
+    from semuq_eval.models.hf import SemuqHFLM
+
+    monkeypatch.setenv("SEMUQ_OUTPUT_DIR", str(tmp_path / "out"))
+    lm_ = SemuqHFLM(pretrained=gpt2_dir, device="cpu", batch_size=4)
+    lm_.generate_until(journal_requests(n=2))
+    files = list((tmp_path / "out" / "semuq" / "_journal").glob("*/rank0.jsonl"))
+    assert len(files) == 1 and len(files[0].read_text().splitlines()) == 2 * len(PROMPTS)
+
+    off = SemuqHFLM(pretrained=gpt2_dir, device="cpu", batch_size=4, journal="off")
+    monkeypatch.setenv("SEMUQ_OUTPUT_DIR", str(tmp_path / "out2"))
+    with count_generated(off) as batches:
+        off.generate_until(journal_requests(n=2))
+    assert batches and not (tmp_path / "out2").exists()
+
+
+def test_multimodal_journal_keys_on_image_content(vlm, tmp_path):
+    imgs = images()
+    kw = dict(SAMPLE, max_gen_toks=4)
+    reqs = repeated((inst("<image> What?", kw, doc_id=0, repeats=2, visual=[imgs[0]]), 2))
+    with attrs(vlm, journal=str(tmp_path / "j"), _semuq_journal_obj=None):
+        vlm.generate_until(reqs)
+        copy_of_image = [imgs[0].copy()]  # same pixels, another object: restored
+        with count_generated(vlm) as batches:
+            vlm.generate_until(repeated((inst("<image> What?", kw, doc_id=0, repeats=2, visual=copy_of_image), 2)))
+        assert batches == []
+        with count_generated(vlm) as batches:
+            vlm.generate_until(repeated((inst("<image> What?", kw, doc_id=0, repeats=2, visual=[imgs[1]]), 2)))
+        assert len(batches) == 1

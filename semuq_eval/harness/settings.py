@@ -33,28 +33,15 @@ table_estimators       []                                           extra estima
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-__all__ = ["DEFAULT_OPERATORS", "OUTPUT_ENV", "Settings", "output_path_from_argv"]
+from semuq_eval.paths import default_output_dir
+
+__all__ = ["DEFAULT_OPERATORS", "Settings"]
 
 DEFAULT_OPERATORS = ("nli", "nli_soft", "cos_ext", "cos_int", "enc", "lexical")
-OUTPUT_ENV = "SEMUQ_OUTPUT_DIR"
-
-
-def output_path_from_argv(argv: list[str] | None = None) -> str | None:
-    """lm-eval's ``--output_path`` / ``-o`` value when the current process was started by its CLI."""
-    argv = sys.argv if argv is None else argv
-    for i, arg in enumerate(argv):
-        for flag in ("--output_path", "-o"):
-            if arg == flag and i + 1 < len(argv):
-                return argv[i + 1]
-            if arg.startswith(flag + "=") and flag.startswith("--"):
-                return arg.split("=", 1)[1]
-    return None
 
 
 @dataclass
@@ -97,10 +84,7 @@ class Settings:
 
     def resolved_output_dir(self) -> str | None:
         """metadata ``output_dir`` > ``$SEMUQ_OUTPUT_DIR`` > lm-eval's ``--output_path`` > None."""
-        out = self.output_dir or os.environ.get(OUTPUT_ENV) or output_path_from_argv()
-        if out and out.endswith(".json"):  # lm-eval accepts a file name for --output_path
-            out = os.path.dirname(out) or "."
-        return out
+        return default_output_dir(self.output_dir)
 
     def as_dict(self) -> dict[str, Any]:
         return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v) for f in fields(self)}

@@ -17,8 +17,10 @@ Location: ``<output_dir>/semuq/<task>/`` (``<output_dir>/semuq/<task>/<run_id>/`
 =============================  ============================================================================
 
 A rank truncates its own files when its filter starts, so a re-run with the same arguments overwrites
-its store. Resuming a killed run is NOT implemented: generation happens inside the model's
-``generate_until`` before the task sees anything (see the report to the lead).
+its store. Generation happens inside the model's ``generate_until`` before the task sees anything, so
+resuming a killed run is the model's job: ``semuq-hf`` journals every prompt's answers as they are
+generated (:mod:`semuq_eval.models.journal`, ``<output_dir>/semuq/_journal/``) and a restarted run
+generates only the missing ones, then writes this store in full.
 """
 
 from __future__ import annotations

@@ -29,7 +29,6 @@ from __future__ import annotations
 import functools
 import logging
 import math
-import re
 from copy import deepcopy
 from typing import Any
 
@@ -43,6 +42,7 @@ from semuq_eval.harness.scoring import DocInputs, estimators, score_doc
 from semuq_eval.harness.settings import Settings
 from semuq_eval.harness.store import RunStore, store_dir
 from semuq_eval.models.generation import Generation, as_generation
+from semuq_eval.paths import safe_name
 
 __all__ = ["SemuqTask", "references_of"]
 
@@ -151,7 +151,7 @@ class SemuqTask(ConfigurableTask):
         # so runs of several LLMs into one --output_path never overwrite each other.
         run_id = metadata.get("run_id") or metadata.get("pretrained")
         if run_id:
-            run_id = re.sub(r"[^A-Za-z0-9._-]+", "__", str(run_id)).strip("_")
+            run_id = safe_name(run_id)
         return store_dir(out, self.config.task, run_id or None)
 
     # -- per question -------------------------------------------------------------------------------

@@ -41,6 +41,10 @@ How a `generate_until` call is served
 5. Post-processing per row: the text is HFLM's; the kept tokens are those whose characters make up the text
    (see `semuq_eval.models.generation` for the exact rule and the token offsets).
 
+Resume: every prompt's answers are appended to a journal as soon as its `generate` call returns, and
+looked up there before generating (`semuq_eval.models.journal`), so a killed run restarted with the same
+arguments generates only the prompts it had not finished.
+
 Memory: besides HFLM's generation memory, per step and row one float (entropy), one float (log-prob) and one
 hidden vector (model dtype) are kept until the batch ends; the full-vocabulary log-softmax exists for one step
 only. `output_logits=True` would keep rows x steps x vocab floats instead (3 GB for 20 x 256 steps x 152k).
@@ -54,6 +58,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -66,6 +71,8 @@ from lm_eval.models.utils_hf import stop_sequences_criteria
 from tqdm import tqdm
 
 from semuq_eval.models.generation import Generation, as_generation
+from semuq_eval.models.journal import GenerationJournal, journal_key
+from semuq_eval.paths import default_output_dir, safe_name
 
 __all__ = ["SemuqGenerateMixin", "SemuqHFLM", "find_final_hidden_module", "token_char_ends"]
 
@@ -445,6 +452,9 @@ class SemuqGenerateMixin:
     share_prefill: bool = True
     #: stop computing rows that have finished (model argument `compact_rows`)
     compact_rows: bool = True
+    #: journal folder, "off", or None for the default (model argument `journal`; see models.journal)
+    journal: str | None = None
+    _semuq_journal_obj: GenerationJournal | None = None
     #: expand prompts to k rows with `num_return_sequences` (text) rather than in the inputs (multimodal)
     _semuq_expand_with_generate: bool = True
 
@@ -522,18 +532,70 @@ class SemuqGenerateMixin:
             disable=(disable_tqdm or (self.rank != 0)),
             desc="semuq-hf: generate_until (N samples per generate call)",
         )
+
+        def deliver(group: _Group, outs: list[Generation]) -> None:
+            for j, pos in enumerate(group.positions):
+                gen = outs[j] if len(outs) > 1 else outs[0]
+                results[pos] = gen
+                self.cache_hook.add_partial("generate_until", (group.context, group.gen_kwargs), gen)
+                pbar.update(1)
+
+        journal = self._semuq_journal()
+        keys = {}
+        if journal is not None:
+            identity, seed = self._semuq_model_identity(), torch.initial_seed()
+            keys = {id(g): journal_key(identity, g.context, g.gen_kwargs, g.aux, g.n_gen, seed) for g in groups}
+        todo = []
+        for group in groups:
+            stored = journal.get(keys[id(group)], group.n_gen) if journal is not None else None
+            if stored is None:
+                todo.append(group)
+            else:
+                deliver(group, stored)
+        if journal is not None and len(todo) < len(groups):
+            eval_logger.info("semuq-hf: %d of %d prompts restored from the journal %s",
+                             len(groups) - len(todo), len(groups), journal.directory)
         eos = self.tok_decode(self.eot_token_id, skip_special_tokens=False)
-        for batch in self._semuq_batches(groups):
+        for batch in self._semuq_batches(todo) if todo else []:
             outputs = self._semuq_generate_batch(batch, eos)
             for group, outs in zip(batch, outputs, strict=True):
-                for j, pos in enumerate(group.positions):
-                    gen = outs[j] if len(outs) > 1 else outs[0]
-                    results[pos] = gen
-                    self.cache_hook.add_partial("generate_until", (group.context, group.gen_kwargs), gen)
-                    pbar.update(1)
+                deliver(group, outs)
+            if journal is not None:
+                journal.add((keys[id(g)], outs) for g, outs in zip(batch, outputs, strict=True))
         pbar.close()
         assert all(r is not None for r in results)
         return results  # type: ignore[return-value]
+
+    # -- resume ------------------------------------------------------------------------------------------------
+    def _semuq_journal(self) -> GenerationJournal | None:
+        """This rank's generation journal (model argument `journal`: a folder, "off", or None for
+        `<output_dir>/semuq/_journal/<model>/`), or None when off or no output directory is known."""
+        if self._semuq_journal_obj is None:
+            setting = self.journal
+            if isinstance(setting, str) and setting.strip().lower() in ("off", "none", "false", "no", "0"):
+                return None
+            if setting:
+                directory = Path(setting)
+            else:
+                out = default_output_dir()
+                if not out:
+                    return None
+                directory = Path(out) / "semuq" / "_journal" / safe_name(self._semuq_model_identity()["name"])
+            self._semuq_journal_obj = GenerationJournal(directory, rank=self.rank)
+            if len(self._semuq_journal_obj):
+                eval_logger.info("semuq-hf: journal %s holds %d prompts", directory, len(self._semuq_journal_obj))
+        return self._semuq_journal_obj
+
+    def _semuq_model_identity(self) -> dict[str, Any]:
+        model = self.model
+        name = getattr(model, "name_or_path", None) or getattr(getattr(model, "config", None), "_name_or_path", None)
+        return {
+            "name": str(name or self.pretrained),
+            "revision": getattr(self, "revision", None),
+            "dtype": str(getattr(model, "dtype", "")),
+            "max_length": int(self.max_length),
+            "hidden": bool(self.return_hidden),
+        }
 
     # -- one generate call ---------------------------------------------------------------------------------
     def _semuq_encode(self, batch: list[_Group], left_truncate_len: int, repeat: int = 1) -> dict[str, Any]:
@@ -823,7 +885,9 @@ class SemuqHFLM(SemuqGenerateMixin, HFLM):
     - `return_hidden` (default True): keep the last hidden state of every answer;
     - `share_prefill` (default True): compute the prompt of a sampled group once and expand its KV cache to
       the k rows (falls back to plain `num_return_sequences` when the model's cache does not allow it);
-    - `compact_rows` (default True): stop computing the rows of a `generate` call that have finished.
+    - `compact_rows` (default True): stop computing the rows of a `generate` call that have finished;
+    - `journal` (default: `<output_dir>/semuq/_journal/<model>/`): where answers are journaled as they are
+      generated so that a killed run, restarted, skips them (`off` disables; see `semuq_eval.models.journal`).
     `loglikelihood*` are HFLM's, unchanged.
     """
 
@@ -833,12 +897,14 @@ class SemuqHFLM(SemuqGenerateMixin, HFLM):
         return_hidden: bool = True,
         share_prefill: bool = True,
         compact_rows: bool = True,
+        journal: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(pretrained, **kwargs)
         self.return_hidden = _as_bool(return_hidden)
         self.compact_rows = _as_bool(compact_rows)
         self.share_prefill = _as_bool(share_prefill)
+        self.journal = journal
 
     def _semuq_encode(self, batch: list[_Group], left_truncate_len: int, repeat: int = 1) -> dict[str, Any]:
         context_enc, attn_masks = self.tok_batch_encode(

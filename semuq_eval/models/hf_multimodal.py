@@ -35,8 +35,8 @@ SHARED_PREFILL_MODEL_TYPES = frozenset({"llava"})
 class SemuqHFMultimodalLM(SemuqGenerateMixin, HFMultimodalLM):
     """lm-eval `hf-multimodal` model returning `Generation`s (registered as `semuq-hf-multimodal`).
 
-    Accepts every HFMultimodalLM argument, plus `return_hidden` (default True), `compact_rows` (default True)
-    and `share_prefill` (default: on for the architectures in `SHARED_PREFILL_MODEL_TYPES`, off otherwise;
+    Accepts every HFMultimodalLM argument, plus `return_hidden` (default True), `compact_rows` (default True),
+    `journal` (as in `semuq-hf`) and `share_prefill` (default: on for the architectures in `SHARED_PREFILL_MODEL_TYPES`, off otherwise;
     True forces it).
     """
 
@@ -48,11 +48,13 @@ class SemuqHFMultimodalLM(SemuqGenerateMixin, HFMultimodalLM):
         return_hidden: bool = True,
         share_prefill: bool | None = None,
         compact_rows: bool = True,
+        journal: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(pretrained, **kwargs)
         self.return_hidden = _as_bool(return_hidden)
         self.compact_rows = _as_bool(compact_rows)
+        self.journal = journal
         if share_prefill is None or (
             isinstance(share_prefill, str) and share_prefill.lower() in ("", "auto")
         ):

@@ -1,0 +1,132 @@
+"""The generation journal: what `semuq-hf` has generated, appended as it goes, so that a killed run
+restarted with the same arguments generates only what is missing.
+
+lm-eval hands the model every request of a run in one `generate_until` call and the task sees nothing
+until all of them are answered, so a run killed half-way would otherwise lose every answer. The
+`semuq-hf` models therefore append each prompt's answers to the journal as soon as its `generate` call
+returns, and look every prompt up before generating it.
+
+Location: ``<output_dir>/semuq/_journal/<model>/rank<R>.jsonl`` (``output_dir`` as in
+:mod:`semuq_eval.paths`; model argument ``journal=DIR`` chooses the folder, ``journal=off`` turns it off).
+Each line is one prompt's answers (no pickle)::
+
+    {"key": "<sha256>", "generations": [Generation.to_record(include_hidden=False)
+                                        + {"hidden_f32": "<base64 of little-endian float32>"}, ...]}
+
+The key is a SHA-256 over everything that decides what is generated: the model (name, revision, dtype,
+maximum length, whether hidden states are kept), the prompt text, the decoding arguments, the image
+contents (multimodal), the number of sampled answers and torch's seed (lm-eval's ``--seed``). Changing
+any of them generates afresh; to draw new samples with the same arguments, delete the folder or pass
+``journal=off``. A restarted run reuses the stored answers: its samples are not the ones an uninterrupted
+run would have drawn (the random stream differs), but they come from the same distribution. A line cut
+short by the kill is skipped with a warning; the prompt is generated again.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from semuq_eval.models.generation import Generation
+
+__all__ = ["GenerationJournal", "journal_key"]
+
+log = logging.getLogger(__name__)
+
+
+def _content_digest(value: Any) -> Any:
+    """A stable stand-in for a request's extra argument (images are hashed by their pixels)."""
+    if isinstance(value, dict):
+        return {str(k): _content_digest(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(value, (list, tuple)):
+        return [_content_digest(v) for v in value]
+    if hasattr(value, "tobytes"):  # PIL images, numpy arrays, tensors
+        h = hashlib.sha256(value.tobytes())
+        h.update(repr((getattr(value, "mode", None), getattr(value, "size", None))).encode())
+        h.update(repr(getattr(value, "shape", None)).encode())
+        return "sha256:" + h.hexdigest()
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return repr(value)
+
+
+def journal_key(model: dict[str, Any], context: str, gen_kwargs: dict, aux: Any, n_answers: int, seed: int) -> str:
+    """The SHA-256 identifying one prompt's answers (see the module docstring)."""
+    payload = {
+        "model": model,
+        "context": context,
+        "gen_kwargs": _content_digest(gen_kwargs),
+        "aux": _content_digest(aux),
+        "n": int(n_answers),
+        "seed": int(seed),
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=repr).encode("utf-8")).hexdigest()
+
+
+def _encode(gen: Generation) -> dict[str, Any]:
+    rec = gen.to_record(include_hidden=False)
+    if gen.hidden is not None:
+        rec["hidden_f32"] = base64.b64encode(gen.hidden.astype("<f4").tobytes()).decode("ascii")
+    return rec
+
+
+def _decode(rec: dict[str, Any]) -> Generation:
+    gen = Generation.from_record(rec)
+    if rec.get("hidden_f32") is not None:
+        gen.hidden = np.frombuffer(base64.b64decode(rec["hidden_f32"]), dtype="<f4").astype(np.float32)
+    return gen
+
+
+class GenerationJournal:
+    """One rank's append-only journal in ``directory``; lookups see every rank's file."""
+
+    def __init__(self, directory: str | os.PathLike, rank: int = 0) -> None:
+        self.directory = Path(directory)
+        self.path = self.directory / f"rank{int(rank)}.jsonl"
+        self._entries: dict[str, list[dict[str, Any]]] = {}
+        for path in sorted(self.directory.glob("rank*.jsonl")):
+            self._read(path)
+
+    def _read(self, path: Path) -> None:
+        with open(path, encoding="utf-8") as fh:
+            for n, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    entry = json.loads(line)
+                    self._entries[entry["key"]] = entry["generations"]
+                except (json.JSONDecodeError, KeyError, TypeError):
+                    log.warning("%s:%d: unreadable journal line skipped (a run killed while writing?)", path, n)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, key: str, n_answers: int) -> list[Generation] | None:
+        """The stored answers of ``key``, or None when absent or not ``n_answers`` long."""
+        records = self._entries.get(key)
+        if records is None or len(records) != n_answers:
+            return None
+        return [_decode(r) for r in records]
+
+    def add(self, entries: Iterable[tuple[str, Sequence[Generation]]]) -> None:
+        """Append answers and flush, so that they survive the process being killed."""
+        lines = []
+        for key, gens in entries:
+            records = [_encode(g) for g in gens]
+            self._entries[key] = records
+            lines.append(json.dumps({"key": key, "generations": records}, ensure_ascii=False) + "\n")
+        if not lines:
+            return
+        self.directory.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "a", encoding="utf-8") as fh:
+            fh.writelines(lines)
+            fh.flush()
+            os.fsync(fh.fileno())
