@@ -104,6 +104,14 @@ def test_get_validates_options():
         get("lexical", measure="bleu")
     with pytest.raises(TypeError):
         get("lexical", colour="red")
+    # model-backed operators (shared ModelTextOperator options): lazy, so nothing is loaded here
+    assert get("nli", model="some/nli", device="cpu").dtype == "float32"
+    with pytest.raises(ValueError, match="max_length must be at least 8"):
+        get("nli", max_length=4)
+    with pytest.raises(ValueError, match="max_length must be at least 4"):
+        get("cos_ext", max_length=2)
+    with pytest.raises(ValueError, match="pass tokenizer="):
+        get("nli_soft", model=object())
 
 
 # ---------------------------------------------------------------- the shared contract

@@ -22,14 +22,12 @@ import numpy as np
 import torch
 
 from semuq_eval.operators.alignment import align_weights, as_spans
-from semuq_eval.operators.base import Cost, TextOperator, _describe, check_inputs, gram_matrix
+from semuq_eval.operators.base import Cost, _describe, check_inputs, gram_matrix
 from semuq_eval.operators.loading import (
+    ModelTextOperator,
     batches,
     commit_hash,
     load_sentence_transformer,
-    model_id,
-    resolve_device,
-    resolve_dtype,
 )
 
 DEFAULT_SENTENCE_ENCODER = "sentence-transformers/sentence-t5-large"
@@ -66,7 +64,7 @@ def pooling_mode(model: Any) -> str | None:
     return None
 
 
-class _SentenceEncoderOperator(TextOperator):
+class _SentenceEncoderOperator(ModelTextOperator):
     """Shared machinery: encode distinct inputs once, return Gram matrices of unit embeddings."""
 
     kind = "gram"
@@ -87,21 +85,10 @@ class _SentenceEncoderOperator(TextOperator):
         dedup: bool = True,
         progress: bool = True,
     ) -> None:
-        super().__init__(dedup=dedup)
-        in_memory = not isinstance(model, (str, os.PathLike))
-        if max_length is not None and max_length < 4:
-            raise ValueError(f"max_length must be at least 4 tokens, got {max_length}")
-        self.model = model if in_memory else model_id(model)
+        super().__init__(model, max_length=max_length, batch_size=batch_size, device=device, dtype=dtype,
+                         revision=revision, trust_remote_code=trust_remote_code, dedup=dedup, progress=progress)
         self.condition_on_question = condition_on_question
         self.separator = separator
-        self.max_length = max_length
-        self.batch_size = batch_size
-        self.device = None if in_memory else resolve_device(device)
-        self.dtype = None if in_memory else resolve_dtype(dtype, self.device)
-        self.revision = revision
-        self.trust_remote_code = trust_remote_code
-        self.progress = progress
-        self._loaded: tuple[Any, int, str] | None = None
         self._token_norms: dict[str, TokenNorms] = {}
 
     def _load(self) -> tuple[Any, int, str]:

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 from tqdm.auto import tqdm
 
-from semuq_eval.operators.base import PROGRESS_MIN_BATCHES
+from semuq_eval.operators.base import PROGRESS_MIN_BATCHES, TextOperator
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
@@ -78,3 +78,41 @@ def batches(order: list[int], batch_size: int, *, progress: bool, desc: str):
     show = progress and len(starts) >= PROGRESS_MIN_BATCHES
     for start in tqdm(starts, desc=desc, disable=not show, leave=False):
         yield order[start : start + batch_size]
+
+
+class ModelTextOperator(TextOperator):
+    """A text operator backed by a transformers model loaded on first use: the options shared by the NLI
+    operators and the sentence encoders.
+
+    ``model`` is a hub id, a local path, or an already loaded model (used where it is: no device or dtype
+    is applied). ``max_length`` (tokens, at least ``min_length``) defaults to the model's limit.
+    """
+
+    min_length: int = 4
+
+    def __init__(
+        self,
+        model: str | os.PathLike | Any,
+        *,
+        max_length: int | None,
+        batch_size: int,
+        device: str | None,
+        dtype: str,
+        revision: str | None,
+        trust_remote_code: bool,
+        dedup: bool,
+        progress: bool,
+    ) -> None:
+        super().__init__(dedup=dedup)
+        if max_length is not None and max_length < self.min_length:
+            raise ValueError(f"max_length must be at least {self.min_length} tokens, got {max_length}")
+        in_memory = not isinstance(model, (str, os.PathLike))
+        self.model = model if in_memory else model_id(model)
+        self.max_length = max_length
+        self.batch_size = batch_size
+        self.device = None if in_memory else resolve_device(device)
+        self.dtype = None if in_memory else resolve_dtype(dtype, self.device)
+        self.revision = revision
+        self.trust_remote_code = trust_remote_code
+        self.progress = progress
+        self._loaded: tuple | None = None

@@ -17,14 +17,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from semuq_eval.operators.base import Cost, TextOperator
+from semuq_eval.operators.base import Cost
 from semuq_eval.operators.loading import (
+    ModelTextOperator,
     batches,
     commit_hash,
     load_sequence_classifier,
     model_id,
-    resolve_device,
-    resolve_dtype,
 )
 
 DEFAULT_NLI_MODEL = "microsoft/deberta-v2-xlarge-mnli"
@@ -48,8 +47,10 @@ def label_index(id2label: dict[int, str], label: str) -> int:
     return found[0]
 
 
-class _NLIOperator(TextOperator):
+class _NLIOperator(ModelTextOperator):
     """Shared machinery: directional class probabilities for every ordered pair of answers."""
+
+    min_length = 8
 
     def __init__(
         self,
@@ -69,23 +70,12 @@ class _NLIOperator(TextOperator):
         """``model``: hub id, local path, or an already loaded ``PreTrainedModel`` (then
         ``tokenizer`` must be given too and the model is used where it is). ``max_length``
         defaults to the model's limit; longer pairs are truncated with a warning."""
-        super().__init__(dedup=dedup)
-        in_memory = not isinstance(model, (str, os.PathLike))
-        if in_memory and tokenizer is None:
+        if not isinstance(model, (str, os.PathLike)) and tokenizer is None:
             raise ValueError("pass tokenizer= along with an in-memory model")
-        if max_length is not None and max_length < 8:
-            raise ValueError(f"max_length must be at least 8 tokens, got {max_length}")
-        self.model = model if in_memory else model_id(model)
+        super().__init__(model, max_length=max_length, batch_size=batch_size, device=device, dtype=dtype,
+                         revision=revision, trust_remote_code=trust_remote_code, dedup=dedup, progress=progress)
         self.tokenizer = tokenizer
         self.condition_on_question = condition_on_question
-        self.max_length = max_length
-        self.batch_size = batch_size
-        self.device = None if in_memory else resolve_device(device)
-        self.dtype = None if in_memory else resolve_dtype(dtype, self.device)
-        self.revision = revision
-        self.trust_remote_code = trust_remote_code
-        self.progress = progress
-        self._loaded: tuple[Any, Any, int] | None = None
 
     def _load(self) -> tuple[Any, Any, int]:
         """(tokenizer, model, max_length), loaded on first use."""
