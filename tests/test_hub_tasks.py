@@ -1,0 +1,366 @@
+"""Offline validation of the four hub-backed semuq tasks against local replicas with the hub schema.
+
+The real task YAMLs (tasks/semuq_{hotpotqa,okvqa,vizwiz,advqa}.yaml) are loaded through lm-eval's
+TaskManager from a tiny YAML in tmp_path that does ``include: <absolute path of the real YAML>`` and
+overrides only ``dataset_path`` / ``dataset_name`` / ``dataset_kwargs`` (lm-eval 0.4.13 resolves an absolute
+``include`` and keeps resolving ``!function utils.x`` relative to the included file, so nothing is copied).
+Each replica is a ``datasets.Dataset`` built with the hub's ``Features`` and saved to parquet, which keeps
+the features (nested lists of structs, the Image feature) exactly.
+
+Schemas and sources (the *_FEATURES below; the search tools give no repository for the unnamed code copies):
+
+- hotpotqa/hotpot_qa, config ``distractor``, splits train (90,447) / validation (7,405): the dataset card's
+  ``dataset_info`` (https://huggingface.co/datasets/hotpot_qa/blob/ed64de2fda17d0169425d0b8bfeb2d7c088d41d7/README.md,
+  same features in https://www.tensorflow.org/datasets/community_catalog/huggingface/hotpot_qa).
+- HuggingFaceM4/OK-VQA, splits train (9,009) / validation (5,046): a loading-script repo (OK-VQA.py, commit
+  d37d90c, https://huggingface.co/datasets/HuggingFaceM4/OK-VQA/tree/main). Features as that script produces
+  them: https://huggingface.co/datasets/thomasgauthier/okvqa/blob/main/README.md (a push of its output), the
+  consumers of HuggingFaceM4/OK-VQA (a molmo ``OkVqa`` class: ``ex["answers"][i]["raw_answer"]``,
+  ``ex["question_id"]``, ``ex["image_id"]``) and the OK-VQA annotation format (answer / raw_answer /
+  answer_confidence / answer_id, 5 answers each listed twice; GitHub 5eqn/LLaVA convert/okvqa-train.md).
+- HuggingFaceM4/VizWiz, splits train (20,523) / validation (4,319) / test (8,000): the VizWiz loading script's
+  ``_FEATURES`` (id int32, image, filename, question, answers: Sequence(string), answers_original, answer_type,
+  answerable int32; a copy is in the GitHub code index) and HuggingFaceM4's evaluation classes for it
+  (``answers_column_name="answers"``, ``id_column_name="filename"``, splits train / validation).
+- HuggingFaceM4/AdVQA, splits validation (10,000) / testdev (36,807): a loading-script repo
+  (https://huggingface.co/datasets/HuggingFaceM4/AdVQA/blob/main/AdVQA.py; counts in its README.md). The script
+  is HuggingFaceM4/VQAv2's VQAv2.py (SaulLu) adapted to the AdVQA files (same _URLS / _SUB_FOLDER_OR_FILE_NAME
+  layout, VQA-format annotations). Its ``_info`` block could not be read through the search tools, so the
+  replica uses VQAv2.py's features (question_type, multiple_choice_answer, answers: [{answer, answer_confidence,
+  answer_id}], image_id, answer_type, question_id, question, image). The task reads only ``question``,
+  ``answers[].answer`` and ``image``, which every AdVQA consumer found reads too.
+
+OK-VQA, VizWiz and AdVQA are loading-script repos on the hub: ``datasets`` >= 4 (this venv has 5.x) refuses
+them ("Dataset scripts are no longer supported, but found OK-VQA.py"), so those three tasks need a converted
+copy with the same schema, which is what these replicas stand for.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from datasets import Dataset, Features, Image, Sequence, Value
+from PIL import Image as PILImage
+
+from semuq_eval.harness.task import SemuqTask
+from tests.fixtures.tiny_harness import TASKS_DIR, CannedLM
+
+TEXT_PROMPT = "Answer the following question.\n"  # App. E.2
+VQA_PROMPT = "<image>Answer the question about this image.\n"  # App. E.2 (lm-eval's image placeholder first)
+N_SAMPLES = 3
+EXTRA = 3  # replica rows beyond the selection size, so the first-N / last-N rule really drops rows
+
+HOTPOTQA_FEATURES = Features({
+    "id": Value("string"),
+    "question": Value("string"),
+    "answer": Value("string"),
+    "type": Value("string"),
+    "level": Value("string"),
+    "supporting_facts": Sequence({"title": Value("string"), "sent_id": Value("int32")}),
+    "context": Sequence({"title": Value("string"), "sentences": Sequence(Value("string"))}),
+})
+OKVQA_FEATURES = Features({
+    "image": Image(),
+    "question_type": Value("string"),
+    "confidence": Value("int32"),
+    "answers": [{
+        "answer": Value("string"),
+        "raw_answer": Value("string"),
+        "answer_confidence": Value("string"),
+        "answer_id": Value("int64"),
+    }],
+    "image_id": Value("int64"),
+    "answer_type": Value("string"),
+    "question_id": Value("int64"),
+    "question": Value("string"),
+})
+VIZWIZ_FEATURES = Features({
+    "id": Value("int32"),
+    "image": Image(),
+    "filename": Value("string"),
+    "question": Value("string"),
+    "answers": Sequence(Value("string")),
+    "answers_original": [{"answer": Value("string"), "answer_confidence": Value("string")}],
+    "answer_type": Value("string"),
+    "answerable": Value("int32"),
+})
+ADVQA_FEATURES = Features({
+    "question_type": Value("string"),
+    "multiple_choice_answer": Value("string"),
+    "answers": [{"answer": Value("string"), "answer_confidence": Value("string"), "answer_id": Value("int64")}],
+    "image_id": Value("int64"),
+    "answer_type": Value("string"),
+    "question_id": Value("int64"),
+    "question": Value("string"),
+    "image": Image(),
+})
+
+
+# ------------------------------------------------------------------------------------------- replicas
+def _color(i: int) -> tuple[int, int, int]:
+    return (i % 256, (i // 256) % 256, 7)
+
+
+def _png(i: int) -> dict:
+    """A 2x2 image whose colour encodes the row index (checks that each doc carries its own image)."""
+    buf = io.BytesIO()
+    PILImage.new("RGB", (2, 2), _color(i)).save(buf, format="PNG")
+    return {"bytes": buf.getvalue(), "path": None}
+
+
+def _question(i: int) -> str:
+    return f"Question number {i}?"
+
+
+def _hotpotqa_row(i: int) -> dict:
+    return {
+        "id": f"5a8b57f25542995d1e6f{i:04x}",
+        "question": _question(i),
+        "answer": f"answer {i}",
+        "type": "bridge" if i % 2 else "comparison",
+        "level": "hard",
+        "supporting_facts": {"title": [f"Page {i}", f"Page {i + 1}"], "sent_id": [0, 1]},
+        "context": {"title": [f"Page {i}", f"Page {i + 1}"],
+                    "sentences": [[f"Sentence {i}.", "More."], [f"Sentence {i + 1}."]]},
+    }
+
+
+def _okvqa_answers(raw: list[str], processed: list[str]) -> list[dict]:
+    # OK-VQA has 5 annotator answers, each listed twice (10 entries); `answer` is the processed form
+    pairs = [(r, p) for r, p in zip(raw, processed, strict=True) for _ in range(2)]
+    return [{"answer": p, "raw_answer": r, "answer_confidence": "yes", "answer_id": k + 1}
+            for k, (r, p) in enumerate(pairs)]
+
+
+def _okvqa_row(i: int) -> dict:
+    return {
+        "image": _png(i), "question_type": "one", "confidence": 3,
+        "answers": _okvqa_answers([f"answer {i}"] * 5, [f"answer {i}"] * 5),
+        "image_id": 100000 + i, "answer_type": "other", "question_id": (100000 + i) * 10 + 5,
+        "question": _question(i),
+    }
+
+
+def _vizwiz_row(i: int, answers: list[str] | None = None, answerable: int = 1) -> dict:
+    answers = answers or [f"answer {i}"] * 10
+    return {
+        "id": i, "image": _png(i), "filename": f"VizWiz_train_{i:08d}.jpg", "question": _question(i),
+        "answers": answers,
+        "answers_original": [{"answer": a, "answer_confidence": "yes"} for a in answers],
+        "answer_type": "other" if answerable else "unanswerable", "answerable": answerable,
+    }
+
+
+def _advqa_row(i: int, answers: list[str] | None = None) -> dict:
+    answers = answers or [f"answer {i}"] * 10
+    return {
+        "question_type": "what", "multiple_choice_answer": answers[0],
+        "answers": [{"answer": a, "answer_confidence": "yes", "answer_id": k + 1} for k, a in enumerate(answers)],
+        "image_id": 200000 + i, "answer_type": "other", "question_id": 300000 + i, "question": _question(i),
+        "image": _png(i),
+    }
+
+
+# rows placed where the selection starts (row 0 for first-N, row EXTRA for last-N), with their expected
+# references as tasks/utils.py extracts them: deduplicated, order kept, stripped
+SPECIAL: dict[str, list[tuple[Callable[[int], dict], list[str]]]] = {
+    "semuq_hotpotqa": [
+        (lambda i: {**_hotpotqa_row(i), "answer": "Arthur's Magazine"}, ["Arthur's Magazine"]),
+        (lambda i: {**_hotpotqa_row(i), "answer": "yes", "type": "comparison"}, ["yes"]),
+    ],
+    "semuq_okvqa": [
+        # the processed `answer` field is the reference (not `raw_answer`); duplicates collapse
+        (lambda i: {**_okvqa_row(i), "answers": _okvqa_answers(
+            ["racing", "race", "motocross", "racing", "dirt bike racing"],
+            ["race", "race", "motocross", "race", "dirt bike race"])}, ["race", "motocross", "dirt bike race"]),
+        (lambda i: {**_okvqa_row(i), "answers": _okvqa_answers(["Pony Tail"] * 5, ["pony tail"] * 5)},
+         ["pony tail"]),
+    ],
+    "semuq_vizwiz": [
+        # 'unanswerable' is an ordinary annotator answer: kept as a reference string, like any other
+        (lambda i: _vizwiz_row(i, ["coca cola"] * 6 + ["coke"] * 3 + ["unanswerable"]),
+         ["coca cola", "coke", "unanswerable"]),
+        (lambda i: _vizwiz_row(i, ["unanswerable"] * 10, answerable=0), ["unanswerable"]),
+        (lambda i: _vizwiz_row(i, ["yes"] * 9 + [" yes "]), ["yes"]),
+    ],
+    "semuq_advqa": [
+        (lambda i: _advqa_row(i, ["2"] * 4 + ["two"] * 3 + ["3"] * 3), ["2", "two", "3"]),
+        (lambda i: _advqa_row(i, ["red"] * 10), ["red"]),
+    ],
+}
+
+
+@dataclass(frozen=True)
+class Case:
+    split: str  # the hub split the YAML reads (test_split)
+    size: int  # how many docs the selection rule keeps
+    keep: str  # "first" or "last"
+    features: Features
+    row: Callable[[int], dict]
+    visual: bool
+
+
+CASES = {
+    "semuq_hotpotqa": Case("validation", 5000, "first", HOTPOTQA_FEATURES, _hotpotqa_row, visual=False),
+    "semuq_okvqa": Case("validation", 5000, "first", OKVQA_FEATURES, _okvqa_row, visual=True),
+    "semuq_vizwiz": Case("train", 4400, "last", VIZWIZ_FEATURES, _vizwiz_row, visual=True),
+    "semuq_advqa": Case("validation", 2200, "last", ADVQA_FEATURES, _advqa_row, visual=True),
+}
+
+
+def _start(case: Case) -> int:
+    """Replica row index of the first selected doc."""
+    return 0 if case.keep == "first" else EXTRA
+
+
+def write_replica(root: Path, name: str) -> Path:
+    """A replica of `name`'s hub split with size + EXTRA rows, saved to parquet with the hub features."""
+    case = CASES[name]
+    n = case.size + EXTRA
+    special = {_start(case) + k: make for k, (make, _) in enumerate(SPECIAL[name])}
+    rows = [special.get(i, case.row)(i) for i in range(n)]
+    data = Dataset.from_dict({col: [r[col] for r in rows] for col in case.features}, features=case.features)
+    path = root / f"{name}-{case.split}.parquet"
+    data.to_parquet(str(path))
+    return path
+
+
+def load_task(tmp_path: Path, name: str, data_file: Path, **meta):
+    """The real task YAML via `include:` (absolute path), pointed at the local replica."""
+    from lm_eval.tasks import TaskManager
+
+    case = CASES[name]
+    task_dir = tmp_path / "yaml"
+    task_dir.mkdir(exist_ok=True)
+    override = {
+        "include": str(TASKS_DIR / f"{name}.yaml"),
+        "dataset_path": "parquet",
+        "dataset_name": None,
+        "dataset_kwargs": {"data_files": {case.split: str(data_file)}, "cache_dir": str(tmp_path / "hf_cache")},
+    }
+    (task_dir / f"{name}_local.yaml").write_text(json.dumps(override, indent=1), encoding="utf-8")  # JSON is YAML
+    metadata = {"n_samples": N_SAMPLES, "operators": ["lexical"], **meta}
+    tm = TaskManager(include_path=str(task_dir), include_defaults=False, metadata=metadata)
+    assert tm.all_tasks == [name]  # the included file's task name
+    return tm, tm.load([name])["tasks"][name]
+
+
+# ---------------------------------------------------------------------------------------------- tests
+@pytest.mark.parametrize("name", list(CASES))
+def test_hub_task_on_replica(name, tmp_path):
+    case = CASES[name]
+    task = load_task(tmp_path, name, write_replica(tmp_path, name))[1]
+    assert isinstance(task, SemuqTask)
+    # the replica went through parquet with the hub schema intact, and the YAML reads the hub's split
+    assert task.config.test_split == case.split
+    assert task.dataset[case.split].features == case.features
+    assert task.dataset[case.split].num_rows == case.size + EXTRA
+    # the `!function utils.x` references of the included YAMLs resolved
+    rule = {"semuq_hotpotqa": "first_5000", "semuq_okvqa": "first_5000", "semuq_vizwiz": "vizwiz_docs",
+            "semuq_advqa": "advqa_docs"}[name]
+    assert task.config.process_docs.__name__ == rule
+    target = "hotpotqa_references" if name == "semuq_hotpotqa" else "vqa_references"
+    assert task.config.doc_to_target.__name__ == target
+
+    # selection rule (App. E.1): first N / last N rows of the split survive, in order
+    docs = task.eval_docs
+    start = _start(case)
+    assert len(docs) == case.size
+    assert docs[0]["question"] == _question(start)
+    assert docs[case.size - 1]["question"] == _question(start + case.size - 1)
+    dropped = range(case.size, case.size + EXTRA) if case.keep == "first" else range(EXTRA)
+    kept = set(docs["question"])
+    assert not kept & {_question(i) for i in dropped}
+
+    # references from the (nested) answers, and the bare question
+    for k, (_, refs) in enumerate(SPECIAL[name]):
+        assert task.references_of(docs[k]) == refs, k
+        assert task.question_of(docs[k]) == _question(start + k)
+
+    # requests as lm-eval builds them: per doc a greedy and a sampled Instance, same prompt (and image)
+    n_docs = len(SPECIAL[name])
+    task.build_all_requests(limit=n_docs)
+    by_doc: dict[int, list] = {}
+    for inst in task.instances:
+        by_doc.setdefault(inst.doc_id, []).append(inst)
+    assert sorted(by_doc) == list(range(n_docs))
+    prompt = VQA_PROMPT if case.visual else TEXT_PROMPT
+    for doc_id, insts in by_doc.items():
+        greedy, sampled = sorted(insts, key=lambda inst: inst.idx)
+        assert (greedy.idx, greedy.repeats, sampled.idx, sampled.repeats) == (0, 1, 1, N_SAMPLES)
+        assert greedy.request_type == sampled.request_type == "generate_until"
+        assert greedy.arguments[0] == sampled.arguments[0] == prompt + _question(start + doc_id)
+        assert greedy.arguments[1] == {"until": ["\n\n"], "max_gen_toks": 128, "do_sample": False,
+                                       "temperature": 0.0}
+        assert sampled.arguments[1] == {"do_sample": True, "temperature": 1.0, "top_p": 0.9, "top_k": 50,
+                                        "until": ["\n\n"], "max_gen_toks": 128}
+        if not case.visual:
+            assert len(greedy.arguments) == len(sampled.arguments) == 2
+            continue
+        assert len(greedy.arguments) == len(sampled.arguments) == 3
+        for inst in (greedy, sampled):
+            visual = inst.arguments[2]
+            assert set(visual) == {"visual"} and len(visual["visual"]) == 1
+            image = visual["visual"][0]
+            assert isinstance(image, PILImage.Image)
+            assert image.convert("RGB").getpixel((0, 0)) == _color(start + doc_id)  # this doc's own image
+
+
+class CannedVLM(CannedLM):
+    """CannedLM for image questions: answers keyed by the question line of the prompt; records the images."""
+
+    MULTIMODAL = True  # lm-eval refuses image tasks for models without it
+
+    def __init__(self, table: dict[str, tuple[str, list[str]]]) -> None:
+        super().__init__(white_box=False)
+        self.table = table
+        self.images: list = []
+
+    def generate_until(self, requests, disable_tqdm: bool = False):
+        out = []
+        for req in requests:
+            ctx, gen_kwargs, visual = req.args
+            self.calls.append((ctx, dict(gen_kwargs)))
+            self.images.extend(visual["visual"])
+            greedy, pool = self.table[ctx.rsplit("\n", 1)[-1]]
+            out.append(self.rng.choice(pool) if gen_kwargs.get("do_sample") else greedy)
+        return out
+
+
+def test_advqa_replica_end_to_end(tmp_path):
+    """lm_eval.simple_evaluate on the AdVQA replica (last-2,200 rule, image requests) with a canned model:
+    VQA docs are labelled against their annotator answers and scored."""
+    import lm_eval
+
+    name, limit = "semuq_advqa", 6
+    tm, _ = load_task(tmp_path, name, write_replica(tmp_path, name), bootstrap=20,
+                      output_dir=str(tmp_path / "out"))
+    questions = [_question(EXTRA + k) for k in range(limit)]
+    # even docs: right and consistent; odd docs: wrong and scattered
+    table = {q: ((f"answer {EXTRA + k}", [f"answer {EXTRA + k}"]) if k % 2 == 0 else
+                 ("a cat", ["a cat", "blue", "seven", "the left one"])) for k, q in enumerate(questions)}
+    table[questions[0]] = ("2", ["2"])  # references 2 / two / 3
+    table[questions[1]] = ("blue", ["green", "blue", "a dog", "no"])  # reference red
+
+    lm = CannedVLM(table)
+    results = lm_eval.simple_evaluate(model=lm, tasks=[name], task_manager=tm, limit=limit, bootstrap_iters=0)
+
+    greedy = [kw for _, kw in lm.calls if not kw.get("do_sample")]
+    assert len(greedy) == limit and len(lm.calls) == limit * (1 + N_SAMPLES)
+    assert all(ctx.startswith(VQA_PROMPT) for ctx, _ in lm.calls)
+    assert len(lm.images) == len(lm.calls) and all(isinstance(im, PILImage.Image) for im in lm.images)
+    res = results["results"][name]
+    assert res["acc_greedy,none"] == pytest.approx(0.5)
+    assert res["auroc_best_greedy,none"] == pytest.approx(1.0)
+
+    b = json.loads((tmp_path / "out" / "semuq" / name / "breakdown.json").read_text())
+    assert b["n_samples"] == N_SAMPLES and set(b["operators"]) == {"lexical"}
+    per = b["results"]["greedy"]["kle_heat@lexical"]["auroc"]
+    assert per["n"] == limit and per["value"] == pytest.approx(1.0)
+    assert {"te", "se@lexical"} <= set(b["unavailable"])  # black-box strings
+    assert b["bad_docs"] == []
