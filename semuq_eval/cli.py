@@ -4,10 +4,18 @@ models registered, plus the project's commands (`assets`, `demo`, `rescore`, `ta
 lm-eval 0.4.13 has no plugin discovery, so this entry point imports the plugin's models
 (registering them lazily) and prepends the shipped task folder to ``--include_path``
 before handing over to lm-eval's ``HarnessCLI``.
+
+Data parallelism: ``accelerate launch --multi_gpu --num_processes K -m semuq_eval run ...`` (or
+``torchrun --nproc_per_node K -m semuq_eval run ...``) starts K processes. On a machine without GPUs
+accelerate would give each of them a single-process state, so this entry point sets
+``ACCELERATE_USE_CPU=1`` there (accelerate's MULTI_CPU state, gloo backend), see :func:`_prepare_distributed`.
+``accelerate launch --cpu --num_processes K`` starts ONE process unless it is given an MPI host file.
 """
 
 from __future__ import annotations
 
+import logging
+import os
 import sys
 from importlib.resources import files
 from pathlib import Path
@@ -20,6 +28,41 @@ def tasks_dir() -> Path:
     return Path(str(files("semuq_eval.tasks")))
 
 
+def _env_int(*names: str) -> int:
+    for name in names:
+        try:
+            return int(os.environ[name])
+        except (KeyError, ValueError):
+            continue
+    return 0
+
+
+def _prepare_distributed() -> None:
+    """Make a multi-process launch on a machine without GPUs data-parallel on CPU (gloo).
+
+    torchrun (used by ``accelerate launch --multi_gpu``) sets ``WORLD_SIZE``; without a GPU, accelerate only
+    builds its MULTI_CPU state (and the gloo process group) when asked for the CPU, so ``ACCELERATE_USE_CPU``
+    is set unless the user set it. ``accelerate launch --cpu --num_processes K`` without MPI starts a single
+    process (``MASTER_ADDR`` set, no ``WORLD_SIZE``): that is reported, since it silently runs on one process.
+    """
+    world = _env_int("WORLD_SIZE", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE")
+    log = logging.getLogger("semuq_eval")
+    if world > 1:
+        if "ACCELERATE_USE_CPU" in os.environ:
+            return
+        import torch
+
+        accel = getattr(torch, "accelerator", None)
+        has_device = accel.is_available() if accel is not None else torch.cuda.is_available()
+        if not has_device:
+            os.environ["ACCELERATE_USE_CPU"] = "1"
+    elif os.environ.get("ACCELERATE_USE_CPU", "").lower() in ("1", "true") and os.environ.get("MASTER_ADDR"):
+        log.warning("semuq-eval: started by `accelerate launch --cpu` with several processes requested, but "
+                    "accelerate starts one process on CPU unless it is given an MPI host file; this run is NOT "
+                    "data-parallel. Use `accelerate launch --multi_gpu --num_processes K -m semuq_eval run ...` "
+                    "(semuq-eval selects the CPU and gloo when there is no GPU) or torchrun.")
+
+
 def _run_lm_eval(argv: list[str]) -> int:
     from lm_eval._cli import HarnessCLI
     from lm_eval.utils import setup_logging
@@ -27,6 +70,7 @@ def _run_lm_eval(argv: list[str]) -> int:
     import semuq_eval.models  # noqa: F401  (registers semuq-hf and semuq-hf-multimodal)
 
     setup_logging()
+    _prepare_distributed()
     saved, sys.argv = sys.argv, ["semuq-eval", *argv]
     try:
         cli = HarnessCLI()

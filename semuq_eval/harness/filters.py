@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,7 +36,7 @@ from semuq_eval.harness.scoring import DocInputs
 from semuq_eval.harness.settings import Settings
 from semuq_eval.models.generation import Generation, as_generation
 
-__all__ = ["OperatorRun", "SampleList", "SemuqFilter", "compute_operators", "get_operator"]
+__all__ = ["OperatorRun", "SampleList", "SemuqFilter", "compute_operators", "get_operator", "merge_operator_runs"]
 
 log = logging.getLogger(__name__)
 
@@ -80,9 +80,59 @@ class OperatorRun:
     n_questions: int = 0
     n_unavailable: int = 0
     reasons: dict[str, int] = field(default_factory=dict)
+    #: under data parallelism, what each rank's run did (:func:`merge_operator_runs`); None otherwise
+    per_rank: list[dict[str, Any]] | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        out = dict(self.__dict__)
+        if out["per_rank"] is None:  # single process: the record is the rank's own
+            del out["per_rank"]
+        return out
+
+
+#: cost entries that are not summed over ranks: the ranks run at the same time, so a run takes the longest
+MAX_OVER_RANKS = ("wall_time_s",)
+
+
+def merge_operator_runs(per_rank: Sequence[Mapping[str, OperatorRun]]) -> dict[str, OperatorRun]:
+    """One run per operator from every rank's runs (``per_rank[r]`` = rank r's), for the breakdown.
+
+    Counts (questions, unavailable questions, reasons) and costs are summed over the ranks, except the wall
+    time, which is the maximum (the ranks run in parallel); ``per_rank`` keeps each rank's status, counts and
+    cost. The status is ``unavailable`` when no question of any rank had the operator, ``partial`` when some
+    did not, else ``ok`` (ranks without questions do not count). ``kind`` and ``info`` are the first rank's
+    that has them.
+    """
+    names: list[str] = []
+    for runs in per_rank:
+        names.extend(n for n in runs if n not in names)
+    merged: dict[str, OperatorRun] = {}
+    for name in names:
+        ranked = [(r, runs[name]) for r, runs in enumerate(per_rank) if name in runs]
+        out = merged[name] = OperatorRun(name)
+        out.kind = next((run.kind for _, run in ranked if run.kind is not None), None)
+        out.info = dict(next((run.info for _, run in ranked if run.info), {}))
+        out.per_rank = []
+        for r, run in ranked:
+            out.n_questions += run.n_questions
+            out.n_unavailable += run.n_unavailable
+            for reason, count in run.reasons.items():
+                out.reasons[reason] = out.reasons.get(reason, 0) + count
+            for key, value in run.cost.items():
+                if key in MAX_OVER_RANKS:
+                    out.cost[key] = max(out.cost.get(key, value), value)
+                else:
+                    out.cost[key] = out.cost.get(key, 0) + value
+            out.per_rank.append({"rank": r, "status": run.status, "n_questions": run.n_questions,
+                                 "n_unavailable": run.n_unavailable, "cost": dict(run.cost)})
+        counted = [run for _, run in ranked if run.n_questions > 0] or [run for _, run in ranked]
+        if all(run.status == "unavailable" for run in counted) or (
+            out.n_questions > 0 and out.n_unavailable >= out.n_questions
+        ):
+            out.status = "unavailable"
+        elif out.n_unavailable or any(run.status != "ok" for run in counted):
+            out.status = "partial"
+    return merged
 
 
 def _hidden_stack(samples: Sequence[Generation]) -> np.ndarray | None:

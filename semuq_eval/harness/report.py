@@ -5,12 +5,15 @@ items of a task to the aggregation functions on rank 0, which call :func:`summar
 read one scalar each (:func:`summary_scalars`). The full breakdown is a JSON-safe dict::
 
     {"format": "semuq-breakdown/1", "task", "created", "settings", "equivalence_rule", "judge",
-     "operators": {op: {kind, status, info, cost, n_unavailable, reasons}},
+     "operators": {op: {kind, status, info, cost, n_unavailable, reasons[, per_rank]}},
      "n_docs", "bad_docs": [{"doc_id", "id", "problems"}],
      "labels": {"greedy"|"majority": {"n", "n_correct", "n_missing", "accuracy"}},
      "results": {"greedy"|"majority": {estimator: {"auroc"|"ece": MetricResult.as_dict()}}},
      "unavailable": {estimator: {"n_docs", "reasons": {reason: count}}},
      "best": {"greedy"|"majority": {"estimator", "auroc", "ece"}}}
+
+Under data parallelism the operators' counts and costs are those of all ranks (summed; wall time: the
+slowest rank) and ``per_rank`` holds each rank's (:func:`semuq_eval.harness.filters.merge_operator_runs`).
 
 Every metric of every strategy is computed with :func:`semuq_eval.metrics.evaluate` on one shared
 seeded :class:`~semuq_eval.metrics.Bootstrap` (paired comparisons stay valid). Questions with a

@@ -16,8 +16,9 @@ Location: ``<output_dir>/semuq/<task>/`` (``<output_dir>/semuq/<task>/<run_id>/`
 ``breakdown.json``             the full breakdown (:mod:`semuq_eval.harness.report`)
 =============================  ============================================================================
 
-A rank truncates its own files when its filter starts, so a re-run with the same arguments overwrites
-its store. Generation happens inside the model's ``generate_until`` before the task sees anything, so
+A rank truncates its own files when its filter starts (rank 0 also removes those of ranks that the run
+does not have), so a re-run with the same arguments overwrites its store. Under data parallelism each rank
+holds its share of the questions and ``load_store`` reads every rank's files. Generation happens inside the model's ``generate_until`` before the task sees anything, so
 resuming a killed run is the model's job: ``semuq-hf`` journals every prompt's answers as they are
 generated (:mod:`semuq_eval.models.journal`, ``<output_dir>/semuq/_journal/``) and a restarted run
 generates only the missing ones, then writes this store in full.
@@ -70,7 +71,8 @@ def json_safe(obj: Any) -> Any:
 
 
 def _dump(path: Path, obj: Any) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
+    # one temporary file per process: the ranks of a data-parallel run write the manifest at the same time
+    tmp = path.with_suffix(f"{path.suffix}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(json_safe(obj), indent=1, allow_nan=False, ensure_ascii=False), encoding="utf-8")
     tmp.replace(path)
 
@@ -81,13 +83,20 @@ class RunStore:
     def __init__(self, root: str | os.PathLike) -> None:
         self.root = Path(root)
 
-    def begin(self, task: str, settings: Mapping[str, Any], *, rank_: int | None = None) -> None:
-        """Create the directory, write the manifest, truncate this rank's files."""
+    def begin(self, task: str, settings: Mapping[str, Any], *, rank_: int | None = None,
+              world_size: int = 1) -> None:
+        """Create the directory, write the manifest, truncate this rank's files. Rank 0 also removes the
+        files of ranks >= ``world_size`` left by an earlier run with more ranks (they would be read back)."""
         r = rank() if rank_ is None else rank_
         self.root.mkdir(parents=True, exist_ok=True)
         _dump(self.root / "manifest.json", {"format": STORE_FORMAT, "task": task, "settings": settings})
         (self.root / f"generations.rank{r}.jsonl").write_text("", encoding="utf-8")
         (self.root / f"hidden.rank{r}.npz").unlink(missing_ok=True)
+        if r == 0:
+            for old in [*self.root.glob("generations.rank*.jsonl"), *self.root.glob("hidden.rank*.npz")]:
+                stem = old.name.split(".rank", 1)[1].split(".", 1)[0]
+                if stem.isdigit() and int(stem) >= max(1, int(world_size)):
+                    old.unlink(missing_ok=True)
 
     def write_generations(self, docs: Sequence[DocInputs], ids: Sequence[str | None], *,
                           hidden: bool = True, rank_: int | None = None) -> None:

@@ -18,7 +18,8 @@ Per question, :meth:`SemuqTask.construct_requests` returns
 
 so ``process_results`` receives ``[[greedy], [s_1..s_N]]``. ``apply_filters`` runs the batched
 :class:`~semuq_eval.harness.filters.SemuqFilter` (exactly N samples, every operator once per rank) and
-writes the run store; ``process_results`` scores every estimator and labels the question (string judge,
+writes the run store (each rank its own files); under data parallelism it also gathers every rank's operator
+runs, so that the breakdown reports the cost of the whole run (:func:`~semuq_eval.harness.filters.merge_operator_runs`); ``process_results`` scores every estimator and labels the question (string judge,
 greedy and majority); the aggregation functions compute AUROC / ECE with CIs over all questions
 (:mod:`semuq_eval.harness.report`), return a few summary scalars for lm-eval's table, and write the full
 breakdown (``breakdown.json``) and ``scores.jsonl`` to the run store directory.
@@ -35,7 +36,8 @@ from typing import Any
 from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
 
-from semuq_eval.harness.filters import SemuqFilter, compute_operators
+from semuq_eval.distributed import all_gather_object, process_group
+from semuq_eval.harness.filters import SemuqFilter, compute_operators, merge_operator_runs
 from semuq_eval.harness.labels import StringJudge, label_doc
 from semuq_eval.harness.report import doc_item, summarize, summary_keys, summary_scalars
 from semuq_eval.harness.scoring import DocInputs, estimators, score_doc
@@ -82,6 +84,14 @@ class SemuqTask(ConfigurableTask):
         self.operator_runs: dict[str, Any] = {}
         self._summary_cache: dict[tuple, dict] = {}
         self.breakdown_path = None
+        self._dp_rank, self._dp_world = 0, 1  # lm-eval's split of the questions (build_all_requests)
+
+    def build_all_requests(self, *args, **kwargs) -> None:
+        # remember how lm-eval split the questions: world_size > 1 means data parallelism (this rank holds
+        # 1 / world_size of them); world_size 1 in a multi-process group means every process holds them all
+        self._dp_rank = int(kwargs.get("rank", 0) or 0)
+        self._dp_world = int(kwargs.get("world_size", 1) or 1)
+        return super().build_all_requests(*args, **kwargs)
 
     # -- requests -----------------------------------------------------------------------------------
     def construct_requests(self, doc: dict, ctx: str, **kwargs) -> list[Instance]:
@@ -122,17 +132,44 @@ class SemuqTask(ConfigurableTask):
     def apply_filters(self):
         filt = SemuqFilter(self.settings, self.question_of, self.references_of)
         docs = filt.apply_instances(self._instances)
-        self.operator_runs = filt.operator_runs
-        root = self._store_root()
-        if root is not None and self.settings.store:
+        self.operator_runs = self._gather_operator_runs(filt.operator_runs)
+        root, writer = self._store_root(), self._writes_outputs()
+        if root is not None and self.settings.store and writer:
             try:
                 store = RunStore(root)
-                store.begin(self.config.task, self.settings.as_dict())
+                store.begin(self.config.task, self.settings.as_dict(), world_size=self._dp_world)
                 ids = [self._doc_key(inst.doc) for inst in self._first_instances(docs)]
                 store.write_generations(docs, ids, hidden=self.settings.store_hidden)
             except OSError as err:
                 log.warning("%s: could not write the run store in %s (%s)", self.config.task, root, err)
         return None
+
+    def _gather_operator_runs(self, runs: dict[str, Any]) -> dict[str, Any]:
+        """Every rank's operator runs merged (summed cost, max wall time, per-rank values) under data
+        parallelism; this rank's runs otherwise. Collective: lm-eval calls apply_filters on every rank."""
+        if self._dp_world <= 1:
+            return runs
+        group = process_group()
+        if group is None or group[1] != self._dp_world:
+            log.warning("%s: lm-eval split the questions over %d ranks but no matching torch.distributed "
+                        "process group is initialized: the operator cost reported is rank %d's only",
+                        self.config.task, self._dp_world, self._dp_rank)
+            return runs
+        return merge_operator_runs(all_gather_object(runs))
+
+    def _writes_outputs(self, warn: bool = True) -> bool:
+        """False on the processes other than 0 of a multi-process launch that lm-eval did not split (the
+        model is not data-parallel, e.g. lm-eval's `hf` on CPU): each process evaluates every question, and
+        only process 0 writes the run store and the breakdown (the others would write the same files)."""
+        group = process_group()
+        if self._dp_world > 1 or group is None or group[1] <= 1:
+            return True
+        if group[0] == 0 and warn:
+            log.warning("%s: %d processes, but the model did not split the questions among them (it is not "
+                        "data-parallel on this device): every process evaluates every question; process 0 "
+                        "writes the outputs. On CPU, use --model semuq-hf for data parallelism.",
+                        self.config.task, group[1])
+        return group[0] == 0
 
     def _first_instances(self, docs: list[DocInputs]):
         by_id = {inst.doc_id: inst for inst in self._instances}
@@ -197,7 +234,7 @@ class SemuqTask(ConfigurableTask):
                               judge=self.judge.info,
                               extra={"generation_kwargs": deepcopy(self.config.generation_kwargs)})
         root = self._store_root()
-        if root is not None:
+        if root is not None and self._writes_outputs(warn=False):
             try:
                 store = RunStore(root)
                 root.mkdir(parents=True, exist_ok=True)
@@ -207,7 +244,7 @@ class SemuqTask(ConfigurableTask):
                 log.info("%s: full semuq breakdown written to %s", self.config.task, self.breakdown_path)
             except OSError as err:
                 log.warning("%s: could not write the breakdown to %s (%s)", self.config.task, root, err)
-        else:
+        elif root is None:
             log.warning("%s: no output directory (set --output_path, metadata output_dir or $SEMUQ_OUTPUT_DIR); "
                         "the full semuq breakdown is not written", self.config.task)
         return breakdown

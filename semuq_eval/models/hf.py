@@ -50,7 +50,10 @@ hidden vector (model dtype) are kept until the batch ends; the full-vocabulary l
 only. `output_logits=True` would keep rows x steps x vocab floats instead (3 GB for 20 x 256 steps x 152k).
 
 Data parallelism: only `generate_until` is overridden; HFLM's accelerate set-up (rank, world_size, devices,
-gather) is untouched, and each rank serves its own share of the requests.
+gather) is kept, and each rank serves its own share of the requests. One addition: HFLM turns data parallelism on
+only when it counts more than one GPU, so under `accelerate launch` / `torchrun` on CPU (accelerate's MULTI_CPU
+state, gloo backend) every process would evaluate every question; `semuq-hf` then takes rank and world size from
+the accelerator itself (`SemuqGenerateMixin._semuq_enable_cpu_data_parallel`).
 """
 
 from __future__ import annotations
@@ -70,6 +73,7 @@ from lm_eval.models.utils import handle_stop_sequences, normalize_gen_kwargs, po
 from lm_eval.models.utils_hf import stop_sequences_criteria
 from tqdm import tqdm
 
+from semuq_eval.distributed import process_group
 from semuq_eval.models.generation import Generation, as_generation
 from semuq_eval.models.journal import GenerationJournal, journal_key
 from semuq_eval.paths import default_output_dir, safe_name
@@ -458,6 +462,29 @@ class SemuqGenerateMixin:
     #: expand prompts to k rows with `num_return_sequences` (text) rather than in the inputs (multimodal)
     _semuq_expand_with_generate: bool = True
 
+    # -- data parallelism on CPU -----------------------------------------------------------------------------
+    def _semuq_enable_cpu_data_parallel(self) -> None:
+        """Split the requests over the processes of a multi-process CPU launch.
+
+        HFLM keeps ``rank = 0, world_size = 1`` unless it sees more than one GPU, even when `accelerate launch`
+        / `torchrun` started several CPU processes with a gloo process group: each process would then evaluate
+        every question. When HFLM kept the accelerator (more than one process), its device is the CPU, and
+        neither model parallelism nor a tensor-parallel plan is in use, take rank and world size from it (as
+        HFLM does on GPUs; the global process index, so that ``gather_object(dst=0)`` reaches process 0).
+        """
+        accelerator = getattr(self, "accelerator", None)
+        if accelerator is None or int(getattr(self, "_world_size", 1)) > 1:
+            return
+        if accelerator.num_processes <= 1 or getattr(accelerator.device, "type", None) != "cpu":
+            return
+        if getattr(self, "_semuq_parallelize", False) or getattr(self, "_semuq_tp_plan", None) is not None:
+            return
+        self._rank = int(accelerator.process_index)
+        self._world_size = int(accelerator.num_processes)
+        if self._rank == 0:
+            eval_logger.info("semuq-hf: data parallelism over %d CPU processes (%s backend)",
+                             self._world_size, getattr(accelerator.state, "backend", "?"))
+
     # -- request grouping -----------------------------------------------------------------------------------
     def _semuq_group_key(self, req: Instance) -> Any:
         args = req.args
@@ -581,7 +608,9 @@ class SemuqGenerateMixin:
                 if not out:
                     return None
                 directory = Path(out) / "semuq" / "_journal" / safe_name(self._semuq_model_identity()["name"])
-            self._semuq_journal_obj = GenerationJournal(directory, rank=self.rank)
+            # the process's rank: two processes that lm-eval both calls rank 0 (a model that is not
+            # data-parallel) must not append to one file
+            self._semuq_journal_obj = GenerationJournal(directory, rank=(process_group() or (self.rank, 1))[0])
             if len(self._semuq_journal_obj):
                 eval_logger.info("semuq-hf: journal %s holds %d prompts", directory, len(self._semuq_journal_obj))
         return self._semuq_journal_obj
@@ -900,7 +929,10 @@ class SemuqHFLM(SemuqGenerateMixin, HFLM):
         journal: str | None = None,
         **kwargs: Any,
     ) -> None:
+        self._semuq_parallelize = _as_bool(kwargs.get("parallelize", False))
+        self._semuq_tp_plan = kwargs.get("tp_plan")
         super().__init__(pretrained, **kwargs)
+        self._semuq_enable_cpu_data_parallel()
         self.return_hidden = _as_bool(return_hidden)
         self.compact_rows = _as_bool(compact_rows)
         self.share_prefill = _as_bool(share_prefill)

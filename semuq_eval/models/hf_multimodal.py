@@ -51,7 +51,10 @@ class SemuqHFMultimodalLM(SemuqGenerateMixin, HFMultimodalLM):
         journal: str | None = None,
         **kwargs: Any,
     ) -> None:
+        self._semuq_parallelize = _as_bool(kwargs.get("parallelize", False))
+        self._semuq_tp_plan = kwargs.get("tp_plan")
         super().__init__(pretrained, **kwargs)
+        self._semuq_enable_cpu_data_parallel()
         self.return_hidden = _as_bool(return_hidden)
         self.compact_rows = _as_bool(compact_rows)
         self.journal = journal
