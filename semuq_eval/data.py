@@ -35,7 +35,9 @@ def data_path(name: str, split: str, *, data_dir: str | os.PathLike | None = Non
         if not path.is_file():
             from semuq_eval.assets import ASSET_NAMES
 
-            hint = f"; prepared sets come from: semuq-eval assets --only {name}" if name in ASSET_NAMES else ""
+            hint = (
+                f"; prepared sets come from: semuq-eval assets --only {name}" if name in ASSET_NAMES else ""
+            )
             raise FileNotFoundError(
                 f"no QA file {path} (data_dir={root} must hold <name>/<split>.jsonl; "
                 f"{_available(root / name)}){hint}"
@@ -55,8 +57,9 @@ def _available(folder: Path) -> str:
     return f"available splits: {', '.join(splits)}" if splits else f"{folder} holds no splits"
 
 
-def load_qa(name: str, split: str, *, data_dir: str | os.PathLike | None = None,
-            limit: int | None = None) -> list[dict[str, Any]]:
+def load_qa(
+    name: str, split: str, *, data_dir: str | os.PathLike | None = None, limit: int | None = None
+) -> list[dict[str, Any]]:
     """Records ``{"id", "question", "answers"}`` of a QA set, in file order; the first ``limit`` usable ones if given.
 
     ``load_qa("triviaqa", "test", limit=1000)`` is the paper's "TriviaQA validation, first 1,000" (see
@@ -89,7 +92,8 @@ def load_qa(name: str, split: str, *, data_dir: str | os.PathLike | None = None,
     if skipped:
         warnings.warn(
             f"{path}: skipped {len(skipped)} record(s) without a question or without answers "
-            f"(first at line {skipped[0]})", stacklevel=2,
+            f"(first at line {skipped[0]})",
+            stacklevel=2,
         )
     return records
 
@@ -107,8 +111,11 @@ def _clean(obj: dict[str, Any], default_id: str) -> dict[str, Any] | None:
     if not answers:
         return None
     rid = obj.get("id")
-    return {"id": str(rid) if rid not in (None, "") else default_id, "question": question.strip(),
-            "answers": answers}
+    return {
+        "id": str(rid) if rid not in (None, "") else default_id,
+        "question": question.strip(),
+        "answers": answers,
+    }
 
 
 def qa_dataset(name: str, split: str, *, data_dir: str | os.PathLike | None = None, limit: int | None = None):
@@ -117,17 +124,24 @@ def qa_dataset(name: str, split: str, *, data_dir: str | os.PathLike | None = No
     import datasets
 
     records = load_qa(name, split, data_dir=data_dir, limit=limit)
-    features = datasets.Features({
-        "id": datasets.Value("string"),
-        "question": datasets.Value("string"),
-        "answers": datasets.Sequence(datasets.Value("string")),
-    })
+    features = datasets.Features(
+        {
+            "id": datasets.Value("string"),
+            "question": datasets.Value("string"),
+            "answers": datasets.Sequence(datasets.Value("string")),
+        }
+    )
     columns = {key: [r[key] for r in records] for key in features}
     return datasets.Dataset.from_dict(columns, features=features)
 
 
-def qa_datasets(qa_set: str, splits: list[str] | str | None = None, data_dir: str | os.PathLike | None = None,
-                limit: int | None = None, **_ignored: Any):
+def qa_datasets(
+    qa_set: str,
+    splits: list[str] | str | None = None,
+    data_dir: str | os.PathLike | None = None,
+    limit: int | None = None,
+    **_ignored: Any,
+):
     """A ``datasets.DatasetDict`` of the given splits (default: every ``<split>.jsonl`` of the set).
 
     Shaped for lm-eval's ``custom_dataset`` hook, which calls it with the task's ``metadata`` and

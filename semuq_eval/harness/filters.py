@@ -36,7 +36,14 @@ from semuq_eval.harness.scoring import DocInputs
 from semuq_eval.harness.settings import Settings
 from semuq_eval.models.generation import Generation, as_generation
 
-__all__ = ["OperatorRun", "SampleList", "SemuqFilter", "compute_operators", "get_operator", "merge_operator_runs"]
+__all__ = [
+    "OperatorRun",
+    "SampleList",
+    "SemuqFilter",
+    "compute_operators",
+    "get_operator",
+    "merge_operator_runs",
+]
 
 log = logging.getLogger(__name__)
 
@@ -123,8 +130,15 @@ def merge_operator_runs(per_rank: Sequence[Mapping[str, OperatorRun]]) -> dict[s
                     out.cost[key] = max(out.cost.get(key, value), value)
                 else:
                     out.cost[key] = out.cost.get(key, 0) + value
-            out.per_rank.append({"rank": r, "status": run.status, "n_questions": run.n_questions,
-                                 "n_unavailable": run.n_unavailable, "cost": dict(run.cost)})
+            out.per_rank.append(
+                {
+                    "rank": r,
+                    "status": run.status,
+                    "n_questions": run.n_questions,
+                    "n_unavailable": run.n_unavailable,
+                    "cost": dict(run.cost),
+                }
+            )
         counted = [run for _, run in ranked if run.n_questions > 0] or [run for _, run in ranked]
         if all(run.status == "unavailable" for run in counted) or (
             out.n_questions > 0 and out.n_unavailable >= out.n_questions
@@ -175,8 +189,13 @@ def compute_operators(
         if name == "cos_int":
             stacks = {i: _hidden_stack(docs[i].samples) for i in todo}
             no_hidden = [i for i in todo if stacks[i] is None]
-            _mark(run, docs, no_hidden, "cos_int needs the generating model's hidden states "
-                  "(black-box model, or missing / non-finite hidden vectors)")
+            _mark(
+                run,
+                docs,
+                no_hidden,
+                "cos_int needs the generating model's hidden states "
+                "(black-box model, or missing / non-finite hidden vectors)",
+            )
             todo = [i for i in todo if stacks[i] is not None]
             hidden = stacks
         run.n_questions = len(docs)
@@ -192,11 +211,17 @@ def compute_operators(
             for i, m in zip(todo, out.matrices, strict=True):
                 docs[i].matrices[name] = m
         except Exception as err:
-            log.warning("operator %s failed on a batch of %d questions (%s); retrying one by one",
-                        name, len(todo), err)
+            log.warning(
+                "operator %s failed on a batch of %d questions (%s); retrying one by one",
+                name,
+                len(todo),
+                err,
+            )
             failures, last = 0, ""
             for pos, i in enumerate(todo):
-                if pos >= 3 and failures == pos:  # every question so far failed: the operator itself is broken
+                if (
+                    pos >= 3 and failures == pos
+                ):  # every question so far failed: the operator itself is broken
                     _mark(run, docs, todo[pos:], f"operator {name} is unavailable: {last}")
                     break
                 try:
@@ -248,7 +273,8 @@ def _enc_weights(op, docs: list[DocInputs], run: OperatorRun) -> None:
         return
     try:
         weights = op.token_weights(
-            [docs[i].question for i in idx], [[docs[i].greedy.text] for i in idx],
+            [docs[i].question for i in idx],
+            [[docs[i].greedy.text] for i in idx],
             [[docs[i].greedy.token_offsets] for i in idx],
         )
         for i, w in zip(idx, weights, strict=True):
@@ -285,11 +311,21 @@ class SemuqFilter:
             extra = max(0, len(g_resps) - 1) + max(0, len(s_resps) - n)
             greedy = as_generation(g_resps[0], greedy=True) if g_resps else Generation("", greedy=True)
             samples = [as_generation(x, greedy=False) for x in s_resps[:n]]
-            inputs = DocInputs(question=self.question_of(doc), greedy=greedy, samples=samples, doc_id=doc_id,
-                               references=self.references_of(doc), n_extra_responses=extra)
+            inputs = DocInputs(
+                question=self.question_of(doc),
+                greedy=greedy,
+                samples=samples,
+                doc_id=doc_id,
+                references=self.references_of(doc),
+                n_extra_responses=extra,
+            )
             if extra:
-                log.info("doc %s received %d extra responses (data-parallel padding); kept 1 greedy + %d",
-                         doc_id, extra, n)
+                log.info(
+                    "doc %s received %d extra responses (data-parallel padding); kept 1 greedy + %d",
+                    doc_id,
+                    extra,
+                    n,
+                )
             docs.append(inputs)
             if greedy_inst is not None:
                 greedy_inst.filtered_resps[self.name] = [greedy]

@@ -147,8 +147,9 @@ def label_doc(
     "n_missing_verdicts": int}``; ``None`` labels are missing (the question is left out of the
     metrics of that strategy and counted).
     """
-    verdicts = judge.batch([question] * (1 + len(samples)), [greedy, *samples],
-                           [references] * (1 + len(samples)))
+    verdicts = judge.batch(
+        [question] * (1 + len(samples)), [greedy, *samples], [references] * (1 + len(samples))
+    )
     sample_verdicts = verdicts[1:]
     return {
         "greedy": verdicts[0],

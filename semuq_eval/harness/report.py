@@ -46,8 +46,14 @@ def _f(x: float) -> float | None:
     return float(x) if x is not None and math.isfinite(x) else None
 
 
-def doc_item(inputs: DocInputs, scores: Mapping[str, float], reasons: Mapping[str, str],
-             labels: Mapping[str, Any], problems: Sequence[str] = (), doc_key: str | None = None) -> dict:
+def doc_item(
+    inputs: DocInputs,
+    scores: Mapping[str, float],
+    reasons: Mapping[str, str],
+    labels: Mapping[str, Any],
+    problems: Sequence[str] = (),
+    doc_key: str | None = None,
+) -> dict:
     """The JSON-safe per-question item (NaN scores become None; reasons say why)."""
 
     def lab(v):
@@ -67,13 +73,21 @@ def doc_item(inputs: DocInputs, scores: Mapping[str, float], reasons: Mapping[st
 
 
 def equivalence_rule(settings: Settings) -> str:
-    return (f"equivalence aggregators (se, cae, numsets) cluster with S_ij > tau, tau={settings.tau}, on graded and "
-            "Gram matrices; boolean matrices (nli) are used as they are (bidirectional entailment)")
+    return (
+        f"equivalence aggregators (se, cae, numsets) cluster with S_ij > tau, tau={settings.tau}, on graded and "
+        "Gram matrices; boolean matrices (nli) are used as they are (bidirectional entailment)"
+    )
 
 
-def summarize(items: Sequence[Mapping[str, Any]], settings: Settings, *, task: str = "",
-              operators: Mapping[str, Any] | None = None, judge: Mapping[str, Any] | None = None,
-              extra: Mapping[str, Any] | None = None) -> dict:
+def summarize(
+    items: Sequence[Mapping[str, Any]],
+    settings: Settings,
+    *,
+    task: str = "",
+    operators: Mapping[str, Any] | None = None,
+    judge: Mapping[str, Any] | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> dict:
     """The full breakdown (see the module docstring) of all questions' items."""
     from semuq_eval.metrics import Bootstrap, CalibrationProtocol, evaluate
 
@@ -94,18 +108,24 @@ def summarize(items: Sequence[Mapping[str, Any]], settings: Settings, *, task: s
         keep = [it for it in items if it["labels"].get(strategy) is not None]
         y = np.array([it["labels"][strategy] for it in keep], dtype=np.float64)
         labels_summary[strategy] = {
-            "n": len(keep), "n_correct": int(y.sum()), "n_missing": len(items) - len(keep),
+            "n": len(keep),
+            "n_correct": int(y.sum()),
+            "n_missing": len(items) - len(keep),
             "accuracy": _f(float(y.mean())) if len(keep) else None,
         }
         results[strategy] = {}
         if not keep or not scored:
             best[strategy] = {"estimator": None, "auroc": None, "ece": None}
             continue
-        scores = {n: np.array([np.nan if (v := it["scores"].get(n)) is None else v for it in keep]) for n in scored}
+        scores = {
+            n: np.array([np.nan if (v := it["scores"].get(n)) is None else v for it in keep]) for n in scored
+        }
         scores = {n: s for n, s in scores.items() if np.isfinite(s).any()}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            out = evaluate(scores, y, metrics=METRICS, bootstrap=bootstrap, protocol=protocol) if scores else {}
+            out = (
+                evaluate(scores, y, metrics=METRICS, bootstrap=bootstrap, protocol=protocol) if scores else {}
+            )
         results[strategy] = {n: {m: r.as_dict() for m, r in per.items()} for n, per in out.items()}
         ranked = [(n, per["auroc"].value) for n, per in out.items() if math.isfinite(per["auroc"].value)]
         if ranked:
@@ -113,7 +133,11 @@ def summarize(items: Sequence[Mapping[str, Any]], settings: Settings, *, task: s
             best[strategy] = {"estimator": name, "auroc": value, "ece": _f(out[name]["ece"].value)}
         else:
             best[strategy] = {"estimator": None, "auroc": None, "ece": None}
-    bad = [{"doc_id": it["doc_id"], "id": it.get("id"), "problems": it["problems"]} for it in items if it["problems"]]
+    bad = [
+        {"doc_id": it["doc_id"], "id": it.get("id"), "problems": it["problems"]}
+        for it in items
+        if it["problems"]
+    ]
     return {
         "format": FORMAT,
         "task": task,
@@ -138,8 +162,15 @@ def summarize(items: Sequence[Mapping[str, Any]], settings: Settings, *, task: s
 
 def summary_keys(settings: Settings) -> list[str]:
     """The metric keys shown in lm-eval's table (all higher-is-better except ECE)."""
-    keys = ["acc_greedy", "acc_majority", "auroc_best_greedy", "ece_best_greedy", "auroc_best_majority",
-            "ece_best_majority", "n_estimators"]
+    keys = [
+        "acc_greedy",
+        "acc_majority",
+        "auroc_best_greedy",
+        "ece_best_greedy",
+        "auroc_best_majority",
+        "ece_best_majority",
+        "n_estimators",
+    ]
     keys += [f"auroc_greedy:{e}" for e in settings.table_estimators]
     keys += [f"ece_greedy:{e}" for e in settings.table_estimators]
     return keys
@@ -198,7 +229,11 @@ def breakdown_table(breakdown: Mapping[str, Any]) -> str:
         lines.append("| " + " | ".join(row) + " |")
     labels = breakdown.get("labels", {})
     summary = ", ".join(
-        f"{s}: {v.get('n_correct', 0)}/{v.get('n', 0)} correct" for s, v in labels.items() if isinstance(v, Mapping)
+        f"{s}: {v.get('n_correct', 0)}/{v.get('n', 0)} correct"
+        for s, v in labels.items()
+        if isinstance(v, Mapping)
     )
-    title = f"{breakdown.get('task', '')}: {breakdown.get('n_docs', '?')} questions" + (f" ({summary})" if summary else "")
+    title = f"{breakdown.get('task', '')}: {breakdown.get('n_docs', '?')} questions" + (
+        f" ({summary})" if summary else ""
+    )
     return title + "\n\n" + "\n".join(lines)

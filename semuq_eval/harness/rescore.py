@@ -61,8 +61,14 @@ def rescore(
     judge = StringJudge(settings.label_mode, settings.f1_threshold)
     rejudge = label_mode is not None or n != stored.n_samples
     docs = [
-        DocInputs(r["question"], r["greedy"], r["samples"][:n], doc_id=r["doc_id"], references=r["references"],
-                  n_extra_responses=r.get("n_extra_responses", 0))
+        DocInputs(
+            r["question"],
+            r["greedy"],
+            r["samples"][:n],
+            doc_id=r["doc_id"],
+            references=r["references"],
+            n_extra_responses=r.get("n_extra_responses", 0),
+        )
         for r in records
     ]
     runs = compute_operators(docs, settings)
@@ -80,8 +86,14 @@ def rescore(
             labels = dict(rec["item"]["labels"], n_missing_verdicts=rec["item"].get("n_missing_verdicts", 0))
         problems = rec["item"]["problems"] if rec.get("item") else []
         items.append(doc_item(d, scores, reasons, labels, problems, rec.get("id")))
-    breakdown = summarize(items, settings, task=manifest.get("task", ""), operators=runs, judge=judge.info,
-                          extra={"rescored_from": str(store_path), "stored_n_samples": stored.n_samples})
+    breakdown = summarize(
+        items,
+        settings,
+        task=manifest.get("task", ""),
+        operators=runs,
+        judge=judge.info,
+        extra={"rescored_from": str(store_path), "stored_n_samples": stored.n_samples},
+    )
     if output is not None:
         out = Path(output)
         if out.is_dir() or not out.suffix:

@@ -49,7 +49,9 @@ def _valid(aggregator, kind: str) -> bool:
     return aggregator.matrix in ("equivalence", "graded")
 
 
-def estimators(operator_kinds: Mapping[str, str], aggregator_names: Iterable[str] | None = None) -> list[Estimator]:
+def estimators(
+    operator_kinds: Mapping[str, str], aggregator_names: Iterable[str] | None = None
+) -> list[Estimator]:
     """All valid estimators for the given operators (``{name: kind}``) and aggregators (default: all)."""
     names = list(aggregator_names) if aggregator_names is not None else agg_registry.names()
     out: list[Estimator] = []
@@ -62,7 +64,9 @@ def estimators(operator_kinds: Mapping[str, str], aggregator_names: Iterable[str
                 out.append(Estimator("te_enc@enc", "te_enc", "enc"))
         elif aggregator.matrix is not None:
             out.extend(
-                Estimator(f"{name}@{op}", name, op) for op, kind in operator_kinds.items() if _valid(aggregator, kind)
+                Estimator(f"{name}@{op}", name, op)
+                for op, kind in operator_kinds.items()
+                if _valid(aggregator, kind)
             )
     return out
 
@@ -148,7 +152,9 @@ def score_doc(
                 elif inputs.token_weights is None:
                     why = inputs.token_weights_reason or "no enc token weights"
                 else:
-                    value = float(aggregator(entropies, np.asarray(inputs.token_weights, dtype=np.float64), **opts))
+                    value = float(
+                        aggregator(entropies, np.asarray(inputs.token_weights, dtype=np.float64), **opts)
+                    )
             elif est.operator not in inputs.matrices:
                 why = inputs.unavailable_operators.get(est.operator, f"operator {est.operator} did not run")
             elif n == 0:

@@ -73,7 +73,9 @@ def json_safe(obj: Any) -> Any:
 def _dump(path: Path, obj: Any) -> None:
     # one temporary file per process: the ranks of a data-parallel run write the manifest at the same time
     tmp = path.with_suffix(f"{path.suffix}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(json_safe(obj), indent=1, allow_nan=False, ensure_ascii=False), encoding="utf-8")
+    tmp.write_text(
+        json.dumps(json_safe(obj), indent=1, allow_nan=False, ensure_ascii=False), encoding="utf-8"
+    )
     tmp.replace(path)
 
 
@@ -83,8 +85,9 @@ class RunStore:
     def __init__(self, root: str | os.PathLike) -> None:
         self.root = Path(root)
 
-    def begin(self, task: str, settings: Mapping[str, Any], *, rank_: int | None = None,
-              world_size: int = 1) -> None:
+    def begin(
+        self, task: str, settings: Mapping[str, Any], *, rank_: int | None = None, world_size: int = 1
+    ) -> None:
         """Create the directory, write the manifest, truncate this rank's files. Rank 0 also removes the
         files of ranks >= ``world_size`` left by an earlier run with more ranks (they would be read back)."""
         r = rank() if rank_ is None else rank_
@@ -98,14 +101,23 @@ class RunStore:
                 if stem.isdigit() and int(stem) >= max(1, int(world_size)):
                     old.unlink(missing_ok=True)
 
-    def write_generations(self, docs: Sequence[DocInputs], ids: Sequence[str | None], *,
-                          hidden: bool = True, rank_: int | None = None) -> None:
+    def write_generations(
+        self,
+        docs: Sequence[DocInputs],
+        ids: Sequence[str | None],
+        *,
+        hidden: bool = True,
+        rank_: int | None = None,
+    ) -> None:
         r = rank() if rank_ is None else rank_
         arrays: dict[str, np.ndarray] = {}
         with open(self.root / f"generations.rank{r}.jsonl", "a", encoding="utf-8") as fh:
             for d, key in zip(docs, ids, strict=True):
                 rec = {
-                    "doc_id": int(d.doc_id), "id": key, "question": d.question, "references": list(d.references),
+                    "doc_id": int(d.doc_id),
+                    "id": key,
+                    "question": d.question,
+                    "references": list(d.references),
                     "n_extra_responses": int(d.n_extra_responses),
                     "greedy": d.greedy.to_record(include_hidden=False),
                     "samples": [g.to_record(include_hidden=False) for g in d.samples],
@@ -116,7 +128,9 @@ class RunStore:
                         arrays[f"d{d.doc_id}.greedy"] = np.asarray(d.greedy.hidden, dtype=np.float32)
                     if d.samples and all(g.hidden is not None for g in d.samples):
                         try:
-                            arrays[f"d{d.doc_id}.samples"] = np.stack([g.hidden for g in d.samples]).astype(np.float32)
+                            arrays[f"d{d.doc_id}.samples"] = np.stack([g.hidden for g in d.samples]).astype(
+                                np.float32
+                            )
                         except ValueError:
                             pass
         if arrays:

@@ -107,10 +107,22 @@ class SemuqTask(ConfigurableTask):
             extra = ({"visual": self.doc_to_image(doc)},)
         n = self.settings.n_samples
         return [
-            Instance(request_type="generate_until", doc=doc, arguments=(ctx, greedy, *extra), idx=0,
-                     metadata=(task, doc_id, 1), **kwargs),
-            Instance(request_type="generate_until", doc=doc, arguments=(ctx, sampled, *extra), idx=1,
-                     metadata=(task, doc_id, n), **kwargs),
+            Instance(
+                request_type="generate_until",
+                doc=doc,
+                arguments=(ctx, greedy, *extra),
+                idx=0,
+                metadata=(task, doc_id, 1),
+                **kwargs,
+            ),
+            Instance(
+                request_type="generate_until",
+                doc=doc,
+                arguments=(ctx, sampled, *extra),
+                idx=1,
+                metadata=(task, doc_id, n),
+                **kwargs,
+            ),
         ]
 
     # -- doc fields ---------------------------------------------------------------------------------
@@ -151,9 +163,13 @@ class SemuqTask(ConfigurableTask):
             return runs
         group = process_group()
         if group is None or group[1] != self._dp_world:
-            log.warning("%s: lm-eval split the questions over %d ranks but no matching torch.distributed "
-                        "process group is initialized: the operator cost reported is rank %d's only",
-                        self.config.task, self._dp_world, self._dp_rank)
+            log.warning(
+                "%s: lm-eval split the questions over %d ranks but no matching torch.distributed "
+                "process group is initialized: the operator cost reported is rank %d's only",
+                self.config.task,
+                self._dp_world,
+                self._dp_rank,
+            )
             return runs
         return merge_operator_runs(all_gather_object(runs))
 
@@ -165,10 +181,13 @@ class SemuqTask(ConfigurableTask):
         if self._dp_world > 1 or group is None or group[1] <= 1:
             return True
         if group[0] == 0 and warn:
-            log.warning("%s: %d processes, but the model did not split the questions among them (it is not "
-                        "data-parallel on this device): every process evaluates every question; process 0 "
-                        "writes the outputs. On CPU, use --model semuq-hf for data parallelism.",
-                        self.config.task, group[1])
+            log.warning(
+                "%s: %d processes, but the model did not split the questions among them (it is not "
+                "data-parallel on this device): every process evaluates every question; process 0 "
+                "writes the outputs. On CPU, use --model semuq-hf for data parallelism.",
+                self.config.task,
+                group[1],
+            )
         return group[0] == 0
 
     def _first_instances(self, docs: list[DocInputs]):
@@ -197,21 +216,33 @@ class SemuqTask(ConfigurableTask):
         samples = results[1] if len(results) > 1 else []
         inputs = getattr(samples, "inputs", None)
         if inputs is None:  # filter bypassed (e.g. responses restored from a pickle): compute for this doc
-            greedy = as_generation(greedy_resps[0], greedy=True) if greedy_resps else Generation("", greedy=True)
-            inputs = DocInputs(self.question_of(doc), greedy,
-                               [as_generation(s) for s in list(samples)[: self.settings.n_samples]],
-                               references=self.references_of(doc))
+            greedy = (
+                as_generation(greedy_resps[0], greedy=True) if greedy_resps else Generation("", greedy=True)
+            )
+            inputs = DocInputs(
+                self.question_of(doc),
+                greedy,
+                [as_generation(s) for s in list(samples)[: self.settings.n_samples]],
+                references=self.references_of(doc),
+            )
             compute_operators([inputs], self.settings)
         kinds = {name: run.kind for name, run in self.operator_runs.items() if run.kind is not None}
         for name in self.settings.operators:  # keep unavailable operators visible as estimators
             kinds.setdefault(name, _default_kind(name))
         est = estimators(kinds, self.settings.aggregators)
-        scores, reasons = score_doc(inputs, est, tau=self.settings.tau,
-                                    aggregator_options=self.settings.aggregator_options)
-        labels = label_doc(self.judge, inputs.question, inputs.greedy.text, [g.text for g in inputs.samples],
-                           inputs.references)
-        item = doc_item(inputs, scores, reasons, labels, _problems(inputs, self.settings.n_samples),
-                        self._doc_key(doc))
+        scores, reasons = score_doc(
+            inputs, est, tau=self.settings.tau, aggregator_options=self.settings.aggregator_options
+        )
+        labels = label_doc(
+            self.judge,
+            inputs.question,
+            inputs.greedy.text,
+            [g.text for g in inputs.samples],
+            inputs.references,
+        )
+        item = doc_item(
+            inputs, scores, reasons, labels, _problems(inputs, self.settings.n_samples), self._doc_key(doc)
+        )
         return {key: item for key in summary_keys(self.settings)}
 
     # -- over all questions -------------------------------------------------------------------------
@@ -230,9 +261,14 @@ class SemuqTask(ConfigurableTask):
 
     def full_breakdown(self, items: list[dict]) -> dict:
         """Compute the breakdown of all items and write it (with scores.jsonl) to the store directory."""
-        breakdown = summarize(items, self.settings, task=self.config.task, operators=self.operator_runs,
-                              judge=self.judge.info,
-                              extra={"generation_kwargs": deepcopy(self.config.generation_kwargs)})
+        breakdown = summarize(
+            items,
+            self.settings,
+            task=self.config.task,
+            operators=self.operator_runs,
+            judge=self.judge.info,
+            extra={"generation_kwargs": deepcopy(self.config.generation_kwargs)},
+        )
         root = self._store_root()
         if root is not None and self._writes_outputs(warn=False):
             try:
@@ -245,8 +281,11 @@ class SemuqTask(ConfigurableTask):
             except OSError as err:
                 log.warning("%s: could not write the breakdown to %s (%s)", self.config.task, root, err)
         elif root is None:
-            log.warning("%s: no output directory (set --output_path, metadata output_dir or $SEMUQ_OUTPUT_DIR); "
-                        "the full semuq breakdown is not written", self.config.task)
+            log.warning(
+                "%s: no output directory (set --output_path, metadata output_dir or $SEMUQ_OUTPUT_DIR); "
+                "the full semuq breakdown is not written",
+                self.config.task,
+            )
         return breakdown
 
 
@@ -272,7 +311,11 @@ def _problems(inputs: DocInputs, n: int) -> list[str]:
     lp = inputs.greedy.token_logprobs
     if lp is not None and len(lp) and not all(math.isfinite(float(v)) for v in lp):
         out.append("greedy answer has NaN or infinite token log-probabilities")
-    bad = [i for i, g in enumerate(inputs.samples) if g.seq_logprob is not None and not math.isfinite(g.seq_logprob)]
+    bad = [
+        i
+        for i, g in enumerate(inputs.samples)
+        if g.seq_logprob is not None and not math.isfinite(g.seq_logprob)
+    ]
     if bad:
         out.append(f"samples {bad[:10]} have NaN or infinite log-probabilities")
     return out

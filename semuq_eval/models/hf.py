@@ -482,8 +482,11 @@ class SemuqGenerateMixin:
         self._rank = int(accelerator.process_index)
         self._world_size = int(accelerator.num_processes)
         if self._rank == 0:
-            eval_logger.info("semuq-hf: data parallelism over %d CPU processes (%s backend)",
-                             self._world_size, getattr(accelerator.state, "backend", "?"))
+            eval_logger.info(
+                "semuq-hf: data parallelism over %d CPU processes (%s backend)",
+                self._world_size,
+                getattr(accelerator.state, "backend", "?"),
+            )
 
     # -- request grouping -----------------------------------------------------------------------------------
     def _semuq_group_key(self, req: Instance) -> Any:
@@ -571,7 +574,9 @@ class SemuqGenerateMixin:
         keys = {}
         if journal is not None:
             identity, seed = self._semuq_model_identity(), torch.initial_seed()
-            keys = {id(g): journal_key(identity, g.context, g.gen_kwargs, g.aux, g.n_gen, seed) for g in groups}
+            keys = {
+                id(g): journal_key(identity, g.context, g.gen_kwargs, g.aux, g.n_gen, seed) for g in groups
+            }
         todo = []
         for group in groups:
             stored = journal.get(keys[id(group)], group.n_gen) if journal is not None else None
@@ -580,8 +585,12 @@ class SemuqGenerateMixin:
             else:
                 deliver(group, stored)
         if journal is not None and len(todo) < len(groups):
-            eval_logger.info("semuq-hf: %d of %d prompts restored from the journal %s",
-                             len(groups) - len(todo), len(groups), journal.directory)
+            eval_logger.info(
+                "semuq-hf: %d of %d prompts restored from the journal %s",
+                len(groups) - len(todo),
+                len(groups),
+                journal.directory,
+            )
         eos = self.tok_decode(self.eot_token_id, skip_special_tokens=False)
         for batch in self._semuq_batches(todo) if todo else []:
             outputs = self._semuq_generate_batch(batch, eos)
@@ -610,14 +619,20 @@ class SemuqGenerateMixin:
                 directory = Path(out) / "semuq" / "_journal" / safe_name(self._semuq_model_identity()["name"])
             # the process's rank: two processes that lm-eval both calls rank 0 (a model that is not
             # data-parallel) must not append to one file
-            self._semuq_journal_obj = GenerationJournal(directory, rank=(process_group() or (self.rank, 1))[0])
+            self._semuq_journal_obj = GenerationJournal(
+                directory, rank=(process_group() or (self.rank, 1))[0]
+            )
             if len(self._semuq_journal_obj):
-                eval_logger.info("semuq-hf: journal %s holds %d prompts", directory, len(self._semuq_journal_obj))
+                eval_logger.info(
+                    "semuq-hf: journal %s holds %d prompts", directory, len(self._semuq_journal_obj)
+                )
         return self._semuq_journal_obj
 
     def _semuq_model_identity(self) -> dict[str, Any]:
         model = self.model
-        name = getattr(model, "name_or_path", None) or getattr(getattr(model, "config", None), "_name_or_path", None)
+        name = getattr(model, "name_or_path", None) or getattr(
+            getattr(model, "config", None), "_name_or_path", None
+        )
         return {
             "name": str(name or self.pretrained),
             "revision": getattr(self, "revision", None),

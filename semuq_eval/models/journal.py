@@ -58,7 +58,9 @@ def _content_digest(value: Any) -> Any:
     return repr(value)
 
 
-def journal_key(model: dict[str, Any], context: str, gen_kwargs: dict, aux: Any, n_answers: int, seed: int) -> str:
+def journal_key(
+    model: dict[str, Any], context: str, gen_kwargs: dict, aux: Any, n_answers: int, seed: int
+) -> str:
     """The SHA-256 identifying one prompt's answers (see the module docstring)."""
     payload = {
         "model": model,
@@ -104,7 +106,9 @@ class GenerationJournal:
                     entry = json.loads(line)
                     self._entries[entry["key"]] = entry["generations"]
                 except (json.JSONDecodeError, KeyError, TypeError):
-                    log.warning("%s:%d: unreadable journal line skipped (a run killed while writing?)", path, n)
+                    log.warning(
+                        "%s:%d: unreadable journal line skipped (a run killed while writing?)", path, n
+                    )
 
     def __len__(self) -> int:
         return len(self._entries)

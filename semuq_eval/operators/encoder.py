@@ -85,8 +85,17 @@ class _SentenceEncoderOperator(ModelTextOperator):
         dedup: bool = True,
         progress: bool = True,
     ) -> None:
-        super().__init__(model, max_length=max_length, batch_size=batch_size, device=device, dtype=dtype,
-                         revision=revision, trust_remote_code=trust_remote_code, dedup=dedup, progress=progress)
+        super().__init__(
+            model,
+            max_length=max_length,
+            batch_size=batch_size,
+            device=device,
+            dtype=dtype,
+            revision=revision,
+            trust_remote_code=trust_remote_code,
+            dedup=dedup,
+            progress=progress,
+        )
         self.condition_on_question = condition_on_question
         self.separator = separator
         self._token_norms: dict[str, TokenNorms] = {}

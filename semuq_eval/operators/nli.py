@@ -72,8 +72,17 @@ class _NLIOperator(ModelTextOperator):
         defaults to the model's limit; longer pairs are truncated with a warning."""
         if not isinstance(model, (str, os.PathLike)) and tokenizer is None:
             raise ValueError("pass tokenizer= along with an in-memory model")
-        super().__init__(model, max_length=max_length, batch_size=batch_size, device=device, dtype=dtype,
-                         revision=revision, trust_remote_code=trust_remote_code, dedup=dedup, progress=progress)
+        super().__init__(
+            model,
+            max_length=max_length,
+            batch_size=batch_size,
+            device=device,
+            dtype=dtype,
+            revision=revision,
+            trust_remote_code=trust_remote_code,
+            dedup=dedup,
+            progress=progress,
+        )
         self.tokenizer = tokenizer
         self.condition_on_question = condition_on_question
 
