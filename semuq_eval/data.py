@@ -14,6 +14,12 @@ silently dropping lines would shift every later doc). A well-formed record witho
 not a string, blank) or without any usable answer (missing, not a list of strings, empty after dropping blank
 aliases) is skipped, and one warning counts the skipped records and names the first line: one bad doc never
 aborts a run. Records keep their order; a record without ``id`` gets ``"<name>-<split>-<line index>"``.
+
+Visual sets (the VQA tasks) are parquet files instead, read by :func:`parquet_files` / :func:`parquet_dataset`
+from ``<data_dir>/<name>/``: ``<split>.parquet``, ``<split>/*.parquet``, ``<split>-*.parquet``,
+``data/<split>-*.parquet`` (a local copy of a hub parquet repo, e.g. ``hf download <repo> --repo-type dataset
+--local-dir <data_dir>/<name>``) or ``default/<split>/*.parquet`` (its ``refs/convert/parquet`` branch); shards are
+read in file-name order, so the rows keep the order of the split.
 """
 
 from __future__ import annotations
@@ -24,7 +30,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-__all__ = ["data_path", "load_qa", "qa_dataset", "qa_datasets"]
+__all__ = ["PARQUET_LAYOUTS", "data_path", "load_qa", "parquet_dataset", "parquet_files", "qa_dataset",
+           "qa_datasets"]
 
 
 def data_path(name: str, split: str, *, data_dir: str | os.PathLike | None = None) -> Path:
@@ -171,3 +178,37 @@ def _locate(name: str) -> Path:
     from semuq_eval.assets import locate
 
     return locate(name)
+
+
+# ------------------------------------------------------------------------------------------ parquet sets
+# where a split's parquet files may lie under <data_dir>/<name>/, tried in this order
+PARQUET_LAYOUTS = ("{split}.parquet", "{split}/*.parquet", "{split}-*.parquet", "data/{split}-*.parquet",
+                   "default/{split}/*.parquet")
+
+
+def parquet_files(name: str, split: str, data_dir: str | os.PathLike) -> list[Path] | None:
+    """The parquet files of ``name``/``split`` under ``<data_dir>/<name>/`` (see the module docstring), sorted by
+    file name; ``None`` when ``<data_dir>/<name>`` is not a folder. Raises ``FileNotFoundError`` when the folder
+    exists but holds no file of the split (a wrong name or an incomplete copy must not go unnoticed)."""
+    folder = Path(data_dir).expanduser() / name
+    if not folder.is_dir():
+        return None
+    for pattern in PARQUET_LAYOUTS:
+        files = sorted(p for p in folder.glob(pattern.format(split=split)) if p.is_file())
+        if files:
+            return files
+    tried = ", ".join(pattern.format(split=split) for pattern in PARQUET_LAYOUTS)
+    raise FileNotFoundError(f"{folder} holds no parquet file of split {split!r} (looked for {tried})")
+
+
+def parquet_dataset(files: list[str | os.PathLike], split: str, *, cache_dir: str | None = None):
+    """The rows of ``files`` (in the order given) as one ``datasets.Dataset``. An ``image`` column stored as
+    ``{bytes, path}`` structs or as file paths without the ``Image`` feature is cast to ``datasets.Image()``, so that
+    docs carry decoded images as with a hub copy."""
+    import datasets
+
+    data = datasets.load_dataset("parquet", data_files={split: [str(f) for f in files]}, split=split,
+                                 cache_dir=cache_dir)
+    if "image" in data.features and not isinstance(data.features["image"], datasets.Image):
+        data = data.cast_column("image", datasets.Image())
+    return data

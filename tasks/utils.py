@@ -2,11 +2,41 @@
 
 from __future__ import annotations
 
-from semuq_eval.data import qa_datasets
+import logging
+
+from semuq_eval.data import parquet_dataset, parquet_files, qa_datasets
 from semuq_eval.harness.task import SemuqTask, references_of
 
-__all__ = ["SemuqTask", "advqa_docs", "first_5000", "hotpotqa_references", "qa_datasets", "vizwiz_docs",
-           "vqa_references"]
+__all__ = ["SemuqTask", "SemuqVQATask", "advqa_docs", "first_5000", "hotpotqa_references", "qa_datasets",
+           "vizwiz_docs", "vqa_references"]
+
+log = logging.getLogger(__name__)
+
+
+class SemuqVQATask(SemuqTask):
+    """SemuqTask with the local data directory override of the visual tasks.
+
+    With ``--metadata '{"data_dir": "/path"}'`` and a folder ``/path/<data_name>`` (``data_name`` from the task's
+    metadata: okvqa, vizwiz, advqa), the test split is read from the parquet files there (layouts: see
+    :mod:`semuq_eval.data`) instead of the hub; ``process_docs`` (first / last N) applies as to the hub copy, so the
+    files must hold the whole split in its original order. Without that folder the task loads its hub dataset.
+    """
+
+    def download(self, dataset_kwargs=None, **kwargs) -> None:
+        import datasets
+
+        metadata = self.config.metadata or {}
+        name, data_dir, split = metadata.get("data_name"), metadata.get("data_dir"), self.config.test_split
+        files = parquet_files(name, split, data_dir) if name and data_dir else None
+        if files is None:
+            if name and data_dir:
+                log.warning("%s: no folder %s/%s, loading %s from the hub", self.config.task, data_dir, name,
+                            self.config.dataset_path)
+            return super().download(dataset_kwargs, **kwargs)
+        cache_dir = (dataset_kwargs or {}).get("cache_dir")
+        log.info("%s: reading split %s from %d local parquet file(s) in %s/%s", self.config.task, split,
+                 len(files), data_dir, name)
+        self.dataset = datasets.DatasetDict({split: parquet_dataset(files, split, cache_dir=cache_dir)})
 
 
 def _first(dataset, n: int):
@@ -37,5 +67,6 @@ def hotpotqa_references(doc):
 
 
 def vqa_references(doc):
-    """VQA annotations (``[{"answer": ...}, ...]`` or strings), deduplicated."""
+    """The annotators' answers as reference strings, deduplicated in order: ``answers`` as a list of strings
+    (lmms-lab/OK-VQA, HuggingFaceM4/VizWiz) or of ``{"answer": ...}`` dicts (HuggingFaceM4/AdVQA, VQA format)."""
     return references_of(doc.get("answers") or doc.get("answer"))

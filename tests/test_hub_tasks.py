@@ -12,12 +12,13 @@ Schemas and sources (the *_FEATURES below; the search tools give no repository f
 - hotpotqa/hotpot_qa, config ``distractor``, splits train (90,447) / validation (7,405): the dataset card's
   ``dataset_info`` (https://huggingface.co/datasets/hotpot_qa/blob/ed64de2fda17d0169425d0b8bfeb2d7c088d41d7/README.md,
   same features in https://www.tensorflow.org/datasets/community_catalog/huggingface/hotpot_qa).
-- HuggingFaceM4/OK-VQA, splits train (9,009) / validation (5,046): a loading-script repo (OK-VQA.py, commit
-  d37d90c, https://huggingface.co/datasets/HuggingFaceM4/OK-VQA/tree/main). Features as that script produces
-  them: https://huggingface.co/datasets/thomasgauthier/okvqa/blob/main/README.md (a push of its output), the
-  consumers of HuggingFaceM4/OK-VQA (a molmo ``OkVqa`` class: ``ex["answers"][i]["raw_answer"]``,
-  ``ex["question_id"]``, ``ex["image_id"]``) and the OK-VQA annotation format (answer / raw_answer /
-  answer_confidence / answer_id, 5 answers each listed twice; GitHub 5eqn/LLaVA convert/okvqa-train.md).
+- lmms-lab/OK-VQA (parquet, commit c9f8589), split val2014 (5,046 rows = the whole OK-VQA validation set):
+  the dataset card's ``dataset_info`` (question_id string, image, question, answers: Sequence(string),
+  question_type, answer_type; https://huggingface.co/datasets/lmms-lab/OK-VQA/blob/main/README.md), read the
+  same way by lmms-eval's ok_vqa task (``test_split: val2014``, ``doc["answers"]`` as strings) and by other
+  consumers (``pq.read_table(..., columns=["question_id", "question", "answers", "image"])``, GitHub
+  Icecream102/VisionLang examples/multimodal_llm/build_okvqa_manifest.py). It replaces HuggingFaceM4/OK-VQA, a
+  loading-script repo (OK-VQA.py).
 - HuggingFaceM4/VizWiz, splits train (20,523) / validation (4,319) / test (8,000): the VizWiz loading script's
   ``_FEATURES`` (id int32, image, filename, question, answers: Sequence(string), answers_original, answer_type,
   answerable int32; a copy is in the GitHub code index) and HuggingFaceM4's evaluation classes for it
@@ -30,15 +31,20 @@ Schemas and sources (the *_FEATURES below; the search tools give no repository f
   answer_id}], image_id, answer_type, question_id, question, image). The task reads only ``question``,
   ``answers[].answer`` and ``image``, which every AdVQA consumer found reads too.
 
-OK-VQA, VizWiz and AdVQA are loading-script repos on the hub: ``datasets`` >= 4 (this venv has 5.x) refuses
-them ("Dataset scripts are no longer supported, but found OK-VQA.py"), so those three tasks need a converted
-copy with the same schema, which is what these replicas stand for.
+VizWiz and AdVQA are loading-script repos on the hub: ``datasets`` >= 4 (this venv has 5.x) refuses them
+("Dataset scripts are no longer supported, but found AdVQA.py") and no maintained parquet copy of the needed
+splits was found, so those two tasks need a converted copy with the same schema, which is what these replicas
+stand for (through the same tmp YAML, or through the local data directory override, ``--metadata
+'{"data_dir": ...}'``, which ``test_vqa_local_data_dir`` runs on the real YAMLs with the replicas laid out as a
+user would copy them). ``test_yaml_loads_its_hub_dataset`` checks what the real YAMLs ask ``datasets`` for (hub
+id, config, revision) with ``datasets.load_dataset`` replaced by the replica.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,20 +70,13 @@ HOTPOTQA_FEATURES = Features({
     "supporting_facts": Sequence({"title": Value("string"), "sent_id": Value("int32")}),
     "context": Sequence({"title": Value("string"), "sentences": Sequence(Value("string"))}),
 })
-OKVQA_FEATURES = Features({
+OKVQA_FEATURES = Features({  # lmms-lab/OK-VQA
+    "question_id": Value("string"),
     "image": Image(),
-    "question_type": Value("string"),
-    "confidence": Value("int32"),
-    "answers": [{
-        "answer": Value("string"),
-        "raw_answer": Value("string"),
-        "answer_confidence": Value("string"),
-        "answer_id": Value("int64"),
-    }],
-    "image_id": Value("int64"),
-    "answer_type": Value("string"),
-    "question_id": Value("int64"),
     "question": Value("string"),
+    "answers": Sequence(Value("string")),
+    "question_type": Value("string"),
+    "answer_type": Value("string"),
 })
 VIZWIZ_FEATURES = Features({
     "id": Value("int32"),
@@ -130,19 +129,11 @@ def _hotpotqa_row(i: int) -> dict:
     }
 
 
-def _okvqa_answers(raw: list[str], processed: list[str]) -> list[dict]:
-    # OK-VQA has 5 annotator answers, each listed twice (10 entries); `answer` is the processed form
-    pairs = [(r, p) for r, p in zip(raw, processed, strict=True) for _ in range(2)]
-    return [{"answer": p, "raw_answer": r, "answer_confidence": "yes", "answer_id": k + 1}
-            for k, (r, p) in enumerate(pairs)]
-
-
-def _okvqa_row(i: int) -> dict:
+def _okvqa_row(i: int, answers: list[str] | None = None) -> dict:
+    # the 10 annotator answers as strings (OK-VQA: 5 answers, each listed twice)
     return {
-        "image": _png(i), "question_type": "one", "confidence": 3,
-        "answers": _okvqa_answers([f"answer {i}"] * 5, [f"answer {i}"] * 5),
-        "image_id": 100000 + i, "answer_type": "other", "question_id": (100000 + i) * 10 + 5,
-        "question": _question(i),
+        "question_id": str((100000 + i) * 10 + 5), "image": _png(i), "question": _question(i),
+        "answers": answers or [f"answer {i}"] * 10, "question_type": "one", "answer_type": "other",
     }
 
 
@@ -174,12 +165,9 @@ SPECIAL: dict[str, list[tuple[Callable[[int], dict], list[str]]]] = {
         (lambda i: {**_hotpotqa_row(i), "answer": "yes", "type": "comparison"}, ["yes"]),
     ],
     "semuq_okvqa": [
-        # the processed `answer` field is the reference (not `raw_answer`); duplicates collapse
-        (lambda i: {**_okvqa_row(i), "answers": _okvqa_answers(
-            ["racing", "race", "motocross", "racing", "dirt bike racing"],
-            ["race", "race", "motocross", "race", "dirt bike race"])}, ["race", "motocross", "dirt bike race"]),
-        (lambda i: {**_okvqa_row(i), "answers": _okvqa_answers(["Pony Tail"] * 5, ["pony tail"] * 5)},
-         ["pony tail"]),
+        # every annotator answer is a reference; duplicates collapse, order of first appearance kept
+        (lambda i: _okvqa_row(i, ["race"] * 6 + ["motocross"] * 2 + ["ride"] * 2), ["race", "motocross", "ride"]),
+        (lambda i: _okvqa_row(i, ["pony tail"] * 8 + [" pony tail ", "ponytail"]), ["pony tail", "ponytail"]),
     ],
     "semuq_vizwiz": [
         # 'unanswerable' is an ordinary annotator answer: kept as a reference string, like any other
@@ -203,14 +191,22 @@ class Case:
     features: Features
     row: Callable[[int], dict]
     visual: bool
+    hub: tuple[str, str | None, dict]  # what the YAML asks datasets.load_dataset for: path, name, kwargs
 
 
+OKVQA_REVISION = "c9f858961f4095a9aeef615057b0822cce967096"  # lmms-lab/OK-VQA "Upload dataset" (c9f8589)
 CASES = {
-    "semuq_hotpotqa": Case("validation", 5000, "first", HOTPOTQA_FEATURES, _hotpotqa_row, visual=False),
-    "semuq_okvqa": Case("validation", 5000, "first", OKVQA_FEATURES, _okvqa_row, visual=True),
-    "semuq_vizwiz": Case("train", 4400, "last", VIZWIZ_FEATURES, _vizwiz_row, visual=True),
-    "semuq_advqa": Case("validation", 2200, "last", ADVQA_FEATURES, _advqa_row, visual=True),
+    "semuq_hotpotqa": Case("validation", 5000, "first", HOTPOTQA_FEATURES, _hotpotqa_row, visual=False,
+                           hub=("hotpotqa/hotpot_qa", "distractor", {})),
+    "semuq_okvqa": Case("val2014", 5000, "first", OKVQA_FEATURES, _okvqa_row, visual=True,
+                        hub=("lmms-lab/OK-VQA", None, {"revision": OKVQA_REVISION})),
+    "semuq_vizwiz": Case("train", 4400, "last", VIZWIZ_FEATURES, _vizwiz_row, visual=True,
+                         hub=("HuggingFaceM4/VizWiz", None, {"trust_remote_code": True})),
+    "semuq_advqa": Case("validation", 2200, "last", ADVQA_FEATURES, _advqa_row, visual=True,
+                        hub=("HuggingFaceM4/AdVQA", None, {"trust_remote_code": True})),
 }
+VQA = [name for name, case in CASES.items() if case.visual]
+DATA_NAME = {"semuq_okvqa": "okvqa", "semuq_vizwiz": "vizwiz", "semuq_advqa": "advqa"}  # metadata data_name
 
 
 def _start(case: Case) -> int:
@@ -218,15 +214,20 @@ def _start(case: Case) -> int:
     return 0 if case.keep == "first" else EXTRA
 
 
-def write_replica(root: Path, name: str) -> Path:
-    """A replica of `name`'s hub split with size + EXTRA rows, saved to parquet with the hub features."""
+def build_replica(name: str, features: Features | None = None) -> Dataset:
+    """A replica of `name`'s hub split with size + EXTRA rows and the hub features (or `features`)."""
     case = CASES[name]
     n = case.size + EXTRA
     special = {_start(case) + k: make for k, (make, _) in enumerate(SPECIAL[name])}
     rows = [special.get(i, case.row)(i) for i in range(n)]
-    data = Dataset.from_dict({col: [r[col] for r in rows] for col in case.features}, features=case.features)
-    path = root / f"{name}-{case.split}.parquet"
-    data.to_parquet(str(path))
+    features = features or case.features
+    return Dataset.from_dict({col: [r[col] for r in rows] for col in features}, features=features)
+
+
+def write_replica(root: Path, name: str) -> Path:
+    """The replica saved to parquet with the hub features."""
+    path = root / f"{name}-{CASES[name].split}.parquet"
+    build_replica(name).to_parquet(str(path))
     return path
 
 
@@ -250,12 +251,76 @@ def load_task(tmp_path: Path, name: str, data_file: Path, **meta):
     return tm, tm.load([name])["tasks"][name]
 
 
+def load_real_task(name: str, **meta):
+    """The shipped task YAML as it is (no override)."""
+    from lm_eval.tasks import TaskManager
+
+    metadata = {"n_samples": N_SAMPLES, "operators": ["lexical"], **meta}
+    tm = TaskManager(include_path=str(TASKS_DIR), include_defaults=False, metadata=metadata)
+    return tm.load([name])["tasks"][name]
+
+
+@pytest.fixture
+def hf_cache(tmp_path, monkeypatch):
+    """Keep the arrow cache of datasets.load_dataset("parquet", ...) in tmp_path."""
+    import datasets
+
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "hf_cache")
+
+
+@pytest.fixture
+def hub_calls(monkeypatch):
+    """datasets.load_dataset without the hub: a hub id returns the replica of the task that asks for it (and is
+    recorded), "parquet" runs the real loader."""
+    import datasets
+
+    real = datasets.load_dataset
+    calls: list[tuple[str, str | None, dict]] = []
+    by_path = {case.hub[0]: name for name, case in CASES.items()}
+
+    def fake(path, name=None, **kwargs):
+        if path == "parquet":
+            return real(path, name, **kwargs)
+        calls.append((path, name, dict(kwargs)))
+        task = by_path[path]  # KeyError: a hub id no task declares
+        return datasets.DatasetDict({CASES[task].split: build_replica(task)})
+
+    monkeypatch.setattr(datasets, "load_dataset", fake)
+    return calls
+
+
+def _expected_hub_kwargs(case: Case) -> dict:
+    import datasets
+    from packaging.version import parse
+
+    kwargs = dict(case.hub[2])
+    if parse(datasets.__version__) >= parse("4.0.0"):  # lm-eval drops trust_remote_code for datasets >= 4
+        kwargs.pop("trust_remote_code", None)
+    return kwargs
+
+
+def _check_selection(task, name: str) -> None:
+    """First N / last N rule, references of the special rows, each doc's own decoded image."""
+    case = CASES[name]
+    docs, start = task.eval_docs, _start(case)
+    assert len(docs) == case.size
+    assert [docs[k]["question"] for k in (0, case.size - 1)] == [_question(start), _question(start + case.size - 1)]
+    for k, (_, refs) in enumerate(SPECIAL[name]):
+        assert task.references_of(docs[k]) == refs, k
+    if case.visual:
+        for k in (0, case.size - 1):
+            image = task.doc_to_image(docs[k])[0]
+            assert isinstance(image, PILImage.Image)
+            assert image.convert("RGB").getpixel((0, 0)) == _color(start + k)
+
+
 # ---------------------------------------------------------------------------------------------- tests
 @pytest.mark.parametrize("name", list(CASES))
 def test_hub_task_on_replica(name, tmp_path):
     case = CASES[name]
     task = load_task(tmp_path, name, write_replica(tmp_path, name))[1]
     assert isinstance(task, SemuqTask)
+    assert type(task).__name__ == ("SemuqVQATask" if case.visual else "SemuqTask")
     # the replica went through parquet with the hub schema intact, and the YAML reads the hub's split
     assert task.config.test_split == case.split
     assert task.dataset[case.split].features == case.features
@@ -364,3 +429,76 @@ def test_advqa_replica_end_to_end(tmp_path):
     assert per["n"] == limit and per["value"] == pytest.approx(1.0)
     assert {"te", "se@lexical"} <= set(b["unavailable"])  # black-box strings
     assert b["bad_docs"] == []
+
+
+# ------------------------------------------------------------------------- the shipped YAMLs, unmodified
+@pytest.mark.parametrize("name", list(CASES))
+def test_yaml_loads_its_hub_dataset(name, hub_calls):
+    """What each shipped YAML asks the hub for (id, config, revision), the copy named in its header comment; the
+    split it reads and the selection rule on the replica of that copy."""
+    case = CASES[name]
+    task = load_real_task(name)
+    assert hub_calls == [(case.hub[0], case.hub[1], _expected_hub_kwargs(case))]
+    assert task.config.test_split == case.split
+    _check_selection(task, name)
+
+
+# where each VQA replica is put under <data_dir>/<data_name>/: file pattern, shards, image stored without the
+# Image feature (plain {bytes, path} structs, as a hand-made conversion may write it)
+LAYOUTS = {
+    "semuq_okvqa": ("data/{split}-{k:05d}-of-00002.parquet", 2, False),  # `hf download` of the hub repo
+    "semuq_vizwiz": ("{split}.parquet", 1, False),  # one converted file
+    "semuq_advqa": ("default/{split}/{k:04d}.parquet", 2, True),  # a refs/convert/parquet branch
+}
+
+
+@pytest.mark.parametrize("name", VQA)
+def test_vqa_local_data_dir(name, tmp_path, hf_cache, hub_calls):
+    """--metadata '{"data_dir": ...}' on the shipped YAML: the split comes from <data_dir>/<data_name>/, in file
+    order, nothing is asked of the hub, and the selection rule, references and images are as with the hub copy."""
+    case = CASES[name]
+    pattern, shards, plain_image = LAYOUTS[name]
+    features = case.features
+    if plain_image:
+        features = Features({**case.features, "image": {"bytes": Value("binary"), "path": Value("string")}})
+    data = build_replica(name, features)
+    for k in range(shards):
+        path = tmp_path / "data" / DATA_NAME[name] / pattern.format(split=case.split, k=k)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data.shard(num_shards=shards, index=k, contiguous=True).to_parquet(str(path))
+    (tmp_path / "data" / DATA_NAME[name] / "README.md").write_text("a dataset card\n", encoding="utf-8")
+
+    task = load_real_task(name, data_dir=str(tmp_path / "data"))
+    assert hub_calls == []
+    assert type(task).__name__ == "SemuqVQATask"
+    assert list(task.dataset) == [case.split]
+    assert task.dataset[case.split].num_rows == case.size + EXTRA
+    assert isinstance(task.dataset[case.split].features["image"], Image)
+    _check_selection(task, name)
+
+
+def test_vqa_data_dir_without_the_set_loads_the_hub(tmp_path, hub_calls, caplog):
+    """A data_dir holding other sets only (e.g. the text sets): the VQA task falls back to its hub copy, saying so."""
+    (tmp_path / "data" / "triviaqa").mkdir(parents=True)
+    with caplog.at_level(logging.WARNING):
+        task = load_real_task("semuq_okvqa", data_dir=str(tmp_path / "data"))
+    assert [call[0] for call in hub_calls] == ["lmms-lab/OK-VQA"]
+    assert "okvqa" in caplog.text and "lmms-lab/OK-VQA" in caplog.text
+    assert len(task.eval_docs) == CASES["semuq_okvqa"].size
+
+
+def test_parquet_files_layouts(tmp_path):
+    from semuq_eval.data import parquet_files
+
+    assert parquet_files("okvqa", "val2014", tmp_path) is None  # no folder: the caller uses the hub
+    folder = tmp_path / "okvqa"
+    (folder / "data").mkdir(parents=True)
+    (folder / "data" / "train-00000-of-00001.parquet").touch()
+    with pytest.raises(FileNotFoundError, match="val2014"):  # a folder without the split is an error
+        parquet_files("okvqa", "val2014", tmp_path)
+    for shard in ("val2014-00001-of-00002.parquet", "val2014-00000-of-00002.parquet"):
+        (folder / "data" / shard).touch()
+    assert [p.name for p in parquet_files("okvqa", "val2014", tmp_path)] == [
+        "val2014-00000-of-00002.parquet", "val2014-00001-of-00002.parquet"]  # file-name order = row order
+    (folder / "val2014.parquet").touch()
+    assert parquet_files("okvqa", "val2014", tmp_path) == [folder / "val2014.parquet"]  # first layout wins
