@@ -225,13 +225,13 @@ def main(argv: list[str] | None = None) -> None:
     runs = []
     for c in configs:
         ranked = sorted(trials[c], key=lambda r: r["gen_s"])
-        best = dict(ranked[(len(ranked) - 1) // 2])
-        best["gen_s"] = statistics.median(r["gen_s"] for r in trials[c])
-        best["cpu_s"] = statistics.median(r["cpu_s"] for r in trials[c])
-        best["peak_gen_mb"] = max(r["peak_gen_mb"] for r in trials[c])
-        best["peak_all_mb"] = max(r["peak_all_mb"] for r in trials[c])
-        best["all_gen_s"] = [r["gen_s"] for r in trials[c]]
-        runs.append(best)
+        row = dict(ranked[(len(ranked) - 1) // 2])
+        row["gen_s"] = statistics.median(r["gen_s"] for r in trials[c])
+        row["cpu_s"] = statistics.median(r["cpu_s"] for r in trials[c])
+        row["peak_gen_mb"] = max(r["peak_gen_mb"] for r in trials[c])
+        row["peak_all_mb"] = max(r["peak_all_mb"] for r in trials[c])
+        row["all_gen_s"] = [r["gen_s"] for r in trials[c]]
+        runs.append(row)
     ours = runs[0]
     print(
         f"model={args.model}\nquestions={args.questions} N={args.n} (+1 greedy) max_gen_toks={args.max_gen_toks} "
