@@ -56,9 +56,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="semuq-eval demo", description=__doc__.splitlines()[0])
     parser.add_argument("--limit", type=int, default=200, help="number of TriviaQA questions (default 200)")
     parser.add_argument("--n_samples", type=int, default=20, help="sampled answers per question (default 20)")
-    parser.add_argument("--max_gen_toks", type=int, default=48, help="token budget per answer (default 48)")
+    parser.add_argument(
+        "--max_gen_toks",
+        type=int,
+        default=32,
+        help="token budget per answer (default 32: the CPU time budget)",
+    )
     parser.add_argument("--output_path", default="semuq-demo", help="where results go (default ./semuq-demo)")
-    parser.add_argument("--batch_size", default="4")
+    parser.add_argument(
+        "--batch_size", default="8", help="prompts per generate call (x N samples each; default 8)"
+    )
     args = parser.parse_args(argv)
 
     from semuq_eval.assets import locate, prepare
