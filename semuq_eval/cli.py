@@ -65,6 +65,17 @@ def _prepare_distributed() -> None:
         )
 
 
+def share_lm_eval_logging() -> None:
+    """Show semuq-eval's log messages (journal restores, where the breakdown went, ...) as lm-eval shows its own:
+    lm-eval's ``setup_logging`` configures only the ``lm_eval`` logger, so INFO from ``semuq_eval.*`` was lost."""
+    source, ours = logging.getLogger("lm_eval"), logging.getLogger("semuq_eval")
+    ours.setLevel(source.level)
+    for handler in source.handlers:
+        if handler not in ours.handlers:
+            ours.addHandler(handler)
+    ours.propagate = not source.handlers
+
+
 def _run_lm_eval(argv: list[str]) -> int:
     from lm_eval._cli import HarnessCLI
     from lm_eval.utils import setup_logging
@@ -72,6 +83,7 @@ def _run_lm_eval(argv: list[str]) -> int:
     import semuq_eval.models  # noqa: F401  (registers semuq-hf and semuq-hf-multimodal)
 
     setup_logging()
+    share_lm_eval_logging()
     _prepare_distributed()
     saved, sys.argv = sys.argv, ["semuq-eval", *argv]
     try:

@@ -29,3 +29,19 @@ def test_module_entry_point_runs():
         [sys.executable, "-m", "semuq_eval", "tasks-dir"], capture_output=True, text=True, check=True
     )
     assert Path(done.stdout.strip()).is_dir()
+
+
+def test_semuq_info_messages_are_shown_like_lm_evals():
+    code = (
+        "import logging\n"
+        "from lm_eval.utils import setup_logging\n"
+        "from semuq_eval.cli import share_lm_eval_logging\n"
+        "setup_logging()\n"
+        "logging.getLogger('semuq_eval.models.hf').info('before: lost')\n"
+        "share_lm_eval_logging()\n"
+        "logging.getLogger('semuq_eval.models.hf').info('semuq-hf: 3 of 4 prompts restored')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "semuq-hf: 3 of 4 prompts restored" in out.stderr
+    assert "before: lost" not in out.stderr
+    assert out.stderr.count("restored") == 1  # no duplicate through the root logger
