@@ -30,8 +30,15 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PARQUET_LAYOUTS", "data_path", "load_qa", "parquet_dataset", "parquet_files", "qa_dataset",
-           "qa_datasets"]
+__all__ = [
+    "PARQUET_LAYOUTS",
+    "data_path",
+    "load_qa",
+    "parquet_dataset",
+    "parquet_files",
+    "qa_dataset",
+    "qa_datasets",
+]
 
 
 def data_path(name: str, split: str, *, data_dir: str | os.PathLike | None = None) -> Path:
@@ -182,8 +189,13 @@ def _locate(name: str) -> Path:
 
 # ------------------------------------------------------------------------------------------ parquet sets
 # where a split's parquet files may lie under <data_dir>/<name>/, tried in this order
-PARQUET_LAYOUTS = ("{split}.parquet", "{split}/*.parquet", "{split}-*.parquet", "data/{split}-*.parquet",
-                   "default/{split}/*.parquet")
+PARQUET_LAYOUTS = (
+    "{split}.parquet",
+    "{split}/*.parquet",
+    "{split}-*.parquet",
+    "data/{split}-*.parquet",
+    "default/{split}/*.parquet",
+)
 
 
 def parquet_files(name: str, split: str, data_dir: str | os.PathLike) -> list[Path] | None:
@@ -207,8 +219,9 @@ def parquet_dataset(files: list[str | os.PathLike], split: str, *, cache_dir: st
     docs carry decoded images as with a hub copy."""
     import datasets
 
-    data = datasets.load_dataset("parquet", data_files={split: [str(f) for f in files]}, split=split,
-                                 cache_dir=cache_dir)
+    data = datasets.load_dataset(
+        "parquet", data_files={split: [str(f) for f in files]}, split=split, cache_dir=cache_dir
+    )
     if "image" in data.features and not isinstance(data.features["image"], datasets.Image):
         data = data.cast_column("image", datasets.Image())
     return data

@@ -7,8 +7,16 @@ import logging
 from semuq_eval.data import parquet_dataset, parquet_files, qa_datasets
 from semuq_eval.harness.task import SemuqTask, references_of
 
-__all__ = ["SemuqTask", "SemuqVQATask", "advqa_docs", "first_5000", "hotpotqa_references", "qa_datasets",
-           "vizwiz_docs", "vqa_references"]
+__all__ = [
+    "SemuqTask",
+    "SemuqVQATask",
+    "advqa_docs",
+    "first_5000",
+    "hotpotqa_references",
+    "qa_datasets",
+    "vizwiz_docs",
+    "vqa_references",
+]
 
 log = logging.getLogger(__name__)
 
@@ -30,12 +38,23 @@ class SemuqVQATask(SemuqTask):
         files = parquet_files(name, split, data_dir) if name and data_dir else None
         if files is None:
             if name and data_dir:
-                log.warning("%s: no folder %s/%s, loading %s from the hub", self.config.task, data_dir, name,
-                            self.config.dataset_path)
+                log.warning(
+                    "%s: no folder %s/%s, loading %s from the hub",
+                    self.config.task,
+                    data_dir,
+                    name,
+                    self.config.dataset_path,
+                )
             return super().download(dataset_kwargs, **kwargs)
         cache_dir = (dataset_kwargs or {}).get("cache_dir")
-        log.info("%s: reading split %s from %d local parquet file(s) in %s/%s", self.config.task, split,
-                 len(files), data_dir, name)
+        log.info(
+            "%s: reading split %s from %d local parquet file(s) in %s/%s",
+            self.config.task,
+            split,
+            len(files),
+            data_dir,
+            name,
+        )
         self.dataset = datasets.DatasetDict({split: parquet_dataset(files, split, cache_dir=cache_dir)})
 
 

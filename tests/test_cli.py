@@ -21,7 +21,9 @@ def test_assets_list_on_an_empty_cache(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("SEMUQ_EVAL_CACHE", str(tmp_path))
     assert cli.main(["assets", "--list"]) == 0
     out = capsys.readouterr().out
-    assert "all-minilm-l6-v2" in out and "triviaqa" in out and "prepared" not in out.replace("not prepared", "")
+    assert (
+        "all-minilm-l6-v2" in out and "triviaqa" in out and "prepared" not in out.replace("not prepared", "")
+    )
 
 
 def test_module_entry_point_runs():

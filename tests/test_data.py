@@ -14,17 +14,24 @@ from semuq_eval.data import load_qa, qa_dataset, qa_datasets
 def _write(root: Path, name: str, split: str, lines: list) -> Path:
     path = root / name / f"{split}.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines), encoding="utf-8")
+    path.write_text(
+        "".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines), encoding="utf-8"
+    )
     return path
 
 
 @pytest.fixture
 def qa_dir(tmp_path) -> Path:
-    _write(tmp_path, "myqa", "test", [
-        {"id": "a", "question": "What is 2+2?", "answers": ["4", "four"]},
-        {"question": " Capital of France? ", "answers": [" Paris ", "", 3]},
-        {"id": "c", "question": "Which sport has a scrum?", "answers": ["Rugby"], "extra": 1},
-    ])
+    _write(
+        tmp_path,
+        "myqa",
+        "test",
+        [
+            {"id": "a", "question": "What is 2+2?", "answers": ["4", "four"]},
+            {"question": " Capital of France? ", "answers": [" Paris ", "", 3]},
+            {"id": "c", "question": "Which sport has a scrum?", "answers": ["Rugby"], "extra": 1},
+        ],
+    )
     _write(tmp_path, "myqa", "dev", [{"id": "d0", "question": "q", "answers": ["a"]}])
     return tmp_path
 
@@ -76,15 +83,20 @@ def test_malformed_line_names_file_and_line(tmp_path):
 
 
 def test_records_without_question_or_answers_are_skipped_with_one_warning(tmp_path):
-    path = _write(tmp_path, "z", "test", [
-        {"question": "ok?", "answers": ["yes"]},
-        {"answers": ["no question"]},
-        {"question": "   ", "answers": ["blank question"]},
-        {"question": "no answers?", "answers": []},
-        {"question": "only blank answers?", "answers": ["", " "]},
-        {"question": "answers not a list?", "answers": {"a": 1}},
-        {"question": "single string answer?", "answers": "fine"},
-    ])
+    path = _write(
+        tmp_path,
+        "z",
+        "test",
+        [
+            {"question": "ok?", "answers": ["yes"]},
+            {"answers": ["no question"]},
+            {"question": "   ", "answers": ["blank question"]},
+            {"question": "no answers?", "answers": []},
+            {"question": "only blank answers?", "answers": ["", " "]},
+            {"question": "answers not a list?", "answers": {"a": 1}},
+            {"question": "single string answer?", "answers": "fine"},
+        ],
+    )
     with pytest.warns(UserWarning, match=rf"{path}: skipped 5 record\(s\).*first at line 2") as rec:
         recs = load_qa("z", "test", data_dir=tmp_path)
     assert len(rec) == 1

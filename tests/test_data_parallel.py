@@ -45,15 +45,31 @@ def _free_port() -> int:
 
 
 def test_merge_operator_runs_sums_cost_and_keeps_each_rank():
-    r0 = OperatorRun("nli", kind="equivalence", info={"model": "m"}, n_questions=3, n_unavailable=1,
-                     reasons={"no sampled answers": 1},
-                     cost={"forward_passes": 10, "pairs_scored": 4, "duplicates_skipped": 2, "wall_time_s": 1.5},
-                     status="partial")
-    r1 = OperatorRun("nli", kind="equivalence", info={"model": "m"}, n_questions=2,
-                     cost={"forward_passes": 7, "pairs_scored": 3, "duplicates_skipped": 0, "wall_time_s": 2.5})
+    r0 = OperatorRun(
+        "nli",
+        kind="equivalence",
+        info={"model": "m"},
+        n_questions=3,
+        n_unavailable=1,
+        reasons={"no sampled answers": 1},
+        cost={"forward_passes": 10, "pairs_scored": 4, "duplicates_skipped": 2, "wall_time_s": 1.5},
+        status="partial",
+    )
+    r1 = OperatorRun(
+        "nli",
+        kind="equivalence",
+        info={"model": "m"},
+        n_questions=2,
+        cost={"forward_passes": 7, "pairs_scored": 3, "duplicates_skipped": 0, "wall_time_s": 2.5},
+    )
     idle = OperatorRun("nli", kind="equivalence", status="unavailable")  # a rank without questions
     merged = merge_operator_runs([{"nli": r0}, {"nli": r1}, {"nli": idle}])["nli"]
-    assert merged.cost == {"forward_passes": 17, "pairs_scored": 7, "duplicates_skipped": 2, "wall_time_s": 2.5}
+    assert merged.cost == {
+        "forward_passes": 17,
+        "pairs_scored": 7,
+        "duplicates_skipped": 2,
+        "wall_time_s": 2.5,
+    }
     assert (merged.n_questions, merged.n_unavailable, merged.status) == (5, 1, "partial")
     assert merged.reasons == {"no sampled answers": 1} and merged.info == {"model": "m"}
     assert [p["rank"] for p in merged.per_rank] == [0, 1, 2]
@@ -73,7 +89,12 @@ def test_store_begin_removes_files_of_ranks_the_run_does_not_have(tmp_path):
         (tmp_path / f"hidden.rank{r}.npz").write_bytes(b"stale")
     RunStore(tmp_path).begin("t", {}, rank_=0, world_size=2)
     names = sorted(p.name for p in tmp_path.iterdir())
-    assert names == ["generations.rank0.jsonl", "generations.rank1.jsonl", "hidden.rank1.npz", "manifest.json"]
+    assert names == [
+        "generations.rank0.jsonl",
+        "generations.rank1.jsonl",
+        "hidden.rank1.npz",
+        "manifest.json",
+    ]
     assert (tmp_path / "generations.rank0.jsonl").read_text(encoding="utf-8") == ""
 
 
@@ -83,7 +104,7 @@ def test_multi_process_launch_without_gpu_selects_the_cpu(monkeypatch):
     from semuq_eval import cli
 
     accel = getattr(torch, "accelerator", None)
-    if (accel.is_available() if accel is not None else torch.cuda.is_available()):
+    if accel.is_available() if accel is not None else torch.cuda.is_available():
         pytest.skip("a GPU / accelerator is present: accelerate uses it")
     monkeypatch.delenv("ACCELERATE_USE_CPU", raising=False)
     monkeypatch.setenv("WORLD_SIZE", "2")
@@ -107,23 +128,59 @@ def test_two_process_cpu_run(tmp_path):
     port = _free_port()
     meta = {"data_dir": str(data), "n_samples": N, "operators": ["lexical", "cos_int"], "bootstrap": 30}
     cmd = [
-        sys.executable, "-m", "accelerate.commands.launch",
-        "--multi_gpu", "--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no",
-        "--dynamo_backend", "no", "--main_process_port", str(port),
-        "-m", "semuq_eval", "run", "--model", "semuq-hf", "--model_args", f"pretrained={model}",
-        "--tasks", "semuq_triviaqa", "--metadata", json.dumps(meta), "--output_path", str(out),
-        "--gen_kwargs", "max_gen_toks=8", "--batch_size", "2", "--limit", str(LIMIT),
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--multi_gpu",
+        "--num_processes",
+        "2",
+        "--num_machines",
+        "1",
+        "--mixed_precision",
+        "no",
+        "--dynamo_backend",
+        "no",
+        "--main_process_port",
+        str(port),
+        "-m",
+        "semuq_eval",
+        "run",
+        "--model",
+        "semuq-hf",
+        "--model_args",
+        f"pretrained={model}",
+        "--tasks",
+        "semuq_triviaqa",
+        "--metadata",
+        json.dumps(meta),
+        "--output_path",
+        str(out),
+        "--gen_kwargs",
+        "max_gen_toks=8",
+        "--batch_size",
+        "2",
+        "--limit",
+        str(LIMIT),
     ]
     env = {k: v for k, v in os.environ.items() if k not in ("SEMUQ_OUTPUT_DIR", "ACCELERATE_USE_CPU")}
-    env.update(OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", HF_DATASETS_OFFLINE="1",
-               CUDA_VISIBLE_DEVICES="", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
-               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])))
+    env.update(
+        OMP_NUM_THREADS="1",
+        HF_HUB_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        HF_DATASETS_OFFLINE="1",
+        CUDA_VISIBLE_DEVICES="",
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(port),
+        PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])),
+    )
     start = time.monotonic()
     done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     elapsed = time.monotonic() - start
     log = (done.stdout + done.stderr)[-6000:]
     assert done.returncode == 0, log
-    assert "on rank 1" in done.stdout + done.stderr, log  # lm-eval built rank 1's share: the run is data-parallel
+    assert "on rank 1" in done.stdout + done.stderr, (
+        log
+    )  # lm-eval built rank 1's share: the run is data-parallel
 
     store = out / "semuq" / "semuq_triviaqa" / safe_name(str(model))  # one folder per model (run_id)
     for r in (0, 1):

@@ -15,18 +15,29 @@ from semuq_eval.harness.rescore import rescore
 def test_demo_on_ten_questions(real_asset, tmp_path, capsys):
     for name in demo.DEMO_ASSETS:
         real_asset(name)  # skip (or fail under SEMUQ_REQUIRE_ASSETS=1) when not prepared
-    assert demo.main(["--limit", "10", "--n_samples", "5", "--max_gen_toks", "16", "--output_path", str(tmp_path)]) == 0
+    assert (
+        demo.main(
+            ["--limit", "10", "--n_samples", "5", "--max_gen_toks", "16", "--output_path", str(tmp_path)]
+        )
+        == 0
+    )
     run_dir = tmp_path / "semuq" / "semuq_triviaqa" / "smollm2-135m-instruct"
     breakdown = json.loads((run_dir / "breakdown.json").read_text())
     assert breakdown["n_docs"] == 10
-    assert {op: v["status"] for op, v in breakdown["operators"].items()} == dict.fromkeys(demo.DEMO_OPERATORS, "ok")
+    assert {op: v["status"] for op, v in breakdown["operators"].items()} == dict.fromkeys(
+        demo.DEMO_OPERATORS, "ok"
+    )
     greedy = breakdown["results"]["greedy"]
     for estimator in ("kle_heat@enc", "se@cos_ext", "cos@cos_int", "cae@lexical", "te", "te_enc@enc"):
         assert set(greedy[estimator]) == {"auroc", "ece"}, estimator
         assert greedy[estimator]["ece"]["n"] == 10
-    generations = [json.loads(line) for line in (run_dir / "generations.rank0.jsonl").read_text().splitlines()]
+    generations = [
+        json.loads(line) for line in (run_dir / "generations.rank0.jsonl").read_text().splitlines()
+    ]
     assert all(len(g["samples"]) == 5 and g["greedy"]["text"].strip() for g in generations)
     assert (run_dir / "auroc.png").stat().st_size > 0
     assert "kle_heat@enc" in capsys.readouterr().out
     again = rescore(run_dir, operators=["lexical"], n_samples=3)
-    assert "kle_heat@lexical" in again["results"]["greedy"] and "kle_heat@enc" not in again["results"]["greedy"]
+    assert (
+        "kle_heat@lexical" in again["results"]["greedy"] and "kle_heat@enc" not in again["results"]["greedy"]
+    )

@@ -27,7 +27,12 @@ def run(lm, tmp_path, tasks=("semuq_triviaqa",), **meta):
     import lm_eval
     from lm_eval.tasks import TaskManager
 
-    metadata = {**BASE_META, "data_dir": str(write_qa(tmp_path / "data")), "output_dir": str(tmp_path / "out"), **meta}
+    metadata = {
+        **BASE_META,
+        "data_dir": str(write_qa(tmp_path / "data")),
+        "output_dir": str(tmp_path / "out"),
+        **meta,
+    }
     tm = TaskManager(include_path=str(TASKS_DIR), include_defaults=False, metadata=metadata)
     return lm_eval.simple_evaluate(model=lm, tasks=list(tasks), task_manager=tm, bootstrap_iters=0)
 
@@ -37,10 +42,16 @@ def breakdown_of(tmp_path, task="semuq_triviaqa"):
 
 
 # ---------------------------------------------------------------------------------------------- labels
-@pytest.mark.parametrize(("text", "norm"), [
-    ("The  Eiffel Tower!", "eiffel tower"), ("An apple, a day.", "apple day"), ("Théâtre", "théâtre"),
-    ("  A  ", ""), ("Rock-'n'-roll", "rock n roll"),
-])
+@pytest.mark.parametrize(
+    ("text", "norm"),
+    [
+        ("The  Eiffel Tower!", "eiffel tower"),
+        ("An apple, a day.", "apple day"),
+        ("Théâtre", "théâtre"),
+        ("  A  ", ""),
+        ("Rock-'n'-roll", "rock n roll"),
+    ],
+)
 def test_normalize(text, norm):
     assert normalize(text) == norm
 
@@ -61,8 +72,12 @@ def test_em_and_f1():
     f1 = StringJudge("f1")
     assert f1("q", "William Shakespeare wrote it", ["William Shakespeare"]) is True  # F1 = 2/3
     assert f1("q", "a play by someone called Shakespeare", ["William Shakespeare"]) is False  # F1 = 0.29
-    assert StringJudge("f1", f1_threshold=0.25)("q", "a play by someone called Shakespeare",
-                                                 ["William Shakespeare"]) is True
+    assert (
+        StringJudge("f1", f1_threshold=0.25)(
+            "q", "a play by someone called Shakespeare", ["William Shakespeare"]
+        )
+        is True
+    )
     with pytest.raises(ValueError, match="unknown label mode"):
         StringJudge("regex")
 
@@ -96,8 +111,13 @@ def test_estimator_validity():
 
 def test_score_doc_unavailable_never_zero():
     samples = [Generation(t) for t in ["Paris", "Paris", "Rome"]]
-    inputs = DocInputs("q", Generation("Paris", greedy=True), samples,
-                       matrices={"lexical": np.eye(3)}, unavailable_operators={"cos_int": "no hidden states"})
+    inputs = DocInputs(
+        "q",
+        Generation("Paris", greedy=True),
+        samples,
+        matrices={"lexical": np.eye(3)},
+        unavailable_operators={"cos_int": "no hidden states"},
+    )
     scores, reasons = score_doc(inputs, estimators({"lexical": "graded", "cos_int": "gram"}))
     assert math.isnan(scores["te"]) and "black-box" in reasons["te"]
     assert math.isnan(scores["se@lexical"]) and "log-probabilities" in reasons["se@lexical"]
@@ -116,8 +136,9 @@ def _instances(doc, greedy_resps, sample_resps, n):
 def test_padding_guard_keeps_exactly_n():
     doc = {"question": "What is the capital of France?", "answers": ["Paris"]}
     g, s = _instances(doc, ["Paris", "Paris"], [f"answer {i}" for i in range(3 * N)], N)
-    filt = SemuqFilter(Settings(n_samples=N, operators=("lexical",)), lambda d: d["question"],
-                       lambda d: d["answers"])
+    filt = SemuqFilter(
+        Settings(n_samples=N, operators=("lexical",)), lambda d: d["question"], lambda d: d["answers"]
+    )
     (inputs,) = filt.apply_instances([g, s])
     kept = s.filtered_resps["none"]
     assert isinstance(kept, SampleList) and len(kept) == N and kept.inputs is inputs
@@ -130,8 +151,11 @@ def test_padding_guard_keeps_exactly_n():
 def test_operator_that_cannot_run_is_unavailable():
     doc = {"question": "q", "answers": ["a"]}
     g, s = _instances(doc, ["a"], ["a", "b"], 2)
-    filt = SemuqFilter(Settings(n_samples=2, operators=("lexical", "cos_int", "no_such_op")),
-                       lambda d: d["question"], lambda d: d["answers"])
+    filt = SemuqFilter(
+        Settings(n_samples=2, operators=("lexical", "cos_int", "no_such_op")),
+        lambda d: d["question"],
+        lambda d: d["answers"],
+    )
     (inputs,) = filt.apply_instances([g, s])
     assert "lexical" in inputs.matrices and "cos_int" not in inputs.matrices
     assert "hidden states" in inputs.unavailable_operators["cos_int"]
@@ -181,8 +205,12 @@ def test_end_to_end_white_box(tmp_path, capsys):
     assert records[0]["samples"][0].hidden is not None and records[0]["greedy"].has_logprobs
     assert records[0]["item"]["labels"]["greedy"] in (0, 1)
 
-    re_b = rescore(tmp_path / "out" / "semuq" / "semuq_triviaqa", operators=["lexical"], n_samples=2,
-                   output=tmp_path / "rescore")
+    re_b = rescore(
+        tmp_path / "out" / "semuq" / "semuq_triviaqa",
+        operators=["lexical"],
+        n_samples=2,
+        output=tmp_path / "rescore",
+    )
     assert re_b["n_samples"] == 2 and "cos@cos_int" not in re_b["results"]["greedy"]
     assert "kle_heat@lexical" in re_b["results"]["greedy"]
     assert (tmp_path / "rescore" / "breakdown.rescore.json").is_file()
@@ -212,8 +240,10 @@ def test_bad_docs_are_recorded_not_fatal(tmp_path):
     assert any("NaN" in p for p in problems[0])
     assert "empty greedy answer" in problems[1] and "all sampled answers are empty" in problems[1]
     assert b["unavailable"]["se@lexical"]["n_docs"] == 1
-    scores = [json.loads(line) for line in
-              (tmp_path / "out" / "semuq" / "semuq_triviaqa" / "scores.jsonl").read_text().splitlines()]
+    scores = [
+        json.loads(line)
+        for line in (tmp_path / "out" / "semuq" / "semuq_triviaqa" / "scores.jsonl").read_text().splitlines()
+    ]
     assert scores[0]["scores"]["se@lexical"] is None and "NaN" in scores[0]["reasons"]["se@lexical"]
     assert scores[1]["scores"]["te"] is None  # empty greedy answer has no tokens
     assert b["results"]["greedy"]["kle_heat@lexical"]["auroc"]["n"] == len(QA)
@@ -224,10 +254,19 @@ def test_gen_kwargs_and_metadata_override(tmp_path):
     from lm_eval.tasks import TaskManager
 
     lm = CannedLM(white_box=False)
-    meta = {**BASE_META, "n_samples": 2, "data_dir": str(write_qa(tmp_path / "data")),
-            "output_dir": str(tmp_path / "out")}
-    lm_eval.simple_evaluate(model=lm, tasks=["semuq_triviaqa"], gen_kwargs="temperature=0.5",
-                            task_manager=TaskManager(include_path=str(TASKS_DIR), include_defaults=False, metadata=meta), bootstrap_iters=0)
+    meta = {
+        **BASE_META,
+        "n_samples": 2,
+        "data_dir": str(write_qa(tmp_path / "data")),
+        "output_dir": str(tmp_path / "out"),
+    }
+    lm_eval.simple_evaluate(
+        model=lm,
+        tasks=["semuq_triviaqa"],
+        gen_kwargs="temperature=0.5",
+        task_manager=TaskManager(include_path=str(TASKS_DIR), include_defaults=False, metadata=meta),
+        bootstrap_iters=0,
+    )
     sampled = [kw for _, kw in lm.calls if kw.get("do_sample")]
     assert len(sampled) == 2 * len(QA) and sampled[0]["temperature"] == 0.5
     assert all(kw.get("temperature", 0.0) == 0.0 for _, kw in lm.calls if not kw.get("do_sample"))
@@ -238,6 +277,16 @@ def test_all_tasks_and_groups_are_indexed():
 
     tm = TaskManager(include_path=str(TASKS_DIR), include_defaults=False)
     names = set(tm.all_tasks)
-    assert {"semuq_triviaqa", "semuq_nqopen", "semuq_webquestions", "semuq_hotpotqa", "semuq_okvqa",
-            "semuq_vizwiz", "semuq_advqa", "semuq_text", "semuq_vqa", "semuq"} <= names
+    assert {
+        "semuq_triviaqa",
+        "semuq_nqopen",
+        "semuq_webquestions",
+        "semuq_hotpotqa",
+        "semuq_okvqa",
+        "semuq_vizwiz",
+        "semuq_advqa",
+        "semuq_text",
+        "semuq_vqa",
+        "semuq",
+    } <= names
     assert not any(n.startswith("_semuq") for n in names)

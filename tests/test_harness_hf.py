@@ -24,11 +24,21 @@ def _run(model, model_args, tmp_path):
 
     import semuq_eval.models  # noqa: F401  (registers semuq-hf)
 
-    meta = {"n_samples": N, "operators": ["lexical", "cos_int"], "bootstrap": 30,
-            "data_dir": str(write_qa(tmp_path / "data")), "output_dir": str(tmp_path / "out")}
+    meta = {
+        "n_samples": N,
+        "operators": ["lexical", "cos_int"],
+        "bootstrap": 30,
+        "data_dir": str(write_qa(tmp_path / "data")),
+        "output_dir": str(tmp_path / "out"),
+    }
     results = lm_eval.simple_evaluate(
-        model=model, model_args=model_args, tasks=["semuq_triviaqa"], device="cpu", batch_size=4,
-        gen_kwargs="max_gen_toks=8", bootstrap_iters=0,
+        model=model,
+        model_args=model_args,
+        tasks=["semuq_triviaqa"],
+        device="cpu",
+        batch_size=4,
+        gen_kwargs="max_gen_toks=8",
+        bootstrap_iters=0,
         task_manager=TaskManager(include_path=str(TASKS_DIR), include_defaults=False, metadata=meta),
     )
     breakdown = json.loads((tmp_path / "out" / "semuq" / "semuq_triviaqa" / "breakdown.json").read_text())
@@ -71,15 +81,20 @@ def test_killed_semuq_hf_run_resumes(tiny_gpt2, tmp_path, monkeypatch):
         return original(self, batch, eos)
 
     args = f"pretrained={tiny_gpt2},journal={tmp_path / 'journal'}"
-    monkeypatch.setattr(SemuqHFLM, "_semuq_generate_batch",
-                        lambda self, batch, eos: generate_batch(self, batch, eos, fail_after=7))
+    monkeypatch.setattr(
+        SemuqHFLM,
+        "_semuq_generate_batch",
+        lambda self, batch, eos: generate_batch(self, batch, eos, fail_after=7),
+    )
     with pytest.raises(KeyboardInterrupt):
         _run("semuq-hf", args, tmp_path)
     first = list(generated)
     assert 7 <= len(first) < 12  # 6 greedy prompts + 6 sampled prompts; killed part-way through
 
     generated.clear()
-    monkeypatch.setattr(SemuqHFLM, "_semuq_generate_batch", lambda self, batch, eos: generate_batch(self, batch, eos))
+    monkeypatch.setattr(
+        SemuqHFLM, "_semuq_generate_batch", lambda self, batch, eos: generate_batch(self, batch, eos)
+    )
     _, b = _run("semuq-hf", args, tmp_path)
     assert len(first) + len(generated) == 12
     assert b["n_docs"] == 6 and b["results"]["greedy"]["te"]["auroc"]["n"] == 6

@@ -61,43 +61,53 @@ VQA_PROMPT = "<image>Answer the question about this image.\n"  # App. E.2 (lm-ev
 N_SAMPLES = 3
 EXTRA = 3  # replica rows beyond the selection size, so the first-N / last-N rule really drops rows
 
-HOTPOTQA_FEATURES = Features({
-    "id": Value("string"),
-    "question": Value("string"),
-    "answer": Value("string"),
-    "type": Value("string"),
-    "level": Value("string"),
-    "supporting_facts": Sequence({"title": Value("string"), "sent_id": Value("int32")}),
-    "context": Sequence({"title": Value("string"), "sentences": Sequence(Value("string"))}),
-})
-OKVQA_FEATURES = Features({  # lmms-lab/OK-VQA
-    "question_id": Value("string"),
-    "image": Image(),
-    "question": Value("string"),
-    "answers": Sequence(Value("string")),
-    "question_type": Value("string"),
-    "answer_type": Value("string"),
-})
-VIZWIZ_FEATURES = Features({
-    "id": Value("int32"),
-    "image": Image(),
-    "filename": Value("string"),
-    "question": Value("string"),
-    "answers": Sequence(Value("string")),
-    "answers_original": [{"answer": Value("string"), "answer_confidence": Value("string")}],
-    "answer_type": Value("string"),
-    "answerable": Value("int32"),
-})
-ADVQA_FEATURES = Features({
-    "question_type": Value("string"),
-    "multiple_choice_answer": Value("string"),
-    "answers": [{"answer": Value("string"), "answer_confidence": Value("string"), "answer_id": Value("int64")}],
-    "image_id": Value("int64"),
-    "answer_type": Value("string"),
-    "question_id": Value("int64"),
-    "question": Value("string"),
-    "image": Image(),
-})
+HOTPOTQA_FEATURES = Features(
+    {
+        "id": Value("string"),
+        "question": Value("string"),
+        "answer": Value("string"),
+        "type": Value("string"),
+        "level": Value("string"),
+        "supporting_facts": Sequence({"title": Value("string"), "sent_id": Value("int32")}),
+        "context": Sequence({"title": Value("string"), "sentences": Sequence(Value("string"))}),
+    }
+)
+OKVQA_FEATURES = Features(
+    {  # lmms-lab/OK-VQA
+        "question_id": Value("string"),
+        "image": Image(),
+        "question": Value("string"),
+        "answers": Sequence(Value("string")),
+        "question_type": Value("string"),
+        "answer_type": Value("string"),
+    }
+)
+VIZWIZ_FEATURES = Features(
+    {
+        "id": Value("int32"),
+        "image": Image(),
+        "filename": Value("string"),
+        "question": Value("string"),
+        "answers": Sequence(Value("string")),
+        "answers_original": [{"answer": Value("string"), "answer_confidence": Value("string")}],
+        "answer_type": Value("string"),
+        "answerable": Value("int32"),
+    }
+)
+ADVQA_FEATURES = Features(
+    {
+        "question_type": Value("string"),
+        "multiple_choice_answer": Value("string"),
+        "answers": [
+            {"answer": Value("string"), "answer_confidence": Value("string"), "answer_id": Value("int64")}
+        ],
+        "image_id": Value("int64"),
+        "answer_type": Value("string"),
+        "question_id": Value("int64"),
+        "question": Value("string"),
+        "image": Image(),
+    }
+)
 
 
 # ------------------------------------------------------------------------------------------- replicas
@@ -124,35 +134,51 @@ def _hotpotqa_row(i: int) -> dict:
         "type": "bridge" if i % 2 else "comparison",
         "level": "hard",
         "supporting_facts": {"title": [f"Page {i}", f"Page {i + 1}"], "sent_id": [0, 1]},
-        "context": {"title": [f"Page {i}", f"Page {i + 1}"],
-                    "sentences": [[f"Sentence {i}.", "More."], [f"Sentence {i + 1}."]]},
+        "context": {
+            "title": [f"Page {i}", f"Page {i + 1}"],
+            "sentences": [[f"Sentence {i}.", "More."], [f"Sentence {i + 1}."]],
+        },
     }
 
 
 def _okvqa_row(i: int, answers: list[str] | None = None) -> dict:
     # the 10 annotator answers as strings (OK-VQA: 5 answers, each listed twice)
     return {
-        "question_id": str((100000 + i) * 10 + 5), "image": _png(i), "question": _question(i),
-        "answers": answers or [f"answer {i}"] * 10, "question_type": "one", "answer_type": "other",
+        "question_id": str((100000 + i) * 10 + 5),
+        "image": _png(i),
+        "question": _question(i),
+        "answers": answers or [f"answer {i}"] * 10,
+        "question_type": "one",
+        "answer_type": "other",
     }
 
 
 def _vizwiz_row(i: int, answers: list[str] | None = None, answerable: int = 1) -> dict:
     answers = answers or [f"answer {i}"] * 10
     return {
-        "id": i, "image": _png(i), "filename": f"VizWiz_train_{i:08d}.jpg", "question": _question(i),
+        "id": i,
+        "image": _png(i),
+        "filename": f"VizWiz_train_{i:08d}.jpg",
+        "question": _question(i),
         "answers": answers,
         "answers_original": [{"answer": a, "answer_confidence": "yes"} for a in answers],
-        "answer_type": "other" if answerable else "unanswerable", "answerable": answerable,
+        "answer_type": "other" if answerable else "unanswerable",
+        "answerable": answerable,
     }
 
 
 def _advqa_row(i: int, answers: list[str] | None = None) -> dict:
     answers = answers or [f"answer {i}"] * 10
     return {
-        "question_type": "what", "multiple_choice_answer": answers[0],
-        "answers": [{"answer": a, "answer_confidence": "yes", "answer_id": k + 1} for k, a in enumerate(answers)],
-        "image_id": 200000 + i, "answer_type": "other", "question_id": 300000 + i, "question": _question(i),
+        "question_type": "what",
+        "multiple_choice_answer": answers[0],
+        "answers": [
+            {"answer": a, "answer_confidence": "yes", "answer_id": k + 1} for k, a in enumerate(answers)
+        ],
+        "image_id": 200000 + i,
+        "answer_type": "other",
+        "question_id": 300000 + i,
+        "question": _question(i),
         "image": _png(i),
     }
 
@@ -166,13 +192,18 @@ SPECIAL: dict[str, list[tuple[Callable[[int], dict], list[str]]]] = {
     ],
     "semuq_okvqa": [
         # every annotator answer is a reference; duplicates collapse, order of first appearance kept
-        (lambda i: _okvqa_row(i, ["race"] * 6 + ["motocross"] * 2 + ["ride"] * 2), ["race", "motocross", "ride"]),
+        (
+            lambda i: _okvqa_row(i, ["race"] * 6 + ["motocross"] * 2 + ["ride"] * 2),
+            ["race", "motocross", "ride"],
+        ),
         (lambda i: _okvqa_row(i, ["pony tail"] * 8 + [" pony tail ", "ponytail"]), ["pony tail", "ponytail"]),
     ],
     "semuq_vizwiz": [
         # 'unanswerable' is an ordinary annotator answer: kept as a reference string, like any other
-        (lambda i: _vizwiz_row(i, ["coca cola"] * 6 + ["coke"] * 3 + ["unanswerable"]),
-         ["coca cola", "coke", "unanswerable"]),
+        (
+            lambda i: _vizwiz_row(i, ["coca cola"] * 6 + ["coke"] * 3 + ["unanswerable"]),
+            ["coca cola", "coke", "unanswerable"],
+        ),
         (lambda i: _vizwiz_row(i, ["unanswerable"] * 10, answerable=0), ["unanswerable"]),
         (lambda i: _vizwiz_row(i, ["yes"] * 9 + [" yes "]), ["yes"]),
     ],
@@ -196,14 +227,42 @@ class Case:
 
 OKVQA_REVISION = "c9f858961f4095a9aeef615057b0822cce967096"  # lmms-lab/OK-VQA "Upload dataset" (c9f8589)
 CASES = {
-    "semuq_hotpotqa": Case("validation", 5000, "first", HOTPOTQA_FEATURES, _hotpotqa_row, visual=False,
-                           hub=("hotpotqa/hotpot_qa", "distractor", {})),
-    "semuq_okvqa": Case("val2014", 5000, "first", OKVQA_FEATURES, _okvqa_row, visual=True,
-                        hub=("lmms-lab/OK-VQA", None, {"revision": OKVQA_REVISION})),
-    "semuq_vizwiz": Case("train", 4400, "last", VIZWIZ_FEATURES, _vizwiz_row, visual=True,
-                         hub=("HuggingFaceM4/VizWiz", None, {"trust_remote_code": True})),
-    "semuq_advqa": Case("validation", 2200, "last", ADVQA_FEATURES, _advqa_row, visual=True,
-                        hub=("HuggingFaceM4/AdVQA", None, {"trust_remote_code": True})),
+    "semuq_hotpotqa": Case(
+        "validation",
+        5000,
+        "first",
+        HOTPOTQA_FEATURES,
+        _hotpotqa_row,
+        visual=False,
+        hub=("hotpotqa/hotpot_qa", "distractor", {}),
+    ),
+    "semuq_okvqa": Case(
+        "val2014",
+        5000,
+        "first",
+        OKVQA_FEATURES,
+        _okvqa_row,
+        visual=True,
+        hub=("lmms-lab/OK-VQA", None, {"revision": OKVQA_REVISION}),
+    ),
+    "semuq_vizwiz": Case(
+        "train",
+        4400,
+        "last",
+        VIZWIZ_FEATURES,
+        _vizwiz_row,
+        visual=True,
+        hub=("HuggingFaceM4/VizWiz", None, {"trust_remote_code": True}),
+    ),
+    "semuq_advqa": Case(
+        "validation",
+        2200,
+        "last",
+        ADVQA_FEATURES,
+        _advqa_row,
+        visual=True,
+        hub=("HuggingFaceM4/AdVQA", None, {"trust_remote_code": True}),
+    ),
 }
 VQA = [name for name, case in CASES.items() if case.visual]
 DATA_NAME = {"semuq_okvqa": "okvqa", "semuq_vizwiz": "vizwiz", "semuq_advqa": "advqa"}  # metadata data_name
@@ -242,9 +301,14 @@ def load_task(tmp_path: Path, name: str, data_file: Path, **meta):
         "include": str(TASKS_DIR / f"{name}.yaml"),
         "dataset_path": "parquet",
         "dataset_name": None,
-        "dataset_kwargs": {"data_files": {case.split: str(data_file)}, "cache_dir": str(tmp_path / "hf_cache")},
+        "dataset_kwargs": {
+            "data_files": {case.split: str(data_file)},
+            "cache_dir": str(tmp_path / "hf_cache"),
+        },
     }
-    (task_dir / f"{name}_local.yaml").write_text(json.dumps(override, indent=1), encoding="utf-8")  # JSON is YAML
+    (task_dir / f"{name}_local.yaml").write_text(
+        json.dumps(override, indent=1), encoding="utf-8"
+    )  # JSON is YAML
     metadata = {"n_samples": N_SAMPLES, "operators": ["lexical"], **meta}
     tm = TaskManager(include_path=str(task_dir), include_defaults=False, metadata=metadata)
     assert tm.all_tasks == [name]  # the included file's task name
@@ -304,7 +368,10 @@ def _check_selection(task, name: str) -> None:
     case = CASES[name]
     docs, start = task.eval_docs, _start(case)
     assert len(docs) == case.size
-    assert [docs[k]["question"] for k in (0, case.size - 1)] == [_question(start), _question(start + case.size - 1)]
+    assert [docs[k]["question"] for k in (0, case.size - 1)] == [
+        _question(start),
+        _question(start + case.size - 1),
+    ]
     for k, (_, refs) in enumerate(SPECIAL[name]):
         assert task.references_of(docs[k]) == refs, k
     if case.visual:
@@ -326,8 +393,12 @@ def test_hub_task_on_replica(name, tmp_path):
     assert task.dataset[case.split].features == case.features
     assert task.dataset[case.split].num_rows == case.size + EXTRA
     # the `!function utils.x` references of the included YAMLs resolved
-    rule = {"semuq_hotpotqa": "first_5000", "semuq_okvqa": "first_5000", "semuq_vizwiz": "vizwiz_docs",
-            "semuq_advqa": "advqa_docs"}[name]
+    rule = {
+        "semuq_hotpotqa": "first_5000",
+        "semuq_okvqa": "first_5000",
+        "semuq_vizwiz": "vizwiz_docs",
+        "semuq_advqa": "advqa_docs",
+    }[name]
     assert task.config.process_docs.__name__ == rule
     target = "hotpotqa_references" if name == "semuq_hotpotqa" else "vqa_references"
     assert task.config.doc_to_target.__name__ == target
@@ -360,10 +431,20 @@ def test_hub_task_on_replica(name, tmp_path):
         assert (greedy.idx, greedy.repeats, sampled.idx, sampled.repeats) == (0, 1, 1, N_SAMPLES)
         assert greedy.request_type == sampled.request_type == "generate_until"
         assert greedy.arguments[0] == sampled.arguments[0] == prompt + _question(start + doc_id)
-        assert greedy.arguments[1] == {"until": ["\n\n"], "max_gen_toks": 128, "do_sample": False,
-                                       "temperature": 0.0}
-        assert sampled.arguments[1] == {"do_sample": True, "temperature": 1.0, "top_p": 0.9, "top_k": 50,
-                                        "until": ["\n\n"], "max_gen_toks": 128}
+        assert greedy.arguments[1] == {
+            "until": ["\n\n"],
+            "max_gen_toks": 128,
+            "do_sample": False,
+            "temperature": 0.0,
+        }
+        assert sampled.arguments[1] == {
+            "do_sample": True,
+            "temperature": 1.0,
+            "top_p": 0.9,
+            "top_k": 50,
+            "until": ["\n\n"],
+            "max_gen_toks": 128,
+        }
         if not case.visual:
             assert len(greedy.arguments) == len(sampled.arguments) == 2
             continue
@@ -403,12 +484,19 @@ def test_advqa_replica_end_to_end(tmp_path):
     import lm_eval
 
     name, limit = "semuq_advqa", 6
-    tm, _ = load_task(tmp_path, name, write_replica(tmp_path, name), bootstrap=20,
-                      output_dir=str(tmp_path / "out"))
+    tm, _ = load_task(
+        tmp_path, name, write_replica(tmp_path, name), bootstrap=20, output_dir=str(tmp_path / "out")
+    )
     questions = [_question(EXTRA + k) for k in range(limit)]
     # even docs: right and consistent; odd docs: wrong and scattered
-    table = {q: ((f"answer {EXTRA + k}", [f"answer {EXTRA + k}"]) if k % 2 == 0 else
-                 ("a cat", ["a cat", "blue", "seven", "the left one"])) for k, q in enumerate(questions)}
+    table = {
+        q: (
+            (f"answer {EXTRA + k}", [f"answer {EXTRA + k}"])
+            if k % 2 == 0
+            else ("a cat", ["a cat", "blue", "seven", "the left one"])
+        )
+        for k, q in enumerate(questions)
+    }
     table[questions[0]] = ("2", ["2"])  # references 2 / two / 3
     table[questions[1]] = ("blue", ["green", "blue", "a dog", "no"])  # reference red
 
@@ -499,6 +587,8 @@ def test_parquet_files_layouts(tmp_path):
     for shard in ("val2014-00001-of-00002.parquet", "val2014-00000-of-00002.parquet"):
         (folder / "data" / shard).touch()
     assert [p.name for p in parquet_files("okvqa", "val2014", tmp_path)] == [
-        "val2014-00000-of-00002.parquet", "val2014-00001-of-00002.parquet"]  # file-name order = row order
+        "val2014-00000-of-00002.parquet",
+        "val2014-00001-of-00002.parquet",
+    ]  # file-name order = row order
     (folder / "val2014.parquet").touch()
     assert parquet_files("okvqa", "val2014", tmp_path) == [folder / "val2014.parquet"]  # first layout wins

@@ -664,8 +664,12 @@ def test_multimodal_journal_keys_on_image_content(vlm, tmp_path):
         vlm.generate_until(reqs)
         copy_of_image = [imgs[0].copy()]  # same pixels, another object: restored
         with count_generated(vlm) as batches:
-            vlm.generate_until(repeated((inst("<image> What?", kw, doc_id=0, repeats=2, visual=copy_of_image), 2)))
+            vlm.generate_until(
+                repeated((inst("<image> What?", kw, doc_id=0, repeats=2, visual=copy_of_image), 2))
+            )
         assert batches == []
         with count_generated(vlm) as batches:
-            vlm.generate_until(repeated((inst("<image> What?", kw, doc_id=0, repeats=2, visual=[imgs[1]]), 2)))
+            vlm.generate_until(
+                repeated((inst("<image> What?", kw, doc_id=0, repeats=2, visual=[imgs[1]]), 2))
+            )
         assert len(batches) == 1

@@ -17,13 +17,26 @@ REPO = Path(__file__).resolve().parents[1]
 @pytest.mark.slow
 def test_wheel_installs_and_lists_semuq_tasks(tmp_path):
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path), str(REPO)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path),
+            str(REPO),
+        ],
         check=True,
     )
     wheel = next(tmp_path.glob("semuq_eval-*.whl"))
     shipped = zipfile.ZipFile(wheel).namelist()
     assert "semuq_eval/tasks/semuq_triviaqa.yaml" in shipped and "semuq_eval/tasks/utils.py" in shipped
-    entry_points = zipfile.ZipFile(wheel).read(next(n for n in shipped if n.endswith("entry_points.txt"))).decode()
+    entry_points = (
+        zipfile.ZipFile(wheel).read(next(n for n in shipped if n.endswith("entry_points.txt"))).decode()
+    )
     assert "[lm_eval.models]" in entry_points and "semuq-hf = semuq_eval.models.hf:SemuqHFLM" in entry_points
     assert "[lm_eval.tasks]" in entry_points and "semuq = semuq_eval.tasks" in entry_points
 
@@ -51,5 +64,12 @@ def test_wheel_installs_and_lists_semuq_tasks(tmp_path):
         capture_output=True, text=True, cwd=tmp_path, check=True,
     ).stdout.strip()  # fmt: skip
     assert str(site) in where, "the tasks must come from the installed wheel, not the checkout"
-    for task in ("semuq_triviaqa", "semuq_nqopen", "semuq_webquestions", "semuq_hotpotqa", "semuq_text", "semuq"):
+    for task in (
+        "semuq_triviaqa",
+        "semuq_nqopen",
+        "semuq_webquestions",
+        "semuq_hotpotqa",
+        "semuq_text",
+        "semuq",
+    ):
         assert task in listed.stdout, task
