@@ -462,6 +462,30 @@ class SemuqGenerateMixin:
     #: expand prompts to k rows with `num_return_sequences` (text) rather than in the inputs (multimodal)
     _semuq_expand_with_generate: bool = True
 
+    # -- construction --------------------------------------------------------------------------------------------
+    def _semuq_setup(
+        self,
+        pretrained: Any,
+        kwargs: dict[str, Any],
+        *,
+        return_hidden: Any,
+        share_prefill: Any,
+        compact_rows: Any,
+        journal: str | None,
+    ) -> None:
+        """The constructor body of the semuq models: the lm-eval model's own `__init__`, then the options."""
+        self._semuq_parallelize = _as_bool(kwargs.get("parallelize", False))
+        self._semuq_tp_plan = kwargs.get("tp_plan")
+        super().__init__(pretrained, **kwargs)  # the lm-eval model after this mixin in the MRO
+        self._semuq_enable_cpu_data_parallel()
+        self.return_hidden = _as_bool(return_hidden)
+        self.compact_rows = _as_bool(compact_rows)
+        self.share_prefill = self._semuq_resolve_share_prefill(share_prefill)
+        self.journal = journal
+
+    def _semuq_resolve_share_prefill(self, value: Any) -> bool:
+        return _as_bool(value)
+
     # -- data parallelism on CPU -----------------------------------------------------------------------------
     def _semuq_enable_cpu_data_parallel(self) -> None:
         """Split the requests over the processes of a multi-process CPU launch.
@@ -944,14 +968,14 @@ class SemuqHFLM(SemuqGenerateMixin, HFLM):
         journal: str | None = None,
         **kwargs: Any,
     ) -> None:
-        self._semuq_parallelize = _as_bool(kwargs.get("parallelize", False))
-        self._semuq_tp_plan = kwargs.get("tp_plan")
-        super().__init__(pretrained, **kwargs)
-        self._semuq_enable_cpu_data_parallel()
-        self.return_hidden = _as_bool(return_hidden)
-        self.compact_rows = _as_bool(compact_rows)
-        self.share_prefill = _as_bool(share_prefill)
-        self.journal = journal
+        self._semuq_setup(
+            pretrained,
+            kwargs,
+            return_hidden=return_hidden,
+            share_prefill=share_prefill,
+            compact_rows=compact_rows,
+            journal=journal,
+        )
 
     def _semuq_encode(self, batch: list[_Group], left_truncate_len: int, repeat: int = 1) -> dict[str, Any]:
         context_enc, attn_masks = self.tok_batch_encode(

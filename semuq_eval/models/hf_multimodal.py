@@ -51,18 +51,19 @@ class SemuqHFMultimodalLM(SemuqGenerateMixin, HFMultimodalLM):
         journal: str | None = None,
         **kwargs: Any,
     ) -> None:
-        self._semuq_parallelize = _as_bool(kwargs.get("parallelize", False))
-        self._semuq_tp_plan = kwargs.get("tp_plan")
-        super().__init__(pretrained, **kwargs)
-        self._semuq_enable_cpu_data_parallel()
-        self.return_hidden = _as_bool(return_hidden)
-        self.compact_rows = _as_bool(compact_rows)
-        self.journal = journal
-        if share_prefill is None or (
-            isinstance(share_prefill, str) and share_prefill.lower() in ("", "auto")
-        ):
-            share_prefill = getattr(self.config, "model_type", None) in SHARED_PREFILL_MODEL_TYPES
-        self.share_prefill = _as_bool(share_prefill)
+        self._semuq_setup(
+            pretrained,
+            kwargs,
+            return_hidden=return_hidden,
+            share_prefill=share_prefill,
+            compact_rows=compact_rows,
+            journal=journal,
+        )
+
+    def _semuq_resolve_share_prefill(self, value: Any) -> bool:
+        if value is None or (isinstance(value, str) and value.strip().lower() in ("", "auto")):
+            return getattr(self.config, "model_type", None) in SHARED_PREFILL_MODEL_TYPES
+        return _as_bool(value)
 
     def _semuq_image_token_ids(self) -> set[int]:
         ids = {getattr(self, "image_token_id", None)}
