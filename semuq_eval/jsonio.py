@@ -1,0 +1,139 @@
+"""JSON and JSON-lines files: the one reader and writer every semuq-eval file format goes through.
+
+Run stores, breakdowns, generation journals, QA sets and asset manifests are JSON or JSON lines. They
+share three rules, kept here once:
+
+- what is written is JSON-safe: NaN / inf become ``null``, numpy scalars and arrays become Python values
+  (:func:`json_safe`);
+- a JSON document is replaced atomically (:func:`write_json`), so a reader never sees half a file, even
+  when several ranks of a data-parallel run write the same manifest;
+- a malformed JSON line is an error naming the file and the line, unless the caller says the file may end
+  in a line torn by a killed process (``on_error="skip"``: skipped with a warning).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+__all__ = ["append_jsonl", "json_safe", "read_json", "read_jsonl", "write_json", "write_jsonl"]
+
+log = logging.getLogger(__name__)
+
+
+def json_safe(obj: Any) -> Any:
+    """``obj`` with NaN / inf replaced by None and numpy values by Python values, recursively.
+
+    Examples
+    --------
+    >>> json_safe({"a": float("nan"), "b": np.arange(2)})
+    {'a': None, 'b': [0, 1]}
+    """
+    if isinstance(obj, Mapping):
+        return {str(k): json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_safe(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return json_safe(obj.tolist())
+    if isinstance(obj, (np.floating, float)):
+        return float(obj) if math.isfinite(obj) else None
+    if isinstance(obj, np.bool_):
+        return bool(obj)
+    if isinstance(obj, np.integer):
+        return int(obj)
+    return obj
+
+
+def _line(obj: Any) -> str:
+    return json.dumps(json_safe(obj), ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def write_json(path: str | os.PathLike, obj: Any, *, indent: int | None = 1) -> Path:
+    """Write ``obj`` (made JSON-safe) to ``path`` atomically; returns the path.
+
+    The temporary file is per process, so ranks writing the same file never clash.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f"{path.suffix}.{os.getpid()}.tmp")
+    text = json.dumps(json_safe(obj), indent=indent, allow_nan=False, ensure_ascii=False)
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def read_json(path: str | os.PathLike) -> Any:
+    """The JSON document at ``path``; ValueError naming the file when it is not JSON."""
+    path = Path(path)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: not a JSON document ({err.msg} at line {err.lineno})") from None
+
+
+def read_jsonl(
+    path: str | os.PathLike, *, on_error: Literal["raise", "skip"] = "raise"
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(line_number, object)`` for every non-blank line of a JSON-lines file.
+
+    Parameters
+    ----------
+    path : path-like
+        The file.
+    on_error : {"raise", "skip"}
+        A line that is not a JSON object raises ValueError naming ``file:line`` (``"raise"``), or is
+        skipped with a warning (``"skip"``: files appended to by a process that may have been killed).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> p = Path(tempfile.mkdtemp()) / "x.jsonl"
+    >>> write_jsonl(p, [{"a": 1}, {"a": 2}])
+    >>> [obj["a"] for _, obj in read_jsonl(p)]
+    [1, 2]
+    """
+    path = Path(path)
+    with open(path, encoding="utf-8") as fh:
+        for number, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+                problem = None if isinstance(obj, dict) else f"expected a JSON object, got {type(obj).__name__}"
+            except json.JSONDecodeError as err:
+                problem = f"malformed JSON line ({err.msg})"
+            if problem is None:
+                yield number, obj
+            elif on_error == "skip":
+                log.warning("%s:%d: unreadable line skipped (%s; a run killed while writing?)", path, number, problem)
+            else:
+                raise ValueError(f"{path}:{number}: {problem}")
+
+
+def write_jsonl(path: str | os.PathLike, records: Iterable[Any]) -> None:
+    """Write ``records`` (made JSON-safe) to ``path``, one per line, replacing the file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8", newline="\n") as fh:
+        fh.writelines(_line(r) for r in records)
+
+
+def append_jsonl(path: str | os.PathLike, records: Iterable[Any], *, durable: bool = False) -> None:
+    """Append ``records`` to ``path``; ``durable=True`` flushes and fsyncs, so they survive a kill."""
+    lines = [_line(r) for r in records]
+    if not lines:
+        return
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8", newline="\n") as fh:
+        fh.writelines(lines)
+        if durable:
+            fh.flush()
+            os.fsync(fh.fileno())
