@@ -24,11 +24,13 @@ read in file-name order, so the rows keep the order of the split.
 
 from __future__ import annotations
 
-import json
+import contextlib
 import os
 import warnings
 from pathlib import Path
 from typing import Any
+
+from semuq_eval.jsonio import read_jsonl
 
 __all__ = [
     "PARQUET_LAYOUTS",
@@ -86,23 +88,17 @@ def load_qa(
     path = data_path(name, split, data_dir=data_dir)
     records: list[dict[str, Any]] = []
     skipped: list[int] = []
-    with open(path, encoding="utf-8") as fh:
-        for index, line in enumerate(fh):
-            if limit is not None and len(records) >= limit:
-                break
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{path}:{index + 1}: malformed JSON line ({err.msg})") from None
-            if not isinstance(obj, dict):
-                raise ValueError(f"{path}:{index + 1}: expected a JSON object, got {type(obj).__name__}")
-            rec = _clean(obj, f"{name}-{split}-{index}")
-            if rec is None:
-                skipped.append(index + 1)
-            else:
+    if limit != 0:
+        # stop as soon as `limit` records are kept: the lines after them are not even parsed
+        with contextlib.closing(read_jsonl(path, on_error="raise")) as lines:
+            for number, obj in lines:
+                rec = _clean(obj, f"{name}-{split}-{number - 1}")
+                if rec is None:
+                    skipped.append(number)
+                    continue
                 records.append(rec)
+                if limit is not None and len(records) >= limit:
+                    break
     if skipped:
         warnings.warn(
             f"{path}: skipped {len(skipped)} record(s) without a question or without answers "
