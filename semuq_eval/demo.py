@@ -69,8 +69,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from semuq_eval.assets import locate, prepare
-    from semuq_eval.cli import _run_lm_eval
+    from semuq_eval.context import model_slug
     from semuq_eval.harness.report import breakdown_table
+    from semuq_eval.launch import run_lm_eval
 
     prepare(list(DEMO_ASSETS))
     smollm, minilm = locate("smollm2-135m-instruct"), locate("all-minilm-l6-v2")
@@ -78,11 +79,10 @@ def main(argv: list[str] | None = None) -> int:
         "n_samples": args.n_samples,
         "operators": list(DEMO_OPERATORS),
         "operator_options": {"cos_ext": {"model": str(minilm)}, "enc": {"model": str(minilm)}},
-        "run_id": "smollm2-135m-instruct",
         "limit": args.limit,
     }
     out = Path(args.output_path).resolve()
-    _run_lm_eval(
+    run_lm_eval(
         [
             "run",
             "--model", "semuq-hf",
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
             "--output_path", str(out),
         ]
     )  # fmt: skip
-    run_dir = out / "semuq" / "semuq_triviaqa" / "smollm2-135m-instruct"
+    run_dir = out / "semuq" / "semuq_triviaqa" / model_slug(smollm)
     breakdown = json.loads((run_dir / "breakdown.json").read_text())
     print("\n" + breakdown_table(breakdown))
     plot = plot_auroc(breakdown, run_dir / "auroc.png")

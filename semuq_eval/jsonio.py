@@ -106,13 +106,17 @@ def read_jsonl(
                 continue
             try:
                 obj = json.loads(line)
-                problem = None if isinstance(obj, dict) else f"expected a JSON object, got {type(obj).__name__}"
+                problem = (
+                    None if isinstance(obj, dict) else f"expected a JSON object, got {type(obj).__name__}"
+                )
             except json.JSONDecodeError as err:
                 problem = f"malformed JSON line ({err.msg})"
             if problem is None:
                 yield number, obj
             elif on_error == "skip":
-                log.warning("%s:%d: unreadable line skipped (%s; a run killed while writing?)", path, number, problem)
+                log.warning(
+                    "%s:%d: unreadable line skipped (%s; a run killed while writing?)", path, number, problem
+                )
             else:
                 raise ValueError(f"{path}:{number}: {problem}")
 

@@ -209,16 +209,53 @@ class TestToken:
             A.te([[1.0, np.nan]])
 
 
+# ---------------------------------------------------------------- single-answer baselines
+
+
+def test_baselines_hand_computed():
+    lp = [-0.1, -2.0, -0.4]
+    assert A.msp(lp) == pytest.approx(2.5)  # -sum log p
+    assert A.perplexity(lp) == pytest.approx(2.5 / 3)  # -mean log p
+    assert A.length([7, 8, 9]) == 3.0
+    # empty greedy answer: no defined msp / perplexity, length 0
+    assert np.isnan(A.msp([])) and np.isnan(A.perplexity([]))
+    assert A.length([]) == 0.0
+
+
+def test_baselines_bad_input():
+    with pytest.raises(ValueError, match="NaN"):
+        A.msp([-0.1, np.nan])
+    with pytest.raises(ValueError, match="<= 0"):
+        A.perplexity([0.5])
+    with pytest.raises(ValueError, match=r"\(T,\)"):
+        A.msp([[-0.1], [-0.2]])
+
+
 # ---------------------------------------------------------------- registry
 
 
 def test_registry_has_every_design_name():
     expected = {"se", "cae", "kle_heat", "kle_matern", "cos", "numsets", "eigv", "deg", "ecc", "te", "te_enc"}
+    expected |= {"msp", "perplexity", "length"}
     assert set(A.names()) == expected
     assert A.get("kle_heat")(np.eye(3)) == pytest.approx(np.log(3))
     assert A.get("se").inputs == ("seq_logprobs",)
     assert A.get("cos").matrix == "gram" and A.get("se").matrix == "equivalence"
     assert A.get("te").matrix is None
+    # the declarations the harness reads: tau only where the equivalence rule applies
+    assert {n for n in A.names() if "tau" in A.get(n).options} == {"se", "cae", "numsets"}
+    assert A.get("msp").inputs == ("token_logprobs",) and A.get("length").inputs == ("token_ids",)
+
+
+def test_declarations_are_checked():
+    from semuq_eval.aggregators.base import Aggregator
+
+    with pytest.raises(ValueError, match="unknown input"):
+        Aggregator("x", lambda S: 0.0, "graded", inputs=("logits",))
+    with pytest.raises(ValueError, match="unknown matrix kind"):
+        Aggregator("x", lambda S: 0.0, "kernel")
+    with pytest.raises(ValueError, match="unknown option"):
+        Aggregator("x", lambda S: 0.0, "graded", options=("temperature",))
 
 
 def test_unknown_name_lists_known_ones():

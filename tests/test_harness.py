@@ -9,14 +9,13 @@ import numpy as np
 import pytest
 from lm_eval.api.instance import Instance
 
-from semuq_eval.harness import StringJudge, label_doc, majority_label, normalize, rescore
-from semuq_eval.harness.filters import SampleList, SemuqFilter
-from semuq_eval.harness.scoring import DocInputs, estimators, score_doc
+from semuq_eval.context import RunContext, model_slug, resolve_output_dir
+from semuq_eval.harness import Doc, OperatorSpec, process_docs, rescore, score_doc, valid_estimators
 from semuq_eval.harness.settings import Settings
 from semuq_eval.harness.store import load_store
-from semuq_eval.harness.task import references_of
+from semuq_eval.harness.task import docs_from_instances, references_of
+from semuq_eval.judges import StringJudge, get_judge, label_answers, majority_label, normalize
 from semuq_eval.models.generation import Generation
-from semuq_eval.paths import output_path_from_argv
 from tests.fixtures.tiny_harness import QA, TASKS_DIR, CannedLM, write_qa
 
 N = 4
@@ -87,9 +86,11 @@ def test_majority_ties_are_incorrect_and_missing_is_counted():
     assert majority_label([True, False]) is False  # tie -> incorrect
     assert majority_label([True, None, None]) is True  # missing verdicts leave the vote
     assert majority_label([None, None]) is None
-    labels = label_doc(StringJudge(), "q", "Paris", ["Paris", "Rome", "Paris", "Rome"], ["Paris"])
+    (labels,) = label_answers(
+        StringJudge(), ["q"], ["Paris"], [["Paris", "Rome", "Paris", "Rome"]], [["Paris"]]
+    )
     assert labels["greedy"] is True and labels["majority"] is False
-    empty = label_doc(StringJudge(), "q", "Paris", ["Paris"], [])
+    (empty,) = label_answers(StringJudge(), ["q"], ["Paris"], [["Paris"]], [[]])
     assert empty["greedy"] is None and empty["majority"] is None and empty["n_missing_verdicts"] == 2
 
 
@@ -101,31 +102,67 @@ def test_references_of_shapes():
 
 
 # ---------------------------------------------------------------------------------------------- scoring
-def test_estimator_validity():
-    names = {e.name for e in estimators({"lexical": "graded", "cos_int": "gram", "nli": "equivalence"})}
+SPECS = {
+    "lexical": OperatorSpec("graded"),
+    "cos_int": OperatorSpec("gram"),
+    "nli": OperatorSpec("equivalence"),
+}
+
+
+def test_estimator_validity_follows_the_declarations():
+    names = {e.name for e in valid_estimators(SPECS)}
     assert "cos@cos_int" in names and "cos@lexical" not in names and "cos@nli" not in names
-    assert {"se@nli", "se@lexical", "kle_heat@cos_int", "te"} <= names
-    assert "te_enc@enc" not in names
-    assert "te_enc@enc" in {e.name for e in estimators({"enc": "gram"})}
+    assert {"se@nli", "se@lexical", "kle_heat@cos_int", "te", "msp", "perplexity", "length"} <= names
+    assert not any(n.startswith("te_enc") for n in names)  # no operator yields token weights
+    enc = {e.name for e in valid_estimators({"enc": OperatorSpec("gram", ("token_weights",))})}
+    assert "te_enc@enc" in enc and "cos@enc" in enc
+    # an operator with any name that yields token weights pairs with te_enc: declarations, not names
+    other = {e.name for e in valid_estimators({"my_enc": OperatorSpec("graded", ("token_weights",))})}
+    assert "te_enc@my_enc" in other and "cos@my_enc" not in other
 
 
 def test_score_doc_unavailable_never_zero():
     samples = [Generation(t) for t in ["Paris", "Paris", "Rome"]]
-    inputs = DocInputs(
+    doc = Doc(
+        0,
         "q",
+        ["Paris"],
         Generation("Paris", greedy=True),
         samples,
         matrices={"lexical": np.eye(3)},
-        unavailable_operators={"cos_int": "no hidden states"},
+        unavailable={"cos_int": "no hidden states"},
     )
-    scores, reasons = score_doc(inputs, estimators({"lexical": "graded", "cos_int": "gram"}))
+    scores, reasons = score_doc(doc, valid_estimators({k: SPECS[k] for k in ("lexical", "cos_int")}))
     assert math.isnan(scores["te"]) and "black-box" in reasons["te"]
+    assert math.isnan(scores["msp"]) and "black-box" in reasons["msp"]
     assert math.isnan(scores["se@lexical"]) and "log-probabilities" in reasons["se@lexical"]
     assert math.isnan(scores["cos@cos_int"]) and reasons["cos@cos_int"] == "no hidden states"
     assert scores["kle_heat@lexical"] > 0 and "kle_heat@lexical" not in reasons
 
 
-# ---------------------------------------------------------------------------------------------- filter
+def test_score_doc_values_and_the_tau_option():
+    greedy = Generation(
+        "It is Paris",
+        token_ids=[1, 2, 3],
+        token_logprobs=[-0.5, -0.25, -0.25],
+        token_entropies=[1.0, 2.0, 3.0],
+    )
+    samples = [Generation("a", token_logprobs=[-1.0]), Generation("b", token_logprobs=[-1.0])]
+    S = np.array([[1.0, 0.6], [0.6, 1.0]])
+    doc = Doc(0, "q", ["Paris"], greedy, samples, matrices={"lexical": S})
+    est = valid_estimators({"lexical": SPECS["lexical"]}, ["cae", "te", "msp", "perplexity", "length"])
+    scores, reasons = score_doc(doc, est, run_options={"tau": 0.5})
+    assert reasons == {}
+    assert scores["cae@lexical"] == pytest.approx(0.0)  # 0.6 > tau: one cluster
+    assert scores["te"] == pytest.approx(2.0) and scores["msp"] == pytest.approx(1.0)
+    assert scores["perplexity"] == pytest.approx(1 / 3) and scores["length"] == 3.0
+    high, _ = score_doc(doc, est, run_options={"tau": 0.7})  # tau reaches cae through its declaration
+    assert high["cae@lexical"] == pytest.approx(np.log(2))
+    own, _ = score_doc(doc, est, run_options={"tau": 0.5}, aggregator_options={"cae": {"tau": 0.7}})
+    assert own["cae@lexical"] == pytest.approx(np.log(2))
+
+
+# ---------------------------------------------------------------------------------------------- pipeline
 def _instances(doc, greedy_resps, sample_resps, n):
     g = Instance("generate_until", doc, ("ctx", {"do_sample": False}), 0, ("t", 0, 1))
     s = Instance("generate_until", doc, ("ctx", {"do_sample": True}), 1, ("t", 0, n))
@@ -133,40 +170,122 @@ def _instances(doc, greedy_resps, sample_resps, n):
     return g, s
 
 
-def test_padding_guard_keeps_exactly_n():
-    doc = {"question": "What is the capital of France?", "answers": ["Paris"]}
-    g, s = _instances(doc, ["Paris", "Paris"], [f"answer {i}" for i in range(3 * N)], N)
-    filt = SemuqFilter(
-        Settings(n_samples=N, operators=("lexical",)), lambda d: d["question"], lambda d: d["answers"]
+def test_padding_guard_keeps_the_first_n_answers():
+    raw = {"id": "q7", "question": "What is the capital of France?", "answers": ["Paris"]}
+    g, s = _instances(raw, ["Paris", "Paris"], [f"answer {i}" for i in range(3 * N)], N)
+    ((doc, greedy_inst, sample_inst),) = docs_from_instances(
+        [s, g], N, lambda d: d["question"], lambda d: d["answers"], lambda d: d["id"]
     )
-    (inputs,) = filt.apply_instances([g, s])
-    kept = s.filtered_resps["none"]
-    assert isinstance(kept, SampleList) and len(kept) == N and kept.inputs is inputs
-    assert g.filtered_resps["none"] == ["Paris"]
-    assert inputs.n_extra_responses == 1 + 2 * N
-    assert inputs.matrices["lexical"].shape == (N, N)
-    assert filt.operator_runs["lexical"].status == "ok"
+    assert (greedy_inst, sample_inst) == (g, s)
+    assert [x.text for x in doc.samples] == [f"answer {i}" for i in range(N)]  # the first N, in order
+    assert doc.greedy.text == "Paris" and doc.greedy.greedy and not doc.samples[0].greedy
+    assert doc.n_extra_responses == 1 + 2 * N and doc.key == "q7" and doc.references == ["Paris"]
 
 
-def test_operator_that_cannot_run_is_unavailable():
-    doc = {"question": "q", "answers": ["a"]}
-    g, s = _instances(doc, ["a"], ["a", "b"], 2)
-    filt = SemuqFilter(
-        Settings(n_samples=2, operators=("lexical", "cos_int", "no_such_op")),
-        lambda d: d["question"],
-        lambda d: d["answers"],
+def test_items_are_plain_data_that_survive_pickling_and_json():
+    import pickle
+
+    docs = [
+        Doc(i, q, refs, Generation(greedy), [Generation(a) for a in pool[:3]])
+        for i, (q, (refs, greedy, pool, _)) in enumerate(QA.items())
+    ]
+    out = process_docs(docs, Settings(n_samples=3, operators=("lexical",)), judge=StringJudge())
+    for item in out.items:
+        assert pickle.loads(pickle.dumps(item)) == item
+        assert json.loads(json.dumps(item, allow_nan=False)) == item
+    assert [it["labels"]["greedy"] for it in out.items] == [1, 0, 1, 0, 1, 0]
+    assert out.operator_runs["lexical"].status == "ok" and out.operator_runs["lexical"].n_questions == len(QA)
+
+
+def test_operator_that_cannot_run_is_reported_once_and_not_retried(monkeypatch, caplog):
+    from semuq_eval.harness import operator_runs
+    from semuq_eval.operators import nli
+
+    calls = []
+
+    def broken(*args, **kwargs):
+        calls.append(args)
+        raise OSError("no model at /nowhere")
+
+    monkeypatch.setattr(nli, "load_sequence_classifier", broken)
+    monkeypatch.setattr(operator_runs, "_OPERATORS", {})
+    docs = [Doc(i, f"q{i}", ["a"], Generation("a"), [Generation("a"), Generation("b")]) for i in range(5)]
+    docs.append(Doc(5, "q5", ["a"], Generation("a"), []))  # no samples: its own reason
+    settings = Settings(
+        n_samples=2,
+        operators=("lexical", "nli", "nli_soft", "cos_int"),
+        operator_options={"nli": {"model": "/nowhere"}, "nli_soft": {"model": "/nowhere"}},
     )
-    (inputs,) = filt.apply_instances([g, s])
-    assert "lexical" in inputs.matrices and "cos_int" not in inputs.matrices
-    assert "hidden states" in inputs.unavailable_operators["cos_int"]
-    assert "unavailable" in inputs.unavailable_operators["no_such_op"]
-    assert filt.operator_runs["no_such_op"].status == "unavailable"
+    with caplog.at_level("WARNING", logger="semuq_eval"):
+        out = process_docs(docs, settings, judge=StringJudge())
+    assert len(calls) == 1  # one shared pass, one load attempt, no question-by-question retries
+    runs = out.operator_runs
+    assert runs["lexical"].status == "partial" and runs["lexical"].reasons == {"no sampled answers": 1}
+    for name in ("nli", "nli_soft"):
+        assert runs[name].status == "unavailable" and runs[name].n_unavailable == 6
+        assert runs[name].reasons[f"operator {name} failed: OSError: no model at /nowhere"] == 5
+    assert "hidden states" in next(iter(runs["cos_int"].reasons))
+    assert sum("no model at /nowhere" in r.message for r in caplog.records) == 2  # once per operator
+    for item in out.items[:5]:
+        assert item["scores"]["se@nli"] is None and "no model" in item["reasons"]["kle_heat@nli_soft"]
+        assert item["scores"]["kle_heat@lexical"] is not None
 
 
-def test_output_path_from_argv():
-    assert output_path_from_argv(["lm_eval", "--output_path", "res"]) == "res"
-    assert output_path_from_argv(["lm_eval", "--output_path=res/x.json"]) == "res/x.json"
-    assert output_path_from_argv(["lm_eval"]) is None
+def test_settings_validation():
+    assert Settings.from_metadata({"n_samples": "5", "operators": "lexical, cos_int"}).operators == (
+        "lexical",
+        "cos_int",
+    )
+    legacy = Settings.from_metadata({"label_mode": "em", "f1_threshold": 0.7})
+    assert (legacy.judge, legacy.judge_options) == ("string", {"mode": "em", "f1_threshold": 0.7})
+    assert legacy.make_judge().info["mode"] == "em"
+    bad = [
+        ({"n_samples": 0}, "n_samples must be >= 1"),
+        ({"n_samples": "many"}, "not a number"),
+        ({"tau": float("nan")}, "tau must be a finite"),
+        ({"bootstrap": -1}, "bootstrap must be >= 0"),
+        ({"operators": ["lexical", "nope"]}, r"operators: unknown name\(s\) \['nope'\]"),
+        ({"aggregators": ["kle"]}, "aggregators: unknown"),
+        ({"operators": ["lexical"], "operator_options": {"enc": {}}}, "operator_options: unknown"),
+        ({"operators": ["lexical", "lexical"]}, "repeated"),
+        ({"judge": "oracle"}, "judge: unknown"),
+        ({"operator_options": {"lexical": 3}}, "mapping of mappings"),
+    ]
+    for meta, message in bad:
+        with pytest.raises(ValueError, match=message):
+            Settings.from_metadata(meta)
+    with pytest.raises(ValueError, match="unknown label mode"):
+        Settings.from_metadata({"label_mode": "fuzzy"}).make_judge()
+
+
+def test_judge_registry_and_batched_labels():
+    judge = get_judge("string", mode="contains")
+    labels = label_answers(
+        judge, ["q1", "q2"], ["Paris", "Lyon"], [["Paris", "Rome", "Paris"], []], [["Paris"], []]
+    )
+    assert labels[0] == {
+        "greedy": True,
+        "majority": True,
+        "sample_verdicts": [True, False, True],
+        "n_missing_verdicts": 0,
+    }
+    assert labels[1] == {"greedy": None, "majority": None, "sample_verdicts": [], "n_missing_verdicts": 1}
+    with pytest.raises(KeyError, match="known judges"):
+        get_judge("oracle")
+
+
+def test_run_context():
+    assert resolve_output_dir("res/x.json") == resolve_output_dir("res")
+    assert resolve_output_dir(None, argv=["lm_eval", "--output_path", "res"]).name == "res"
+    assert resolve_output_dir(None, argv=["lm_eval", "--output_path=res/x.json"]).name == "res"
+    assert resolve_output_dir(None, argv=["lm_eval"]) is None
+    # one slug per model, whether it is named by a hub id or by its local folder
+    assert model_slug("/root/.cache/semuq-eval/models/smollm2-135m-instruct") == "smollm2-135m-instruct"
+    assert model_slug("HuggingFaceTB/SmolLM2-135M-Instruct") == "HuggingFaceTB__SmolLM2-135M-Instruct"
+    ctx = RunContext.resolve(output_dir="out", model="/m/smollm2-135m-instruct/")
+    assert ctx.store_dir("semuq_triviaqa").parts[-3:] == ("semuq", "semuq_triviaqa", "smollm2-135m-instruct")
+    assert RunContext.resolve(output_dir="out", run_id="mine", model="x").run_id == "mine"
+    assert (ctx.rank, ctx.world_size) == (0, 1)
 
 
 # ---------------------------------------------------------------------------------------------- end to end
@@ -189,7 +308,7 @@ def test_end_to_end_white_box(tmp_path, capsys):
     assert "auroc_greedy:kle_heat@lexical,none" in res
 
     b = breakdown_of(tmp_path)
-    expected = {e.name for e in estimators({"lexical": "graded", "cos_int": "gram"})}
+    expected = {e.name for e in valid_estimators({k: SPECS[k] for k in ("lexical", "cos_int")})}
     for strategy in ("greedy", "majority"):
         assert set(b["results"][strategy]) == expected  # every estimator, including te / se / cos@cos_int
         for per in b["results"][strategy].values():
@@ -197,12 +316,33 @@ def test_end_to_end_white_box(tmp_path, capsys):
                 r = per[metric]
                 assert r["n"] == len(QA) and {"value", "ci_low", "ci_high"} <= set(r)
     assert b["unavailable"] == {}
+    # exact values of the deterministic canned model (seed 0): behaviour pinned across refactors
+    assert b["labels"]["greedy"] == {"n": 6, "n_correct": 3, "n_missing": 0, "accuracy": 0.5}
+    assert b["labels"]["majority"]["n_correct"] == 4
+    kle = b["results"]["greedy"]["kle_heat@lexical"]["auroc"]
+    assert (kle["value"], kle["ci_low"], kle["ci_high"]) == pytest.approx((8 / 9, 0.42, 1.0))
+    assert b["results"]["majority"]["msp"]["auroc"]["value"] == pytest.approx(0.75)
+    assert b["results"]["majority"]["se@cos_int"]["auroc"]["value"] == pytest.approx(0.875)
+    item = [
+        json.loads(x) for x in (tmp_path / "out/semuq/semuq_triviaqa/scores.jsonl").read_text().splitlines()
+    ][1]
+    pinned = {
+        "kle_heat@lexical": 1.2944465029295298,
+        "se@cos_int": 1.2691503904828425,
+        "te": 1.6710854172706604,
+        "msp": 2.1472437381744385,
+        "perplexity": 1.0736218690872192,
+        "length": 2.0,
+        "cos@cos_int": 1.2238429403112414,
+        "numsets@lexical": 2.0,
+    }
+    assert {k: item["scores"][k] for k in pinned} == pytest.approx(pinned, rel=1e-6)
     assert b["n_samples"] == N and b["operators"]["lexical"]["info"]["operator"] == "lexical"
     assert b["judge"]["mode"] == "contains" and "tau=0.5" in b["equivalence_rule"]
 
     manifest, records = load_store(tmp_path / "out" / "semuq" / "semuq_triviaqa")
     assert len(records) == len(QA) and len(records[0]["samples"]) == N
-    assert records[0]["samples"][0].hidden is not None and records[0]["greedy"].has_logprobs
+    assert records[0]["samples"][0].hidden is not None and records[0]["greedy"].token_logprobs is not None
     assert records[0]["item"]["labels"]["greedy"] in (0, 1)
 
     re_b = rescore(

@@ -235,6 +235,25 @@ def test_nli_question_conditioning_and_cost(make):
     assert not np.allclose(no_q.matrices[1], with_q.matrices[1])
 
 
+def test_nli_and_nli_soft_share_one_cross_encoder_pass(make):
+    from semuq_eval.operators.base import compute_shared, share_groups
+
+    hard, soft, other = make("nli"), make("nli_soft"), make("nli_soft", condition_on_question=False)
+    assert hard.share_key() == soft.share_key() != other.share_key()
+    assert [len(g) for g in share_groups([hard, soft, other])] == [2, 1]
+    shared_hard, shared_soft = compute_shared([hard, soft], QUESTIONS, ANSWERS)
+    alone_hard, alone_soft = hard(QUESTIONS, ANSWERS), soft(QUESTIONS, ANSWERS)
+    for shared, alone in ((shared_hard, alone_hard), (shared_soft, alone_soft)):
+        for a, b in zip(shared.matrices, alone.matrices, strict=True):
+            np.testing.assert_array_equal(a, b)
+    # the N(N-1) pairs ran once: nli_soft derived its matrices from nli's pass
+    assert shared_hard.cost.forward_passes == alone_hard.cost.forward_passes > 0
+    assert shared_soft.cost.forward_passes == 0
+    assert shared_soft.info["shared_pass"] == "nli"
+    with pytest.raises(ValueError, match="do not share a pass"):
+        compute_shared([hard, other], QUESTIONS, ANSWERS)
+
+
 def test_nli_needs_entailment_and_contradiction_labels(make, tiny_nli, tmp_path):  # noqa: F811
     folder = tmp_path / "generic"
     shutil.copytree(tiny_nli(), folder)

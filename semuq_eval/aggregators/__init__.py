@@ -2,17 +2,21 @@
 
 Every graph aggregator accepts S of shape (N, N) or (B, N, N) and returns a float or a
 (B,) array; higher means more uncertain. ``get(name)`` returns the registered
-:class:`Aggregator` for the names users type (DESIGN.md).
+:class:`Aggregator` for the names users type (README, "Estimators").
 """
 
 from __future__ import annotations
 
 from semuq_eval.aggregators.base import (
+    ACCEPTS,
+    INPUTS,
+    OPTIONS,
     Aggregator,
     MatrixKind,
     aggregator_registry,
     register_aggregator,
 )
+from semuq_eval.aggregators.baseline import length, msp, perplexity
 from semuq_eval.aggregators.clustering import cluster, to_equivalence
 from semuq_eval.aggregators.entropy import cae, numsets, se
 from semuq_eval.aggregators.graph import deg, ecc, eigv
@@ -32,6 +36,9 @@ def names() -> list[str]:
 
 
 __all__ = [
+    "ACCEPTS",
+    "INPUTS",
+    "OPTIONS",
     "Aggregator",
     "MatrixKind",
     "aggregator_registry",
@@ -44,8 +51,11 @@ __all__ = [
     "get",
     "kle_heat",
     "kle_matern",
+    "length",
+    "msp",
     "names",
     "numsets",
+    "perplexity",
     "register_aggregator",
     "se",
     "te",

@@ -24,21 +24,72 @@ MatrixKind = Literal["equivalence", "graded", "gram"]
 - ``gram``: a positive semidefinite Gram matrix of normalized embeddings (cosine operators).
 """
 
+ACCEPTS: dict[str, frozenset[str]] = {
+    "equivalence": frozenset({"equivalence", "graded", "gram"}),
+    "graded": frozenset({"equivalence", "graded", "gram"}),
+    "gram": frozenset({"gram"}),
+}
+"""Which operator kinds each aggregator matrix kind accepts: graded and Gram matrices are thresholded for
+equivalence aggregators, a boolean matrix is a graded one, and only a Gram matrix is positive semidefinite."""
+
+INPUTS: dict[str, str] = {
+    "seq_logprobs": "(N,) sequence log-probabilities log p(y_i | x) of the sampled answers",
+    "token_entropies": "(T,) entropies of the greedy answer's next-token distributions",
+    "token_logprobs": "(T,) log-probabilities of the greedy answer's tokens",
+    "token_ids": "(T,) the greedy answer's token ids",
+    "token_weights": "(T,) weights on the greedy answer's tokens, yielded by an operator that declares them",
+}
+"""The inputs an aggregator can declare besides its matrix. All but ``token_weights`` come from the
+generating model (white-box only); an input that an operator yields (``Operator.extras``) makes the
+estimator ``aggregator@operator`` even when the aggregator reads no matrix (``te_enc@enc``)."""
+
+OPTIONS: dict[str, str] = {
+    "tau": "threshold of the equivalence rule S_ij > tau (run setting ``tau``)",
+}
+"""Run-level options an aggregator can declare; the harness passes the run's value to those that do."""
+
 
 @dataclass(frozen=True)
 class Aggregator:
     """A registered aggregator: the function plus what it consumes.
 
-    ``matrix`` is None for aggregators that read no comparison matrix (token entropy).
-    ``inputs`` names the extra keyword inputs it requires (``seq_logprobs``,
-    ``token_entropies``, ``token_weights``). Higher outputs always mean more uncertain.
+    Parameters
+    ----------
+    name : str
+        The registry name users type.
+    func : callable
+        ``func(S?, *inputs, **options)``: the matrix first when ``matrix`` is set, then the declared
+        ``inputs`` in order, positionally.
+    matrix : {"equivalence", "graded", "gram"} or None
+        The matrix kind it reads (None: no comparison matrix, e.g. token entropy); see :data:`ACCEPTS`.
+    inputs : tuple of str
+        Further inputs, names from :data:`INPUTS`.
+    options : tuple of str
+        Run-level options it takes as keywords, names from :data:`OPTIONS`.
+    equation : str
+        Where the paper (or the cited work) defines it.
+
+    Higher outputs always mean more uncertain.
     """
 
     name: str
     func: Callable[..., float | np.ndarray]
     matrix: MatrixKind | None
     inputs: tuple[str, ...] = ()
+    options: tuple[str, ...] = ()
     equation: str = ""
+
+    def __post_init__(self) -> None:
+        if self.matrix is not None and self.matrix not in ACCEPTS:
+            raise ValueError(
+                f"aggregator {self.name}: unknown matrix kind {self.matrix!r}; use one of {list(ACCEPTS)}"
+            )
+        for what, declared, known in (("input", self.inputs, INPUTS), ("option", self.options, OPTIONS)):
+            unknown = [x for x in declared if x not in known]
+            if unknown:
+                raise ValueError(
+                    f"aggregator {self.name}: unknown {what}(s) {unknown}; known: {sorted(known)}"
+                )
 
     def __call__(self, *args, **kwargs):
         return self.func(*args, **kwargs)
@@ -52,12 +103,27 @@ aggregator_registry: Registry[Aggregator] = Registry("aggregator")
 
 
 def register_aggregator(
-    name: str, *, matrix: MatrixKind | None, inputs: tuple[str, ...] = (), equation: str = ""
+    name: str,
+    *,
+    matrix: MatrixKind | None,
+    inputs: tuple[str, ...] = (),
+    options: tuple[str, ...] = (),
+    equation: str = "",
 ) -> Callable[[Callable], Callable]:
-    """Decorator: register ``func`` as aggregator ``name`` and return ``func`` unchanged."""
+    """Decorator: register ``func`` as aggregator ``name`` (see :class:`Aggregator`) and return it unchanged.
+
+    Examples
+    --------
+    The registration of a new aggregator (the harness then scores ``mean_sim@<op>`` for every operator)::
+
+        @register_aggregator("mean_sim", matrix="graded", equation="example")
+        def mean_sim(S):
+            return 1.0 - float(np.mean(S))
+    """
 
     def decorate(func: Callable) -> Callable:
-        aggregator_registry.register(name, target=Aggregator(name, func, matrix, tuple(inputs), equation))
+        target = Aggregator(name, func, matrix, tuple(inputs), tuple(options), equation)
+        aggregator_registry.register(name, target=target)
         return func
 
     return decorate

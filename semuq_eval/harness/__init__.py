@@ -1,32 +1,33 @@
-"""lm-eval glue of semuq-eval: the task class, the batched filter, per-question scoring, labels,
-the corpus-level report, the run store and ``rescore``.
+"""lm-eval glue and the per-question pipeline of semuq-eval.
 
-Data flow (DESIGN.md): task (greedy + N sampled requests) -> model -> :mod:`~.filters` (keep N, run
-operators once per rank) -> ``process_results`` (:mod:`~.scoring`, :mod:`~.labels`) -> aggregation
-(:mod:`~.report`) -> lm-eval's results + ``breakdown.json`` + the run store (:mod:`~.store`).
+Data flow (README, "How a run works"): task (greedy + N sampled requests, :mod:`~.task`) -> model ->
+:mod:`~.pipeline` on all docs of a rank (operators once, :mod:`~.operator_runs`; every valid estimator,
+:mod:`~.estimators`; the judge's labels, :mod:`semuq_eval.judges`) -> one JSON-safe item per doc ->
+AUROC / ECE with CIs over all items (:mod:`~.report`) -> lm-eval's results + ``breakdown.json`` + the run
+store (:mod:`~.store`), which ``rescore`` (:mod:`~.rescore`) reads back.
 """
 
 from __future__ import annotations
 
-from semuq_eval.harness.labels import Judge, StringJudge, label_doc, majority_label, normalize
-from semuq_eval.harness.report import summarize
+from semuq_eval.harness.doc import Doc
+from semuq_eval.harness.estimators import Estimator, OperatorSpec, score_doc, valid_estimators
+from semuq_eval.harness.pipeline import PipelineOutput, process_docs
+from semuq_eval.harness.report import breakdown_table, summarize
 from semuq_eval.harness.rescore import rescore
-from semuq_eval.harness.scoring import DocInputs, Estimator, estimators, score_doc
 from semuq_eval.harness.settings import Settings
 from semuq_eval.harness.store import RunStore, load_store
 
 __all__ = [
-    "DocInputs",
+    "Doc",
     "Estimator",
-    "Judge",
+    "OperatorSpec",
+    "PipelineOutput",
     "RunStore",
     "Settings",
-    "StringJudge",
-    "estimators",
-    "label_doc",
+    "breakdown_table",
+    "valid_estimators",
     "load_store",
-    "majority_label",
-    "normalize",
+    "process_docs",
     "rescore",
     "score_doc",
     "summarize",

@@ -1,6 +1,6 @@
 """Corpus-level aggregation: per-question items -> AUROC / ECE with CIs per estimator and label strategy.
 
-``process_results`` returns one JSON-safe *item* per question (:func:`doc_item`); lm-eval hands all
+``process_results`` returns one JSON-safe *item* per question (:func:`semuq_eval.harness.pipeline.doc_item`); lm-eval hands all
 items of a task to the aggregation functions on rank 0, which call :func:`summarize` once (cached) and
 read one scalar each (:func:`summary_scalars`). The full breakdown is a JSON-safe dict::
 
@@ -13,7 +13,7 @@ read one scalar each (:func:`summary_scalars`). The full breakdown is a JSON-saf
      "best": {"greedy"|"majority": {"estimator", "auroc", "ece"}}}
 
 Under data parallelism the operators' counts and costs are those of all ranks (summed; wall time: the
-slowest rank) and ``per_rank`` holds each rank's (:func:`semuq_eval.harness.filters.merge_operator_runs`).
+slowest rank) and ``per_rank`` holds each rank's (:func:`semuq_eval.harness.operator_runs.merge_operator_runs`).
 
 Every metric of every strategy is computed with :func:`semuq_eval.metrics.evaluate` on one shared
 seeded :class:`~semuq_eval.metrics.Bootstrap` (paired comparisons stay valid). Questions with a
@@ -32,50 +32,35 @@ from typing import Any
 
 import numpy as np
 
-from semuq_eval.harness.labels import LABEL_STRATEGIES
-from semuq_eval.harness.scoring import DocInputs
 from semuq_eval.harness.settings import Settings
+from semuq_eval.judges import LABEL_STRATEGIES
 
-__all__ = ["FORMAT", "METRICS", "breakdown_table", "doc_item", "summarize", "summary_keys", "summary_scalars"]
+__all__ = [
+    "FORMAT",
+    "METRICS",
+    "breakdown_table",
+    "equivalence_rule",
+    "summarize",
+    "summary_keys",
+    "summary_scalars",
+]
 
 FORMAT = "semuq-breakdown/1"
 METRICS = ("auroc", "ece")
 
 
-def _f(x: float) -> float | None:
+def _f(x: float | None) -> float | None:
     return float(x) if x is not None and math.isfinite(x) else None
 
 
-def doc_item(
-    inputs: DocInputs,
-    scores: Mapping[str, float],
-    reasons: Mapping[str, str],
-    labels: Mapping[str, Any],
-    problems: Sequence[str] = (),
-    doc_key: str | None = None,
-) -> dict:
-    """The JSON-safe per-question item (NaN scores become None; reasons say why)."""
-
-    def lab(v):
-        return None if v is None else int(bool(v))
-
-    return {
-        "doc_id": int(inputs.doc_id),
-        "id": doc_key,
-        "scores": {k: _f(v) for k, v in scores.items()},
-        "reasons": dict(reasons),
-        "labels": {s: lab(labels.get(s)) for s in LABEL_STRATEGIES},
-        "n_missing_verdicts": int(labels.get("n_missing_verdicts", 0)),
-        "n_samples": len(inputs.samples),
-        "n_extra_responses": int(inputs.n_extra_responses),
-        "problems": list(problems),
-    }
-
-
 def equivalence_rule(settings: Settings) -> str:
+    """The equivalence rule in force, in words, naming the aggregators that threshold at ``tau``."""
+    from semuq_eval import aggregators
+
+    names = [n for n in aggregators.names() if "tau" in aggregators.get(n).options]
     return (
-        f"equivalence aggregators (se, cae, numsets) cluster with S_ij > tau, tau={settings.tau}, on graded and "
-        "Gram matrices; boolean matrices (nli) are used as they are (bidirectional entailment)"
+        f"equivalence aggregators ({', '.join(names)}) cluster with S_ij > tau, tau={settings.tau}, on graded "
+        "and Gram matrices; boolean matrices (equivalence operators, e.g. nli) are used as they are"
     )
 
 

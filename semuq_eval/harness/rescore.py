@@ -1,29 +1,46 @@
 """``rescore``: recompute matrices, scores and metrics from a run store, without the LLM.
 
-``rescore(store, operators=["lexical"], n_samples=5)`` re-runs the chosen operators on the stored
-answers (``cos_int`` reads the stored hidden vectors), scores the chosen estimators and recomputes
-AUROC / ECE with CIs. ``n_samples`` < the stored N is the N-ablation: the first ``n_samples`` stored
-samples of every question are used (the majority label is recomputed from them too). Labels are
-re-judged with the string judge when ``label_mode`` is given (or the samples are sliced); otherwise
-the stored labels are reused.
+``rescore(store, operators=["lexical"], n_samples=5)`` runs the pipeline
+(:func:`~semuq_eval.harness.pipeline.process_docs`) again on the stored answers (``cos_int`` reads the
+stored hidden vectors), scores the chosen estimators and recomputes AUROC / ECE with CIs. ``n_samples`` <
+the stored N is the N-ablation: the first ``n_samples`` stored samples of every question are used (the
+majority label is recomputed from them too). Labels are judged again when a judge option is given (or the
+samples are sliced); otherwise the stored labels are reused.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from semuq_eval.harness.filters import compute_operators
-from semuq_eval.harness.labels import StringJudge, label_doc
-from semuq_eval.harness.report import doc_item, summarize
-from semuq_eval.harness.scoring import DocInputs, estimators, score_doc
+from semuq_eval.harness.doc import Doc
+from semuq_eval.harness.pipeline import process_docs
+from semuq_eval.harness.report import summarize
 from semuq_eval.harness.settings import Settings
-from semuq_eval.harness.store import RunStore, load_store
+from semuq_eval.harness.store import load_store
+from semuq_eval.jsonio import write_json
 
-__all__ = ["rescore"]
+__all__ = ["docs_from_records", "rescore"]
+
+
+def docs_from_records(records: Sequence[Mapping[str, Any]], n_samples: int | None = None) -> list[Doc]:
+    """The :class:`Doc` of every stored record (:func:`~semuq_eval.harness.store.load_store`), keeping the
+    first ``n_samples`` samples when given."""
+    return [
+        Doc(
+            doc_id=r["doc_id"],
+            question=r["question"],
+            references=list(r["references"]),
+            greedy=r["greedy"],
+            samples=list(r["samples"][:n_samples]),
+            key=r.get("id"),
+            n_extra_responses=r.get("n_extra_responses", 0),
+        )
+        for r in records
+    ]
 
 
 def rescore(
@@ -33,72 +50,124 @@ def rescore(
     estimator_names: Sequence[str] | None = None,
     n_samples: int | None = None,
     tau: float | None = None,
-    label_mode: str | None = None,
+    judge: str | None = None,
+    judge_options: Mapping[str, Any] | None = None,
     bootstrap: int | None = None,
     output: str | os.PathLike | None = None,
-    **settings_overrides: Any,
 ) -> dict:
     """The breakdown (as in ``breakdown.json``) recomputed from the store at ``store_path``.
 
-    ``estimator_names`` keeps only the named estimators (e.g. ``["kle_heat@lexical", "te"]``).
-    ``output`` writes the breakdown there as JSON (a directory gets ``breakdown.rescore.json``).
+    Parameters
+    ----------
+    store_path : path-like
+        A run store directory (``<output_path>/semuq/<task>/<run_id>``).
+    operators : sequence of str, optional
+        Operators to compute (default: the stored run's).
+    estimator_names : sequence of str, optional
+        Keep only these estimators (e.g. ``["kle_heat@lexical", "te"]``).
+    n_samples : int, optional
+        Use the first k stored samples (N-ablation; labels are judged again).
+    tau, bootstrap : optional
+        Override the stored run's settings.
+    judge, judge_options : optional
+        Judge the answers again with this judge (default: the stored labels are reused).
+    output : path-like, optional
+        Write the breakdown there as JSON (a directory gets ``breakdown.rescore.json``).
     """
     manifest, records = load_store(store_path)
     stored = Settings.from_metadata(manifest.get("settings"))
-    settings = replace(stored, **settings_overrides)
+    settings = replace(stored)
     if operators is not None:
         settings.operators = tuple(operators)
     if tau is not None:
         settings.tau = float(tau)
     if bootstrap is not None:
         settings.bootstrap = int(bootstrap)
-    if label_mode is not None:
-        settings.label_mode = label_mode
+    if judge is not None or judge_options is not None:
+        settings.judge = judge or stored.judge
+        settings.judge_options = dict(judge_options or {})
     n = stored.n_samples if n_samples is None else int(n_samples)
     if n < 1 or n > stored.n_samples:
         raise ValueError(f"n_samples must be in 1..{stored.n_samples} (the stored N), got {n}")
     settings.n_samples = n
-    judge = StringJudge(settings.label_mode, settings.f1_threshold)
-    rejudge = label_mode is not None or n != stored.n_samples
-    docs = [
-        DocInputs(
-            r["question"],
-            r["greedy"],
-            r["samples"][:n],
-            doc_id=r["doc_id"],
-            references=r["references"],
-            n_extra_responses=r.get("n_extra_responses", 0),
-        )
-        for r in records
-    ]
-    runs = compute_operators(docs, settings)
-    kinds = {name: run.kind for name, run in runs.items() if run.kind is not None}
-    est = estimators(kinds, settings.aggregators)
-    if estimator_names is not None:
-        wanted = set(estimator_names)
-        est = [e for e in est if e.name in wanted]
-    items = []
-    for rec, d in zip(records, docs, strict=True):
-        scores, reasons = score_doc(d, est, tau=settings.tau, aggregator_options=settings.aggregator_options)
-        if rejudge or rec.get("item") is None:
-            labels = label_doc(judge, d.question, d.greedy.text, [g.text for g in d.samples], d.references)
-        else:
-            labels = dict(rec["item"]["labels"], n_missing_verdicts=rec["item"].get("n_missing_verdicts", 0))
-        problems = rec["item"]["problems"] if rec.get("item") else []
-        items.append(doc_item(d, scores, reasons, labels, problems, rec.get("id")))
+    settings.validate()
+    rejudge = judge is not None or judge_options is not None or n != stored.n_samples
+    docs = docs_from_records(records, n)
+    if rejudge or any(r.get("item") is None for r in records):
+        out = process_docs(docs, settings, judge=settings.make_judge(), estimator_names=estimator_names)
+        judge_info = settings.make_judge().info
+    else:
+        labels = [
+            dict(r["item"]["labels"], n_missing_verdicts=r["item"].get("n_missing_verdicts", 0))
+            for r in records
+        ]
+        out = process_docs(docs, settings, labels=labels, estimator_names=estimator_names)
+        judge_info = stored.make_judge().info
     breakdown = summarize(
-        items,
+        out.items,
         settings,
         task=manifest.get("task", ""),
-        operators=runs,
-        judge=judge.info,
+        operators=out.operator_runs,
+        judge=judge_info,
         extra={"rescored_from": str(store_path), "stored_n_samples": stored.n_samples},
     )
     if output is not None:
-        out = Path(output)
-        if out.is_dir() or not out.suffix:
-            out.mkdir(parents=True, exist_ok=True)
-            out = out / "breakdown.rescore.json"
-        out.parent.mkdir(parents=True, exist_ok=True)
-        RunStore(out.parent)._write_json(out, breakdown)
+        path = Path(output)
+        if path.is_dir() or not path.suffix:
+            path = path / "breakdown.rescore.json"
+        write_json(path, breakdown)
     return breakdown
+
+
+def _csv(value: str) -> list[str]:
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def main(argv: list[str]) -> int:
+    """`semuq-eval rescore STORE ...`: recompute matrices, scores and metrics from a run store."""
+    import argparse
+    import json
+
+    from semuq_eval.harness.report import breakdown_table
+    from semuq_eval.judges import MODES
+
+    parser = argparse.ArgumentParser(
+        prog="semuq-eval rescore",
+        description="Recompute operators, estimators and AUROC/ECE from a run store, without the LLM.",
+    )
+    parser.add_argument("store", help="a run store directory (<output_path>/semuq/<task>/<run_id>)")
+    parser.add_argument(
+        "--operators", type=_csv, help="comma-separated operators to (re)compute, e.g. lexical,enc"
+    )
+    parser.add_argument("--estimators", type=_csv, help="keep only these estimators, e.g. kle_heat@enc,te")
+    parser.add_argument("--n_samples", type=int, help="use the first k stored samples (N-ablation)")
+    parser.add_argument("--tau", type=float, help="threshold for clustering graded matrices")
+    parser.add_argument("--judge", help="judge the answers again with this judge (default: stored labels)")
+    parser.add_argument(
+        "--judge_options", type=json.loads, help='the judge\'s options as JSON, e.g. \'{"mode": "em"}\''
+    )
+    parser.add_argument("--label_mode", choices=MODES, help="shorthand: --judge string with this mode")
+    parser.add_argument("--bootstrap", type=int, help="number of bootstrap resamples")
+    parser.add_argument(
+        "--output", help="write the breakdown JSON here (a directory gets breakdown.rescore.json)"
+    )
+    parser.add_argument("--json", action="store_true", help="print the breakdown JSON instead of the table")
+    args = parser.parse_args(argv)
+    judge, judge_options = args.judge, args.judge_options
+    if args.label_mode is not None:
+        if judge not in (None, "string"):
+            parser.error("--label_mode is an option of the string judge")
+        judge, judge_options = "string", {**(judge_options or {}), "mode": args.label_mode}
+    breakdown = rescore(
+        args.store,
+        operators=args.operators,
+        estimator_names=args.estimators,
+        n_samples=args.n_samples,
+        tau=args.tau,
+        judge=judge,
+        judge_options=judge_options,
+        bootstrap=args.bootstrap,
+        output=args.output,
+    )
+    print(json.dumps(breakdown, indent=1) if args.json else breakdown_table(breakdown))
+    return 0

@@ -1,4 +1,4 @@
-"""The semuq lm-eval task: a greedy request plus N sampled requests per question.
+"""The semuq lm-eval task: a greedy request plus N sampled requests per question, scored by the pipeline.
 
 Used from YAML (``tasks/*.yaml``)::
 
@@ -14,15 +14,16 @@ Per question, :meth:`SemuqTask.construct_requests` returns
 
 - a greedy Instance (idx 0, repeats 1, ``do_sample: false``, same ``until`` / ``max_gen_toks``);
 - a sampled Instance (idx 1, repeats N) with the task's ``generation_kwargs`` (App. E.2: temperature
-  1.0, top-p 0.9, top-k 50), which ``--gen_kwargs`` overrides,
+  1.0, top-p 0.9, top-k 50), which ``--gen_kwargs`` overrides.
 
-so ``process_results`` receives ``[[greedy], [s_1..s_N]]``. ``apply_filters`` runs the batched
-:class:`~semuq_eval.harness.filters.SemuqFilter` (exactly N samples, every operator once per rank) and
-writes the run store (each rank its own files); under data parallelism it also gathers every rank's operator
-runs, so that the breakdown reports the cost of the whole run (:func:`~semuq_eval.harness.filters.merge_operator_runs`); ``process_results`` scores every estimator and labels the question (string judge,
-greedy and majority); the aggregation functions compute AUROC / ECE with CIs over all questions
-(:mod:`semuq_eval.harness.report`), return a few summary scalars for lm-eval's table, and write the full
-breakdown (``breakdown.json``) and ``scores.jsonl`` to the run store directory.
+lm-eval then calls :meth:`SemuqTask.apply_filters` once per rank, on all of the rank's instances. It builds
+one :class:`~semuq_eval.harness.doc.Doc` per question (the greedy answer and EXACTLY N samples: lm-eval's
+data-parallel padding repeats a rank's last request, and the extra responses are dropped and counted), runs
+the pipeline on all of them at once (:func:`~semuq_eval.harness.pipeline.process_docs`: operators batched,
+scores, labels), writes the run store, and leaves each question's JSON-safe item as the filtered response of
+its sampled request. ``process_results`` only hands that item on; the aggregation functions compute AUROC /
+ECE with CIs over all items (:mod:`semuq_eval.harness.report`), return summary scalars for lm-eval's table,
+and write ``breakdown.json`` and ``scores.jsonl`` to the run store.
 """
 
 from __future__ import annotations
@@ -30,32 +31,41 @@ from __future__ import annotations
 import functools
 import logging
 import math
+from collections.abc import Callable, Iterable
 from copy import deepcopy
 from typing import Any
 
 from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
 
+from semuq_eval.context import RunContext
 from semuq_eval.distributed import all_gather_object, process_group
-from semuq_eval.harness.filters import SemuqFilter, compute_operators, merge_operator_runs
-from semuq_eval.harness.labels import StringJudge, label_doc
-from semuq_eval.harness.report import doc_item, summarize, summary_keys, summary_scalars
-from semuq_eval.harness.scoring import DocInputs, estimators, score_doc
+from semuq_eval.harness.doc import Doc
+from semuq_eval.harness.operator_runs import OperatorRun, merge_operator_runs
+from semuq_eval.harness.pipeline import process_docs
+from semuq_eval.harness.report import summarize, summary_keys, summary_scalars
 from semuq_eval.harness.settings import Settings
-from semuq_eval.harness.store import RunStore, store_dir
+from semuq_eval.harness.store import RunStore
 from semuq_eval.models.generation import Generation, as_generation
-from semuq_eval.paths import safe_name
 
-__all__ = ["SemuqTask", "references_of"]
+__all__ = ["SemuqTask", "docs_from_instances", "references_of"]
 
 log = logging.getLogger(__name__)
 
 GREEDY_KEYS = ("until", "max_gen_toks")
+FILTER = "none"
+"""The filter name lm-eval reads the filtered responses under (the task has no filter ensembles)."""
 
 
 def references_of(target: Any) -> list[str]:
     """Reference answers as a list of non-empty strings, from a string, a list of strings, or VQA-style
-    ``[{"answer": ...}, ...]`` lists (duplicates removed, order kept)."""
+    ``[{"answer": ...}, ...]`` lists (duplicates removed, order kept).
+
+    Examples
+    --------
+    >>> references_of([{"answer": "cat"}, "cat", " dog ", 3])
+    ['cat', 'dog', '3']
+    """
     if target is None:
         return []
     if isinstance(target, (str, int, float)):
@@ -71,6 +81,44 @@ def references_of(target: Any) -> list[str]:
     return out
 
 
+def docs_from_instances(
+    instances: Iterable[Instance],
+    n_samples: int,
+    question_of: Callable[[dict], str],
+    references_of: Callable[[dict], list[str]],
+    key_of: Callable[[dict], str | None],
+) -> list[tuple[Doc, Instance | None, Instance | None]]:
+    """One :class:`Doc` per question of lm-eval's instances, with its greedy and sampled instance.
+
+    The greedy answer is the first response of request idx 0; the samples are the FIRST ``n_samples``
+    responses of request idx 1. lm-eval's data-parallel padding repeats a rank's last request, so that
+    question receives extra responses: they are dropped and counted in ``Doc.n_extra_responses``.
+    """
+    by_doc: dict[int, dict[int, Instance]] = {}
+    for inst in instances:
+        by_doc.setdefault(inst.doc_id, {})[inst.idx] = inst
+    out = []
+    for doc_id in sorted(by_doc):
+        greedy_inst, sample_inst = by_doc[doc_id].get(0), by_doc[doc_id].get(1)
+        raw = (greedy_inst or sample_inst).doc
+        g_resps = list(greedy_inst.resps) if greedy_inst is not None else []
+        s_resps = list(sample_inst.resps) if sample_inst is not None else []
+        extra = max(0, len(g_resps) - 1) + max(0, len(s_resps) - n_samples)
+        if extra:
+            log.info("doc %s: %d extra responses (data-parallel padding) dropped", doc_id, extra)
+        doc = Doc(
+            doc_id=doc_id,
+            question=question_of(raw),
+            references=references_of(raw),
+            greedy=as_generation(g_resps[0], greedy=True) if g_resps else Generation("", greedy=True),
+            samples=[as_generation(x, greedy=False) for x in s_resps[:n_samples]],
+            key=key_of(raw),
+            n_extra_responses=extra,
+        )
+        out.append((doc, greedy_inst, sample_inst))
+    return out
+
+
 class SemuqTask(ConfigurableTask):
     """See the module docstring."""
 
@@ -79,9 +127,9 @@ class SemuqTask(ConfigurableTask):
         config.pop("class", None)  # lm-eval's PY_TASK route leaves it in; TaskConfig rejects it
         super().__init__(data_dir=data_dir, cache_dir=cache_dir, download_mode=download_mode, config=config)
         self.settings = Settings.from_metadata(self.config.metadata)
-        self.judge = StringJudge(self.settings.label_mode, self.settings.f1_threshold)
+        self.judge = self.settings.make_judge()
         self._filters = []  # apply_filters below replaces lm-eval's filter ensembles
-        self.operator_runs: dict[str, Any] = {}
+        self.operator_runs: dict[str, OperatorRun] = {}
         self._summary_cache: dict[tuple, dict] = {}
         self.breakdown_path = None
         self._dp_rank, self._dp_world = 0, 1  # lm-eval's split of the questions (build_all_requests)
@@ -140,23 +188,43 @@ class SemuqTask(ConfigurableTask):
             log.warning("%s: no references for a doc (%s)", self.config.task, err)
             return []
 
-    # -- filter -------------------------------------------------------------------------------------
+    def _doc_key(self, doc: dict) -> str | None:
+        v = doc.get("id", doc.get("question_id"))
+        return None if v is None else str(v)
+
+    def context(self) -> RunContext:
+        """Where this run writes and as which process (:mod:`semuq_eval.context`)."""
+        metadata = self.config.metadata or {}
+        # lm-eval's CLI merges model_args into metadata: each model gets its own folder by default
+        return RunContext.resolve(
+            output_dir=self.settings.output_dir, run_id=self.settings.run_id, model=metadata.get("pretrained")
+        )
+
+    # -- the pipeline, once per rank ------------------------------------------------------------------
     def apply_filters(self):
-        filt = SemuqFilter(self.settings, self.question_of, self.references_of)
-        docs = filt.apply_instances(self._instances)
-        self.operator_runs = self._gather_operator_runs(filt.operator_runs)
-        root, writer = self._store_root(), self._writes_outputs()
-        if root is not None and self.settings.store and writer:
+        triples = docs_from_instances(
+            self._instances, self.settings.n_samples, self.question_of, self.references_of, self._doc_key
+        )
+        docs = [doc for doc, _, _ in triples]
+        result = process_docs(docs, self.settings, judge=self.judge)
+        self.operator_runs = self._gather_operator_runs(result.operator_runs)
+        for (doc, greedy_inst, sample_inst), item in zip(triples, result.items, strict=True):
+            if greedy_inst is not None:
+                greedy_inst.filtered_resps[FILTER] = [doc.greedy]
+            if sample_inst is not None:
+                sample_inst.filtered_resps[FILTER] = item
+        context = self.context()
+        root = context.store_dir(self.config.task)
+        if root is not None and self.settings.store and self._writes_outputs():
             try:
-                store = RunStore(root)
+                store = RunStore(root, rank=context.rank)
                 store.begin(self.config.task, self.settings.as_dict(), world_size=self._dp_world)
-                ids = [self._doc_key(inst.doc) for inst in self._first_instances(docs)]
-                store.write_generations(docs, ids, hidden=self.settings.store_hidden)
+                store.write_generations(docs, hidden=self.settings.store_hidden)
             except OSError as err:
                 log.warning("%s: could not write the run store in %s (%s)", self.config.task, root, err)
         return None
 
-    def _gather_operator_runs(self, runs: dict[str, Any]) -> dict[str, Any]:
+    def _gather_operator_runs(self, runs: dict[str, OperatorRun]) -> dict[str, OperatorRun]:
         """Every rank's operator runs merged (summed cost, max wall time, per-rank values) under data
         parallelism; this rank's runs otherwise. Collective: lm-eval calls apply_filters on every rank."""
         if self._dp_world <= 1:
@@ -190,59 +258,15 @@ class SemuqTask(ConfigurableTask):
             )
         return group[0] == 0
 
-    def _first_instances(self, docs: list[DocInputs]):
-        by_id = {inst.doc_id: inst for inst in self._instances}
-        return [by_id[d.doc_id] for d in docs]
-
-    def _doc_key(self, doc: dict) -> str | None:
-        v = doc.get("id", doc.get("question_id"))
-        return None if v is None else str(v)
-
-    def _store_root(self):
-        out = self.settings.resolved_output_dir()
-        if not out:
-            return None
-        metadata = self.config.metadata or {}
-        # lm-eval's CLI merges model_args into metadata: by default each model gets its own folder,
-        # so runs of several LLMs into one --output_path never overwrite each other.
-        run_id = metadata.get("run_id") or metadata.get("pretrained")
-        if run_id:
-            run_id = safe_name(run_id)
-        return store_dir(out, self.config.task, run_id or None)
-
     # -- per question -------------------------------------------------------------------------------
     def process_results(self, doc: dict, results: list) -> dict[str, Any]:
-        greedy_resps = results[0] if results else []
-        samples = results[1] if len(results) > 1 else []
-        inputs = getattr(samples, "inputs", None)
-        if inputs is None:  # filter bypassed (e.g. responses restored from a pickle): compute for this doc
-            greedy = (
-                as_generation(greedy_resps[0], greedy=True) if greedy_resps else Generation("", greedy=True)
+        item = results[1] if len(results) > 1 else None
+        if not isinstance(item, dict) or "scores" not in item:
+            raise RuntimeError(
+                f"{self.config.task}: the semuq pipeline did not run for this question (got "
+                f"{type(item).__name__}); semuq tasks must be evaluated by lm-eval's evaluator, which calls "
+                "apply_filters before process_results"
             )
-            inputs = DocInputs(
-                self.question_of(doc),
-                greedy,
-                [as_generation(s) for s in list(samples)[: self.settings.n_samples]],
-                references=self.references_of(doc),
-            )
-            compute_operators([inputs], self.settings)
-        kinds = {name: run.kind for name, run in self.operator_runs.items() if run.kind is not None}
-        for name in self.settings.operators:  # keep unavailable operators visible as estimators
-            kinds.setdefault(name, _default_kind(name))
-        est = estimators(kinds, self.settings.aggregators)
-        scores, reasons = score_doc(
-            inputs, est, tau=self.settings.tau, aggregator_options=self.settings.aggregator_options
-        )
-        labels = label_doc(
-            self.judge,
-            inputs.question,
-            inputs.greedy.text,
-            [g.text for g in inputs.samples],
-            inputs.references,
-        )
-        item = doc_item(
-            inputs, scores, reasons, labels, _problems(inputs, self.settings.n_samples), self._doc_key(doc)
-        )
         return {key: item for key in summary_keys(self.settings)}
 
     # -- over all questions -------------------------------------------------------------------------
@@ -269,7 +293,7 @@ class SemuqTask(ConfigurableTask):
             judge=self.judge.info,
             extra={"generation_kwargs": deepcopy(self.config.generation_kwargs)},
         )
-        root = self._store_root()
+        root = self.context().store_dir(self.config.task)
         if root is not None and self._writes_outputs(warn=False):
             try:
                 store = RunStore(root)
@@ -287,35 +311,3 @@ class SemuqTask(ConfigurableTask):
                 self.config.task,
             )
         return breakdown
-
-
-def _default_kind(name: str) -> str | None:
-    try:
-        from semuq_eval.operators import operator_registry
-
-        return getattr(operator_registry.get(name), "kind", None)
-    except Exception:
-        return None
-
-
-def _problems(inputs: DocInputs, n: int) -> list[str]:
-    out = []
-    if not inputs.references:
-        out.append("no reference answers: labels missing")
-    if not inputs.greedy.text.strip():
-        out.append("empty greedy answer")
-    if len(inputs.samples) < n:
-        out.append(f"only {len(inputs.samples)} of {n} sampled answers")
-    elif inputs.samples and all(not g.text.strip() for g in inputs.samples):
-        out.append("all sampled answers are empty")
-    lp = inputs.greedy.token_logprobs
-    if lp is not None and len(lp) and not all(math.isfinite(float(v)) for v in lp):
-        out.append("greedy answer has NaN or infinite token log-probabilities")
-    bad = [
-        i
-        for i, g in enumerate(inputs.samples)
-        if g.seq_logprob is not None and not math.isfinite(g.seq_logprob)
-    ]
-    if bad:
-        out.append(f"samples {bad[:10]} have NaN or infinite log-probabilities")
-    return out

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -95,15 +95,41 @@ def check_inputs(questions: Sequence[str], answers: Sequence[Sequence[str]]) -> 
                 )
 
 
+NEEDS: dict[str, str] = {
+    "question": "the question text",
+    "answers": "the N sampled answers' text",
+    "hidden_states": "the generating model's hidden state at each answer's last token (white-box only)",
+    "images": "the question's images (multimodal tasks)",
+}
+"""What an operator can declare it needs (``Operator.needs``); the harness checks them per question and
+reports the operator unavailable for a question that lacks one, with the reason."""
+
+EXTRAS: dict[str, str] = {
+    "token_weights": "weights on the greedy answer's tokens (``token_weights(questions, answers, offsets)``)",
+}
+"""What an operator can yield besides its matrix (``Operator.extras``); aggregators consume them by name."""
+
+
 class Operator(ABC):
     """Base class: ``op(questions, answers, *, hidden_states=None) -> OperatorOutput``.
 
-    Subclasses set ``name`` (the registry name) and ``kind`` (what the matrix is, which tells
-    aggregators which ``aggregator@operator`` pairs are valid) and implement :meth:`_compute`.
+    Subclasses declare
+
+    - ``name``: the registry name;
+    - ``kind``: what its matrix is (``"equivalence"``, ``"graded"`` or ``"gram"``), which tells the harness
+      which ``aggregator@operator`` pairs are valid;
+    - ``needs``: the inputs it reads, names from :data:`NEEDS`;
+    - ``extras``: what it yields besides the matrix, names from :data:`EXTRAS`;
+
+    and implement :meth:`_compute`. Operators whose :meth:`share_key` is equal compute one pass and derive
+    their matrices from it (:func:`compute_shared`): ``nli`` and ``nli_soft`` read the same entailment
+    probabilities.
     """
 
     name: ClassVar[str]
     kind: ClassVar[MatrixKind]
+    needs: ClassVar[frozenset[str]] = frozenset({"question", "answers"})
+    extras: ClassVar[tuple[str, ...]] = ()
 
     def __call__(
         self,
@@ -113,17 +139,17 @@ class Operator(ABC):
         hidden_states: Sequence[np.ndarray] | None = None,
     ) -> OperatorOutput:
         """Compute one comparison matrix per question (Eq. operator_S), batched over questions."""
-        check_inputs(questions, answers)
-        start = time.perf_counter()
-        matrices, cost = self._compute(list(questions), [list(group) for group in answers], hidden_states)
-        cost.wall_time_s = time.perf_counter() - start
-        return OperatorOutput(matrices, cost, self.info)
+        return compute_shared([self], questions, answers, hidden_states=hidden_states)[0]
 
     @abstractmethod
     def _compute(
         self, questions: list[str], answers: list[list[str]], hidden_states: Sequence[np.ndarray] | None
     ) -> tuple[list[np.ndarray], Cost]:
         """Return the matrices and the cost (without wall time)."""
+
+    def share_key(self) -> Hashable | None:
+        """Operators with the same non-None key share one pass (see :func:`compute_shared`); None: alone."""
+        return None
 
     @property
     def info(self) -> dict[str, Any]:
@@ -136,6 +162,61 @@ class Operator(ABC):
     def __repr__(self) -> str:
         settings = ", ".join(f"{k}={v!r}" for k, v in self._identity().items())
         return f"{type(self).__name__}({settings})"
+
+
+def compute_shared(
+    operators: Sequence[Operator],
+    questions: Sequence[str],
+    answers: Sequence[Sequence[str]],
+    *,
+    hidden_states: Sequence[np.ndarray] | None = None,
+) -> list[OperatorOutput]:
+    """The outputs of ``operators`` (in order) on the same questions, computing a shared pass once.
+
+    One operator alone, or several with the same :meth:`Operator.share_key` (their first one runs the
+    model; the others derive their matrices from its pass and report no forward passes, with
+    ``info["shared_pass"]`` naming the operator that ran it).
+
+    Raises
+    ------
+    ValueError
+        When several operators are given that do not share a pass.
+    """
+    check_inputs(questions, answers)
+    questions, answers = list(questions), [list(group) for group in answers]
+    if len(operators) == 1 and operators[0].share_key() is None:
+        op = operators[0]
+        start = time.perf_counter()
+        matrices, cost = op._compute(questions, answers, hidden_states)
+        cost.wall_time_s = time.perf_counter() - start
+        return [OperatorOutput(matrices, cost, op.info)]
+    keys = {op.share_key() for op in operators}
+    if None in keys or len(keys) != 1 or not all(isinstance(op, TextOperator) for op in operators):
+        raise ValueError(f"operators {[op.name for op in operators]} do not share a pass")
+    lead = operators[0]
+    start = time.perf_counter()
+    groups, raw, lead_cost = lead._pass(questions, answers)
+    outputs = []
+    for op in operators:
+        matrices = [g.expand(op._derive(r), op.kind) for g, r in zip(groups, raw, strict=True)]
+        if op is lead:
+            cost = lead_cost
+        else:
+            cost = Cost(pairs_scored=lead_cost.pairs_scored, duplicates_skipped=lead_cost.duplicates_skipped)
+        cost.wall_time_s = time.perf_counter() - start
+        info = op.info if op is lead else {**op.info, "shared_pass": lead.name}
+        outputs.append(OperatorOutput(matrices, cost, info))
+        start = time.perf_counter()
+    return outputs
+
+
+def share_groups(operators: Sequence[Operator]) -> list[list[Operator]]:
+    """``operators`` grouped by :meth:`Operator.share_key`, in order of first appearance."""
+    groups: dict[Any, list[Operator]] = {}
+    for op in operators:
+        key = op.share_key()
+        groups.setdefault(("alone", id(op)) if key is None else ("shared", key), []).append(op)
+    return list(groups.values())
 
 
 @dataclass(frozen=True)
@@ -186,7 +267,9 @@ class AnswerGroup:
 class TextOperator(Operator):
     """An operator on answer text: deduplicates, handles empty answers, scatters back.
 
-    Subclasses implement :meth:`_score` on the distinct non-empty answers of every question.
+    Subclasses implement :meth:`_score` on the distinct non-empty answers of every question; those whose
+    model output serves several operators return that output from :meth:`_score` and turn it into their
+    matrix in :meth:`_derive`.
     """
 
     def __init__(self, *, dedup: bool = True) -> None:
@@ -195,20 +278,28 @@ class TextOperator(Operator):
     def _compute(
         self, questions: list[str], answers: list[list[str]], hidden_states: Sequence[np.ndarray] | None
     ) -> tuple[list[np.ndarray], Cost]:
+        groups, raw, cost = self._pass(questions, answers)
+        return [g.expand(self._derive(r), self.kind) for g, r in zip(groups, raw, strict=True)], cost
+
+    def _pass(
+        self, questions: list[str], answers: list[list[str]]
+    ) -> tuple[list[AnswerGroup], list[Any], Cost]:
+        """Deduplicate, then run :meth:`_score` once over every question's distinct answers."""
         groups = [AnswerGroup.from_answers(group, dedup=self.dedup) for group in answers]
         cost = Cost(
             pairs_scored=sum(len(g.texts) * (len(g.texts) - 1) // 2 for g in groups),
             duplicates_skipped=sum(g.n_duplicates for g in groups),
         )
-        scores = self._score(questions, [g.texts for g in groups], cost)
-        return [g.expand(s, self.kind) for g, s in zip(groups, scores, strict=True)], cost
+        return groups, self._score(questions, [g.texts for g in groups], cost), cost
 
     @abstractmethod
-    def _score(self, questions: list[str], answers: list[list[str]], cost: Cost) -> list[np.ndarray]:
-        """One symmetric (U_b, U_b) matrix per question over its distinct non-empty answers.
+    def _score(self, questions: list[str], answers: list[list[str]], cost: Cost) -> list[Any]:
+        """One result per question over its distinct non-empty answers: by default the symmetric (U_b, U_b)
+        matrix (its diagonal is ignored and set to 1). Add the model's forward passes to ``cost``."""
 
-        The diagonal is ignored (set to 1). Add the model's forward passes to ``cost``.
-        """
+    def _derive(self, scored: Any) -> np.ndarray:
+        """The (U_b, U_b) matrix of one question from its :meth:`_score` result (default: that result)."""
+        return scored
 
     def _identity(self) -> dict[str, Any]:
         return {"dedup": self.dedup}

@@ -216,6 +216,7 @@ class ExternalCosineOperator(_SentenceEncoderOperator):
     alone (no question), S = Phi Phi^T (App. A.2, S^cos)."""
 
     name = "cos_ext"
+    needs = frozenset({"answers"})
 
     def __init__(self, model: str | os.PathLike | Any = DEFAULT_SENTENCE_ENCODER, **options) -> None:
         """Options as for :class:`EncoderOperator`, except that the question is never read."""
@@ -234,6 +235,7 @@ class EncoderOperator(_SentenceEncoderOperator):
     """
 
     name = "enc"
+    extras = ("token_weights",)
     _keeps_token_norms = True
 
     def __init__(

@@ -20,6 +20,7 @@ class HiddenStateCosineOperator(Operator):
 
     name = "cos_int"
     kind = "gram"
+    needs = frozenset({"answers", "hidden_states"})
 
     def _compute(
         self, questions: list[str], answers: list[list[str]], hidden_states: Sequence[np.ndarray] | None

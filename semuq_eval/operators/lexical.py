@@ -30,6 +30,7 @@ class LexicalOperator(TextOperator):
 
     name = "lexical"
     kind = "graded"
+    needs = frozenset({"answers"})
 
     def __init__(self, *, measure: str = "rouge_l", dedup: bool = True) -> None:
         if measure not in MEASURES:

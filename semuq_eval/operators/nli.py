@@ -35,6 +35,9 @@ RULES = {
 }
 """Equivalence rules of the hard ``nli`` operator; the rule in force is reported in ``info``."""
 
+ENTAILMENT, CONTRADICTION = 0, 1
+"""Positions in the last axis of the shared pass's probabilities (the third is every other label)."""
+
 
 def label_index(id2label: dict[int, str], label: str) -> int:
     """Index of the one label whose name starts with ``label`` (case-insensitive)."""
@@ -48,7 +51,11 @@ def label_index(id2label: dict[int, str], label: str) -> int:
 
 
 class _NLIOperator(ModelTextOperator):
-    """Shared machinery: directional class probabilities for every ordered pair of answers."""
+    """Shared machinery: directional entailment / contradiction probabilities for every ordered pair.
+
+    ``nli`` and ``nli_soft`` built with the same model options share one cross-encoder pass
+    (:meth:`share_key`): the N(N-1) forward passes run once and both matrices derive from them.
+    """
 
     min_length = 8
 
@@ -118,10 +125,22 @@ class _NLIOperator(ModelTextOperator):
             return f"{question} {answer}"
         return answer
 
-    def _directional_probs(
-        self, questions: list[str], answers: list[list[str]], cost: Cost
-    ) -> list[np.ndarray]:
-        """Per question, a (U, U, n_labels) array: P[i, j] = p(label | premise i, hypothesis j)."""
+    def share_key(self) -> tuple:
+        """Equal for NLI operators that would run the same cross-encoder on the same pairs."""
+        model = self.model if isinstance(self.model, str) else id(self.model)
+        tokenizer = (
+            self.tokenizer
+            if self.tokenizer is None or isinstance(self.tokenizer, str)
+            else id(self.tokenizer)
+        )
+        return (
+            "nli-pairs", model, tokenizer, self.revision, self.device, self.dtype, self.max_length,
+            self.condition_on_question, self.dedup, self.trust_remote_code,
+        )  # fmt: skip
+
+    def _score(self, questions: list[str], answers: list[list[str]], cost: Cost) -> list[np.ndarray]:
+        """Per question, a (U, U, 3) array: P[i, j] = p(entailment, contradiction, any other label | premise
+        i, hypothesis j); the diagonal is unused. The model's own label order is read from ``id2label``."""
         tokenizer, model, max_length = self._load()
         segments: dict[str, int] = {}
         pairs: dict[tuple[int, int], int] = {}
@@ -160,11 +179,16 @@ class _NLIOperator(ModelTextOperator):
                     ).to(device)
                     probs[idx] = model(**encoded).logits.float().softmax(-1).cpu().numpy()
             cost.forward_passes += len(pair_list)
+        entail = label_index(model.config.id2label, "entailment")
+        contra = label_index(model.config.id2label, "contradiction")
+        canonical = np.stack(
+            [probs[:, entail], probs[:, contra], 1.0 - probs[:, entail] - probs[:, contra]], -1
+        )
         out = []
         for ids in ids_per_question:
-            p = np.zeros((len(ids), len(ids), n_labels))
+            p = np.zeros((len(ids), len(ids), 3))
             for (i, a), (j, b) in itertools.permutations(enumerate(ids), 2):
-                p[i, j] = probs[pairs[(a, b)]]
+                p[i, j] = canonical[pairs[(a, b)]]
             out.append(p)
         return out
 
@@ -206,21 +230,15 @@ class NLIOperator(_NLIOperator):
         super().__init__(model, **options)
         self.rule = rule
 
-    def _score(self, questions: list[str], answers: list[list[str]], cost: Cost) -> list[np.ndarray]:
-        config = self._load()[1].config
-        entail = label_index(config.id2label, "entailment")
-        contra = label_index(config.id2label, "contradiction")
-        out = []
-        for p in self._directional_probs(questions, answers, cost):
-            pred = p.argmax(-1)
-            if self.rule == "bidirectional_entailment":
-                same = (pred == entail) & (pred == entail).T
-            elif self.rule == "either_entailment":
-                same = (pred == entail) | (pred == entail).T
-            else:
-                same = (pred != contra) & (pred != contra).T
-            out.append(same)
-        return out
+    def _derive(self, probs: np.ndarray) -> np.ndarray:
+        # the predicted label: entailment, contradiction, or another one (neutral)
+        pred = probs.argmax(-1)
+        entails, contradicts = pred == ENTAILMENT, pred == CONTRADICTION
+        if self.rule == "bidirectional_entailment":
+            return entails & entails.T
+        if self.rule == "either_entailment":
+            return entails | entails.T
+        return ~contradicts & ~contradicts.T
 
     def _identity(self) -> dict[str, Any]:
         return {"rule": self.rule, **super()._identity()}
@@ -233,10 +251,6 @@ class NLISoftOperator(_NLIOperator):
     name = "nli_soft"
     kind = "graded"
 
-    def _score(self, questions: list[str], answers: list[list[str]], cost: Cost) -> list[np.ndarray]:
-        entail = label_index(self._load()[1].config.id2label, "entailment")
-        out = []
-        for p in self._directional_probs(questions, answers, cost):
-            e = p[..., entail]
-            out.append((e + e.T) / 2)
-        return out
+    def _derive(self, probs: np.ndarray) -> np.ndarray:
+        e = probs[..., ENTAILMENT]
+        return (e + e.T) / 2

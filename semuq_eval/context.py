@@ -1,0 +1,145 @@
+"""The run context: where a run writes, under which id, and which process of how many this is.
+
+Resolved in one place for the tasks (run store, breakdown) and the models (generation journal):
+
+- **output directory**: an explicit value (task metadata ``output_dir``, model argument ``journal``) >
+  ``$SEMUQ_OUTPUT_DIR`` > the ``--output_path`` that :func:`semuq_eval.launch.run_lm_eval` registered >
+  lm-eval's ``--output_path`` read from the command line (plain ``lm_eval`` runs) > none (nothing written).
+  lm-eval accepts a ``.json`` file for ``--output_path``: its folder is used.
+- **run id**: metadata ``run_id``, else :func:`model_slug` of the model (``pretrained``), so that
+  ``semuq-eval demo``, ``semuq-eval run`` and ``lm_eval`` with the same model write the same folder.
+- **rank / world size**: the initialized ``torch.distributed`` group (accelerate, torchrun), else the
+  ``RANK`` / ``WORLD_SIZE`` environment variables, else a single process.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from semuq_eval.distributed import process_group
+
+__all__ = ["OUTPUT_ENV", "RunContext", "model_slug", "resolve_output_dir", "safe_name", "set_output_dir"]
+
+OUTPUT_ENV = "SEMUQ_OUTPUT_DIR"
+
+_registered_output: str | None = None
+
+
+def set_output_dir(path: str | os.PathLike | None) -> None:
+    """Register the run's ``--output_path`` (called by :func:`semuq_eval.launch.run_lm_eval`)."""
+    global _registered_output
+    _registered_output = None if path is None else str(path)
+
+
+def _output_path_from_argv(argv: list[str]) -> str | None:
+    for i, arg in enumerate(argv):
+        if arg in ("--output_path", "-o") and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith("--output_path="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def resolve_output_dir(
+    explicit: str | os.PathLike | None = None, *, argv: list[str] | None = None
+) -> Path | None:
+    """The run's output directory (module docstring), or None when the run writes nothing.
+
+    Examples
+    --------
+    >>> resolve_output_dir("results/run.json")
+    PosixPath('results')
+    """
+    out = explicit or os.environ.get(OUTPUT_ENV) or _registered_output
+    if not out:
+        out = _output_path_from_argv(sys.argv if argv is None else argv)
+    if not out:
+        return None
+    out = str(out)
+    if out.endswith(".json"):
+        out = os.path.dirname(out) or "."
+    return Path(out).expanduser()
+
+
+def safe_name(value: object) -> str:
+    """A file-name-safe form of any string (runs of other characters become ``__``).
+
+    Examples
+    --------
+    >>> safe_name("HuggingFaceTB/SmolLM2-135M")
+    'HuggingFaceTB__SmolLM2-135M'
+    """
+    return re.sub(r"[^A-Za-z0-9._-]+", "__", str(value)).strip("_")
+
+
+def model_slug(model: object) -> str:
+    """One stable folder name for a model: a hub id keeps its owner (``org__name``), a local folder its name.
+
+    Examples
+    --------
+    >>> model_slug("HuggingFaceTB/SmolLM2-135M-Instruct")
+    'HuggingFaceTB__SmolLM2-135M-Instruct'
+    >>> model_slug("/root/.cache/semuq-eval/models/smollm2-135m-instruct/")
+    'smollm2-135m-instruct'
+    """
+    text = str(model).rstrip("/\\")
+    is_path = os.path.isabs(text) or text.startswith((".", "~")) or Path(text).expanduser().is_dir()
+    return safe_name(Path(text).name if is_path else text)
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """Where and as which process a run writes; build it with :meth:`resolve`.
+
+    Parameters
+    ----------
+    output_dir : Path or None
+        Root of every file the run writes (None: nothing is written).
+    run_id : str or None
+        The run's folder under ``<output_dir>/semuq/<task>/`` (None: the task folder itself).
+    rank, world_size : int
+        This process and the number of processes of the run.
+    """
+
+    output_dir: Path | None
+    run_id: str | None
+    rank: int
+    world_size: int
+
+    @classmethod
+    def resolve(
+        cls,
+        *,
+        output_dir: str | os.PathLike | None = None,
+        run_id: str | None = None,
+        model: object = None,
+    ) -> RunContext:
+        """The context of this process: explicit values first, then the rules of the module docstring."""
+        group = process_group()
+        if group is None:
+            rank = int(os.environ.get("RANK", os.environ.get("LOCAL_RANK", "0")) or 0)
+            world = int(os.environ.get("WORLD_SIZE", "1") or 1)
+        else:
+            rank, world = group
+        if run_id:
+            run_id = safe_name(run_id)
+        elif model:
+            run_id = model_slug(model)
+        return cls(resolve_output_dir(output_dir), run_id or None, rank, world)
+
+    def store_dir(self, task: str) -> Path | None:
+        """``<output_dir>/semuq/<task>[/<run_id>]``: the run store of one task, or None."""
+        if self.output_dir is None:
+            return None
+        path = self.output_dir / "semuq" / task
+        return path / self.run_id if self.run_id else path
+
+    def journal_dir(self, model: object) -> Path | None:
+        """``<output_dir>/semuq/_journal/<model slug>``: the generation journal of a model, or None."""
+        if self.output_dir is None:
+            return None
+        return self.output_dir / "semuq" / "_journal" / model_slug(model)

@@ -1,0 +1,68 @@
+"""``Doc``: one question as the pipeline carries it, from the generated answers to the estimators' inputs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from semuq_eval.models.generation import Generation
+
+__all__ = ["DOC_SIGNALS", "Doc"]
+
+DOC_SIGNALS = ("seq_logprobs", "token_entropies", "token_logprobs", "token_ids")
+"""Aggregator inputs read from the generating model's answers; every other input comes from an operator."""
+
+_TOKEN_ARRAYS = {"token_entropies": "entropies", "token_logprobs": "log-probabilities"}
+
+
+@dataclass
+class Doc:
+    """One question on its way through the pipeline: its answers, then what the operators made of them.
+
+    Set by whoever builds it (the lm-eval task from its instances, ``rescore`` from a run store):
+    ``doc_id`` (lm-eval's index), ``key`` (the dataset's own id, if any), ``question``, ``references``,
+    ``greedy`` and the N ``samples``, ``n_extra_responses`` (data-parallel padding dropped).
+    Filled by :func:`semuq_eval.harness.operator_runs.compute_operators`:
+    ``matrices[op]`` is the (N, N) matrix of each operator that ran for this question;
+    ``extras[op][name]`` what it yielded besides (e.g. ``token_weights``); ``unavailable[op]`` (or
+    ``unavailable[f"{op}.{extra}"]``) says why an operator (or one of its extras) has no value here.
+    """
+
+    doc_id: int
+    question: str
+    references: list[str]
+    greedy: Generation
+    samples: list[Generation]
+    key: str | None = None
+    n_extra_responses: int = 0
+    matrices: dict[str, np.ndarray] = field(default_factory=dict)
+    extras: dict[str, dict[str, Any]] = field(default_factory=dict)
+    unavailable: dict[str, str] = field(default_factory=dict)
+
+    def signal(self, name: str) -> tuple[Any, str | None]:
+        """``(value, None)`` for a generating-model input of :data:`DOC_SIGNALS`, or ``(None, reason)``."""
+        if name == "seq_logprobs":
+            if any(g.seq_logprob is None for g in self.samples):
+                return None, "the model returned no sequence log-probabilities (black-box model)"
+            lp = np.array([g.seq_logprob for g in self.samples], dtype=np.float64)
+            bad = np.flatnonzero(~np.isfinite(lp))
+            if bad.size:
+                return None, f"samples {bad.tolist()[:10]} have NaN or infinite log-probabilities"
+            return lp, None
+        if name in _TOKEN_ARRAYS:
+            values, what = getattr(self.greedy, name), _TOKEN_ARRAYS[name]
+            if values is None:
+                return None, f"the model returned no token {what} (black-box model)"
+            arr = np.asarray(values, dtype=np.float64)
+            if arr.size == 0:
+                return None, "the greedy answer has no tokens"
+            if not np.all(np.isfinite(arr)):
+                return None, f"the greedy answer has NaN or infinite token {what}"
+            return arr, None
+        if name == "token_ids":
+            if self.greedy.token_ids is None:
+                return None, "the model returned no token ids (black-box model)"
+            return np.asarray(self.greedy.token_ids), None
+        raise KeyError(f"unknown doc signal {name!r}; known: {list(DOC_SIGNALS)}")

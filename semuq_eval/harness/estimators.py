@@ -1,0 +1,140 @@
+"""Estimators ``aggregator@operator``: which pairs are valid, and scoring them on one question.
+
+Validity follows from the declarations alone (no names): an aggregator that reads a matrix
+(:attr:`Aggregator.matrix`) pairs with every operator whose ``kind`` it accepts
+(:data:`semuq_eval.aggregators.ACCEPTS`); an input that an operator yields (``Operator.extras``, e.g. the
+``enc`` token weights of ``te_enc``) pairs the aggregator with the operators that yield it; an aggregator
+that reads neither (``te``, ``msp``, ``perplexity``, ``length``) is an estimator on its own, named after it.
+
+An estimator whose inputs are missing for a question (a black-box model gives no log-probs, an operator
+could not run, a generation has NaN log-probs) is **unavailable** there: its score is NaN and the reason
+is recorded. Nothing is ever filled with zeros, and one bad question never raises.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from semuq_eval import aggregators as agg_registry
+from semuq_eval.aggregators import ACCEPTS, Aggregator
+from semuq_eval.harness.doc import DOC_SIGNALS, Doc
+
+__all__ = ["Estimator", "OperatorSpec", "score_doc", "valid_estimators"]
+
+
+class OperatorSpec(NamedTuple):
+    """What the estimators need to know of an operator: its matrix kind and its extras."""
+
+    kind: str | None
+    extras: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Estimator:
+    """``aggregator@operator`` (or the aggregator's name alone when it needs no operator)."""
+
+    name: str
+    aggregator: str
+    operator: str | None
+
+
+def _operator_inputs(aggregator: Aggregator) -> tuple[str, ...]:
+    return tuple(x for x in aggregator.inputs if x not in DOC_SIGNALS)
+
+
+def valid_estimators(
+    operators: Mapping[str, OperatorSpec], aggregator_names: Iterable[str] | None = None
+) -> list[Estimator]:
+    """All valid estimators of the given operators (``{name: OperatorSpec}``) and aggregators (default: all).
+
+    Examples
+    --------
+    >>> [e.name for e in valid_estimators({"lexical": OperatorSpec("graded")}, ["cos", "kle_heat", "te"])]
+    ['kle_heat@lexical', 'te']
+    """
+    names = list(aggregator_names) if aggregator_names is not None else agg_registry.names()
+    out: list[Estimator] = []
+    for name in names:
+        aggregator = agg_registry.get(name)
+        wanted = _operator_inputs(aggregator)
+        if aggregator.matrix is None and not wanted:
+            out.append(Estimator(name, name, None))
+            continue
+        for op, spec in operators.items():
+            fits = aggregator.matrix is None or (
+                spec.kind is not None and spec.kind in ACCEPTS[aggregator.matrix]
+            )
+            if fits and all(x in spec.extras for x in wanted):
+                out.append(Estimator(f"{name}@{op}", name, op))
+    return out
+
+
+def score_doc(
+    doc: Doc,
+    estimator_list: Sequence[Estimator],
+    *,
+    run_options: Mapping[str, Any] | None = None,
+    aggregator_options: Mapping[str, Mapping[str, Any]] | None = None,
+) -> tuple[dict[str, float], dict[str, str]]:
+    """Scores ``{estimator: U}`` (NaN when unavailable) and reasons ``{estimator: why}`` for one question.
+
+    ``run_options`` (e.g. ``{"tau": 0.5}``) go to the aggregators that declare them; ``aggregator_options``
+    (``{aggregator: {kwarg: value}}``) go to one aggregator and win over ``run_options``.
+    """
+    run_options, aggregator_options = run_options or {}, aggregator_options or {}
+    signals: dict[str, tuple[Any, str | None]] = {}
+    scores: dict[str, float] = {}
+    reasons: dict[str, str] = {}
+    for est in estimator_list:
+        value, why = math.nan, None
+        aggregator = agg_registry.get(est.aggregator)
+        try:
+            args, why = _arguments(doc, est, aggregator, signals)
+            if why is None:
+                opts = {k: run_options[k] for k in aggregator.options if k in run_options}
+                opts.update(aggregator_options.get(est.aggregator, {}))
+                value = float(aggregator(*args, **opts))
+        except Exception as err:  # one bad question never aborts the run: record why
+            value, why = math.nan, f"{type(err).__name__}: {err}"
+        if why is None and not math.isfinite(value):
+            why = "the aggregator returned NaN"
+        if why is not None:
+            value = math.nan
+            reasons[est.name] = why
+        scores[est.name] = value
+    return scores, reasons
+
+
+def _arguments(
+    doc: Doc, est: Estimator, aggregator: Aggregator, signals: dict[str, tuple[Any, str | None]]
+) -> tuple[list[Any], str | None]:
+    """The positional arguments of one estimator on one question, or the reason they are missing."""
+    args: list[Any] = []
+    if aggregator.matrix is not None:
+        if est.operator not in doc.matrices:
+            return [], doc.unavailable.get(est.operator, f"operator {est.operator} did not run")
+        if len(doc.samples) == 0:
+            return [], "no sampled answers"
+        args.append(doc.matrices[est.operator])
+    for name in aggregator.inputs:
+        if name in DOC_SIGNALS:
+            if name not in signals:
+                signals[name] = doc.signal(name)
+            value, why = signals[name]
+        else:
+            value = doc.extras.get(est.operator, {}).get(name)
+            why = (
+                None
+                if value is not None
+                else doc.unavailable.get(
+                    f"{est.operator}.{name}",
+                    doc.unavailable.get(est.operator, f"no {name} from {est.operator}"),
+                )
+            )
+        if why is not None:
+            return [], why
+        args.append(value)
+    return args, None

@@ -1,0 +1,267 @@
+"""Operators over all questions of a rank: one batched call per shared pass, checked inputs, honest failures.
+
+:func:`compute_operators` fills every :class:`~semuq_eval.harness.doc.Doc`'s matrices and extras:
+
+1. each operator's declared needs (``Operator.needs``) are checked per question; a question that lacks one
+   (no sampled answers, no hidden states from a black-box model, non-finite hidden vectors) has that
+   operator *unavailable*, with the reason;
+2. operators that share a pass (``Operator.share_key``: ``nli`` and ``nli_soft``) run it ONCE, batched
+   over every remaining question (:func:`semuq_eval.operators.base.compute_shared`);
+3. operators that yield extras (``Operator.extras``: ``token_weights`` of ``enc``) compute them for the
+   greedy answers.
+
+An operator that cannot run (its model does not load, its batch raises) is unavailable for every question
+of the call: logged ONCE with its reason, recorded in its :class:`OperatorRun`, and its estimators are
+reported unavailable. Nothing is retried question by question and nothing is filled with zeros.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from semuq_eval.harness.doc import Doc
+from semuq_eval.harness.estimators import OperatorSpec
+
+__all__ = ["OperatorRun", "compute_operators", "get_operator", "merge_operator_runs", "operator_spec"]
+
+log = logging.getLogger(__name__)
+
+_OPERATORS: dict[str, Any] = {}
+
+
+def get_operator(name: str, options: Mapping[str, Any] | None = None):
+    """The operator ``name`` built with ``options``, cached per process (models load once)."""
+    from semuq_eval import operators
+
+    key = f"{name}:{json.dumps(options or {}, sort_keys=True, default=str)}"
+    if key not in _OPERATORS:
+        _OPERATORS[key] = operators.get(name, **dict(options or {}))
+    return _OPERATORS[key]
+
+
+def operator_spec(name: str) -> OperatorSpec:
+    """The declarations of the registered operator ``name`` (its class's ``kind`` and ``extras``)."""
+    from semuq_eval.operators import operator_registry
+
+    cls = operator_registry.get(name)
+    return OperatorSpec(cls.kind, tuple(cls.extras))
+
+
+@dataclass
+class OperatorRun:
+    """What one operator did on this rank: identity, cost, and where it was unavailable."""
+
+    name: str
+    kind: str | None = None
+    status: str = "ok"  # ok | partial | unavailable
+    info: dict[str, Any] = field(default_factory=dict)
+    cost: dict[str, Any] = field(default_factory=dict)
+    n_questions: int = 0
+    n_unavailable: int = 0
+    reasons: dict[str, int] = field(default_factory=dict)
+    #: under data parallelism, what each rank's run did (:func:`merge_operator_runs`); None otherwise
+    per_rank: list[dict[str, Any]] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        out = dict(self.__dict__)
+        if out["per_rank"] is None:  # single process: the record is the rank's own
+            del out["per_rank"]
+        return out
+
+
+#: cost entries that are not summed over ranks: the ranks run at the same time, so a run takes the longest
+MAX_OVER_RANKS = ("wall_time_s",)
+
+
+def merge_operator_runs(per_rank: Sequence[Mapping[str, OperatorRun]]) -> dict[str, OperatorRun]:
+    """One run per operator from every rank's runs (``per_rank[r]`` = rank r's), for the breakdown.
+
+    Counts (questions, unavailable questions, reasons) and costs are summed over the ranks, except the wall
+    time, which is the maximum (the ranks run in parallel); ``per_rank`` keeps each rank's status, counts and
+    cost. The status is ``unavailable`` when no question of any rank had the operator, ``partial`` when some
+    did not, else ``ok`` (ranks without questions do not count). ``kind`` and ``info`` are the first rank's
+    that has them.
+    """
+    names: list[str] = []
+    for runs in per_rank:
+        names.extend(n for n in runs if n not in names)
+    merged: dict[str, OperatorRun] = {}
+    for name in names:
+        ranked = [(r, runs[name]) for r, runs in enumerate(per_rank) if name in runs]
+        out = merged[name] = OperatorRun(name)
+        out.kind = next((run.kind for _, run in ranked if run.kind is not None), None)
+        out.info = dict(next((run.info for _, run in ranked if run.info), {}))
+        out.per_rank = []
+        for r, run in ranked:
+            out.n_questions += run.n_questions
+            out.n_unavailable += run.n_unavailable
+            for reason, count in run.reasons.items():
+                out.reasons[reason] = out.reasons.get(reason, 0) + count
+            for key, value in run.cost.items():
+                if key in MAX_OVER_RANKS:
+                    out.cost[key] = max(out.cost.get(key, value), value)
+                else:
+                    out.cost[key] = out.cost.get(key, 0) + value
+            out.per_rank.append(
+                {
+                    "rank": r,
+                    "status": run.status,
+                    "n_questions": run.n_questions,
+                    "n_unavailable": run.n_unavailable,
+                    "cost": dict(run.cost),
+                }
+            )
+        counted = [run for _, run in ranked if run.n_questions > 0] or [run for _, run in ranked]
+        if all(run.status == "unavailable" for run in counted) or (
+            out.n_questions > 0 and out.n_unavailable >= out.n_questions
+        ):
+            out.status = "unavailable"
+        elif out.n_unavailable or any(run.status != "ok" for run in counted):
+            out.status = "partial"
+    return merged
+
+
+def _missing_need(doc: Doc, name: str, needs: frozenset[str]) -> str | None:
+    """Why ``doc`` cannot feed operator ``name`` with these needs, or None."""
+    if "answers" in needs and not doc.samples:
+        return "no sampled answers"
+    if "hidden_states" in needs and _hidden_stack(doc.samples) is None:
+        return (
+            f"{name} needs the generating model's hidden states (black-box model, or missing, zero or "
+            "non-finite hidden vectors)"
+        )
+    if "images" in needs:
+        return f"{name} needs the question's images, which the pipeline does not pass to operators yet"
+    return None
+
+
+def _hidden_stack(samples: Sequence[Any]) -> np.ndarray | None:
+    if not samples or any(g.hidden is None for g in samples):
+        return None
+    try:
+        h = np.stack([np.asarray(g.hidden, dtype=np.float64) for g in samples])
+    except ValueError:
+        return None
+    ok = np.all(np.isfinite(h)) and np.all(np.linalg.norm(h, axis=1) > 0)
+    return h if ok else None
+
+
+def compute_operators(
+    docs: Sequence[Doc], names: Sequence[str], options: Mapping[str, Mapping[str, Any]] | None = None
+) -> dict[str, OperatorRun]:
+    """Fill ``matrices`` / ``extras`` / ``unavailable`` of every doc in place; one run record per operator.
+
+    See the module docstring. ``options[name]`` are the keyword options of operator ``name``.
+    """
+    from semuq_eval.operators.base import share_groups
+
+    options = options or {}
+    runs = {name: OperatorRun(name, n_questions=len(docs)) for name in names}
+    built = []
+    for name in names:
+        try:
+            op = get_operator(name, options.get(name))
+        except Exception as err:
+            _unavailable(runs[name], docs, range(len(docs)), f"operator {name} is unavailable: {_why(err)}")
+            continue
+        runs[name].kind, runs[name].info = op.kind, dict(op.info)
+        built.append((name, op))
+    ops_by_id = {id(op): name for name, op in built}
+    for group in share_groups([op for _, op in built]):
+        group_names = [ops_by_id[id(op)] for op in group]
+        todo = []
+        for i, doc in enumerate(docs):
+            whys = [_missing_need(doc, name, group[0].needs) for name in group_names]
+            if whys[0] is None:
+                todo.append(i)
+            for name, why in zip(group_names, whys, strict=True):
+                if why is not None:
+                    _unavailable(runs[name], docs, [i], why)
+        if todo:
+            _run_group(group, group_names, docs, todo, runs)
+    for name, op in built:
+        if "token_weights" in op.extras and runs[name].status != "unavailable":
+            _token_weights(op, name, docs)
+    return runs
+
+
+def _run_group(
+    group, names: list[str], docs: Sequence[Doc], todo: list[int], runs: dict[str, OperatorRun]
+) -> None:
+    from semuq_eval.operators.base import compute_shared
+
+    hidden = None
+    if "hidden_states" in group[0].needs:
+        hidden = [_hidden_stack(docs[i].samples) for i in todo]
+    start = time.perf_counter()
+    try:
+        outputs = compute_shared(
+            group,
+            [docs[i].question for i in todo],
+            [[g.text for g in docs[i].samples] for i in todo],
+            hidden_states=hidden,
+        )
+    except Exception as err:
+        for name in names:
+            _unavailable(runs[name], docs, todo, f"operator {name} failed: {_why(err)}")
+        return
+    for name, out in zip(names, outputs, strict=True):
+        run = runs[name]
+        for key, value in vars(out.cost).items():
+            run.cost[key] = run.cost.get(key, 0) + value
+        run.info = dict(out.info)
+        for i, matrix in zip(todo, out.matrices, strict=True):
+            docs[i].matrices[name] = matrix
+    log.debug("operators %s: %d questions in %.1f s", names, len(todo), time.perf_counter() - start)
+
+
+def _token_weights(op, name: str, docs: Sequence[Doc]) -> None:
+    """The operator's weights on the greedy answers' tokens (needs the generating model's token offsets)."""
+    key, idx = f"{name}.token_weights", []
+    for i, doc in enumerate(docs):
+        if name not in doc.matrices:
+            doc.unavailable[key] = doc.unavailable.get(name, f"{name} did not run")
+        elif doc.greedy.token_offsets is None:
+            doc.unavailable[key] = "needs the greedy answer's token offsets (black-box model)"
+        else:
+            idx.append(i)
+    if not idx:
+        return
+    try:
+        weights = op.token_weights(
+            [docs[i].question for i in idx],
+            [[docs[i].greedy.text] for i in idx],
+            [[docs[i].greedy.token_offsets] for i in idx],
+        )
+    except Exception as err:
+        log.warning("%s token weights failed on %d questions: %s", name, len(idx), _why(err))
+        for i in idx:
+            docs[i].unavailable[key] = f"{name} token weights failed: {_why(err)}"
+        return
+    for i, w in zip(idx, weights, strict=True):
+        docs[i].extras.setdefault(name, {})["token_weights"] = np.asarray(w[0], dtype=np.float64)
+
+
+def _why(err: BaseException) -> str:
+    return f"{type(err).__name__}: {err}"
+
+
+def _unavailable(run: OperatorRun, docs: Sequence[Doc], idx, reason: str) -> None:
+    """Mark questions ``idx`` without this operator; a reason met for the first time is logged once."""
+    idx = list(idx)
+    if not idx:
+        return
+    for i in idx:
+        docs[i].unavailable[run.name] = reason
+    if reason not in run.reasons:
+        log.warning("%s: %d question(s): %s", run.name, len(idx), reason)
+    run.n_unavailable += len(idx)
+    run.reasons[reason] = run.reasons.get(reason, 0) + len(idx)
+    run.status = "unavailable" if run.n_unavailable >= run.n_questions else "partial"

@@ -1,0 +1,158 @@
+"""The per-question pipeline: docs -> operator matrices -> scores + labels -> JSON-safe items.
+
+Every entry point runs the same steps through :func:`process_docs`: the lm-eval task (on the docs of its
+rank, when lm-eval applies the filters), ``rescore`` (on a run store), and the commands that build on them.
+
+1. :func:`~semuq_eval.harness.operator_runs.compute_operators`: every operator once, batched over all docs;
+2. :func:`~semuq_eval.harness.estimators.score_doc`: every valid estimator of every doc;
+3. :func:`~semuq_eval.judges.label_answers`: the judge's greedy and majority labels (one batched call), or
+   labels given by the caller (a store's stored labels);
+4. :func:`doc_item`: one JSON-safe item per doc, which survives pickling and JSON alike, and which
+   :func:`semuq_eval.harness.report.summarize` turns into AUROC / ECE with CIs.
+
+Example
+-------
+>>> from semuq_eval.harness.doc import Doc
+>>> from semuq_eval.harness.settings import Settings
+>>> from semuq_eval.judges import StringJudge
+>>> from semuq_eval.models.generation import Generation
+>>> doc = Doc(0, "Capital of France?", ["Paris"], Generation("Paris"), [Generation("Paris"), Generation("Lyon")])
+>>> out = process_docs([doc], Settings(n_samples=2, operators=("lexical",)), judge=StringJudge())
+>>> out.items[0]["labels"], round(out.items[0]["scores"]["cae@lexical"], 3)
+({'greedy': 1, 'majority': 0}, 0.693)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from semuq_eval.harness.doc import Doc
+from semuq_eval.harness.estimators import Estimator, score_doc, valid_estimators
+from semuq_eval.harness.operator_runs import OperatorRun, compute_operators, operator_spec
+from semuq_eval.harness.settings import Settings
+from semuq_eval.judges import LABEL_STRATEGIES, Judge, label_answers
+
+__all__ = ["PipelineOutput", "doc_item", "doc_problems", "estimators_for", "process_docs"]
+
+
+@dataclass
+class PipelineOutput:
+    """What :func:`process_docs` returns: one item per doc (in order), and each operator's run record."""
+
+    items: list[dict[str, Any]]
+    operator_runs: dict[str, OperatorRun]
+    estimators: list[Estimator]
+
+
+def estimators_for(settings: Settings) -> list[Estimator]:
+    """The estimators of a run: the settings' aggregators on the settings' operators, by their declarations.
+
+    An operator that cannot run keeps its estimators: they are reported unavailable, never dropped.
+    """
+    return valid_estimators({name: operator_spec(name) for name in settings.operators}, settings.aggregators)
+
+
+def process_docs(
+    docs: Sequence[Doc],
+    settings: Settings,
+    *,
+    judge: Judge | None = None,
+    labels: Sequence[Mapping[str, Any]] | None = None,
+    estimator_names: Sequence[str] | None = None,
+) -> PipelineOutput:
+    """Run the pipeline (module docstring) on ``docs``; ``judge`` labels them unless ``labels`` are given.
+
+    Parameters
+    ----------
+    docs : sequence of Doc
+        The questions with their greedy and N sampled answers (filled in place with matrices).
+    settings : Settings
+        Operators, aggregators and their options, ``tau``.
+    judge : Judge, optional
+        Labels the answers (App. D's greedy and majority labels).
+    labels : sequence of mapping, optional
+        One ``{"greedy", "majority", "n_missing_verdicts"}`` per doc instead of judging.
+    estimator_names : sequence of str, optional
+        Keep only these estimators.
+    """
+    if (judge is None) == (labels is None):
+        raise ValueError("process_docs needs exactly one of judge= or labels=")
+    if labels is not None and len(labels) != len(docs):
+        raise ValueError(f"got {len(labels)} label records for {len(docs)} docs")
+    runs = compute_operators(docs, settings.operators, settings.operator_options)
+    est = estimators_for(settings)
+    if estimator_names is not None:
+        unknown = sorted(set(estimator_names) - {e.name for e in est})
+        if unknown:
+            raise ValueError(f"unknown estimators {unknown}; this run has {[e.name for e in est]}")
+        est = [e for e in est if e.name in set(estimator_names)]
+    if labels is None:
+        labels = label_answers(
+            judge,
+            [d.question for d in docs],
+            [d.greedy.text for d in docs],
+            [[g.text for g in d.samples] for d in docs],
+            [d.references for d in docs],
+        )
+    run_options = {"tau": settings.tau}
+    items = []
+    for doc, doc_labels in zip(docs, labels, strict=True):
+        scores, reasons = score_doc(
+            doc, est, run_options=run_options, aggregator_options=settings.aggregator_options
+        )
+        items.append(doc_item(doc, scores, reasons, doc_labels, doc_problems(doc, settings.n_samples)))
+    return PipelineOutput(items, runs, est)
+
+
+def _finite(x: float | None) -> float | None:
+    return float(x) if x is not None and math.isfinite(x) else None
+
+
+def doc_item(
+    doc: Doc,
+    scores: Mapping[str, float],
+    reasons: Mapping[str, str],
+    labels: Mapping[str, Any],
+    problems: Sequence[str] = (),
+) -> dict[str, Any]:
+    """The JSON-safe per-question item (NaN scores become None; ``reasons`` say why)."""
+
+    def label(v):
+        return None if v is None else int(bool(v))
+
+    return {
+        "doc_id": int(doc.doc_id),
+        "id": doc.key,
+        "scores": {k: _finite(v) for k, v in scores.items()},
+        "reasons": dict(reasons),
+        "labels": {s: label(labels.get(s)) for s in LABEL_STRATEGIES},
+        "n_missing_verdicts": int(labels.get("n_missing_verdicts", 0)),
+        "n_samples": len(doc.samples),
+        "n_extra_responses": int(doc.n_extra_responses),
+        "problems": list(problems),
+    }
+
+
+def doc_problems(doc: Doc, n_samples: int) -> list[str]:
+    """What is wrong with one doc's inputs (recorded in the breakdown's ``bad_docs``; never fatal)."""
+    out = []
+    if not doc.references:
+        out.append("no reference answers: labels missing")
+    if not doc.greedy.text.strip():
+        out.append("empty greedy answer")
+    if len(doc.samples) < n_samples:
+        out.append(f"only {len(doc.samples)} of {n_samples} sampled answers")
+    elif doc.samples and all(not g.text.strip() for g in doc.samples):
+        out.append("all sampled answers are empty")
+    lp = doc.greedy.token_logprobs
+    if lp is not None and len(lp) and not all(math.isfinite(float(v)) for v in lp):
+        out.append("greedy answer has NaN or infinite token log-probabilities")
+    bad = [
+        i for i, g in enumerate(doc.samples) if g.seq_logprob is not None and not math.isfinite(g.seq_logprob)
+    ]
+    if bad:
+        out.append(f"samples {bad[:10]} have NaN or infinite log-probabilities")
+    return out

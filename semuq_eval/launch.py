@@ -1,0 +1,110 @@
+"""Run lm-eval's own CLI (run / ls / validate, same flags) with semuq-eval's models and tasks registered.
+
+lm-eval 0.4.13 has no plugin discovery, so :func:`run_lm_eval` imports the plugin's models (registering
+them lazily) and prepends the shipped task folder to ``--include_path`` before handing over to lm-eval's
+``HarnessCLI``; the run's ``--output_path`` is registered with the run context (:mod:`semuq_eval.context`).
+
+Data parallelism: ``accelerate launch --multi_gpu --num_processes K -m semuq_eval run ...`` (or
+``torchrun --nproc_per_node K -m semuq_eval run ...``) starts K processes. On a machine without GPUs
+accelerate would give each of them a single-process state, so :func:`run_lm_eval` sets
+``ACCELERATE_USE_CPU=1`` there (accelerate's MULTI_CPU state, gloo backend), see :func:`prepare_distributed`.
+``accelerate launch --cpu --num_processes K`` starts ONE process unless it is given an MPI host file.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from importlib.resources import files
+from pathlib import Path
+
+__all__ = ["prepare_distributed", "run_lm_eval", "share_lm_eval_logging", "tasks_dir"]
+
+
+def tasks_dir() -> Path:
+    """The folder of the semuq task YAMLs (``tasks/`` in a checkout, ``semuq_eval/tasks`` in a wheel)."""
+    return Path(str(files("semuq_eval.tasks")))
+
+
+def _env_int(*names: str) -> int:
+    for name in names:
+        try:
+            return int(os.environ[name])
+        except (KeyError, ValueError):
+            continue
+    return 0
+
+
+def prepare_distributed() -> None:
+    """Make a multi-process launch on a machine without GPUs data-parallel on CPU (gloo).
+
+    torchrun (used by ``accelerate launch --multi_gpu``) sets ``WORLD_SIZE``; without a GPU, accelerate only
+    builds its MULTI_CPU state (and the gloo process group) when asked for the CPU, so ``ACCELERATE_USE_CPU``
+    is set unless the user set it. ``accelerate launch --cpu --num_processes K`` without MPI starts a single
+    process (``MASTER_ADDR`` set, no ``WORLD_SIZE``): that is reported, since it silently runs on one process.
+    """
+    world = _env_int("WORLD_SIZE", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE")
+    log = logging.getLogger("semuq_eval")
+    if world > 1:
+        if "ACCELERATE_USE_CPU" in os.environ:
+            return
+        import torch
+
+        accel = getattr(torch, "accelerator", None)
+        has_device = accel.is_available() if accel is not None else torch.cuda.is_available()
+        if not has_device:
+            os.environ["ACCELERATE_USE_CPU"] = "1"
+    elif os.environ.get("ACCELERATE_USE_CPU", "").lower() in ("1", "true") and os.environ.get("MASTER_ADDR"):
+        log.warning(
+            "semuq-eval: started by `accelerate launch --cpu` with several processes requested, but "
+            "accelerate starts one process on CPU unless it is given an MPI host file; this run is NOT "
+            "data-parallel. Use `accelerate launch --multi_gpu --num_processes K -m semuq_eval run ...` "
+            "(semuq-eval selects the CPU and gloo when there is no GPU) or torchrun."
+        )
+
+
+def share_lm_eval_logging() -> None:
+    """Show semuq-eval's log messages (journal restores, where the breakdown went, ...) as lm-eval shows its own:
+    lm-eval's ``setup_logging`` configures only the ``lm_eval`` logger, so INFO from ``semuq_eval.*`` was lost."""
+    source, ours = logging.getLogger("lm_eval"), logging.getLogger("semuq_eval")
+    ours.setLevel(source.level)
+    for handler in source.handlers:
+        if handler not in ours.handlers:
+            ours.addHandler(handler)
+    ours.propagate = not source.handlers
+
+
+def run_lm_eval(argv: list[str]) -> int:
+    """Run lm-eval's CLI on ``argv`` (e.g. ``["run", "--model", "semuq-hf", ...]``) with the plugin registered.
+
+    Examples
+    --------
+    ``run_lm_eval(["run", "--model", "semuq-hf", "--model_args", "pretrained=gpt2", "--tasks",
+    "semuq_triviaqa", "--limit", "5", "--output_path", "out"])`` writes lm-eval's results and the semuq
+    breakdown under ``out/``.
+    """
+    from lm_eval._cli import HarnessCLI
+    from lm_eval.utils import setup_logging
+
+    import semuq_eval.models  # noqa: F401  (registers semuq-hf and semuq-hf-multimodal)
+    from semuq_eval.context import set_output_dir
+
+    setup_logging()
+    share_lm_eval_logging()
+    prepare_distributed()
+    saved, sys.argv = sys.argv, ["semuq-eval", *argv]
+    try:
+        cli = HarnessCLI()
+        args = cli.parse_args()
+        if hasattr(args, "include_path"):
+            extra = (
+                [args.include_path] if isinstance(args.include_path, str) else list(args.include_path or [])
+            )
+            args.include_path = [str(tasks_dir()), *extra]
+        set_output_dir(getattr(args, "output_path", None))
+        cli.execute(args)
+    finally:
+        sys.argv = saved
+        set_output_dir(None)
+    return 0
