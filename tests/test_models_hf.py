@@ -145,7 +145,7 @@ def check_offsets(lm, gen):
         assert offs[0, 0] == 0 and offs[-1, 1] == len(text)
         assert (offs[1:, 0] == offs[:-1, 1]).all()
         assert (offs[:, 1] >= offs[:, 0]).all()
-    assert "".join(gen.token_pieces()) == text
+    assert "".join(text[s:e] for s, e in offs.tolist()) == text
     for tok, (s, e) in zip(gen.token_ids.tolist(), offs.tolist(), strict=True):
         piece = lm.tokenizer.decode([tok], skip_special_tokens=True)
         if piece and "\ufffd" not in piece and e < len(text):
@@ -249,7 +249,7 @@ def test_signals_match_teacher_forcing(lm, share_prefill):
     with attrs(lm, share_prefill=share_prefill):
         out = lm.generate_until(requests)
     for req, gen in zip(requests, out, strict=True):
-        assert 0 < gen.num_tokens <= 6
+        assert 0 < len(gen.token_ids) <= 6
         assert gen.token_logprobs.dtype == np.float32 and gen.token_entropies.dtype == np.float32
         assert gen.hidden.shape == (lm.model.config.n_embd,) and gen.hidden.dtype == np.float32
         assert (gen.token_logprobs <= 0).all() and (gen.token_entropies >= 0).all()
@@ -292,8 +292,8 @@ def test_stop_sequence_truncates_all_arrays(lm):
     stop = text[cut : cut + 3]
     out = lm.generate_until([inst(ctx, {"until": [stop], "do_sample": False, "max_gen_toks": 30})])[0]
     assert str(out) == text.split(stop)[0] == text[:cut]
-    T = out.num_tokens
-    assert 0 < T < full.num_tokens
+    T = len(out.token_ids)
+    assert 0 < T < len(full.token_ids)
     assert len(out.token_logprobs) == len(out.token_entropies) == len(out.token_offsets) == T
     np.testing.assert_array_equal(out.token_ids, full.token_ids[:T])
     np.testing.assert_allclose(out.token_logprobs, full.token_logprobs[:T], atol=1e-5)
@@ -310,7 +310,7 @@ def test_empty_answer(lm):
     stop = str(first)[:1]
     out = lm.generate_until([inst(ctx, {"until": [stop], "do_sample": False, "max_gen_toks": 8})])[0]
     assert str(out) == ""
-    assert out.num_tokens == 0 and out.token_offsets.shape == (0, 2)
+    assert len(out.token_ids) == 0 and out.token_offsets.shape == (0, 2)
     assert out.seq_logprob == 0.0
     _, _, h = teacher_forced(lm, ctx, out)  # state at the last prompt token
     np.testing.assert_allclose(out.hidden, h, atol=1e-4)
@@ -318,12 +318,12 @@ def test_empty_answer(lm):
 
 @pytest.mark.parametrize("source", ["final_norm_output", "output_hidden_states"])
 def test_hidden_state_fallbacks(lm, monkeypatch, source):
-    import semuq_eval.models.hf as hf
+    import semuq_eval.models.recorder as recorder
 
     if source == "final_norm_output":  # no LM head module: hook on transformer.ln_f
         monkeypatch.setattr(lm.model, "get_output_embeddings", lambda: None)
     else:  # neither found: generate(output_hidden_states=True)
-        monkeypatch.setattr(hf, "find_final_hidden_module", lambda model: (None, "none"))
+        monkeypatch.setattr(recorder, "find_final_hidden_module", lambda model: (None, "none"))
     req = inst(PROMPTS[1], dict(SAMPLE, until=["a"]), repeats=3)
     torch.manual_seed(4)
     out = lm.generate_until(repeated((req, 3)))
@@ -335,7 +335,7 @@ def test_hidden_state_fallbacks(lm, monkeypatch, source):
 def test_return_hidden_off(lm):
     with attrs(lm, return_hidden=False):
         out = lm.generate_until([inst(PROMPTS[0], GREEDY)])[0]
-    assert out.hidden is None and not out.has_hidden and out.has_logprobs
+    assert out.hidden is None and out.token_logprobs is not None
 
 
 def test_chat_template_context(lm):
@@ -351,7 +351,7 @@ def test_chat_template_context(lm):
 # token <-> character alignment helpers
 # ----------------------------------------------------------------------------------------------------------
 def test_token_char_ends_on_multibyte_text(lm):
-    from semuq_eval.models.hf import kept_token_range, token_char_ends
+    from semuq_eval.models.alignment import kept_token_range, token_char_ends
 
     tok = lm.tokenizer
     text = "Caf\u00e9 \u4e2d\u6587 \U0001f600 ok"
@@ -411,8 +411,9 @@ def test_generation_is_a_str_with_fields():
     g = make_gen()
     assert isinstance(g, str) and g == "Paris, France" and g.text == "Paris, France" and type(g.text) is str
     assert g.seq_logprob == pytest.approx(-0.6)
-    assert g.token_pieces() == ["Paris", ",", " France"]
-    assert g.has_logprobs and g.has_entropies and g.has_hidden and g.has_tokens and g.num_tokens == 3
+    assert [g.text[s:e] for s, e in g.token_offsets.tolist()] == ["Paris", ",", " France"]
+    assert g.has_logprobs
+    assert g.token_entropies is not None and g.hidden is not None and len(g.token_ids) == 3
     assert g.token_ids.dtype == np.int64 and g.token_offsets.dtype == np.int64
     assert g.lower() == "paris, france"  # str methods give plain str
     with pytest.raises(ValueError, match="different lengths"):
@@ -441,15 +442,15 @@ def test_generation_record_roundtrip_is_json():
     back = Generation.from_record(json.loads(json.dumps(empty.to_record())))
     assert back.token_offsets.shape == (0, 2) and back.seq_logprob == 0.0
     plain = Generation.from_record(json.loads(json.dumps(as_generation("hi").to_record())))
-    assert not plain.has_logprobs and plain == "hi"
+    assert plain.token_logprobs is None and plain == "hi"
 
 
 def test_as_generation_plain_text_has_no_white_box_fields():
     g = as_generation("Rome")
     assert isinstance(g, Generation) and g == "Rome"
-    assert not (g.has_logprobs or g.has_entropies or g.has_hidden or g.has_tokens)
-    assert g.token_ids is None and g.token_offsets is None and g.seq_logprob is None and g.num_tokens is None
-    assert g.token_pieces() is None
+    assert not g.has_logprobs
+    assert g.token_logprobs is None and g.token_entropies is None and g.hidden is None
+    assert g.token_ids is None and g.token_offsets is None and g.seq_logprob is None
     assert as_generation("Rome", greedy=True).greedy
     h = make_gen()
     assert as_generation(h) is h

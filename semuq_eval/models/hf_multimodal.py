@@ -24,7 +24,8 @@ from typing import Any
 from lm_eval.models.hf_vlms import HFMultimodalLM
 from lm_eval.models.utils import resize_image
 
-from semuq_eval.models.hf import SemuqGenerateMixin, _as_bool, _Group
+from semuq_eval.models.hf import SemuqGenerateMixin
+from semuq_eval.models.planning import PromptGroup
 
 __all__ = ["SemuqHFMultimodalLM"]
 
@@ -42,43 +43,21 @@ class SemuqHFMultimodalLM(SemuqGenerateMixin, HFMultimodalLM):
 
     _semuq_expand_with_generate = False
 
-    def __init__(
-        self,
-        pretrained: Any,
-        return_hidden: bool = True,
-        share_prefill: bool | None = None,
-        compact_rows: bool = True,
-        journal: str | None = None,
-        **kwargs: Any,
-    ) -> None:
-        self._semuq_setup(
-            pretrained,
-            kwargs,
-            return_hidden=return_hidden,
-            share_prefill=share_prefill,
-            compact_rows=compact_rows,
-            journal=journal,
-        )
-
     def _semuq_resolve_share_prefill(self, value: Any) -> bool:
         if value is None or (isinstance(value, str) and value.strip().lower() in ("", "auto")):
             return getattr(self.config, "model_type", None) in SHARED_PREFILL_MODEL_TYPES
-        return _as_bool(value)
+        return super()._semuq_resolve_share_prefill(value)
 
     def _semuq_image_token_ids(self) -> set[int]:
         ids = {getattr(self, "image_token_id", None)}
         ids |= {getattr(self.config, k, None) for k in ("image_token_id", "image_token_index")}
         return {i for i in ids if isinstance(i, int)}
 
-    def _semuq_encode(self, batch: list[_Group], left_truncate_len: int, repeat: int = 1) -> dict[str, Any]:
+    def _semuq_encode(
+        self, batch: list[PromptGroup], left_truncate_len: int, repeat: int = 1
+    ) -> dict[str, Any]:
         if batch[0].aux is None:  # text-only requests, as HFMultimodalLM falls back to HFLM
-            context_enc, attn = self.tok_batch_encode(
-                [g.context for g in batch], left_truncate_len=left_truncate_len, truncation=self.truncation
-            )
-            if repeat > 1:
-                context_enc = context_enc.repeat_interleave(repeat, dim=0)
-                attn = attn.repeat_interleave(repeat, dim=0)
-            return {"input_ids": context_enc.to(self.device), "attention_mask": attn.to(self.device)}
+            return super()._semuq_encode(batch, left_truncate_len, repeat)
         contexts = [g.context for g in batch for _ in range(repeat)]
         visuals = [
             [
