@@ -37,8 +37,8 @@ the text (rare) also get empty spans. Tokenizers whose decoding rewrites spaces
 non-decreasing and non-overlapping.
 
 Plain strings from any other lm-eval model become Generations through `as_generation`: all white-box fields
-are None, and `has_logprobs` / `has_entropies` / `has_hidden` say what is available, so estimators report
-"unavailable" instead of computing on zeros.
+are None (a field that is None is unavailable), so estimators report "unavailable" instead of computing on
+zeros.
 
 This module imports numpy only (no torch).
 """
@@ -128,31 +128,9 @@ class Generation(str):
         return str.__str__(self)
 
     @property
-    def has_tokens(self) -> bool:
-        return self.token_ids is not None
-
-    @property
     def has_logprobs(self) -> bool:
+        """Whether token log-probs are available (a white-box model produced the answer)."""
         return self.token_logprobs is not None
-
-    @property
-    def has_entropies(self) -> bool:
-        return self.token_entropies is not None
-
-    @property
-    def has_hidden(self) -> bool:
-        return self.hidden is not None
-
-    @property
-    def num_tokens(self) -> int | None:
-        return None if self.token_ids is None else len(self.token_ids)
-
-    def token_pieces(self) -> list[str] | None:
-        """`text[s:e]` for every token span, or None without offsets."""
-        if self.token_offsets is None:
-            return None
-        text = self.text
-        return [text[s:e] for s, e in self.token_offsets.tolist()]
 
     # -- serialization ----------------------------------------------------------------------------------
     def _state(self) -> dict[str, Any]:
