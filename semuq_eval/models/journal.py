@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from semuq_eval.jsonio import append_jsonl, read_jsonl
 from semuq_eval.models.generation import Generation
 
 __all__ = ["GenerationJournal", "journal_key"]
@@ -98,17 +99,22 @@ class GenerationJournal:
             self._read(path)
 
     def _read(self, path: Path) -> None:
-        with open(path, encoding="utf-8") as fh:
-            for n, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    entry = json.loads(line)
-                    self._entries[entry["key"]] = entry["generations"]
-                except (json.JSONDecodeError, KeyError, TypeError):
-                    log.warning(
-                        "%s:%d: unreadable journal line skipped (a run killed while writing?)", path, n
-                    )
+        used = 0
+        for _, entry in read_jsonl(path, on_error="skip"):
+            try:
+                key, records = entry["key"], entry["generations"]
+            except (KeyError, TypeError):
+                continue
+            self._entries[key] = records
+            used += 1
+        skipped = _count_lines(path) - used
+        if skipped:
+            log.warning(
+                "%s: %d unreadable journal line(s) skipped (a run killed while writing?); "
+                "their prompts are generated again",
+                path,
+                skipped,
+            )
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -126,11 +132,11 @@ class GenerationJournal:
         for key, gens in entries:
             records = [_encode(g) for g in gens]
             self._entries[key] = records
-            lines.append(json.dumps({"key": key, "generations": records}, ensure_ascii=False) + "\n")
-        if not lines:
-            return
-        self.directory.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "a", encoding="utf-8") as fh:
-            fh.writelines(lines)
-            fh.flush()
-            os.fsync(fh.fileno())
+            lines.append({"key": key, "generations": records})
+        append_jsonl(self.path, lines, durable=True)
+
+
+def _count_lines(path: Path) -> int:
+    """Non-blank lines of ``path``."""
+    with open(path, "rb") as fh:
+        return sum(1 for line in fh if line.strip())
