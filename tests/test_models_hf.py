@@ -412,7 +412,7 @@ def test_generation_is_a_str_with_fields():
     assert isinstance(g, str) and g == "Paris, France" and g.text == "Paris, France" and type(g.text) is str
     assert g.seq_logprob == pytest.approx(-0.6)
     assert [g.text[s:e] for s, e in g.token_offsets.tolist()] == ["Paris", ",", " France"]
-    assert g.has_logprobs
+    assert g.token_logprobs is not None
     assert g.token_entropies is not None and g.hidden is not None and len(g.token_ids) == 3
     assert g.token_ids.dtype == np.int64 and g.token_offsets.dtype == np.int64
     assert g.lower() == "paris, france"  # str methods give plain str
@@ -448,7 +448,6 @@ def test_generation_record_roundtrip_is_json():
 def test_as_generation_plain_text_has_no_white_box_fields():
     g = as_generation("Rome")
     assert isinstance(g, Generation) and g == "Rome"
-    assert not g.has_logprobs
     assert g.token_logprobs is None and g.token_entropies is None and g.hidden is None
     assert g.token_ids is None and g.token_offsets is None and g.seq_logprob is None
     assert as_generation("Rome", greedy=True).greedy

@@ -121,16 +121,11 @@ class Generation(str):
         if self.hidden is not None and self.hidden.ndim != 1:
             raise ValueError(f"hidden must have shape (d,), got {self.hidden.shape}")
 
-    # -- availability -----------------------------------------------------------------------------------
+    # -- text -----------------------------------------------------------------------------------
     @property
     def text(self) -> str:
         """The answer as a plain `str`."""
         return str.__str__(self)
-
-    @property
-    def has_logprobs(self) -> bool:
-        """Whether token log-probs are available (a white-box model produced the answer)."""
-        return self.token_logprobs is not None
 
     # -- serialization ----------------------------------------------------------------------------------
     def _state(self) -> dict[str, Any]:
