@@ -22,7 +22,16 @@ from lm_eval.api.registry import Registry
 
 from semuq_eval.operators.base import Cost, Operator, OperatorOutput, normalize_answer
 
-__all__ = ["Cost", "Operator", "OperatorOutput", "get", "names", "normalize_answer", "operator_registry"]
+__all__ = [
+    "Cost",
+    "Operator",
+    "OperatorOutput",
+    "get",
+    "names",
+    "normalize_answer",
+    "operator_registry",
+    "register_operator",
+]
 
 operator_registry: Registry[type[Operator]] = Registry("operator", base_cls=Operator)
 
@@ -35,6 +44,21 @@ for _name, _target in {
     "lexical": "semuq_eval.operators.lexical:LexicalOperator",
 }.items():
     operator_registry.register(_name, target=_target)
+
+
+def register_operator(name: str):
+    """Class decorator: register an :class:`Operator` subclass under ``name`` (the name users type).
+
+    Examples
+    --------
+    See ``tests/examples/word_overlap_operator.py`` and CONTRIBUTING.md ("Adding an operator").
+    """
+
+    def decorate(cls: type[Operator]) -> type[Operator]:
+        operator_registry.register(name, target=cls)
+        return cls
+
+    return decorate
 
 
 def get(name: str, **options) -> Operator:
