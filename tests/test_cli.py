@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from semuq_eval import cli
+from semuq_eval import cli, launch
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -14,7 +14,7 @@ REPO = Path(__file__).resolve().parents[1]
 def test_tasks_dir_is_the_shipped_task_folder(capsys):
     assert cli.main(["tasks-dir"]) == 0
     printed = Path(capsys.readouterr().out.strip())
-    assert printed == cli.tasks_dir() and printed.resolve() == (REPO / "tasks").resolve()
+    assert printed == launch.tasks_dir() and printed.resolve() == (REPO / "tasks").resolve()
 
 
 def test_assets_list_on_an_empty_cache(tmp_path, monkeypatch, capsys):
@@ -37,7 +37,7 @@ def test_semuq_info_messages_are_shown_like_lm_evals():
     code = (
         "import logging\n"
         "from lm_eval.utils import setup_logging\n"
-        "from semuq_eval.cli import share_lm_eval_logging\n"
+        "from semuq_eval.launch import share_lm_eval_logging\n"
         "setup_logging()\n"
         "logging.getLogger('semuq_eval.models.hf').info('before: lost')\n"
         "share_lm_eval_logging()\n"
@@ -47,3 +47,25 @@ def test_semuq_info_messages_are_shown_like_lm_evals():
     assert "semuq-hf: 3 of 4 prompts restored" in out.stderr
     assert "before: lost" not in out.stderr
     assert out.stderr.count("restored") == 1  # no duplicate through the root logger
+
+
+def test_help_lists_every_command_with_what_it_does(capsys):
+    assert cli.main(["--help"]) == 0
+    out = capsys.readouterr().out
+    for name in [*cli.COMMANDS, *cli.LM_EVAL_COMMANDS]:
+        assert f"  {name} " in out
+    assert "prepare the offline models" in out and ":func:" not in out
+
+
+def test_unknown_command_is_an_error_listing_the_commands(capsys):
+    assert cli.main(["judg", "--help"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown command 'judg'" in err and "rescore" in err and "run" in err
+
+
+def test_every_command_target_resolves():
+    import importlib
+
+    for target, _ in cli.COMMANDS.values():
+        module, function = target.split(":")
+        assert callable(getattr(importlib.import_module(module), function))

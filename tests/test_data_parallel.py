@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from semuq_eval.harness.filters import OperatorRun, merge_operator_runs
+from semuq_eval.harness.operator_runs import OperatorRun, merge_operator_runs
 from tests.fixtures.tiny_harness import write_qa
 from tests.fixtures.tiny_lm import build_tiny_gpt2
 
@@ -87,7 +87,7 @@ def test_store_begin_removes_files_of_ranks_the_run_does_not_have(tmp_path):
     for r in (0, 1, 2):
         (tmp_path / f"generations.rank{r}.jsonl").write_text("stale\n", encoding="utf-8")
         (tmp_path / f"hidden.rank{r}.npz").write_bytes(b"stale")
-    RunStore(tmp_path).begin("t", {}, rank_=0, world_size=2)
+    RunStore(tmp_path, rank=0).begin("t", {}, world_size=2)
     names = sorted(p.name for p in tmp_path.iterdir())
     assert names == [
         "generations.rank0.jsonl",
@@ -101,26 +101,26 @@ def test_store_begin_removes_files_of_ranks_the_run_does_not_have(tmp_path):
 def test_multi_process_launch_without_gpu_selects_the_cpu(monkeypatch):
     import torch
 
-    from semuq_eval import cli
+    from semuq_eval import launch
 
     accel = getattr(torch, "accelerator", None)
     if accel.is_available() if accel is not None else torch.cuda.is_available():
         pytest.skip("a GPU / accelerator is present: accelerate uses it")
     monkeypatch.delenv("ACCELERATE_USE_CPU", raising=False)
     monkeypatch.setenv("WORLD_SIZE", "2")
-    cli._prepare_distributed()
+    launch.prepare_distributed()
     assert os.environ["ACCELERATE_USE_CPU"] == "1"
     monkeypatch.setenv("ACCELERATE_USE_CPU", "false")  # the user's choice is kept
-    cli._prepare_distributed()
+    launch.prepare_distributed()
     assert os.environ["ACCELERATE_USE_CPU"] == "false"
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(not _gloo_available(), reason="torch.distributed's gloo backend is not available")
 def test_two_process_cpu_run(tmp_path):
+    from semuq_eval.context import model_slug
     from semuq_eval.harness.rescore import rescore
     from semuq_eval.operators.base import normalize_answer
-    from semuq_eval.paths import safe_name
 
     model = build_tiny_gpt2(tmp_path / "gpt2")
     data = write_qa(tmp_path / "data")
@@ -182,7 +182,7 @@ def test_two_process_cpu_run(tmp_path):
         log
     )  # lm-eval built rank 1's share: the run is data-parallel
 
-    store = out / "semuq" / "semuq_triviaqa" / safe_name(str(model))  # one folder per model (run_id)
+    store = out / "semuq" / "semuq_triviaqa" / model_slug(model)  # one folder per model (run_id)
     for r in (0, 1):
         assert (store / f"generations.rank{r}.jsonl").is_file(), sorted(p.name for p in store.iterdir())
         assert (store / f"hidden.rank{r}.npz").is_file()

@@ -41,7 +41,7 @@ from lm_eval.models.huggingface import HFLM
 from lm_eval.models.utils_hf import stop_sequences_criteria
 from tqdm import tqdm
 
-from semuq_eval.distributed import process_group
+from semuq_eval.context import RunContext
 from semuq_eval.models.alignment import align_answer, hflm_postprocess
 from semuq_eval.models.data_parallel import cpu_data_parallel_split
 from semuq_eval.models.generation import Generation, as_generation
@@ -49,7 +49,6 @@ from semuq_eval.models.journal import GenerationJournal, journal_key
 from semuq_eval.models.planning import GenerateCall, PromptGroup, batch_groups, group_requests
 from semuq_eval.models.prefill import shared_prefill, supports_shared_prefill
 from semuq_eval.models.recorder import OneStepLater, StepRecorder, generation_eos_ids
-from semuq_eval.paths import default_output_dir, safe_name
 
 __all__ = ["SemuqGenerateMixin", "SemuqHFLM"]
 
@@ -194,18 +193,13 @@ class SemuqGenerateMixin:
             setting = self.journal
             if isinstance(setting, str) and setting.strip().lower() in ("off", "none", "false", "no", "0"):
                 return None
-            if setting:
-                directory = Path(setting)
-            else:
-                out = default_output_dir()
-                if not out:
-                    return None
-                directory = Path(out) / "semuq" / "_journal" / safe_name(self._semuq_model_identity()["name"])
+            context = RunContext.resolve()
+            directory = Path(setting) if setting else context.journal_dir(self._semuq_model_identity()["name"])
+            if directory is None:
+                return None
             # the process's rank: two processes that lm-eval both calls rank 0 (a model that is not
             # data-parallel) must not append to one file
-            self._semuq_journal_obj = GenerationJournal(
-                directory, rank=(process_group() or (self.rank, 1))[0]
-            )
+            self._semuq_journal_obj = GenerationJournal(directory, rank=context.rank)
             if len(self._semuq_journal_obj):
                 eval_logger.info(
                     "semuq-hf: journal %s holds %d prompts", directory, len(self._semuq_journal_obj)

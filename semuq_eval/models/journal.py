@@ -7,7 +7,7 @@ until all of them are answered, so a run killed half-way would otherwise lose ev
 returns, and look every prompt up before generating it.
 
 Location: ``<output_dir>/semuq/_journal/<model>/rank<R>.jsonl`` (``output_dir`` as in
-:mod:`semuq_eval.paths`; model argument ``journal=DIR`` chooses the folder, ``journal=off`` turns it off).
+:mod:`semuq_eval.context`; model argument ``journal=DIR`` chooses the folder, ``journal=off`` turns it off).
 Each line is one prompt's answers (no pickle)::
 
     {"key": "<sha256>", "generations": [Generation.to_record(include_hidden=False)

@@ -51,6 +51,10 @@ def outputs(x: dict) -> dict:
     out["cae_enc_tau05"] = A.cae(gram).tolist()
     out["te"] = A.te(x["token_entropies"]).tolist()
     out["te_enc"] = A.te_enc(x["token_entropies"], x["token_weights"]).tolist()
+    token_logprobs = [-np.array(h) for h in x["token_entropies"]]  # any values <= 0 serve as log-probs
+    out["msp"] = [A.msp(lp) for lp in token_logprobs]
+    out["perplexity"] = [A.perplexity(lp) for lp in token_logprobs]
+    out["length"] = [A.length(np.arange(len(lp))) for lp in token_logprobs]
     out["auroc"] = M.auroc(u, y)
     out["auarc"] = M.auarc(u, y)
     out["prr"] = M.prr(u, y)
