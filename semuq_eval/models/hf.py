@@ -194,7 +194,9 @@ class SemuqGenerateMixin:
             if isinstance(setting, str) and setting.strip().lower() in ("off", "none", "false", "no", "0"):
                 return None
             context = RunContext.resolve()
-            directory = Path(setting) if setting else context.journal_dir(self._semuq_model_identity()["name"])
+            directory = (
+                Path(setting) if setting else context.journal_dir(self._semuq_model_identity()["name"])
+            )
             if directory is None:
                 return None
             # the process's rank: two processes that lm-eval both calls rank 0 (a model that is not
