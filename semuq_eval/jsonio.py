@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-__all__ = ["append_jsonl", "json_safe", "read_json", "read_jsonl", "write_json", "write_jsonl"]
+__all__ = ["append_jsonl", "json_safe", "parse_jsonl", "read_json", "read_jsonl", "write_json", "write_jsonl"]
 
 log = logging.getLogger(__name__)
 
@@ -78,18 +78,52 @@ def read_json(path: str | os.PathLike) -> Any:
         raise ValueError(f"{path}: not a JSON document ({err.msg} at line {err.lineno})") from None
 
 
-def read_jsonl(
-    path: str | os.PathLike, *, on_error: Literal["raise", "skip"] = "raise"
+def parse_jsonl(
+    lines: Iterable[str], source: str, *, on_error: Literal["raise", "skip"] = "raise"
 ) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield ``(line_number, object)`` for every non-blank line of a JSON-lines file.
+    """Yield ``(line_number, object)`` for every non-blank JSON-lines line of ``lines``.
 
     Parameters
     ----------
-    path : path-like
-        The file.
+    lines : iterable of str
+        The lines (of a file, or of a member inside an archive).
+    source : str
+        What the lines come from, named in errors and warnings (``source:line``).
     on_error : {"raise", "skip"}
-        A line that is not a JSON object raises ValueError naming ``file:line`` (``"raise"``), or is
+        A line that is not a JSON object raises ValueError naming ``source:line`` (``"raise"``), or is
         skipped with a warning (``"skip"``: files appended to by a process that may have been killed).
+
+    Examples
+    --------
+    >>> [obj for _, obj in parse_jsonl(['{"a": 1}', "", '{"a": 2}'], "x")]
+    [{'a': 1}, {'a': 2}]
+    >>> list(parse_jsonl(["[1]"], "x"))
+    Traceback (most recent call last):
+    ...
+    ValueError: x:1: expected a JSON object, got list
+    """
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+            problem = None if isinstance(obj, dict) else f"expected a JSON object, got {type(obj).__name__}"
+        except json.JSONDecodeError as err:
+            problem = f"malformed JSON line ({err.msg})"
+        if problem is None:
+            yield number, obj
+        elif on_error == "skip":
+            log.warning(
+                "%s:%d: unreadable line skipped (%s; a run killed while writing?)", source, number, problem
+            )
+        else:
+            raise ValueError(f"{source}:{number}: {problem}")
+
+
+def read_jsonl(
+    path: str | os.PathLike, *, on_error: Literal["raise", "skip"] = "raise"
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(line_number, object)`` for every non-blank line of a JSON-lines file (see :func:`parse_jsonl`).
 
     Examples
     --------
@@ -99,26 +133,8 @@ def read_jsonl(
     >>> [obj["a"] for _, obj in read_jsonl(p)]
     [1, 2]
     """
-    path = Path(path)
     with open(path, encoding="utf-8") as fh:
-        for number, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-                problem = (
-                    None if isinstance(obj, dict) else f"expected a JSON object, got {type(obj).__name__}"
-                )
-            except json.JSONDecodeError as err:
-                problem = f"malformed JSON line ({err.msg})"
-            if problem is None:
-                yield number, obj
-            elif on_error == "skip":
-                log.warning(
-                    "%s:%d: unreadable line skipped (%s; a run killed while writing?)", path, number, problem
-                )
-            else:
-                raise ValueError(f"{path}:{number}: {problem}")
+        yield from parse_jsonl(fh, str(path), on_error=on_error)
 
 
 def write_jsonl(path: str | os.PathLike, records: Iterable[Any]) -> None:
@@ -130,12 +146,21 @@ def write_jsonl(path: str | os.PathLike, records: Iterable[Any]) -> None:
 
 
 def append_jsonl(path: str | os.PathLike, records: Iterable[Any], *, durable: bool = False) -> None:
-    """Append ``records`` to ``path``; ``durable=True`` flushes and fsyncs, so they survive a kill."""
+    """Append ``records`` to ``path``; ``durable=True`` flushes and fsyncs, so they survive a kill.
+
+    A file whose last line was cut short by a killed writer gets a line break first, so the torn line
+    stays alone (and is skipped when read) instead of swallowing the first new record.
+    """
     lines = [_line(r) for r in records]
     if not lines:
         return
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_file() and path.stat().st_size:
+        with open(path, "rb") as fh:
+            fh.seek(-1, os.SEEK_END)
+            if fh.read(1) != b"\n":
+                lines.insert(0, "\n")
     with open(path, "a", encoding="utf-8", newline="\n") as fh:
         fh.writelines(lines)
         if durable:

@@ -228,7 +228,7 @@ def test_parse_dpr_jsonl_and_errors():
         assets.parse_dpr_topics(["only a question\n"], fmt="tsv")
     with pytest.raises(AssetError, match=r":1: no answers"):
         assets.parse_dpr_topics(["q\t[]\n"], fmt="tsv")
-    with pytest.raises(AssetError, match=r"x:2: not JSON"):
+    with pytest.raises(AssetError, match=r"x:2: malformed JSON line"):
         assets.parse_dpr_topics(['{"question": "q", "answer": ["a"]}', "{oops"], fmt="jsonl", source="x")
 
 

@@ -2,7 +2,7 @@
 
 An aggregator F turns the comparison matrix S of one question (or a stack of them) into a
 scalar uncertainty U = F(S) (paper, Eq. common_operator_aggregator). Aggregators are plain
-numpy functions registered under the names users type (DESIGN.md), with a declaration of
+numpy functions registered under the names users type (README, "Aggregators"), with a declaration of
 what they consume so that the harness can tell which ``aggregator@operator`` pairs are valid.
 """
 

@@ -5,20 +5,20 @@ file was CSV-quoted twice; WebQuestions is JSON lines. Parsing is strict: a malf
 :class:`~semuq_eval.assets.AssetError` naming the file and line, since a dropped line would shift
 every later question id.
 
-The ``jsonl`` format does not go through :func:`semuq_eval.jsonio.read_jsonl`: the lines come from a
-member inside a zip (not a file on disk) and keep their own ``AssetError`` messages.
+The ``jsonl`` lines come from a member inside a zip: they go through :func:`semuq_eval.jsonio.parse_jsonl`,
+the reader of every JSON-lines file of the project.
 """
 
 from __future__ import annotations
 
 import ast
 import csv
-import json
 import re
 from collections.abc import Iterable
 from typing import Any
 
 from semuq_eval.assets.errors import AssetError
+from semuq_eval.jsonio import parse_jsonl
 
 _CSV_QUOTED = re.compile(r'"(?:[^"]|"")*"', re.DOTALL)
 
@@ -81,19 +81,16 @@ def parse_dpr_topics(
                 raise AssetError(f"{where}: answers are not a Python list literal ({err})") from None
             records.append(_record(id_prefix, len(records), row[0], answers, where, unquote=True))
     elif fmt == "jsonl":
-        for lineno, line in enumerate(lines, 1):
-            where = f"{source}:{lineno}"
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise AssetError(f"{where}: not JSON ({err})") from None
-            if not isinstance(obj, dict):
-                raise AssetError(f"{where}: expected a JSON object")
-            records.append(
-                _record(id_prefix, len(records), obj.get("question"), obj.get("answer"), where, unquote=False)
-            )
+        try:
+            for lineno, obj in parse_jsonl(lines, source):
+                where = f"{source}:{lineno}"
+                records.append(
+                    _record(
+                        id_prefix, len(records), obj.get("question"), obj.get("answer"), where, unquote=False
+                    )
+                )
+        except ValueError as err:  # a line that is not a JSON object: the message names source and line
+            raise AssetError(str(err)) from None
     else:
         raise ValueError(f"unknown topic format {fmt!r}")
     return records

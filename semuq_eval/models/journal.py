@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from semuq_eval.jsonio import append_jsonl, read_jsonl
+from semuq_eval.jsonio import append_jsonl, parse_jsonl
 from semuq_eval.models.generation import Generation
 
 __all__ = ["GenerationJournal", "journal_key"]
@@ -99,15 +99,13 @@ class GenerationJournal:
             self._read(path)
 
     def _read(self, path: Path) -> None:
+        lines = path.read_text(encoding="utf-8").splitlines()
         used = 0
-        for _, entry in read_jsonl(path, on_error="skip"):
-            try:
-                key, records = entry["key"], entry["generations"]
-            except (KeyError, TypeError):
-                continue
-            self._entries[key] = records
-            used += 1
-        skipped = _count_lines(path) - used
+        for _, entry in parse_jsonl(lines, str(path), on_error="skip"):
+            if isinstance(entry.get("key"), str) and isinstance(entry.get("generations"), list):
+                self._entries[entry["key"]] = entry["generations"]
+                used += 1
+        skipped = sum(1 for line in lines if line.strip()) - used
         if skipped:
             log.warning(
                 "%s: %d unreadable journal line(s) skipped (a run killed while writing?); "
@@ -134,9 +132,3 @@ class GenerationJournal:
             self._entries[key] = records
             lines.append({"key": key, "generations": records})
         append_jsonl(self.path, lines, durable=True)
-
-
-def _count_lines(path: Path) -> int:
-    """Non-blank lines of ``path``."""
-    with open(path, "rb") as fh:
-        return sum(1 for line in fh if line.strip())
