@@ -14,41 +14,8 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
 
 DEMO_ASSETS = ("smollm2-135m-instruct", "all-minilm-l6-v2", "triviaqa")
-DEMO_OPERATORS = ("lexical", "cos_int", "cos_ext", "enc")
-
-
-def plot_auroc(breakdown: dict[str, Any], path: Path, strategy: str = "greedy") -> Path:
-    """Horizontal bars of AUROC per estimator with 95% CI whiskers; written to ``path`` (PNG)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    rows = []
-    for name, per in breakdown.get("results", {}).get(strategy, {}).items():
-        r = per.get("auroc") or {}
-        if r.get("value") is not None:
-            rows.append((name, r["value"], r.get("ci_low"), r.get("ci_high")))
-    rows.sort(key=lambda row: row[1])
-    fig, ax = plt.subplots(figsize=(7, 0.3 * len(rows) + 1.5))
-    if rows:
-        names, values, lows, highs = zip(*rows, strict=True)
-        err = [
-            [v - lo if lo is not None else 0 for v, lo in zip(values, lows, strict=True)],
-            [hi - v if hi is not None else 0 for v, hi in zip(values, highs, strict=True)],
-        ]
-        ax.barh(names, values, xerr=err, color="#4c72b0", ecolor="#333333", capsize=2)
-    ax.axvline(0.5, color="grey", linestyle="--", linewidth=1)
-    ax.set_xlim(0, 1)
-    ax.set_xlabel(f"AUROC ({strategy} labels), 95% bootstrap CI")
-    ax.set_title(f"{breakdown.get('task', '')}: {breakdown.get('n_docs', '?')} questions")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -70,17 +37,13 @@ def main(argv: list[str] | None = None) -> int:
 
     from semuq_eval.assets import locate, prepare
     from semuq_eval.context import model_slug
+    from semuq_eval.harness.figures import plot_auroc
     from semuq_eval.harness.report import breakdown_table
     from semuq_eval.launch import run_lm_eval
 
     prepare(list(DEMO_ASSETS))
-    smollm, minilm = locate("smollm2-135m-instruct"), locate("all-minilm-l6-v2")
-    metadata = {
-        "n_samples": args.n_samples,
-        "operators": list(DEMO_OPERATORS),
-        "operator_options": {"cos_ext": {"model": str(minilm)}, "enc": {"model": str(minilm)}},
-        "limit": args.limit,
-    }
+    smollm = locate("smollm2-135m-instruct")
+    metadata = {"profile": "offline", "n_samples": args.n_samples, "limit": args.limit}
     out = Path(args.output_path).resolve()
     run_lm_eval(
         [

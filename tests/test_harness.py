@@ -223,7 +223,12 @@ def test_operator_that_cannot_run_is_reported_once_and_not_retried(monkeypatch, 
     assert runs["lexical"].status == "partial" and runs["lexical"].reasons == {"no sampled answers": 1}
     for name in ("nli", "nli_soft"):
         assert runs[name].status == "unavailable" and runs[name].n_unavailable == 6
-        assert runs[name].reasons[f"operator {name} failed: OSError: no model at /nowhere"] == 5
+        (reason,) = [
+            r for r in runs[name].reasons if r.startswith(f"operator {name} failed: OSError: no model")
+        ]
+        assert runs[name].reasons[reason] == 5
+        assert f'"operator_options": {{"{name}": {{"model": "/path/to/model"}}}}' in reason  # the fix
+        assert '"profile": "offline"' in reason
     assert "hidden states" in next(iter(runs["cos_int"].reasons))
     assert sum("no model at /nowhere" in r.message for r in caplog.records) == 2  # once per operator
     for item in out.items[:5]:
@@ -317,7 +322,7 @@ def test_end_to_end_white_box(tmp_path, capsys):
                 assert r["n"] == len(QA) and {"value", "ci_low", "ci_high"} <= set(r)
     assert b["unavailable"] == {}
     # exact values of the deterministic canned model (seed 0): behaviour pinned across refactors
-    assert b["labels"]["greedy"] == {"n": 6, "n_correct": 3, "n_missing": 0, "accuracy": 0.5}
+    assert b["labels"]["greedy"] == {"n": 6, "n_correct": 3, "n_incorrect": 3, "n_missing": 0, "accuracy": 0.5}
     assert b["labels"]["majority"]["n_correct"] == 4
     kle = b["results"]["greedy"]["kle_heat@lexical"]["auroc"]
     assert (kle["value"], kle["ci_low"], kle["ci_high"]) == pytest.approx((8 / 9, 0.42, 1.0))
@@ -430,3 +435,88 @@ def test_all_tasks_and_groups_are_indexed():
         "semuq",
     } <= names
     assert not any(n.startswith("_semuq") for n in names)
+
+
+# ---------------------------------------------------------------------------------------------- honest figures
+def _items(labels, seed=0):
+    rng = np.random.default_rng(seed)
+    return [
+        {
+            "doc_id": i,
+            "id": None,
+            "scores": {"u": float(rng.normal() + (1 - y)), "v": float(rng.normal())},
+            "reasons": {},
+            "labels": {"greedy": y, "majority": y},
+            "problems": [],
+        }
+        for i, y in enumerate(labels)
+    ]
+
+
+def test_small_samples_are_flagged_with_their_counts(caplog):
+    from semuq_eval.harness.report import breakdown_table, summarize
+
+    settings = Settings(bootstrap=200)
+    balanced = summarize(_items([1, 0] * 30), settings)["results"]["greedy"]["u"]["auroc"]
+    assert balanced["reliable"] and balanced["note"] is None
+    assert (balanced["n_correct"], balanced["n_incorrect"]) == (30, 30)
+    with caplog.at_level("WARNING", logger="semuq_eval"):
+        b = summarize(_items([1] + [0] * 39), settings, task="t")
+    auroc = b["results"]["greedy"]["u"]["auroc"]
+    assert not auroc["reliable"] and "1 correct / 39 incorrect (minority < 20)" in auroc["note"]
+    assert "resamples gave a value" in auroc["note"]  # many resamples drew no correct answer
+    assert b["best"]["greedy"]["reliable"] is False
+    assert "greedy labels: 1 correct / 39 incorrect" in caplog.text and "unreliable" in caplog.text
+    table = breakdown_table(b)
+    assert "| 1/39 |" in table.replace(" !", "") and " ! |" in table and "minority < 20" in table
+    one_class = summarize(_items([0] * 30), settings, task="t")
+    r = one_class["results"]["greedy"]["u"]["auroc"]
+    assert r["value"] is None or math.isnan(r["value"])
+    assert r["note"] == "undefined: one class only (0 correct / 30 incorrect)"
+    assert "one class only" in caplog.text
+    assert "n/a" in breakdown_table(one_class) and "undefined: one class only" in breakdown_table(one_class)
+    # a stricter threshold is a setting
+    strict = summarize(_items([1, 0] * 30), Settings(bootstrap=200, min_minority=40))["results"]["greedy"][
+        "u"
+    ]
+    assert not strict["auroc"]["reliable"]
+
+
+def test_plot_has_a_panel_per_label_strategy(tmp_path):
+    from semuq_eval.harness.figures import plot_auroc
+    from semuq_eval.harness.report import summarize
+
+    b = summarize(_items([1] + [0] * 39), Settings(bootstrap=50))
+    path = plot_auroc(b, tmp_path / "auroc.png")
+    assert path.stat().st_size > 10_000
+    import matplotlib.image
+
+    height, width = matplotlib.image.imread(path).shape[:2]
+    assert width > 1.5 * 770  # two 7-inch panels at 110 dpi
+
+
+def test_offline_profile(monkeypatch, tmp_path):
+    import semuq_eval.assets
+
+    monkeypatch.setattr(semuq_eval.assets, "locate", lambda name: tmp_path / name)
+    s = Settings.from_metadata({"profile": "offline", "n_samples": 3})
+    assert s.operators == ("lexical", "cos_int", "cos_ext", "enc") and s.profile == "offline"
+    assert s.operator_options["enc"]["model"] == str(tmp_path / "all-minilm-l6-v2")
+    mpnet = Settings.from_metadata(
+        {
+            "profile": "offline:all-mpnet-base-v2",
+            "operator_options": {"enc": {"condition_on_question": False}},
+        }
+    )
+    assert mpnet.operator_options["enc"] == {
+        "model": str(tmp_path / "all-mpnet-base-v2"),
+        "condition_on_question": False,
+    }
+    only = Settings.from_metadata({"profile": "offline", "operators": ["lexical", "enc"]})
+    assert only.operators == ("lexical", "enc") and set(only.operator_options) == {"enc"}
+    with pytest.raises(ValueError, match="unknown profile"):
+        Settings.from_metadata({"profile": "cloud"})
+    with pytest.raises(ValueError, match="unknown encoder"):
+        Settings.from_metadata({"profile": "offline:bert"})
+    stored = Settings.from_metadata(s.as_dict(), expand_profile=False)  # rescore: no second expansion
+    assert stored.operator_options == s.operator_options

@@ -209,8 +209,10 @@ def _run_group(
             hidden_states=hidden,
         )
     except Exception as err:
-        for name in names:
-            _unavailable(runs[name], docs, todo, f"operator {name} failed: {_why(err)}")
+        for name, op in zip(names, group, strict=True):
+            hint = op.load_hint()
+            reason = f"operator {name} failed: {_why(err)}" + (f"; {hint}" if hint else "")
+            _unavailable(runs[name], docs, todo, reason)
         return
     for name, out in zip(names, outputs, strict=True):
         run = runs[name]

@@ -23,6 +23,7 @@ estimator (``n_missing``). An estimator with no score on any question is reporte
 
 from __future__ import annotations
 
+import logging
 import math
 import warnings
 from collections import Counter
@@ -32,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from semuq_eval.harness.reliability import MIN_MINORITY, assess, label_warning
 from semuq_eval.harness.settings import Settings
 from semuq_eval.judges import LABEL_STRATEGIES
 
@@ -44,6 +46,8 @@ __all__ = [
     "summary_keys",
     "summary_scalars",
 ]
+
+log = logging.getLogger(__name__)
 
 FORMAT = "semuq-breakdown/1"
 METRICS = ("auroc", "ece")
@@ -95,6 +99,7 @@ def summarize(
         labels_summary[strategy] = {
             "n": len(keep),
             "n_correct": int(y.sum()),
+            "n_incorrect": int(len(keep) - y.sum()),
             "n_missing": len(items) - len(keep),
             "accuracy": _f(float(y.mean())) if len(keep) else None,
         }
@@ -111,11 +116,28 @@ def summarize(
             out = (
                 evaluate(scores, y, metrics=METRICS, bootstrap=bootstrap, protocol=protocol) if scores else {}
             )
-        results[strategy] = {n: {m: r.as_dict() for m, r in per.items()} for n, per in out.items()}
+        results[strategy] = {
+            n: {
+                m: {**r.as_dict(), **assess(r.as_dict(), settings.bootstrap, settings.min_minority)}
+                for m, r in per.items()
+            }
+            for n, per in out.items()
+        }
+        warning = label_warning(
+            strategy, labels_summary[strategy]["n_correct"], len(keep), settings.min_minority
+        )
+        if warning:
+            log.warning("%s: %s", task or "semuq", warning)
         ranked = [(n, per["auroc"].value) for n, per in out.items() if math.isfinite(per["auroc"].value)]
         if ranked:
             name, value = max(ranked, key=lambda t: t[1])
-            best[strategy] = {"estimator": name, "auroc": value, "ece": _f(out[name]["ece"].value)}
+            reliable = results[strategy][name]["auroc"]["reliable"]
+            best[strategy] = {
+                "estimator": name,
+                "auroc": value,
+                "ece": _f(out[name]["ece"].value),
+                "reliable": reliable,
+            }
         else:
             best[strategy] = {"estimator": None, "auroc": None, "ece": None}
     bad = [
@@ -183,42 +205,71 @@ def summary_scalars(breakdown: Mapping[str, Any]) -> dict[str, float]:
     return out
 
 
+def _cell(result: Mapping[str, Any] | None) -> str:
+    """``0.812 [0.70, 0.90]``, with ``!`` after an unreliable figure and ``n/a`` for an undefined one."""
+    if not result:
+        return "n/a"
+    value = result.get("value")
+    if value is None or not math.isfinite(value):
+        return "n/a"
+    low, high = result.get("ci_low"), result.get("ci_high")
+    text = f"{value:.3f}"
+    if low is not None and high is not None and math.isfinite(low) and math.isfinite(high):
+        text += f" [{low:.3f}, {high:.3f}]"
+    return text if result.get("reliable", True) else text + " !"
+
+
 def breakdown_table(breakdown: Mapping[str, Any]) -> str:
-    """A Markdown table of a breakdown: AUROC and ECE with 95% CIs per estimator, both label strategies.
+    """A Markdown table of a breakdown: AUROC and ECE with 95% CIs and the correct / incorrect counts behind
+    them, per estimator and label strategy.
 
-    Rows are sorted by greedy-label AUROC (best first); NaN values print as ``n/a``.
+    Rows are sorted by greedy-label AUROC (best first). ``!`` marks an unreliable figure (small minority
+    class or few valid resamples, :mod:`semuq_eval.harness.reliability`); ``n/a`` an undefined one, whose
+    reason follows the table.
     """
-
-    def cell(result: Mapping[str, Any] | None) -> str:
-        if not result or result.get("value") is None or not math.isfinite(result["value"]):
-            return "n/a"
-        low, high = result.get("ci_low"), result.get("ci_high")
-        if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
-            return f"{result['value']:.3f}"
-        return f"{result['value']:.3f} [{low:.3f}, {high:.3f}]"
-
     results = breakdown.get("results", {})
+    strategies = [s for s in ("greedy", "majority") if s in results]
     names = sorted({name for per in results.values() for name in per})
 
     def sort_key(name: str) -> float:
         value = results.get("greedy", {}).get(name, {}).get("auroc", {}).get("value")
         return -value if value is not None and math.isfinite(value) else math.inf
 
-    head = "| estimator | AUROC greedy | ECE greedy | AUROC majority | ECE majority |"
-    lines = [head, "|---|---|---|---|---|"]
+    head = ["estimator"]
+    for strategy in strategies:
+        head += [f"AUROC {strategy}", f"ECE {strategy}", f"correct/incorrect {strategy}"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    notes: dict[str, list[str]] = {}
     for name in sorted(names, key=sort_key):
         row = [name]
-        for strategy in ("greedy", "majority"):
+        for strategy in strategies:
             per = results.get(strategy, {}).get(name, {})
-            row += [cell(per.get("auroc")), cell(per.get("ece"))]
+            auroc = per.get("auroc", {})
+            row += [
+                _cell(auroc),
+                _cell(per.get("ece")),
+                f"{auroc.get('n_correct', 0)}/{auroc.get('n_incorrect', 0)}",
+            ]
+            if auroc.get("note"):
+                notes.setdefault(f"{strategy}: {auroc['note']}", []).append(name)
         lines.append("| " + " | ".join(row) + " |")
     labels = breakdown.get("labels", {})
     summary = ", ".join(
-        f"{s}: {v.get('n_correct', 0)}/{v.get('n', 0)} correct"
+        f"{s}: {v.get('n_correct', 0)} correct / {v.get('n', 0) - v.get('n_correct', 0)} incorrect"
         for s, v in labels.items()
         if isinstance(v, Mapping)
     )
     title = f"{breakdown.get('task', '')}: {breakdown.get('n_docs', '?')} questions" + (
         f" ({summary})" if summary else ""
     )
-    return title + "\n\n" + "\n".join(lines)
+    threshold = breakdown.get("settings", {}).get("min_minority", MIN_MINORITY)
+    footer = [
+        "",
+        f"! = unreliable: fewer than {threshold} questions in the minority class, or fewer than 95% of the "
+        "bootstrap resamples gave a value; n/a = undefined.",
+    ]
+    for note, which in notes.items():
+        footer.append(
+            f"- {note}: {len(which)} estimator(s)" if len(which) > 3 else f"- {note}: {', '.join(which)}"
+        )
+    return title + "\n\n" + "\n".join(lines) + "\n".join(footer if notes or strategies else [])

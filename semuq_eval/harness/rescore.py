@@ -75,7 +75,7 @@ def rescore(
         Write the breakdown there as JSON (a directory gets ``breakdown.rescore.json``).
     """
     manifest, records = load_store(store_path)
-    stored = Settings.from_metadata(manifest.get("settings"))
+    stored = Settings.from_metadata(manifest.get("settings"), expand_profile=False)
     settings = replace(stored)
     if operators is not None:
         settings.operators = tuple(operators)

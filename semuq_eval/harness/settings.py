@@ -6,6 +6,8 @@ lm-eval rejects unknown task-config keys, so every semuq setting lives under ``m
 =====================  ===========================================  =========================================
 key                    default                                      meaning
 =====================  ===========================================  =========================================
+profile                none                                         ``offline``: operators with a local model
+                                                                    (:mod:`semuq_eval.harness.profiles`)
 n_samples              20                                           N sampled answers per question (App. E.2)
 operators              nli, nli_soft, cos_ext, cos_int, enc,        operators to run (registry names)
                        lexical
@@ -25,6 +27,8 @@ question_field         question                                     doc field ho
 bootstrap              1000                                         bootstrap resamples for the CIs
 seed                   0                                            bootstrap seed
 ece_bins               10                                           ECE bins
+min_minority           20                                           figures whose minority label class is
+                                                                    smaller are flagged unreliable
 output_dir             $SEMUQ_OUTPUT_DIR, else lm-eval's            where the full breakdown and the run store
                        ``--output_path``, else nothing is written   are written (:mod:`semuq_eval.context`)
 run_id                 the model's slug (``pretrained``)            the run's folder under semuq/<task>/
@@ -55,6 +59,7 @@ STRING_JUDGE_SHORTHANDS = {"label_mode": "mode", "f1_threshold": "f1_threshold"}
 class Settings:
     """The plugin settings of a run (module docstring); :meth:`from_metadata` validates them."""
 
+    profile: str | None = None
     n_samples: int = 20
     operators: tuple[str, ...] = DEFAULT_OPERATORS
     operator_options: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -67,6 +72,7 @@ class Settings:
     bootstrap: int = 1000
     seed: int = 0
     ece_bins: int = 10
+    min_minority: int = 20
     output_dir: str | None = None
     run_id: str | None = None
     store: bool = True
@@ -74,15 +80,19 @@ class Settings:
     table_estimators: tuple[str, ...] = ()
 
     @classmethod
-    def from_metadata(cls, metadata: Mapping[str, Any] | None) -> Settings:
+    def from_metadata(cls, metadata: Mapping[str, Any] | None, *, expand_profile: bool = True) -> Settings:
         """Settings from a task's metadata; unrelated keys (version, data_dir, ...) are ignored.
+
+        ``expand_profile=False`` reads stored settings, whose profile was expanded when the run started.
 
         Raises
         ------
         ValueError
             Naming the key, for a value out of range or a name no registry knows.
         """
-        metadata = dict(metadata or {})
+        from semuq_eval.harness.profiles import apply_profile
+
+        metadata = apply_profile(metadata or {}) if expand_profile else dict(metadata or {})
         known = {f.name for f in fields(cls)}
         kwargs = {k: v for k, v in metadata.items() if k in known}
         for key in ("operators", "aggregators", "table_estimators"):
@@ -108,6 +118,7 @@ class Settings:
         try:
             self.n_samples, self.bootstrap = int(self.n_samples), int(self.bootstrap)
             self.seed, self.ece_bins = int(self.seed), int(self.ece_bins)
+            self.min_minority = int(self.min_minority)
             self.tau = float(self.tau)
         except (TypeError, ValueError) as err:
             raise ValueError(f"metadata: a numeric setting is not a number ({err})") from None
@@ -115,6 +126,7 @@ class Settings:
             ("n_samples", self.n_samples, 1),
             ("bootstrap", self.bootstrap, 0),
             ("ece_bins", self.ece_bins, 1),
+            ("min_minority", self.min_minority, 1),
         ):
             if value < low:
                 raise ValueError(f"metadata {key} must be >= {low}, got {value}")

