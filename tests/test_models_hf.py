@@ -673,3 +673,25 @@ def test_multimodal_journal_keys_on_image_content(vlm, tmp_path):
                 repeated((inst("<image> What?", kw, doc_id=0, repeats=2, visual=[imgs[1]]), 2))
             )
         assert len(batches) == 1
+
+
+def test_the_models_generation_config_cannot_change_the_decoding(lm, gpt2_dir):
+    """A generation_config.json with a repetition penalty, n-gram blocking, min-p and a minimum length (as some
+    hub models ship) leaves semuq-hf's answers unchanged: the task's decoding is passed in full."""
+    import copy
+
+    requests = [inst(PROMPTS[0], GREEDY, idx=0)] + [inst(PROMPTS[0], SAMPLE, idx=1, repeats=4)] * 4
+    torch.manual_seed(3)
+    plain = lm.generate_until(requests)
+    hostile = copy.deepcopy(lm.model.generation_config)
+    hostile.repetition_penalty, hostile.no_repeat_ngram_size = 5.0, 1
+    hostile.min_p, hostile.min_new_tokens, hostile.top_p = 0.5, 10, 0.1
+    with attrs(lm.model, generation_config=hostile):
+        torch.manual_seed(3)
+        again = lm.generate_until(requests)
+        with spy_generate(lm.model) as calls:
+            lm.generate_until(requests[:1])
+    assert [g.text for g in again] == [g.text for g in plain]
+    np.testing.assert_allclose(again[1].token_logprobs, plain[1].token_logprobs)
+    kwargs = calls[0]["kwargs"]
+    assert kwargs["repetition_penalty"] == 1.0 and kwargs["no_repeat_ngram_size"] == 0 and kwargs["num_beams"] == 1

@@ -146,10 +146,7 @@ class SemuqTask(ConfigurableTask):
         kwargs.pop("apply_chat_template", None)
         kwargs.pop("chat_template", None)
         task, doc_id, _ = kwargs.pop("metadata", (self.config.task, None, 1))
-        sampled = deepcopy(self.config.generation_kwargs or {})
-        sampled.setdefault("do_sample", True)
-        greedy = {k: deepcopy(sampled[k]) for k in GREEDY_KEYS if k in sampled}
-        greedy.update(do_sample=False, temperature=0.0)
+        greedy, sampled = self.decoding()
         extra = ()
         if self.config.doc_to_image:
             extra = ({"visual": self.doc_to_image(doc)},)
@@ -172,6 +169,15 @@ class SemuqTask(ConfigurableTask):
                 **kwargs,
             ),
         ]
+
+    def decoding(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The greedy and the sampled request's generation kwargs (the sampled: the task's, after
+        ``--gen_kwargs``; the greedy: its stop sequences and budget, ``do_sample`` false)."""
+        sampled = deepcopy(self.config.generation_kwargs or {})
+        sampled.setdefault("do_sample", True)
+        greedy = {k: deepcopy(sampled[k]) for k in GREEDY_KEYS if k in sampled}
+        greedy.update(do_sample=False, temperature=0.0)
+        return greedy, sampled
 
     # -- doc fields ---------------------------------------------------------------------------------
     def question_of(self, doc: dict) -> str:
@@ -283,6 +289,18 @@ class SemuqTask(ConfigurableTask):
         value = summary_scalars(self._summary_cache[fingerprint]).get(key, math.nan)
         return float(value)
 
+    def _decoding_record(self) -> dict[str, Any]:
+        from semuq_eval.models.decoding import NEUTRAL_DECODING
+
+        greedy, sampled = self.decoding()
+        return {
+            "greedy": greedy,
+            "sampled": sampled,
+            "semuq_models_set_as_well": dict(NEUTRAL_DECODING),
+            "note": "semuq-hf / semuq-hf-multimodal pass every other decoding option at its neutral value, so the "
+            "model's generation_config cannot change the decoding; other lm-eval models apply their own defaults",
+        }
+
     def full_breakdown(self, items: list[dict]) -> dict:
         """Compute the breakdown of all items and write it (with scores.jsonl) to the store directory."""
         breakdown = summarize(
@@ -291,7 +309,10 @@ class SemuqTask(ConfigurableTask):
             task=self.config.task,
             operators=self.operator_runs,
             judge=self.judge.info,
-            extra={"generation_kwargs": deepcopy(self.config.generation_kwargs)},
+            extra={
+                "generation_kwargs": deepcopy(self.config.generation_kwargs),
+                "decoding": self._decoding_record(),
+            },
         )
         root = self.context().store_dir(self.config.task)
         if root is not None and self._writes_outputs(warn=False):

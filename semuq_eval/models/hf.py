@@ -44,6 +44,7 @@ from tqdm import tqdm
 from semuq_eval.context import RunContext
 from semuq_eval.models.alignment import align_answer, hflm_postprocess
 from semuq_eval.models.data_parallel import cpu_data_parallel_split
+from semuq_eval.models.decoding import decoding_kwargs
 from semuq_eval.models.generation import Generation, as_generation
 from semuq_eval.models.journal import GenerationJournal, journal_key
 from semuq_eval.models.planning import GenerateCall, PromptGroup, batch_groups, group_requests
@@ -286,7 +287,7 @@ class SemuqGenerateMixin:
                     use_cache=True,
                     num_return_sequences=expand,
                     **recorder.generate_kwargs(),
-                    **call.gen,
+                    **decoding_kwargs(call.gen),
                 )
         sequences = recorder.finish(out, prompt_len)
         self._semuq_last_stats = {

@@ -1,0 +1,50 @@
+"""The paper's decoding, stated in full, so that a model's own ``generation_config`` cannot change it.
+
+``model.generate`` fills every decoding option the caller leaves unset from the model's
+``generation_config.json`` (a repetition penalty, n-gram blocking, beam search, min-p, a minimum length, ...).
+The semuq models therefore pass every option that shapes the next-token distribution or the search
+explicitly: the task's own (App. E.2: temperature 1.0, top-p 0.9, top-k 50 for the samples; greedy for the
+reference answer) over :data:`NEUTRAL_DECODING`, transformers' neutral values. Stop sequences and the token
+budget are the task's as well. Other lm-eval models (``hf``, ``vllm``, servers) apply their own defaults.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["NEUTRAL_DECODING", "decoding_kwargs"]
+
+NEUTRAL_DECODING: dict[str, Any] = {
+    "num_beams": 1,
+    "num_beam_groups": 1,
+    "diversity_penalty": 0.0,
+    "length_penalty": 1.0,
+    "temperature": 1.0,
+    "top_k": 50,
+    "top_p": 1.0,
+    "typical_p": 1.0,
+    "min_p": 0.0,
+    "epsilon_cutoff": 0.0,
+    "eta_cutoff": 0.0,
+    "repetition_penalty": 1.0,
+    "encoder_repetition_penalty": 1.0,
+    "no_repeat_ngram_size": 0,
+    "encoder_no_repeat_ngram_size": 0,
+    "min_length": 0,
+    "min_new_tokens": 0,
+}
+"""Options left at values that do not change the model's distribution or the search (transformers' own
+defaults; ``min_p`` 0 keeps every token)."""
+
+
+def decoding_kwargs(requested: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``generate`` keyword arguments of a request: ``requested`` over :data:`NEUTRAL_DECODING`.
+
+    Examples
+    --------
+    >>> kw = decoding_kwargs({"do_sample": True, "temperature": 1.0, "top_p": 0.9, "top_k": 50})
+    >>> kw["top_p"], kw["repetition_penalty"], kw["num_beams"]
+    (0.9, 1.0, 1)
+    """
+    return {**NEUTRAL_DECODING, **dict(requested)}
