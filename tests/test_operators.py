@@ -114,6 +114,20 @@ def test_get_validates_options():
         get("nli_soft", model=object())
 
 
+def test_auto_dtype_keeps_t5_out_of_float16(make):
+    from semuq_eval.operators.loading import auto_dtype, resolve_dtype
+
+    assert resolve_dtype("auto", "cpu") == "float32" and resolve_dtype("auto", "cuda") == "auto"
+    assert auto_dtype("deberta-v2", "cuda") == "float16"
+    for t5 in ("t5", "mt5", "umt5"):  # sentence-t5 overflows in float16
+        assert auto_dtype(t5, "cuda", bf16_supported=True) == "bfloat16"
+        assert auto_dtype(t5, "cuda", bf16_supported=False) == "float32"
+    assert auto_dtype("t5", "cpu") == "float32"
+    op = make("enc")
+    op(["q"], [["a", "b"]])
+    assert op.info["dtype"] == "float32"  # the dtype the loaded model computes in
+
+
 # ---------------------------------------------------------------- the shared contract
 
 

@@ -28,6 +28,7 @@ from semuq_eval.operators.loading import (
     batches,
     commit_hash,
     load_sentence_transformer,
+    loaded_dtype,
 )
 
 DEFAULT_SENTENCE_ENCODER = "sentence-transformers/sentence-t5-large"
@@ -206,7 +207,7 @@ class _SentenceEncoderOperator(ModelTextOperator):
             "separator": loaded[2] if loaded and self.condition_on_question else None,
             "pooling": pooling_mode(model) if model is not None else None,
             "max_length": loaded[1] if loaded else self.max_length,
-            "dtype": self.dtype,
+            "dtype": loaded_dtype(loaded[0]) if loaded else self.dtype,
             **super()._identity(),
         }
 

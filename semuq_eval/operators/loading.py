@@ -26,13 +26,39 @@ def resolve_device(device: str | torch.device | None) -> str:
     return str(device)
 
 
+FP16_UNSAFE = frozenset({"t5", "mt5", "umt5", "longt5"})
+"""Architectures whose activations overflow float16 (T5's feed-forward outputs exceed 65,504; sentence-t5,
+the paper's encoder, is one): ``"auto"`` gives them bfloat16 where the GPU supports it, else float32."""
+
+
 def resolve_dtype(dtype: str, device: str) -> str:
-    """``"auto"``: float16 on CUDA, float32 elsewhere; otherwise one of :data:`DTYPES`."""
+    """``"auto"`` stays ``"auto"`` on CUDA (chosen per architecture when the model loads, :func:`auto_dtype`)
+    and is float32 elsewhere; any other value must be one of :data:`DTYPES`."""
     if dtype == "auto":
-        return "float16" if device.startswith("cuda") else "float32"
+        return "auto" if device.startswith("cuda") else "float32"
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be 'auto' or one of {sorted(DTYPES)}, got {dtype!r}")
     return dtype
+
+
+def auto_dtype(model_type: str | None, device: str, *, bf16_supported: bool | None = None) -> str:
+    """The dtype ``"auto"`` means for an architecture on a device.
+
+    float32 on CPU; on CUDA float16, except for :data:`FP16_UNSAFE` architectures: bfloat16 when the GPU
+    supports it, else float32.
+
+    Examples
+    --------
+    >>> auto_dtype("bert", "cuda"), auto_dtype("t5", "cuda", bf16_supported=False), auto_dtype("t5", "cpu")
+    ('float16', 'float32', 'float32')
+    """
+    if not device.startswith("cuda"):
+        return "float32"
+    if model_type in FP16_UNSAFE:
+        if bf16_supported is None:
+            bf16_supported = torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+        return "bfloat16" if bf16_supported else "float32"
+    return "float16"
 
 
 def model_id(model: str | os.PathLike) -> str:
@@ -56,6 +82,8 @@ def load_sequence_classifier(
     model = AutoModelForSequenceClassification.from_pretrained(
         name, revision=revision, trust_remote_code=trust_remote_code
     )
+    if dtype == "auto":
+        dtype = auto_dtype(getattr(model.config, "model_type", None), device)
     return tokenizer, model.to(device=device, dtype=DTYPES[dtype]).eval()
 
 
@@ -67,7 +95,18 @@ def load_sentence_transformer(
     from sentence_transformers import SentenceTransformer
 
     model = SentenceTransformer(name, device=device, revision=revision, trust_remote_code=trust_remote_code)
+    if dtype == "auto":
+        config = getattr(getattr(model[0], "auto_model", None), "config", None)
+        dtype = auto_dtype(getattr(config, "model_type", None), device)
     return model.to(dtype=DTYPES[dtype]).eval()
+
+
+def loaded_dtype(model: Any) -> str | None:
+    """The dtype a loaded model computes in (``"float32"``, ...), for the operator's identity."""
+    try:
+        return str(next(model.parameters()).dtype).removeprefix("torch.")
+    except (StopIteration, AttributeError, TypeError):
+        return None
 
 
 def batches(order: list[int], batch_size: int, *, progress: bool, desc: str):

@@ -23,6 +23,7 @@ from semuq_eval.operators.loading import (
     batches,
     commit_hash,
     load_sequence_classifier,
+    loaded_dtype,
     model_id,
 )
 
@@ -202,7 +203,7 @@ class _NLIOperator(ModelTextOperator):
             "id2label": dict(config.id2label) if config is not None else None,
             "question_conditioned": self.condition_on_question,
             "max_length": loaded[2] if loaded else self.max_length,
-            "dtype": self.dtype,
+            "dtype": loaded_dtype(loaded[1]) if loaded else self.dtype,
             **super()._identity(),
         }
 
