@@ -24,7 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 LM_EVAL_COMMANDS = {
     "run": "evaluate a model on tasks (lm-eval's `run`, semuq tasks and models registered)",
-    "ls": "list tasks, groups and tags (lm-eval's `ls`)",
+    "ls": "`ls tasks`: the semuq tasks and groups; other `ls` arguments: lm-eval's `ls`",
     "validate": "check task configurations (lm-eval's `validate`)",
 }
 
@@ -66,6 +66,11 @@ def main(argv: list[str] | None = None) -> int:
         print(_usage())
         return 0
     command = argv[0]
+    if argv == ["ls", "tasks"]:
+        from semuq_eval.launch import list_tasks
+
+        print(list_tasks())
+        return 0
     if command in COMMANDS:
         module, function = COMMANDS[command][0].split(":")
         return int(getattr(importlib.import_module(module), function)(argv[1:]) or 0)

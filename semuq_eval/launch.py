@@ -19,12 +19,33 @@ import sys
 from importlib.resources import files
 from pathlib import Path
 
-__all__ = ["prepare_distributed", "run_lm_eval", "share_lm_eval_logging", "tasks_dir"]
+__all__ = ["list_tasks", "prepare_distributed", "run_lm_eval", "share_lm_eval_logging", "tasks_dir"]
 
 
 def tasks_dir() -> Path:
     """The folder of the semuq task YAMLs (``tasks/`` in a checkout, ``semuq_eval/tasks`` in a wheel)."""
     return Path(str(files("semuq_eval.tasks")))
+
+
+def list_tasks() -> str:
+    """An aligned table of the semuq groups and tasks: name, kind, and the first line of the YAML's header."""
+    import re
+
+    rows = []
+    for path in sorted(tasks_dir().glob("*.yaml")):
+        if path.name.startswith("_"):
+            continue
+        text = path.read_text(encoding="utf-8")
+        kind = "group" if re.search(r"^group:", text, re.M) else "task"
+        name = re.search(rf"^{'group' if kind == 'group' else 'task'}:\s*(\S+)", text, re.M)
+        about = next((line[1:].strip() for line in text.splitlines() if line.startswith("#")), "")
+        rows.append((kind, name.group(1) if name else path.stem, about))
+    rows.sort(key=lambda r: (r[0] != "group", r[1]))
+    width = max(len(r[1]) for r in rows)
+    lines = [f"{'name':<{width}}  {'kind':<5}  what", f"{'-' * width}  -----  {'-' * 40}"]
+    lines += [f"{name:<{width}}  {kind:<5}  {about}" for kind, name, about in rows]
+    lines.append(f"\n{len(rows)} entries in {tasks_dir()}; `lm_eval ls tasks` lists every lm-eval task.")
+    return "\n".join(lines)
 
 
 def _env_int(*names: str) -> int:

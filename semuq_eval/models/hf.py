@@ -140,10 +140,13 @@ class SemuqGenerateMixin:
             return [as_generation(s) for s in super().generate_until(requests, disable_tqdm=disable_tqdm)]
         groups = group_requests(requests, self.max_gen_toks, self.tok_encode)
         results: list[Generation | None] = [None] * len(requests)
+        # progress in answers generated (a prompt with N samples counts N): the cost of a batch grows with its
+        # rows, so the rate, and the ETA, stay steady whether greedy or sampled prompts come first
         pbar = tqdm(
-            total=len(requests),
+            total=sum(g.n_gen for g in groups),
             disable=(disable_tqdm or (self.rank != 0)),
-            desc="semuq-hf: generate_until (N samples per generate call)",
+            desc=f"semuq-hf: {len(groups)} prompts",
+            unit=" answers",
         )
 
         def deliver(group: PromptGroup, outs: list[Generation]) -> None:
@@ -151,7 +154,7 @@ class SemuqGenerateMixin:
                 gen = outs[j] if len(outs) > 1 else outs[0]
                 results[pos] = gen
                 self.cache_hook.add_partial("generate_until", (group.context, group.gen_kwargs), gen)
-                pbar.update(1)
+            pbar.update(group.n_gen)
 
         journal = self._semuq_journal()
         keys = {}
