@@ -1,7 +1,7 @@
 """Greedy accuracy of the offline LLMs on the offline QA sets, with and without the chat template.
 
 Which LLM and which question set give a demo with enough correct AND incorrect answers? For each of
-SmolLM2-135M-Instruct and gemma-3-270m (the LLMs `semuq-eval assets` prepares) on semuq_triviaqa,
+SmolLM2-135M-Instruct and gemma-3-270m (the LLMs `semuq-eval assets` prepares) on semuq_triviaqa_dpr,
 semuq_nqopen and semuq_webquestions, this runs the semuq task on the first ``--limit`` questions with the
 string judge (contains), N = 1 (only the greedy label is read), and prints greedy accuracy with a 95% Wilson
 interval. Each configuration runs in its own process; answers are journaled, so an interrupted run resumes.
@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 MODELS = ("smollm2-135m-instruct", "gemma-3-270m")
-TASKS = ("semuq_triviaqa", "semuq_nqopen", "semuq_webquestions")
+TASKS = ("semuq_triviaqa_dpr", "semuq_nqopen", "semuq_webquestions")
 
 
 def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:

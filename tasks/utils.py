@@ -11,9 +11,11 @@ __all__ = [
     "SemuqTask",
     "SemuqVQATask",
     "advqa_docs",
+    "first_1000",
     "first_5000",
     "hotpotqa_references",
     "qa_datasets",
+    "triviaqa_references",
     "vizwiz_docs",
     "vqa_references",
 ]
@@ -66,6 +68,11 @@ def _last(dataset, n: int):
     return dataset.select(range(max(0, len(dataset) - n), len(dataset)))
 
 
+def first_1000(dataset):
+    """TriviaQA (rc.nocontext): the first 1,000 questions of the validation set (App. E.1)."""
+    return _first(dataset, 1000)
+
+
 def first_5000(dataset):
     """HotpotQA and OK-VQA: the first 5,000 questions of the validation set (App. E.1)."""
     return _first(dataset, 5000)
@@ -79,6 +86,12 @@ def vizwiz_docs(dataset):
 def advqa_docs(dataset):
     """AdVQA: the last 2,200 questions of the validation set (App. E.1)."""
     return _last(dataset, 2200)
+
+
+def triviaqa_references(doc):
+    """Every alias of the answer (``answer.aliases``), then its ``value`` if not among them; order kept."""
+    answer = doc.get("answer") or {}
+    return references_of([*(answer.get("aliases") or []), answer.get("value")])
 
 
 def hotpotqa_references(doc):

@@ -150,7 +150,7 @@ def test_two_process_cpu_run(tmp_path):
         "--model_args",
         f"pretrained={model}",
         "--tasks",
-        "semuq_triviaqa",
+        "semuq_triviaqa_dpr",
         "--metadata",
         json.dumps(meta),
         "--output_path",
@@ -182,7 +182,7 @@ def test_two_process_cpu_run(tmp_path):
         log
     )  # lm-eval built rank 1's share: the run is data-parallel
 
-    store = out / "semuq" / "semuq_triviaqa" / model_slug(model)  # one folder per model (run_id)
+    store = out / "semuq" / "semuq_triviaqa_dpr" / model_slug(model)  # one folder per model (run_id)
     for r in (0, 1):
         assert (store / f"generations.rank{r}.jsonl").is_file(), sorted(p.name for p in store.iterdir())
         assert (store / f"hidden.rank{r}.npz").is_file()

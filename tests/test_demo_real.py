@@ -21,7 +21,7 @@ def test_demo_on_ten_questions(real_asset, tmp_path, capsys):
         )
         == 0
     )
-    run_dir = tmp_path / "semuq" / "semuq_triviaqa" / "smollm2-135m-instruct"
+    run_dir = tmp_path / "semuq" / "semuq_triviaqa_dpr" / "smollm2-135m-instruct"
     breakdown = json.loads((run_dir / "breakdown.json").read_text())
     assert breakdown["n_docs"] == 10
     assert {op: v["status"] for op, v in breakdown["operators"].items()} == dict.fromkeys(

@@ -22,7 +22,7 @@ N = 4
 BASE_META = {"n_samples": N, "operators": ["lexical", "cos_int"], "bootstrap": 50}
 
 
-def run(lm, tmp_path, tasks=("semuq_triviaqa",), **meta):
+def run(lm, tmp_path, tasks=("semuq_triviaqa_dpr",), **meta):
     import lm_eval
     from lm_eval.tasks import TaskManager
 
@@ -36,7 +36,7 @@ def run(lm, tmp_path, tasks=("semuq_triviaqa",), **meta):
     return lm_eval.simple_evaluate(model=lm, tasks=list(tasks), task_manager=tm, bootstrap_iters=0)
 
 
-def breakdown_of(tmp_path, task="semuq_triviaqa"):
+def breakdown_of(tmp_path, task="semuq_triviaqa_dpr"):
     return json.loads((tmp_path / "out" / "semuq" / task / "breakdown.json").read_text())
 
 
@@ -288,7 +288,11 @@ def test_run_context():
     assert model_slug("/root/.cache/semuq-eval/models/smollm2-135m-instruct") == "smollm2-135m-instruct"
     assert model_slug("HuggingFaceTB/SmolLM2-135M-Instruct") == "HuggingFaceTB__SmolLM2-135M-Instruct"
     ctx = RunContext.resolve(output_dir="out", model="/m/smollm2-135m-instruct/")
-    assert ctx.store_dir("semuq_triviaqa").parts[-3:] == ("semuq", "semuq_triviaqa", "smollm2-135m-instruct")
+    assert ctx.store_dir("semuq_triviaqa_dpr").parts[-3:] == (
+        "semuq",
+        "semuq_triviaqa_dpr",
+        "smollm2-135m-instruct",
+    )
     assert RunContext.resolve(output_dir="out", run_id="mine", model="x").run_id == "mine"
     assert (ctx.rank, ctx.world_size) == (0, 1)
 
@@ -299,7 +303,7 @@ def test_end_to_end_white_box(tmp_path, capsys):
 
     lm = CannedLM(white_box=True)
     results = run(lm, tmp_path, table_estimators=["kle_heat@lexical"])
-    res = results["results"]["semuq_triviaqa"]
+    res = results["results"]["semuq_triviaqa_dpr"]
     print(make_table(results))
     # requests: greedy (do_sample False) + N sampled (App. E.2 decoding) per question
     sampled = [kw for _, kw in lm.calls if kw.get("do_sample")]
@@ -322,14 +326,21 @@ def test_end_to_end_white_box(tmp_path, capsys):
                 assert r["n"] == len(QA) and {"value", "ci_low", "ci_high"} <= set(r)
     assert b["unavailable"] == {}
     # exact values of the deterministic canned model (seed 0): behaviour pinned across refactors
-    assert b["labels"]["greedy"] == {"n": 6, "n_correct": 3, "n_incorrect": 3, "n_missing": 0, "accuracy": 0.5}
+    assert b["labels"]["greedy"] == {
+        "n": 6,
+        "n_correct": 3,
+        "n_incorrect": 3,
+        "n_missing": 0,
+        "accuracy": 0.5,
+    }
     assert b["labels"]["majority"]["n_correct"] == 4
     kle = b["results"]["greedy"]["kle_heat@lexical"]["auroc"]
     assert (kle["value"], kle["ci_low"], kle["ci_high"]) == pytest.approx((8 / 9, 0.42, 1.0))
     assert b["results"]["majority"]["msp"]["auroc"]["value"] == pytest.approx(0.75)
     assert b["results"]["majority"]["se@cos_int"]["auroc"]["value"] == pytest.approx(0.875)
     item = [
-        json.loads(x) for x in (tmp_path / "out/semuq/semuq_triviaqa/scores.jsonl").read_text().splitlines()
+        json.loads(x)
+        for x in (tmp_path / "out/semuq/semuq_triviaqa_dpr/scores.jsonl").read_text().splitlines()
     ][1]
     pinned = {
         "kle_heat@lexical": 1.2944465029295298,
@@ -345,13 +356,13 @@ def test_end_to_end_white_box(tmp_path, capsys):
     assert b["n_samples"] == N and b["operators"]["lexical"]["info"]["operator"] == "lexical"
     assert b["judge"]["mode"] == "contains" and "tau=0.5" in b["equivalence_rule"]
 
-    manifest, records = load_store(tmp_path / "out" / "semuq" / "semuq_triviaqa")
+    manifest, records = load_store(tmp_path / "out" / "semuq" / "semuq_triviaqa_dpr")
     assert len(records) == len(QA) and len(records[0]["samples"]) == N
     assert records[0]["samples"][0].hidden is not None and records[0]["greedy"].token_logprobs is not None
     assert records[0]["item"]["labels"]["greedy"] in (0, 1)
 
     re_b = rescore(
-        tmp_path / "out" / "semuq" / "semuq_triviaqa",
+        tmp_path / "out" / "semuq" / "semuq_triviaqa_dpr",
         operators=["lexical"],
         n_samples=2,
         output=tmp_path / "rescore",
@@ -359,11 +370,11 @@ def test_end_to_end_white_box(tmp_path, capsys):
     assert re_b["n_samples"] == 2 and "cos@cos_int" not in re_b["results"]["greedy"]
     assert "kle_heat@lexical" in re_b["results"]["greedy"]
     assert (tmp_path / "rescore" / "breakdown.rescore.json").is_file()
-    same = rescore(tmp_path / "out" / "semuq" / "semuq_triviaqa", bootstrap=50)
+    same = rescore(tmp_path / "out" / "semuq" / "semuq_triviaqa_dpr", bootstrap=50)
     ours = b["results"]["greedy"]["kle_heat@lexical"]["auroc"]["value"]
     assert same["results"]["greedy"]["kle_heat@lexical"]["auroc"]["value"] == pytest.approx(ours)
     with pytest.raises(ValueError, match="n_samples"):
-        rescore(tmp_path / "out" / "semuq" / "semuq_triviaqa", n_samples=N + 1)
+        rescore(tmp_path / "out" / "semuq" / "semuq_triviaqa_dpr", n_samples=N + 1)
 
 
 def test_end_to_end_black_box_canned(tmp_path):
@@ -373,7 +384,7 @@ def test_end_to_end_black_box_canned(tmp_path):
     assert "black-box" in next(iter(b["unavailable"]["te"]["reasons"]))
     assert "te" not in b["results"]["greedy"] and "kle_heat@lexical" in b["results"]["greedy"]
     assert b["operators"]["cos_int"]["status"] == "unavailable"
-    assert results["results"]["semuq_triviaqa"]["n_estimators,none"] == len(b["results"]["greedy"])
+    assert results["results"]["semuq_triviaqa_dpr"]["n_estimators,none"] == len(b["results"]["greedy"])
 
 
 def test_bad_docs_are_recorded_not_fatal(tmp_path):
@@ -387,7 +398,9 @@ def test_bad_docs_are_recorded_not_fatal(tmp_path):
     assert b["unavailable"]["se@lexical"]["n_docs"] == 1
     scores = [
         json.loads(line)
-        for line in (tmp_path / "out" / "semuq" / "semuq_triviaqa" / "scores.jsonl").read_text().splitlines()
+        for line in (tmp_path / "out" / "semuq" / "semuq_triviaqa_dpr" / "scores.jsonl")
+        .read_text()
+        .splitlines()
     ]
     assert scores[0]["scores"]["se@lexical"] is None and "NaN" in scores[0]["reasons"]["se@lexical"]
     assert scores[1]["scores"]["te"] is None  # empty greedy answer has no tokens
@@ -407,7 +420,7 @@ def test_gen_kwargs_and_metadata_override(tmp_path):
     }
     lm_eval.simple_evaluate(
         model=lm,
-        tasks=["semuq_triviaqa"],
+        tasks=["semuq_triviaqa_dpr"],
         gen_kwargs="temperature=0.5",
         task_manager=TaskManager(include_path=str(TASKS_DIR), include_defaults=False, metadata=meta),
         bootstrap_iters=0,
@@ -424,6 +437,7 @@ def test_all_tasks_and_groups_are_indexed():
     names = set(tm.all_tasks)
     assert {
         "semuq_triviaqa",
+        "semuq_triviaqa_dpr",
         "semuq_nqopen",
         "semuq_webquestions",
         "semuq_hotpotqa",

@@ -34,14 +34,14 @@ def _run(model, model_args, tmp_path):
     results = lm_eval.simple_evaluate(
         model=model,
         model_args=model_args,
-        tasks=["semuq_triviaqa"],
+        tasks=["semuq_triviaqa_dpr"],
         device="cpu",
         batch_size=4,
         gen_kwargs="max_gen_toks=8",
         bootstrap_iters=0,
         task_manager=TaskManager(include_path=str(TASKS_DIR), include_defaults=False, metadata=meta),
     )
-    breakdown = json.loads((tmp_path / "out" / "semuq" / "semuq_triviaqa" / "breakdown.json").read_text())
+    breakdown = json.loads((tmp_path / "out" / "semuq" / "semuq_triviaqa_dpr" / "breakdown.json").read_text())
     return results, breakdown
 
 
@@ -53,7 +53,7 @@ def test_black_box_hf(tiny_gpt2, tmp_path):
     assert {"te", "se@lexical", "cos@cos_int"} <= set(b["unavailable"])
     assert "kle_heat@lexical" in b["results"]["greedy"]
     assert b["results"]["greedy"]["kle_heat@lexical"]["auroc"]["n"] == 6
-    assert "acc_greedy,none" in results["results"]["semuq_triviaqa"]
+    assert "acc_greedy,none" in results["results"]["semuq_triviaqa_dpr"]
 
 
 def test_white_box_semuq_hf(tiny_gpt2, tmp_path):
@@ -70,7 +70,7 @@ def test_white_box_semuq_hf(tiny_gpt2, tmp_path):
         assert name in b["results"]["greedy"], b["unavailable"].get(name)
     assert "te" not in b["unavailable"]
     # every question's scores are the aggregators applied to what the model returned (read back from the store)
-    store = tmp_path / "out" / "semuq" / "semuq_triviaqa"
+    store = tmp_path / "out" / "semuq" / "semuq_triviaqa_dpr"
     _, records = load_store(store)
     items = {
         json.loads(x)["doc_id"]: json.loads(x) for x in (store / "scores.jsonl").read_text().splitlines()
