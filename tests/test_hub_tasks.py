@@ -1,6 +1,6 @@
-"""Offline validation of the four hub-backed semuq tasks against local replicas with the hub schema.
+"""Offline validation of the five hub-backed semuq tasks against local replicas with the hub schema.
 
-The real task YAMLs (tasks/semuq_{hotpotqa,okvqa,vizwiz,advqa}.yaml) are loaded through lm-eval's
+The real task YAMLs (tasks/semuq_{triviaqa,hotpotqa,okvqa,vizwiz,advqa}.yaml) are loaded through lm-eval's
 TaskManager from a tiny YAML in tmp_path that does ``include: <absolute path of the real YAML>`` and
 overrides only ``dataset_path`` / ``dataset_name`` / ``dataset_kwargs`` (lm-eval 0.4.13 resolves an absolute
 ``include`` and keeps resolving ``!function utils.x`` relative to the included file, so nothing is copied).
@@ -9,6 +9,14 @@ the features (nested lists of structs, the Image feature) exactly.
 
 Schemas and sources (the *_FEATURES below; the search tools give no repository for the unnamed code copies):
 
+- mandarjoshi/trivia_qa, config ``rc.nocontext``, splits train (138,384) / validation (17,944) / test (17,210): the
+  dataset card's ``dataset_info`` (https://huggingface.co/datasets/mandarjoshi/trivia_qa/blob/279d93a6e999c93dc992e1a705389e350ba7f706/README.md,
+  the commit "Add rc.nocontext data files"; the rc.* configs share one feature set), the same features in the TFDS
+  catalogue (GitHub tensorflow/datasets docs/catalog/trivia_qa.md, FeaturesDict with answer {aliases,
+  matched_wiki_entity_name, normalized_aliases, normalized_matched_wiki_entity_name, normalized_value, type,
+  value}, entity_pages, search_results) and https://www.tensorflow.org/datasets/community_catalog/huggingface/trivia_qa.
+  In the *.nocontext configs entity_pages / search_results are kept but their wiki_context / search_context are
+  empty strings. No revision is pinned yet (the YAML says so).
 - hotpotqa/hotpot_qa, config ``distractor``, splits train (90,447) / validation (7,405): the dataset card's
   ``dataset_info`` (https://huggingface.co/datasets/hotpot_qa/blob/ed64de2fda17d0169425d0b8bfeb2d7c088d41d7/README.md,
   same features in https://www.tensorflow.org/datasets/community_catalog/huggingface/hotpot_qa).
@@ -61,6 +69,40 @@ VQA_PROMPT = "<image>Answer the question about this image.\n"  # App. E.2 (lm-ev
 N_SAMPLES = 3
 EXTRA = 3  # replica rows beyond the selection size, so the first-N / last-N rule really drops rows
 
+TRIVIAQA_FEATURES = Features(
+    {  # mandarjoshi/trivia_qa, rc.nocontext (field order of the card's dataset_info)
+        "question": Value("string"),
+        "question_id": Value("string"),
+        "question_source": Value("string"),
+        "entity_pages": Sequence(
+            {
+                "doc_source": Value("string"),
+                "filename": Value("string"),
+                "title": Value("string"),
+                "wiki_context": Value("string"),
+            }
+        ),
+        "search_results": Sequence(
+            {
+                "description": Value("string"),
+                "filename": Value("string"),
+                "rank": Value("int32"),
+                "title": Value("string"),
+                "url": Value("string"),
+                "search_context": Value("string"),
+            }
+        ),
+        "answer": {
+            "aliases": Sequence(Value("string")),
+            "normalized_aliases": Sequence(Value("string")),
+            "matched_wiki_entity_name": Value("string"),
+            "normalized_matched_wiki_entity_name": Value("string"),
+            "normalized_value": Value("string"),
+            "type": Value("string"),
+            "value": Value("string"),
+        },
+    }
+)
 HOTPOTQA_FEATURES = Features(
     {
         "id": Value("string"),
@@ -126,6 +168,47 @@ def _question(i: int) -> str:
     return f"Question number {i}?"
 
 
+def _normalized(answer: str) -> str:
+    """Roughly TriviaQA's answer normalisation (lower case, no punctuation, no articles)."""
+    words = "".join(c for c in answer.lower() if c.isalnum() or c.isspace()).split()
+    return " ".join(w for w in words if w not in {"a", "an", "the"})
+
+
+def _triviaqa_row(i: int, aliases: list[str] | None = None, value: str | None = None) -> dict:
+    value = value if value is not None else f"Answer {i}"
+    aliases = aliases if aliases is not None else [value, f"answer {i}"]
+    pages = [] if i % 3 == 2 else [f"Page {i}"]  # some questions have web evidence only
+    return {
+        "question": _question(i),
+        "question_id": f"tc_{i}",
+        "question_source": "http://www.triviacountry.com/",
+        # rc.nocontext: the evidence documents are listed, their text is empty
+        "entity_pages": {
+            "doc_source": ["TagMe"] * len(pages),
+            "filename": [f"{t.replace(' ', '_')}.txt" for t in pages],
+            "title": pages,
+            "wiki_context": [""] * len(pages),
+        },
+        "search_results": {
+            "description": [f"About answer {i}.", "More."],
+            "filename": [f"{i}/{i}_0.txt", f"{i}/{i}_1.txt"],
+            "rank": [0, 1],
+            "title": [f"Result {i}", f"Result {i} (2)"],
+            "url": [f"http://example.org/{i}/0", f"http://example.org/{i}/1"],
+            "search_context": ["", ""],
+        },
+        "answer": {
+            "aliases": aliases,
+            "normalized_aliases": list(dict.fromkeys(_normalized(a) for a in aliases)),
+            "matched_wiki_entity_name": "",
+            "normalized_matched_wiki_entity_name": "",
+            "normalized_value": _normalized(value),
+            "type": "WikipediaEntity",
+            "value": value,
+        },
+    }
+
+
 def _hotpotqa_row(i: int) -> dict:
     return {
         "id": f"5a8b57f25542995d1e6f{i:04x}",
@@ -186,6 +269,27 @@ def _advqa_row(i: int, answers: list[str] | None = None) -> dict:
 # rows placed where the selection starts (row 0 for first-N, row EXTRA for last-N), with their expected
 # references as tasks/utils.py extracts them: deduplicated, order kept, stripped
 SPECIAL: dict[str, list[tuple[Callable[[int], dict], list[str]]]] = {
+    "semuq_triviaqa": [
+        # every alias, duplicates collapsed, order kept; the value is among them
+        (
+            lambda i: _triviaqa_row(
+                i, ["Alfred Hitchcock", "Hitchcock", "Alfred Hitchcock"], "Alfred Hitchcock"
+            ),
+            ["Alfred Hitchcock", "Hitchcock"],
+        ),
+        # a value that is not an alias comes last
+        (
+            lambda i: _triviaqa_row(i, ["David Seville", "Ross Bagdasarian"], "Ross Bagdasarian Sr."),
+            ["David Seville", "Ross Bagdasarian", "Ross Bagdasarian Sr."],
+        ),
+        # aliases are stripped before deduplication
+        (
+            lambda i: _triviaqa_row(i, [" Paris ", "Paris", "Ville de Paris "], "Paris"),
+            ["Paris", "Ville de Paris"],
+        ),
+        # no aliases: the value alone
+        (lambda i: _triviaqa_row(i, [], "1066"), ["1066"]),
+    ],
     "semuq_hotpotqa": [
         (lambda i: {**_hotpotqa_row(i), "answer": "Arthur's Magazine"}, ["Arthur's Magazine"]),
         (lambda i: {**_hotpotqa_row(i), "answer": "yes", "type": "comparison"}, ["yes"]),
@@ -227,6 +331,15 @@ class Case:
 
 OKVQA_REVISION = "c9f858961f4095a9aeef615057b0822cce967096"  # lmms-lab/OK-VQA "Upload dataset" (c9f8589)
 CASES = {
+    "semuq_triviaqa": Case(
+        "validation",
+        1000,
+        "first",
+        TRIVIAQA_FEATURES,
+        _triviaqa_row,
+        visual=False,
+        hub=("mandarjoshi/trivia_qa", "rc.nocontext", {}),  # no revision pinned yet (see the YAML)
+    ),
     "semuq_hotpotqa": Case(
         "validation",
         5000,
@@ -394,13 +507,16 @@ def test_hub_task_on_replica(name, tmp_path):
     assert task.dataset[case.split].num_rows == case.size + EXTRA
     # the `!function utils.x` references of the included YAMLs resolved
     rule = {
+        "semuq_triviaqa": "first_1000",
         "semuq_hotpotqa": "first_5000",
         "semuq_okvqa": "first_5000",
         "semuq_vizwiz": "vizwiz_docs",
         "semuq_advqa": "advqa_docs",
     }[name]
     assert task.config.process_docs.__name__ == rule
-    target = "hotpotqa_references" if name == "semuq_hotpotqa" else "vqa_references"
+    target = {"semuq_triviaqa": "triviaqa_references", "semuq_hotpotqa": "hotpotqa_references"}.get(
+        name, "vqa_references"
+    )
     assert task.config.doc_to_target.__name__ == target
 
     # selection rule (App. E.1): first N / last N rows of the split survive, in order
@@ -529,6 +645,31 @@ def test_yaml_loads_its_hub_dataset(name, hub_calls):
     assert hub_calls == [(case.hub[0], case.hub[1], _expected_hub_kwargs(case))]
     assert task.config.test_split == case.split
     _check_selection(task, name)
+
+
+def test_triviaqa_hub_and_dpr_tasks():
+    """semuq_triviaqa reads the hub (the paper's split), semuq_triviaqa_dpr the local DPR copy: the two YAMLs as
+    lm-eval's TaskManager indexes them (includes merged, nothing loaded)."""
+    from lm_eval.tasks import TaskManager
+
+    tm = TaskManager(include_path=str(TASKS_DIR), include_defaults=False)
+    hub, dpr = (tm.task_index[name] for name in ("semuq_triviaqa", "semuq_triviaqa_dpr"))
+    assert (hub.yaml_path.name, dpr.yaml_path.name) == ("semuq_triviaqa.yaml", "semuq_triviaqa_dpr.yaml")
+
+    assert (hub.cfg["dataset_path"], hub.cfg["dataset_name"]) == ("mandarjoshi/trivia_qa", "rc.nocontext")
+    assert "custom_dataset" not in hub.cfg
+    assert hub.cfg["test_split"] == "validation"
+    assert hub.cfg["process_docs"].endswith("utils.first_1000")  # !function, unresolved by the index
+    assert hub.cfg["doc_to_target"].endswith("utils.triviaqa_references")
+
+    assert dpr.cfg.get("dataset_path") is None
+    assert dpr.cfg["custom_dataset"].endswith("utils.qa_datasets")
+    assert dpr.cfg["dataset_kwargs"] == {"qa_set": "triviaqa", "splits": ["test"]}
+    assert dpr.cfg["test_split"] == "test"
+    assert "process_docs" not in dpr.cfg  # its size is metadata `limit`
+    assert dpr.cfg["metadata"]["limit"] == 1000
+    # both are the text task with the text prompt
+    assert hub.cfg["doc_to_text"] == dpr.cfg["doc_to_text"] == TEXT_PROMPT + "{{question}}"
 
 
 # where each VQA replica is put under <data_dir>/<data_name>/: file pattern, shards, image stored without the
