@@ -1,0 +1,63 @@
+"""Build hook: ship ``semuq_eval_lm_eval_plugin.pth`` (everything else is configured in pyproject.toml).
+
+The .pth file's one line arms :mod:`semuq_eval._lm_eval_hook` at interpreter start-up, so that a plain
+``lm_eval --tasks semuq_triviaqa --model semuq-hf ...`` (lm-eval 0.4.x, no plugin discovery) finds the
+plugin. It must land in site-packages itself, which neither package data nor ``data_files`` (installed
+under the environment's prefix) can do, so an extra ``build`` step writes it:
+
+- wheel: into ``build_lib``, whose whole tree becomes the root of the wheel (purelib);
+- editable install (PEP 660, setuptools' ``editable_wheel``): ``build_lib`` is then a scratch folder that
+  never reaches site-packages; the editable wheel is the folder ``install_lib`` points to, so the file goes
+  there, beside setuptools' own ``__editable__.*.pth``.
+"""
+
+from pathlib import Path
+
+from setuptools import Command, setup
+from setuptools.command.build import build
+
+PTH_NAME = "semuq_eval_lm_eval_plugin.pth"
+# site.py runs a .pth line that starts with "import"; this one imports nothing when the switch is off, and
+# a failing import (a broken install) stays silent instead of printing a traceback at every start-up.
+PTH_LINE = (
+    'import os; os.environ.get("SEMUQ_EVAL_LM_EVAL_PLUGIN", "").strip().lower() in ("0", "false", "no", "off")'
+    ' or exec("try: import semuq_eval._lm_eval_hook\\nexcept Exception: pass")'
+)
+
+
+class build_lm_eval_hook(Command):
+    description = f"write {PTH_NAME} (the lm-eval start-up hook, see semuq_eval/_lm_eval_hook.py)"
+    user_options = []
+
+    def initialize_options(self):
+        self.build_lib = None
+        self.editable_mode = False
+
+    def finalize_options(self):
+        self.set_undefined_options("build_py", ("build_lib", "build_lib"))
+
+    def _target(self) -> Path:
+        if self.editable_mode:
+            return Path(self.get_finalized_command("install").install_lib, PTH_NAME)
+        return Path(self.build_lib, PTH_NAME)
+
+    def run(self):
+        target = self._target()
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(PTH_LINE + "\n", encoding="utf-8")
+
+    def get_outputs(self):
+        return [] if self.editable_mode else [str(self._target())]
+
+    def get_output_mapping(self):
+        return {}
+
+    def get_source_files(self):
+        return []
+
+
+class build_with_lm_eval_hook(build):
+    sub_commands = [*build.sub_commands, ("build_lm_eval_hook", None)]
+
+
+setup(cmdclass={"build": build_with_lm_eval_hook, "build_lm_eval_hook": build_lm_eval_hook})
