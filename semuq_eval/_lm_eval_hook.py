@@ -1,6 +1,6 @@
 """The start-up half of the lm-eval hook: a ``sys.meta_path`` finder that waits for lm-eval.
 
-``semuq_eval_lm_eval_plugin.pth`` (written by setup.py into site-packages) imports this module at every
+``semuq_eval_lm_eval_plugin.pth`` (written into site-packages by semuq_eval/_build_hook.py) imports this module at every
 interpreter start, unless ``SEMUQ_EVAL_LM_EVAL_PLUGIN`` is ``0``, ``false``, ``no`` or ``off``. Importing it
 only puts :class:`_LmEvalFinder` first in ``sys.meta_path``: it answers every import but the modules in
 ``WATCHED`` with one set lookup. Once one of those has executed, :mod:`semuq_eval._lm_eval_plugin`

@@ -1,4 +1,4 @@
-"""Build hook: ship ``semuq_eval_lm_eval_plugin.pth`` (everything else is configured in pyproject.toml).
+"""Build hook (setuptools commands named in pyproject.toml's ``[tool.setuptools.cmdclass]``): ship ``semuq_eval_lm_eval_plugin.pth`` .
 
 The .pth file's one line arms :mod:`semuq_eval._lm_eval_hook` at interpreter start-up, so that a plain
 ``lm_eval --tasks semuq_triviaqa --model semuq-hf ...`` (lm-eval 0.4.x, no plugin discovery) finds the
@@ -13,7 +13,7 @@ under the environment's prefix) can do, so an extra ``build`` step writes it:
 
 from pathlib import Path
 
-from setuptools import Command, setup
+from setuptools import Command
 from setuptools.command.build import build
 
 PTH_NAME = "semuq_eval_lm_eval_plugin.pth"
@@ -58,6 +58,3 @@ class build_lm_eval_hook(Command):
 
 class build_with_lm_eval_hook(build):
     sub_commands = [*build.sub_commands, ("build_lm_eval_hook", None)]
-
-
-setup(cmdclass={"build": build_with_lm_eval_hook, "build_lm_eval_hook": build_lm_eval_hook})
