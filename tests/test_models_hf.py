@@ -694,4 +694,8 @@ def test_the_models_generation_config_cannot_change_the_decoding(lm, gpt2_dir):
     assert [g.text for g in again] == [g.text for g in plain]
     np.testing.assert_allclose(again[1].token_logprobs, plain[1].token_logprobs)
     kwargs = calls[0]["kwargs"]
-    assert kwargs["repetition_penalty"] == 1.0 and kwargs["no_repeat_ngram_size"] == 0 and kwargs["num_beams"] == 1
+    assert (
+        kwargs["repetition_penalty"] == 1.0
+        and kwargs["no_repeat_ngram_size"] == 0
+        and kwargs["num_beams"] == 1
+    )
