@@ -16,13 +16,36 @@ import json
 import logging
 from pathlib import Path
 
-DEMO_ASSETS = ("smollm2-135m-instruct", "all-minilm-l6-v2", "triviaqa")
+LLMS = ("smollm2-135m-instruct", "gemma-3-270m")
+TASK_DATA = {
+    "semuq_triviaqa_dpr": "triviaqa",
+    "semuq_nqopen": "nq-open",
+    "semuq_webquestions": "webquestions",
+}
+DEFAULT_LLM, DEFAULT_TASK, DEFAULT_LIMIT = "smollm2-135m-instruct", "semuq_triviaqa_dpr", 200
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the offline demo; returns the process exit code."""
     parser = argparse.ArgumentParser(prog="semuq-eval demo", description=__doc__.splitlines()[0])
-    parser.add_argument("--limit", type=int, default=200, help="number of TriviaQA questions (default 200)")
+    parser.add_argument(
+        "--llm", choices=LLMS, default=DEFAULT_LLM, help=f"the LLM under test (default {DEFAULT_LLM})"
+    )
+    parser.add_argument(
+        "--task", choices=sorted(TASK_DATA), default=DEFAULT_TASK, help=f"default {DEFAULT_TASK}"
+    )
+    parser.add_argument(
+        "--limit",
+        type=int,
+        default=DEFAULT_LIMIT,
+        help=f"the first N questions of the set (default {DEFAULT_LIMIT})",
+    )
+    parser.add_argument(
+        "--chat_template",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="apply the LLM's chat template (auto: when the LLM is an instruct model)",
+    )
     parser.add_argument("--n_samples", type=int, default=20, help="sampled answers per question (default 20)")
     parser.add_argument(
         "--max_gen_toks",
@@ -42,8 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     from semuq_eval.harness.report import breakdown_table
     from semuq_eval.launch import run_lm_eval
 
-    prepare(list(DEMO_ASSETS))
-    smollm = locate("smollm2-135m-instruct")
+    prepare([args.llm, "all-minilm-l6-v2", TASK_DATA[args.task]])
+    llm = locate(args.llm)
+    chat = args.chat_template == "on" or (args.chat_template == "auto" and "instruct" in args.llm)
     # the task's own `limit` takes the first questions of the set (the paper's "first 1,000" rule), so lm-eval's
     # --limit (and its "only for testing" warning) is not needed
     metadata = {"profile": "offline", "n_samples": args.n_samples, "limit": args.limit}
@@ -58,17 +82,17 @@ def main(argv: list[str] | None = None) -> int:
         [
             "run",
             "--model", "semuq-hf",
-            "--model_args", f"pretrained={smollm},dtype=float32",
+            "--model_args", f"pretrained={llm},dtype=float32",
             "--device", _device(),
             "--batch_size", args.batch_size,
-            "--tasks", "semuq_triviaqa_dpr",
-            "--apply_chat_template",
+            "--tasks", args.task,
             "--gen_kwargs", f"max_gen_toks={args.max_gen_toks}",
             "--metadata", json.dumps(metadata),
             "--output_path", str(out),
         ]
+        + (["--apply_chat_template"] if chat else [])
     )  # fmt: skip
-    run_dir = out / "semuq" / "semuq_triviaqa_dpr" / model_slug(smollm)
+    run_dir = out / "semuq" / args.task / model_slug(llm)
     breakdown = json.loads((run_dir / "breakdown.json").read_text())
     print("\n" + breakdown_table(breakdown))
     plot = plot_auroc(breakdown, run_dir / "auroc.png")

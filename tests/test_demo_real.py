@@ -13,24 +13,31 @@ from semuq_eval.harness.rescore import rescore
 @pytest.mark.real
 @pytest.mark.slow
 def test_demo_on_ten_questions(real_asset, tmp_path, capsys):
-    for name in demo.DEMO_ASSETS:
+    for name in ("smollm2-135m-instruct", "all-minilm-l6-v2", "triviaqa"):
         real_asset(name)  # skip (or fail under SEMUQ_REQUIRE_ASSETS=1) when not prepared
-    assert (
-        demo.main(
-            ["--limit", "10", "--n_samples", "5", "--max_gen_toks", "16", "--output_path", str(tmp_path)]
-        )
-        == 0
-    )
+    args = [
+        "--llm",
+        "smollm2-135m-instruct",
+        "--task",
+        "semuq_triviaqa_dpr",
+        "--limit",
+        "10",
+        "--n_samples",
+        "5",
+    ]
+    assert demo.main([*args, "--max_gen_toks", "16", "--output_path", str(tmp_path)]) == 0
     run_dir = tmp_path / "semuq" / "semuq_triviaqa_dpr" / "smollm2-135m-instruct"
     breakdown = json.loads((run_dir / "breakdown.json").read_text())
     assert breakdown["n_docs"] == 10
-    assert {op: v["status"] for op, v in breakdown["operators"].items()} == dict.fromkeys(
-        demo.DEMO_OPERATORS, "ok"
-    )
+    operators = {op: v["status"] for op, v in breakdown["operators"].items()}
+    assert operators == dict.fromkeys(["lexical", "cos_int", "cos_ext", "enc"], "ok")  # the offline profile
+    assert breakdown["settings"]["profile"] == "offline" and breakdown["decoding"]["sampled"]["top_p"] == 0.9
+    assert breakdown["operators"]["enc"]["info"]["dtype"] == "float32"
     greedy = breakdown["results"]["greedy"]
     for estimator in ("kle_heat@enc", "se@cos_ext", "cos@cos_int", "cae@lexical", "te", "te_enc@enc"):
         assert set(greedy[estimator]) == {"auroc", "ece"}, estimator
         assert greedy[estimator]["ece"]["n"] == 10
+        assert greedy[estimator]["auroc"]["reliable"] is False  # 10 questions: always flagged
     generations = [
         json.loads(line) for line in (run_dir / "generations.rank0.jsonl").read_text().splitlines()
     ]
