@@ -262,3 +262,238 @@ class TestBadInput:
     def test_registry(self):
         assert set(M.names()) >= {"auroc", "ece", "prr", "auarc"}
         assert M.get("ece").calibrated and not M.get("ece").higher_is_better
+
+
+def reference_fit_predict(calibrator, u_fit, y_fit, u_new):
+    """scikit-learn calibrators on explicit data, Platt solved tightly (the library's Newton solver is exact)."""
+    from sklearn.isotonic import IsotonicRegression
+    from sklearn.linear_model import LogisticRegression
+
+    if calibrator == "isotonic":
+        model = IsotonicRegression(increasing=False, y_min=0.0, y_max=1.0, out_of_bounds="clip")
+        return model.fit(u_fit, y_fit).predict(u_new)
+    if np.all(y_fit == y_fit[0]):
+        return np.full(len(u_new), float(y_fit[0]))
+    center, scale = u_fit.mean(), u_fit.std()
+    model = LogisticRegression(C=np.inf, tol=1e-12, max_iter=100_000).fit(
+        ((u_fit - center) / scale)[:, None], y_fit
+    )
+    return model.predict_proba(((u_new - center) / scale)[:, None])[:, 1]
+
+
+def slow_refit_ece(u, correct, bootstrap, protocol):
+    """The per-resample refit spelled out: for each resample, the explicit multiset of questions (copies
+    repeated), split by the resample's folds, calibrators fitted on the copies in the other folds, ECE of
+    the scored copies; a resample whose scored copies hold one class gives NaN."""
+    u, correct = np.asarray(u, float), np.asarray(correct, float)
+    n = len(u)
+    counts, folds = bootstrap.counts(n), bootstrap.folds(n, protocol)
+    out = []
+    for r in range(len(counts)):
+        idx = np.repeat(np.arange(n), counts[r].astype(int))
+        idx = idx[np.isfinite(u[idx])]
+        fold, uu, yy = folds[r, idx], u[idx], correct[idx]
+        confidence = np.full(len(idx), np.nan)
+        for k in range(protocol.n_folds) if protocol.split == "crossfit" else [1]:
+            fit, scored = fold != k, fold == k
+            if scored.any() and fit.any():
+                confidence[scored] = reference_fit_predict(protocol.calibrator, uu[fit], yy[fit], uu[scored])
+        keep = np.isfinite(confidence)
+        if len(np.unique(yy[keep])) < 2:
+            out.append(np.nan)
+            continue
+        out.append(ece_weighted(confidence[keep], yy[keep], np.ones((1, keep.sum())), protocol.n_bins)[0])
+    return np.array(out)
+
+
+def synthetic_run(n, seed, ties=False):
+    """Scores with AUROC ~0.7 (incorrect answers 0.74 sd higher), accuracy 0.6."""
+    rng = np.random.default_rng(seed)
+    correct = (rng.random(n) < 0.6).astype(int)
+    u = rng.normal(size=n) + 0.74 * (1 - correct)
+    return (np.round(2 * u) if ties else u), correct
+
+
+class TestRefitPerResample:
+    @pytest.mark.parametrize(
+        "split,n_folds,ties,n",
+        [
+            ("crossfit", 2, False, 40),
+            ("crossfit", 2, True, 40),
+            ("crossfit", 3, False, 60),
+            ("holdout", 2, True, 50),
+        ],
+    )
+    def test_isotonic_matches_explicit_reference(self, split, n_folds, ties, n):
+        u, correct = synthetic_run(n, seed=n + n_folds, ties=ties)
+        u = u.astype(float)
+        u[3] = np.nan  # no score: neither fitted nor scored
+        protocol = M.CalibrationProtocol(split=split, n_folds=n_folds, refit="per_resample")
+        b = M.Bootstrap(n_resamples=40, seed=3)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            expected = slow_refit_ece(u, correct, b, protocol)
+        plan = (b.counts(n), b.folds(n, protocol))
+        got = M.bootstrap._refit_resampled(M.get("ece"), u, correct.astype(float), plan, protocol)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
+        np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12)
+        r = M.evaluate({"u": u}, correct, metrics=["ece"], bootstrap=b, protocol=protocol)["u"]["ece"]
+        assert (r.ci_low, r.ci_high) == pytest.approx(b.interval(expected), abs=1e-12)
+        assert r.n_valid_resamples == int(np.isfinite(expected).sum())
+
+    def test_platt_matches_explicit_reference(self):
+        u, correct = synthetic_run(150, seed=1)
+        protocol = M.CalibrationProtocol(calibrator="platt", refit="per_resample")
+        b = M.Bootstrap(n_resamples=20, seed=0)
+        expected = slow_refit_ece(u, correct, b, protocol)
+        got = M.bootstrap._refit_resampled(
+            M.get("ece"), u, correct.astype(float), (b.counts(150), b.folds(150, protocol)), protocol
+        )
+        np.testing.assert_allclose(got, expected, rtol=0, atol=1e-6)
+
+    def test_calibrate_resamples_scores_every_drawn_question_with_a_held_out_calibrator(self):
+        u, correct = synthetic_run(30, seed=2)
+        protocol = M.CalibrationProtocol()
+        b = M.Bootstrap(n_resamples=5, seed=1)
+        counts, folds = b.counts(30), b.folds(30, protocol)
+        conf = M.calibrate_resamples(u, correct, counts, folds, protocol)
+        np.testing.assert_array_equal(np.isfinite(conf), counts > 0)
+        r = 2
+        drawn = np.flatnonzero(counts[r] > 0)
+        for k in range(2):
+            fit, scored = drawn[folds[r, drawn] != k], drawn[folds[r, drawn] == k]
+            w = counts[r, fit]
+            expected = reference_fit_predict(
+                "isotonic",
+                np.repeat(u[fit], w.astype(int)),
+                np.repeat(correct[fit], w.astype(int)),
+                u[scored],
+            )
+            np.testing.assert_allclose(conf[r, scored], expected, atol=1e-12)
+
+    def test_resample_folds_keep_copies_together_balanced_and_seeded(self):
+        b = M.Bootstrap(n_resamples=50, seed=4)
+        counts = b.counts(101)
+        for n_folds in (2, 3):
+            folds = M.CalibrationProtocol(n_folds=n_folds).resample_folds(counts, seed=4)
+            assert folds.shape == counts.shape and folds.dtype == np.int8
+            np.testing.assert_array_equal(folds < 0, counts == 0)  # one fold per drawn question
+            for row in folds:
+                sizes = np.bincount(row[row >= 0], minlength=n_folds)
+                assert sizes.max() - sizes.min() <= 1  # distinct questions split evenly
+        holdout = M.CalibrationProtocol(split="holdout", holdout_fraction=0.25).resample_folds(counts)
+        n_distinct = (counts > 0).sum(axis=1)
+        np.testing.assert_array_equal((holdout == 0).sum(axis=1), np.round(0.25 * n_distinct))
+        p = M.CalibrationProtocol()
+        np.testing.assert_array_equal(p.resample_folds(counts, 4), p.resample_folds(counts, 4))
+        assert not np.array_equal(p.resample_folds(counts, 4), p.resample_folds(counts, 5))
+        assert not np.array_equal(
+            p.resample_folds(counts), M.CalibrationProtocol(seed=1).resample_folds(counts)
+        )
+        assert b.folds(101, p) is b.folds(101, p)  # drawn once per run, shared by every estimator
+
+    def test_refit_intervals_are_at_least_as_wide_as_once(self):
+        # statistical property, generous margin: the measured ratio is ~1.5 (bench/ece_refit.py)
+        b = M.Bootstrap(n_resamples=200)
+        ratios = []
+        for seed in range(4):
+            u, correct = synthetic_run(300, seed=10 + seed)
+            width = {}
+            for refit in ("once", "per_resample"):
+                protocol = M.CalibrationProtocol(refit=refit)
+                r = M.evaluate({"u": u}, correct, metrics=["ece"], bootstrap=b, protocol=protocol)["u"]["ece"]
+                width[refit] = r.ci_high - r.ci_low
+            ratios.append(width["per_resample"] / width["once"])
+        assert np.mean(ratios) >= 1.0, ratios
+
+    def test_point_estimate_and_result_fields(self):
+        u, correct = synthetic_run(200, seed=5)
+        b = M.Bootstrap(n_resamples=100)
+        out = {
+            refit: M.evaluate({"u": u}, correct, bootstrap=b, protocol=M.CalibrationProtocol(refit=refit))[
+                "u"
+            ]
+            for refit in ("once", "per_resample")
+        }
+        assert out["once"]["ece"].value == out["per_resample"]["ece"].value == M.ece(u, correct)
+        for refit, per in out.items():
+            assert per["ece"].calibration_refit == refit and per["auroc"].calibration_refit is None
+            assert per["auroc"].ci_method == "percentile bootstrap, 100 resamples, 95%"
+            assert per["ece"].ci_method.startswith(
+                "percentile bootstrap, 100 resamples, 95%; isotonic calibrator"
+            )
+            assert ("refitted in every resample" in per["ece"].ci_method) == (refit == "per_resample")
+            d = per["ece"].as_dict()
+            old_keys = {"metric", "value", "ci_low", "ci_high", "n", "n_correct", "n_incorrect", "n_missing"}
+            assert old_keys | {"n_valid_resamples", "calibration_refit", "ci_method"} == set(d)
+        assert out["per_resample"]["auroc"] == out["once"]["auroc"]  # other metrics untouched
+        assert M.CalibrationProtocol().refit == "once"
+
+    def test_one_class_resamples_are_nan_and_counted(self):
+        # 2 incorrect answers in 25: many resamples draw none of them
+        u = np.linspace(0, 1, 25)
+        correct = np.ones(25, dtype=int)
+        correct[[5, 20]] = 0
+        b = M.Bootstrap(n_resamples=200, seed=0)
+        protocol = M.CalibrationProtocol(refit="per_resample")
+        r = M.evaluate({"u": u}, correct, metrics=["ece"], bootstrap=b, protocol=protocol)["u"]["ece"]
+        drawn_incorrect = b.counts(25)[:, [5, 20]].sum(axis=1)
+        assert r.n_valid_resamples == int((drawn_incorrect > 0).sum()) < 200
+        assert np.isfinite(r.value) and r.ci_low <= r.ci_high
+        with pytest.warns(RuntimeWarning, match="single class"):
+            one = M.evaluate({"u": u}, np.ones(25), metrics=["ece"], bootstrap=b, protocol=protocol)["u"][
+                "ece"
+            ]
+        assert one.n_valid_resamples == 0 and np.isnan(one.ci_low) and np.isnan(one.ci_high)
+
+    def test_missing_scores_and_tiny_runs(self):
+        u, correct = synthetic_run(60, seed=6)
+        u[:10] = np.nan
+        protocol = M.CalibrationProtocol(refit="per_resample")
+        r = M.evaluate({"u": u}, correct, metrics=["ece"], bootstrap=M.Bootstrap(50), protocol=protocol)["u"][
+            "ece"
+        ]
+        assert r.n_missing == 10 and r.n == 50 and r.n_valid_resamples == 50
+        tiny = M.evaluate(
+            {"u": [0.1, 0.9, 0.5]}, [1, 0, 1], metrics=["ece"], bootstrap=M.Bootstrap(30), protocol=protocol
+        )
+        assert tiny["u"]["ece"].n_valid_resamples <= 30  # two questions per fold at most: NaN, never a crash
+        for calibrator in ("isotonic", "platt"):
+            with pytest.warns(RuntimeWarning, match="single class"):  # no score at all: no class either
+                none = M.evaluate(
+                    {"u": [np.nan] * 3},
+                    [1, 0, 1],
+                    metrics=["ece"],
+                    bootstrap=M.Bootstrap(10),
+                    protocol=M.CalibrationProtocol(calibrator=calibrator, refit="per_resample"),
+                )["u"]["ece"]
+            assert none.n_missing == 3 and none.n_valid_resamples == 0 and np.isnan(none.value)
+
+    def test_paired_difference_refits_on_shared_resamples(self):
+        u, correct = synthetic_run(200, seed=7)
+        protocol = M.CalibrationProtocol(refit="per_resample")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            same = M.paired_difference(
+                u, u, correct, metric="ece", bootstrap=M.Bootstrap(100), protocol=protocol
+            )
+        assert same.difference == 0 and same.ci_low == 0 and same.ci_high == 0
+        assert same.calibration_refit == "per_resample" and "refitted" in same.ci_method
+        noise = np.random.default_rng(0).normal(size=200)
+        d = M.paired_difference(
+            u, noise, correct, metric="ece", bootstrap=M.Bootstrap(100), protocol=protocol
+        )
+        assert d.value_a == pytest.approx(M.ece(u, correct)) and d.ci_low <= d.difference <= d.ci_high
+
+    def test_ece_weighted_accepts_one_confidence_per_resample(self):
+        rng = np.random.default_rng(0)
+        conf, correct = rng.random((6, 40)), rng.integers(0, 2, 40).astype(float)
+        counts = rng.integers(0, 3, (6, 40)).astype(float)
+        rows = [ece_weighted(conf[r], correct, counts[r : r + 1], 7)[0] for r in range(6)]
+        np.testing.assert_allclose(ece_weighted(conf, correct, counts, 7), rows, rtol=1e-12)
+
+    def test_bad_refit(self):
+        with pytest.raises(ValueError, match="refit"):
+            M.CalibrationProtocol(refit="always")
+        with pytest.raises(ValueError, match="must both be"):
+            M.calibrate_resamples([0.1, 0.2], [0, 1], np.ones((2, 2)), np.zeros((3, 2)))

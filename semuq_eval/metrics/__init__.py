@@ -1,7 +1,8 @@
 """Metrics of an uncertainty score against correctness labels, with bootstrap CIs.
 
 Point estimates: :func:`auroc`, :func:`ece`, :func:`prr`, :func:`auarc`. :func:`evaluate`
-scores many estimators at once with CIs on shared resamples; :func:`paired_difference`
+scores many estimators at once with CIs on shared resamples (ECE's calibrator fitted once, or
+refitted in every resample with ``CalibrationProtocol(refit="per_resample")``); :func:`paired_difference`
 compares two estimators (or two LLMs) resample by resample. ``get(name)`` returns the
 registered :class:`Metric`.
 """
@@ -17,7 +18,7 @@ from semuq_eval.metrics.bootstrap import (
     evaluate,
     paired_difference,
 )
-from semuq_eval.metrics.calibration import CalibrationProtocol, calibrate, ece
+from semuq_eval.metrics.calibration import CalibrationProtocol, calibrate, calibrate_resamples, ece
 from semuq_eval.metrics.ranking import auarc, auroc, prr
 
 
@@ -41,6 +42,7 @@ __all__ = [
     "auarc",
     "auroc",
     "calibrate",
+    "calibrate_resamples",
     "ece",
     "evaluate",
     "get",

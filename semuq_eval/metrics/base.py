@@ -16,7 +16,10 @@ class Metric:
     ``func(uncertainty, correct) -> float`` is the point estimate; ``weighted(values,
     correct, counts) -> (R,)`` scores R weightings (bootstrap resamples) of the same
     questions at once. ``calibrated`` metrics read confidences, which the evaluation maps
-    from uncertainties with a held-out calibrator before calling ``weighted``.
+    from uncertainties with a held-out calibrator before calling ``weighted``; under
+    ``CalibrationProtocol(refit="per_resample")`` the calibrator differs per resample, so
+    ``weighted`` then receives (R, n) confidences (row r for ``counts[r]``; NaN entries have
+    count 0) and the keyword ``n_bins``.
     """
 
     name: str

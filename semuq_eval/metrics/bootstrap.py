@@ -6,11 +6,11 @@ estimators, or between two LLMs answering the same questions, is therefore compu
 resample by resample, which is what makes its interval and p-value meaningful.
 
 ECE's point estimate uses the calibrator cross-fitted on all questions. Its interval depends on
-``CalibrationProtocol.refit``: ``"per_resample"`` (default) splits and calibrates every resample
-again (the same resampled splits for every estimator), so the calibrator's own variability is in
-the interval; ``"once"`` resamples the (confidence, label) pairs of the single fit, which is
-cheaper but too narrow. Every :class:`MetricResult` says which in ``calibration_refit`` and
-``ci_method``.
+``CalibrationProtocol.refit``: ``"once"`` (default) resamples the (confidence, label) pairs of that
+fit; ``"per_resample"`` splits and calibrates every resample again (the same resampled splits for
+every estimator), which adds the calibrator's variability and measures ~1.5x wider, wider than the
+real sampling spread (figures in semuq_eval/metrics/calibration.py and the README). Every
+:class:`MetricResult` says which in ``calibration_refit`` and ``ci_method``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,13 @@ from functools import lru_cache
 import numpy as np
 
 from semuq_eval.metrics.base import Metric, check_inputs, metric_registry
-from semuq_eval.metrics.calibration import CalibrationProtocol, calibrate, calibrate_resamples
+from semuq_eval.metrics.calibration import (
+    CalibrationProtocol,
+    _refit_entries,
+    calibrate,
+    calibrate_resamples,
+    ece_weighted,
+)
 
 DEFAULT_METRICS = ("auroc", "ece", "prr", "auarc")
 
@@ -43,6 +49,15 @@ def _resample_folds(protocol: CalibrationProtocol, n: int, n_resamples: int, see
     folds = protocol.resample_folds(_resample_counts(n, n_resamples, seed), seed)
     folds.flags.writeable = False
     return folds
+
+
+@lru_cache(maxsize=8)
+def _compact_counts(n: int, n_resamples: int, seed: int) -> np.ndarray:
+    """The counts as C-ordered small integers: row gathers for the per-resample refit stay cheap."""
+    counts = _resample_counts(n, n_resamples, seed)
+    compact = np.ascontiguousarray(counts, dtype=np.uint8 if counts.max() < 256 else np.float64)
+    compact.flags.writeable = False
+    return compact
 
 
 @dataclass(frozen=True)
@@ -79,8 +94,10 @@ class Bootstrap:
         >>> from semuq_eval.metrics import Bootstrap, CalibrationProtocol, get
         >>> Bootstrap().describe(get("auroc"))
         'percentile bootstrap, 1000 resamples, 95%'
-        >>> Bootstrap().describe(get("ece"), CalibrationProtocol())
+        >>> Bootstrap().describe(get("ece"), CalibrationProtocol(refit="per_resample"))
         'percentile bootstrap, 1000 resamples, 95%; isotonic calibrator refitted in every resample (crossfit, 2 folds)'
+        >>> Bootstrap().describe(get("ece"))
+        'percentile bootstrap, 1000 resamples, 95%; isotonic calibrator fitted once (crossfit, 2 folds), calibrated pairs resampled'
         """
         text = f"percentile bootstrap, {self.n_resamples} resamples, {self.confidence_level:.0%}"
         if metric is None or not metric.calibrated:
@@ -89,10 +106,7 @@ class Bootstrap:
         split = f"crossfit, {protocol.n_folds} folds" if protocol.split == "crossfit" else "holdout"
         if protocol.refit == "per_resample":
             return f"{text}; {protocol.calibrator} calibrator refitted in every resample ({split})"
-        return (
-            f"{text}; {protocol.calibrator} calibrator fitted once ({split}), calibrated pairs resampled "
-            "(interval omits the calibrator's variability)"
-        )
+        return f"{text}; {protocol.calibrator} calibrator fitted once ({split}), calibrated pairs resampled"
 
     def interval(self, values: np.ndarray) -> tuple[float, float]:
         """Percentile interval of resampled values, ignoring NaN resamples (e.g. one class drawn)."""
@@ -176,29 +190,40 @@ def _metric_values(metric: Metric, u: np.ndarray, y: np.ndarray, protocol: Calib
 
 
 def _refit_resampled(
-    metric: Metric,
-    u: np.ndarray,
-    y: np.ndarray,
-    counts: np.ndarray,
-    folds: np.ndarray,
-    protocol: CalibrationProtocol,
+    metric: Metric, u: np.ndarray, y: np.ndarray, plan: tuple[np.ndarray, np.ndarray], protocol
 ) -> np.ndarray:
     """(R,) values of a calibrated metric with the calibrator refitted in every resample.
 
-    ``u`` is NaN for questions left out. A resample whose drawn (scored) questions hold one class
-    only gives NaN: its refitted calibrator is the constant 0 or 1 and its ECE a trivial 0.
+    ``plan`` is (counts, folds) of the resamples; ``u`` is NaN for questions left out. A resample
+    whose scored questions hold one class only gives NaN: its refitted calibrator is the constant
+    0 or 1 and its ECE a trivial 0. ECE is accumulated from the scored entries directly; another
+    calibrated metric gets (R, n) confidences in blocks of resamples.
     """
-    valid = np.isfinite(u)
-    out = np.empty(counts.shape[0])
-    chunk = max(1, (1 << 21) // max(int(valid.sum()), 1))  # bounds the (chunk, n) temporaries
-    for lo in range(0, counts.shape[0], chunk):
-        c, f = counts[lo : lo + chunk], folds[lo : lo + chunk]
-        confidence = calibrate_resamples(u, y, c, f, protocol)
-        weights = np.where(np.isfinite(confidence), c, 0.0)
-        values = metric.weighted(confidence, y, weights, n_bins=protocol.n_bins)
-        drawn_correct, drawn = weights @ y, weights.sum(axis=1)
-        out[lo : lo + chunk] = np.where((drawn_correct > 0) & (drawn_correct < drawn), values, np.nan)
-    return out
+    counts, folds = plan
+    n_resamples = counts.shape[0]
+    size = max(1, (1 << 21) // max(int(np.isfinite(u).sum()), 1))  # bounds the temporaries
+    total, n_correct = np.zeros(n_resamples), np.zeros(n_resamples)
+    if metric.weighted is ece_weighted:
+        n_bins = protocol.n_bins
+        gap = np.zeros(n_resamples * n_bins)
+        for lo, row, question, confidence, weight in _refit_entries(u, y, counts, folds, protocol, size):
+            scored = np.isfinite(confidence)
+            r, conf, w, yq = lo + row[scored], confidence[scored], weight[scored], y[question[scored]]
+            bins = np.minimum((conf * n_bins).astype(np.int64), n_bins - 1)
+            gap += np.bincount(r * n_bins + bins, w * (yq - conf), minlength=n_resamples * n_bins)
+            total += np.bincount(r, w, minlength=n_resamples)
+            n_correct += np.bincount(r, w * yq, minlength=n_resamples)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            values = np.abs(gap.reshape(n_resamples, n_bins)).sum(axis=1) / total
+    else:
+        values = np.empty(n_resamples)
+        for lo in range(0, n_resamples, size):
+            c = np.asarray(counts[lo : lo + size], dtype=np.float64)
+            confidence = calibrate_resamples(u, y, c, folds[lo : lo + size], protocol)
+            weights = np.where(np.isfinite(confidence), c, 0.0)
+            values[lo : lo + size] = metric.weighted(confidence, y, weights, n_bins=protocol.n_bins)
+            total[lo : lo + size], n_correct[lo : lo + size] = weights.sum(axis=1), weights @ y
+    return np.where((n_correct > 0) & (n_correct < total), values, np.nan)
 
 
 def _score(
@@ -209,27 +234,28 @@ def _score(
     counts: np.ndarray,
     protocol: CalibrationProtocol,
     u: np.ndarray | None = None,
-    folds: np.ndarray | None = None,
+    plan: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[float, np.ndarray]:
     """Point estimate (all masked-in questions once) and the (R,) resampled values.
 
-    With ``folds`` (a calibrated metric under ``refit="per_resample"``) the resampled values
+    With ``plan`` (a calibrated metric under ``refit="per_resample"``) the resampled values
     refit the calibrator on ``u`` (NaN = left out); otherwise they reweight ``values``.
     """
     filled = np.where(mask, values, 0.0)
     kwargs = {"n_bins": protocol.n_bins} if metric.calibrated else {}
     point = metric.weighted(filled, y, mask[None].astype(np.float64), **kwargs)[0]
-    if folds is not None and metric.calibrated:
-        return float(point), _refit_resampled(metric, u, y, counts, folds, protocol)
+    if plan is not None and metric.calibrated:
+        return float(point), _refit_resampled(metric, u, y, plan, protocol)
     resampled = metric.weighted(filled, y, counts if mask.all() else counts * mask, **kwargs)
     return float(point), resampled
 
 
-def _refit_folds(
+def _refit_plan(
     chosen: Iterable[Metric], bootstrap: Bootstrap, protocol: CalibrationProtocol, n: int
-) -> np.ndarray | None:
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """(counts, folds) for refitting per resample, or None when no metric needs it."""
     if protocol.refit == "per_resample" and any(m.calibrated for m in chosen):
-        return bootstrap.folds(n, protocol)
+        return _compact_counts(n, bootstrap.n_resamples, bootstrap.seed), bootstrap.folds(n, protocol)
     return None
 
 
@@ -260,11 +286,11 @@ def evaluate(
         Every estimator is scored on the same resamples.
     protocol : CalibrationProtocol, optional
         Calibration of ECE; default ``CalibrationProtocol()``. Its ``refit`` decides ECE's interval:
-        ``"per_resample"`` (default) refits the calibrator in every resample (each resample's
-        distinct questions split again, copies in one fold, multiplicities as sample weights;
-        resamples drawing one class only give NaN and are left out of the interval), ``"once"``
-        resamples the pairs calibrated on all questions (cheaper, too narrow). The point estimate
-        is the same either way.
+        ``"once"`` (default) resamples the pairs calibrated on all questions; ``"per_resample"``
+        refits the calibrator in every resample (each resample's distinct questions split again,
+        copies in one fold, multiplicities as sample weights; resamples whose scored questions hold
+        one class give NaN and are left out, see ``n_valid_resamples``), a ~1.5x wider, conservative
+        interval. The point estimate is the same either way.
 
     Returns
     -------
@@ -275,20 +301,26 @@ def evaluate(
     Examples
     --------
     >>> import numpy as np
-    >>> from semuq_eval.metrics import Bootstrap, evaluate
+    >>> from semuq_eval.metrics import Bootstrap, CalibrationProtocol, evaluate
     >>> rng = np.random.default_rng(0)
     >>> correct = rng.integers(0, 2, 200)
     >>> u = rng.normal(size=200) + (1 - correct)
     >>> r = evaluate({"u": u}, correct, bootstrap=Bootstrap(n_resamples=100))["u"]["ece"]
     >>> bool(r.ci_low <= r.value <= r.ci_high), r.calibration_refit
-    (True, 'per_resample')
+    (True, 'once')
+    >>> wide = CalibrationProtocol(refit="per_resample")
+    >>> r = evaluate({"u": u}, correct, bootstrap=Bootstrap(n_resamples=100), protocol=wide)["u"]["ece"]
+    >>> r.ci_method
+    'percentile bootstrap, 100 resamples, 95%; isotonic calibrator refitted in every resample (crossfit, 2 folds)'
+    >>> r.n_valid_resamples
+    100
     """
     bootstrap = bootstrap or Bootstrap()
     protocol = protocol or CalibrationProtocol()
     chosen = [metric_registry.get(m) for m in metrics]
     y = check_inputs(np.zeros(len(np.asarray(correct))), correct)[1]
     counts = bootstrap.counts(len(y))
-    folds = _refit_folds(chosen, bootstrap, protocol, len(y))
+    plan = _refit_plan(chosen, bootstrap, protocol, len(y))
     results: dict[str, dict[str, MetricResult]] = {}
     for name, raw in scores.items():
         u, _, valid = check_inputs(raw, y)
@@ -304,7 +336,7 @@ def evaluate(
         for metric in chosen:
             values = _metric_values(metric, u, y, protocol)
             mask = valid & np.isfinite(values)
-            point, resampled = _score(metric, values, y, mask, counts, protocol, u, folds)
+            point, resampled = _score(metric, values, y, mask, counts, protocol, u, plan)
             low, high = bootstrap.interval(resampled)
             per_metric[metric.name] = MetricResult(
                 metric=metric.name,
@@ -354,10 +386,10 @@ def paired_difference(
     va, vb = _metric_values(m, ua, ya, protocol), _metric_values(m, ub, yb, protocol)
     mask = valid_a & valid_b & np.isfinite(va) & np.isfinite(vb)
     counts = bootstrap.counts(len(ua))
-    folds = _refit_folds([m], bootstrap, protocol, len(ua))
+    plan = _refit_plan([m], bootstrap, protocol, len(ua))
     both = valid_a & valid_b
-    point_a, res_a = _score(m, va, ya, mask, counts, protocol, np.where(both, ua, np.nan), folds)
-    point_b, res_b = _score(m, vb, yb, mask, counts, protocol, np.where(both, ub, np.nan), folds)
+    point_a, res_a = _score(m, va, ya, mask, counts, protocol, np.where(both, ua, np.nan), plan)
+    point_b, res_b = _score(m, vb, yb, mask, counts, protocol, np.where(both, ub, np.nan), plan)
     diff = point_a - point_b
     deltas = res_a - res_b
     deltas = deltas[np.isfinite(deltas)]
