@@ -78,7 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     # --limit (and its "only for testing" warning) is not needed
     metadata = {"profile": "offline", "n_samples": args.n_samples, "limit": args.limit}
     out = Path(args.output_path).resolve()
-    logging.getLogger("lm_eval.evaluator").addFilter(_KeepsDoSample())
+    for name in ("lm_eval.evaluator", "lm_eval.api.task"):
+        logging.getLogger(name).addFilter(_NotForTheDemo())
     print(
         f"semuq-eval demo: answers capped at {args.max_gen_toks} tokens (--gen_kwargs max_gen_toks); the sampled "
         "requests keep the paper's decoding (do_sample, temperature 1.0, top-p 0.9, top-k 50)",
@@ -106,11 +107,16 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-class _KeepsDoSample(logging.Filter):
-    """Drops lm-eval's "Ensure 'do_sample=True'" warning: the demo only changes the token budget."""
+class _NotForTheDemo(logging.Filter):
+    """Drops lm-eval warnings that do not apply to the demo: "Ensure 'do_sample=True'" (the demo only changes
+    the token budget; sampling stays on) and "Custom kwargs can be passed to `--metadata`" (the local QA sets
+    already read their settings from it)."""
+
+    FRAGMENTS = ("Ensure 'do_sample=True'", "Custom kwargs can be passed to `--metadata`")
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return "Ensure 'do_sample=True'" not in record.getMessage()
+        message = record.getMessage()
+        return not any(fragment in message for fragment in self.FRAGMENTS)
 
 
 def _device() -> str:

@@ -31,7 +31,6 @@ NEUTRAL_DECODING: dict[str, Any] = {
     "encoder_repetition_penalty": 1.0,
     "no_repeat_ngram_size": 0,
     "encoder_no_repeat_ngram_size": 0,
-    "min_length": 0,
     "min_new_tokens": 0,
 }
 """Options left at values that do not change the model's distribution or the search (transformers' own
