@@ -46,6 +46,7 @@ from semuq_eval.harness.pipeline import process_docs
 from semuq_eval.harness.report import summarize, summary_keys, summary_scalars
 from semuq_eval.harness.settings import Settings
 from semuq_eval.harness.store import RunStore
+from semuq_eval.launch import share_lm_eval_logging
 from semuq_eval.models.generation import Generation, as_generation
 
 __all__ = ["SemuqTask", "docs_from_instances", "references_of"]
@@ -126,6 +127,7 @@ class SemuqTask(ConfigurableTask):
         config = dict(config or {})
         config.pop("class", None)  # lm-eval's PY_TASK route leaves it in; TaskConfig rejects it
         super().__init__(data_dir=data_dir, cache_dir=cache_dir, download_mode=download_mode, config=config)
+        share_lm_eval_logging()  # plain `lm_eval` runs show semuq-eval's INFO lines (where the breakdown went)
         self.settings = Settings.from_metadata(self.config.metadata)
         self.judge = self.settings.make_judge()
         self._filters = []  # apply_filters below replaces lm-eval's filter ensembles
@@ -322,7 +324,17 @@ class SemuqTask(ConfigurableTask):
                 if self.settings.store:
                     store.write_scores(items)
                 self.breakdown_path = store.write_breakdown(breakdown)
-                log.info("%s: full semuq breakdown written to %s", self.config.task, self.breakdown_path)
+                labels = breakdown["labels"]["greedy"]
+                log.info(
+                    "%s: semuq breakdown (%d questions, greedy labels %d correct / %d incorrect; %d estimators) "
+                    "written to %s",
+                    self.config.task,
+                    breakdown["n_docs"],
+                    labels["n_correct"],
+                    labels["n"] - labels["n_correct"],
+                    len(breakdown["estimators_scored"]),
+                    self.breakdown_path,
+                )
             except OSError as err:
                 log.warning("%s: could not write the breakdown to %s (%s)", self.config.task, root, err)
         elif root is None:
