@@ -154,7 +154,6 @@ class SemuqGenerateMixin:
                 gen = outs[j] if len(outs) > 1 else outs[0]
                 results[pos] = gen
                 self.cache_hook.add_partial("generate_until", (group.context, group.gen_kwargs), gen)
-            pbar.update(group.n_gen)
 
         journal = self._semuq_journal()
         keys = {}
@@ -170,6 +169,7 @@ class SemuqGenerateMixin:
                 todo.append(group)
             else:
                 deliver(group, stored)
+                pbar.update(group.n_gen)
         if journal is not None and len(todo) < len(groups):
             eval_logger.info(
                 "semuq-hf: %d of %d prompts restored from the journal %s",
@@ -183,6 +183,7 @@ class SemuqGenerateMixin:
             outputs = self._semuq_generate_batch(batch, eos)
             for group, outs in zip(batch, outputs, strict=True):
                 deliver(group, outs)
+            pbar.update(sum(g.n_gen for g in batch))  # once per batch: the first rate seen is a real one
             if journal is not None:
                 journal.add((keys[id(g)], outs) for g, outs in zip(batch, outputs, strict=True))
         pbar.close()
