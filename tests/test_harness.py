@@ -489,6 +489,10 @@ def test_small_samples_are_flagged_with_their_counts(caplog):
     assert r["note"] == "undefined: one class only (0 correct / 30 incorrect)"
     assert "one class only" in caplog.text
     assert "n/a" in breakdown_table(one_class) and "undefined: one class only" in breakdown_table(one_class)
+    refit = summarize(_items([1, 0] * 30), Settings(bootstrap=50, ece_refit="per_resample"))
+    assert refit["results"]["greedy"]["u"]["ece"]["calibration_refit"] == "per_resample"
+    with pytest.raises(ValueError, match="ece_refit"):
+        Settings.from_metadata({"ece_refit": "always"})
     # a stricter threshold is a setting
     strict = summarize(_items([1, 0] * 30), Settings(bootstrap=200, min_minority=40))["results"]["greedy"][
         "u"

@@ -91,7 +91,7 @@ def summarize(
             unavailable[name] = {"n_docs": sum(reasons.values()), "reasons": dict(reasons)}
     scored = [n for n in names if any(it["scores"].get(n) is not None for it in items)]
     bootstrap = Bootstrap(n_resamples=settings.bootstrap, seed=settings.seed)
-    protocol = CalibrationProtocol(n_bins=settings.ece_bins)
+    protocol = CalibrationProtocol(n_bins=settings.ece_bins, refit=settings.ece_refit)
     labels_summary, results, best = {}, {}, {}
     for strategy in LABEL_STRATEGIES:
         keep = [it for it in items if it["labels"].get(strategy) is not None]

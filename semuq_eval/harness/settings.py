@@ -27,6 +27,8 @@ question_field         question                                     doc field ho
 bootstrap              1000                                         bootstrap resamples for the CIs
 seed                   0                                            bootstrap seed
 ece_bins               10                                           ECE bins
+ece_refit              once                                         ECE interval: calibrator fitted once, or
+                                                                    refitted in every resample (per_resample)
 min_minority           20                                           figures whose minority label class is
                                                                     smaller are flagged unreliable
 output_dir             $SEMUQ_OUTPUT_DIR, else lm-eval's            where the full breakdown and the run store
@@ -72,6 +74,7 @@ class Settings:
     bootstrap: int = 1000
     seed: int = 0
     ece_bins: int = 10
+    ece_refit: str = "once"
     min_minority: int = 20
     output_dir: str | None = None
     run_id: str | None = None
@@ -130,6 +133,8 @@ class Settings:
         ):
             if value < low:
                 raise ValueError(f"metadata {key} must be >= {low}, got {value}")
+        if self.ece_refit not in ("once", "per_resample"):
+            raise ValueError(f"metadata ece_refit must be 'once' or 'per_resample', got {self.ece_refit!r}")
         if not math.isfinite(self.tau):
             raise ValueError(f"metadata tau must be a finite number, got {self.tau}")
         checks = (
