@@ -10,24 +10,14 @@ the aggregator on one (N, N) matrix at a time.
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 from collections.abc import Callable
 
 import numpy as np
 import scipy.linalg
+from timing import median_time
 
 from semuq_eval import aggregators as A
 from semuq_eval import metrics as M
-
-
-def median_time(fn: Callable[[], object], repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def von_neumann(K: np.ndarray) -> float:

@@ -22,12 +22,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import time
 import warnings
-from collections.abc import Callable
 
 import numpy as np
+from timing import median_time
 
 from semuq_eval import metrics as M
 
@@ -44,15 +43,6 @@ def synthetic(
         u = rng.normal(size=n) + SHIFT * (1 - correct)
         scores[f"est{e}"] = np.round(2 * u) if e % 5 == 4 else u  # every fifth estimator integer-valued
     return scores, correct
-
-
-def median_time(fn: Callable[[], object], repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def load() -> str:
