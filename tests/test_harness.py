@@ -538,3 +538,10 @@ def test_offline_profile(monkeypatch, tmp_path):
         Settings.from_metadata({"profile": "offline:bert"})
     stored = Settings.from_metadata(s.as_dict(), expand_profile=False)  # rescore: no second expansion
     assert stored.operator_options == s.operator_options
+
+
+def test_rescore_with_fewer_operators_drops_their_options(tmp_path):
+    run(CannedLM(white_box=True), tmp_path, operator_options={"lexical": {"measure": "jaccard"}})
+    again = rescore(tmp_path / "out" / "semuq" / "semuq_triviaqa_dpr", operators=["cos_int"], bootstrap=20)
+    assert set(again["operators"]) == {"cos_int"} and again["settings"]["operator_options"] == {}
+    assert "kle_heat@cos_int" in again["results"]["greedy"]
