@@ -12,7 +12,7 @@ plot of AUROC per estimator (one panel per label strategy).
 Why WebQuestions and 210: SmolLM2-135M-Instruct answers 23 of the first 100 WebQuestions correctly (chat
 template on) but only 3 of the first 100 TriviaQA questions (``bench/offline_accuracy.py``; README); the first 210
 WebQuestions give 33 correct and 177 incorrect greedy answers, the fewest questions with at least 30 of each, in
-about 21 minutes on 2 CPU cores. ``--llm``, ``--task`` and ``--limit`` choose others.
+about 16 minutes on 2 CPU cores (measured). ``--llm``, ``--task`` and ``--limit`` choose others.
 """
 
 from __future__ import annotations
