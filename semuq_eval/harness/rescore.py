@@ -80,7 +80,9 @@ def rescore(
     if operators is not None:
         settings.operators = tuple(operators)
         # the stored options of operators left out do not apply (e.g. the offline profile's encoder paths)
-        settings.operator_options = {k: v for k, v in stored.operator_options.items() if k in settings.operators}
+        settings.operator_options = {
+            k: v for k, v in stored.operator_options.items() if k in settings.operators
+        }
     if tau is not None:
         settings.tau = float(tau)
     if bootstrap is not None:
