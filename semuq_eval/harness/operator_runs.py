@@ -128,11 +128,11 @@ def merge_operator_runs(per_rank: Sequence[Mapping[str, OperatorRun]]) -> dict[s
     return merged
 
 
-def _missing_need(doc: Doc, name: str, needs: frozenset[str]) -> str | None:
-    """Why ``doc`` cannot feed operator ``name`` with these needs, or None."""
+def _missing_need(doc: Doc, name: str, needs: frozenset[str], hidden: np.ndarray | None) -> str | None:
+    """Why ``doc`` cannot feed operator ``name`` with these needs (``hidden``: its stacked hidden states), or None."""
     if "answers" in needs and not doc.samples:
         return "no sampled answers"
-    if "hidden_states" in needs and _hidden_stack(doc.samples) is None:
+    if "hidden_states" in needs and hidden is None:
         return (
             f"{name} needs the generating model's hidden states (black-box model, or missing, zero or "
             "non-finite hidden vectors)"
@@ -174,18 +174,24 @@ def compute_operators(
         runs[name].kind, runs[name].info = op.kind, dict(op.info)
         built.append((name, op))
     ops_by_id = {id(op): name for name, op in built}
+    stacks: dict[int, np.ndarray | None] = {}  # each doc's hidden states, stacked once for every operator
     for group in share_groups([op for _, op in built]):
         group_names = [ops_by_id[id(op)] for op in group]
+        if "hidden_states" in group[0].needs:
+            for i, doc in enumerate(docs):
+                if i not in stacks:
+                    stacks[i] = _hidden_stack(doc.samples)
         todo = []
         for i, doc in enumerate(docs):
-            whys = [_missing_need(doc, name, group[0].needs) for name in group_names]
+            whys = [_missing_need(doc, name, group[0].needs, stacks.get(i)) for name in group_names]
             if whys[0] is None:
                 todo.append(i)
             for name, why in zip(group_names, whys, strict=True):
                 if why is not None:
                     _unavailable(runs[name], docs, [i], why)
         if todo:
-            _run_group(group, group_names, docs, todo, runs)
+            hidden = [stacks[i] for i in todo] if "hidden_states" in group[0].needs else None
+            _run_group(group, group_names, docs, todo, hidden, runs)
     for name, op in built:
         if "token_weights" in op.extras and runs[name].status != "unavailable":
             _token_weights(op, name, docs)
@@ -193,13 +199,15 @@ def compute_operators(
 
 
 def _run_group(
-    group, names: list[str], docs: Sequence[Doc], todo: list[int], runs: dict[str, OperatorRun]
+    group,
+    names: list[str],
+    docs: Sequence[Doc],
+    todo: list[int],
+    hidden: list[np.ndarray] | None,
+    runs: dict[str, OperatorRun],
 ) -> None:
     from semuq_eval.operators.base import compute_shared
 
-    hidden = None
-    if "hidden_states" in group[0].needs:
-        hidden = [_hidden_stack(docs[i].samples) for i in todo]
     start = time.perf_counter()
     try:
         outputs = compute_shared(
