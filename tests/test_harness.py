@@ -439,6 +439,7 @@ def test_all_tasks_and_groups_are_indexed():
         "semuq_triviaqa",
         "semuq_triviaqa_dpr",
         "semuq_nqopen",
+        "semuq_nqopen_train",
         "semuq_webquestions",
         "semuq_hotpotqa",
         "semuq_okvqa",
