@@ -271,10 +271,10 @@ def test_judge_registry_and_batched_labels():
     assert labels[0] == {
         "greedy": True,
         "majority": True,
-        "sample_verdicts": [True, False, True],
+        "samples": [True, False, True],
         "n_missing_verdicts": 0,
     }
-    assert labels[1] == {"greedy": None, "majority": None, "sample_verdicts": [], "n_missing_verdicts": 1}
+    assert labels[1] == {"greedy": None, "majority": None, "samples": [], "n_missing_verdicts": 1}
     with pytest.raises(KeyError, match="known judges"):
         get_judge("oracle")
 

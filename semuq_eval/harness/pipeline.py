@@ -74,7 +74,8 @@ def process_docs(
     judge : Judge, optional
         Labels the answers (App. D's greedy and majority labels).
     labels : sequence of mapping, optional
-        One ``{"greedy", "majority", "n_missing_verdicts"}`` per doc instead of judging.
+        One label record per doc instead of judging, as :func:`~semuq_eval.judges.label_answers` returns
+        them (``greedy``, ``majority``, ``samples``, ``n_missing_verdicts``): a store's stored label set.
     estimator_names : sequence of str, optional
         Keep only these estimators.
     """
@@ -118,22 +119,32 @@ def doc_item(
     labels: Mapping[str, Any],
     problems: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The JSON-safe per-question item (NaN scores become None; ``reasons`` say why)."""
+    """The JSON-safe per-question item (NaN scores become None; ``reasons`` say why).
+
+    Labels are 1 / 0 / None: ``labels`` holds the greedy and majority labels, ``sample_labels`` the verdict
+    on every sampled answer (what operator training reads); ``p_correct`` and ``errors`` (why a verdict is
+    unknown) are kept when the judge gives them.
+    """
 
     def label(v):
         return None if v is None else int(bool(v))
 
-    return {
+    item = {
         "doc_id": int(doc.doc_id),
         "id": doc.key,
         "scores": {k: _finite(v) for k, v in scores.items()},
         "reasons": dict(reasons),
         "labels": {s: label(labels.get(s)) for s in LABEL_STRATEGIES},
+        "sample_labels": [label(v) for v in labels.get("samples", [])],
         "n_missing_verdicts": int(labels.get("n_missing_verdicts", 0)),
         "n_samples": len(doc.samples),
         "n_extra_responses": int(doc.n_extra_responses),
         "problems": list(problems),
     }
+    for key in ("p_correct", "errors"):
+        if labels.get(key):
+            item[key] = labels[key]
+    return item
 
 
 def doc_problems(doc: Doc, n_samples: int) -> list[str]:

@@ -4,17 +4,61 @@ A judge compares an answer with the references (the ground truth); it never grad
 opinion of the truth (App. D). Every judge implements :class:`Judge` and is registered under the name users
 type in the run setting ``judge`` (``--metadata '{"judge": "string", "judge_options": {"mode": "em"}}'``).
 A verdict is True (correct), False (incorrect) or None (the judge could not decide: the label is missing,
-counted, and left out of the metrics, never taken as incorrect).
+counted, and left out of the metrics, never taken as incorrect). A judge that knows more returns
+:class:`Verdict` objects instead: the label with the judge's probability that the answer is correct, its raw
+reply and, for a missing label, the reason.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from lm_eval.api.registry import Registry
 
-__all__ = ["Judge", "get_judge", "judge_registry", "register_judge"]
+__all__ = ["Judge", "Verdict", "as_verdict", "get_judge", "judge_registry", "register_judge"]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One judged answer.
+
+    Parameters
+    ----------
+    label : bool or None
+        Correct, incorrect, or None: unknown (left out of the metrics and counted, never "incorrect").
+    p_correct : float, optional
+        The judge's probability that the answer matches the references (e.g. from its yes/no logits).
+    reply : str, optional
+        The judge's raw reply, kept for an unreadable one.
+    error : str, optional
+        Why the label is unknown (unreadable reply, request failed after its retries, no reference).
+    """
+
+    label: bool | None
+    p_correct: float | None = None
+    reply: str | None = None
+    error: str | None = None
+
+
+def as_verdict(value: Verdict | bool | None) -> Verdict:
+    """A judge's per-answer result as a :class:`Verdict` (a plain bool or None is shorthand for its label).
+
+    Examples
+    --------
+    >>> as_verdict(True)
+    Verdict(label=True, p_correct=None, reply=None, error=None)
+    """
+    if isinstance(value, Verdict):
+        return value
+    if value is None or isinstance(value, bool):
+        return Verdict(value)
+    import numpy as np
+
+    if isinstance(value, np.bool_):
+        return Verdict(bool(value))
+    raise TypeError(f"a judge returned {value!r} ({type(value).__name__}); expected True, False, None or a Verdict")
 
 
 @runtime_checkable
@@ -22,15 +66,16 @@ class Judge(Protocol):
     """Decides whether answers match their references, in batches.
 
     ``batch(questions, answers, references)`` gets one question, one answer and that question's reference
-    aliases per position, and returns one verdict (True / False / None) per position. ``info`` is the
-    judge's identity (name, model, prompt, mode, ...) written into every breakdown.
+    aliases per position, and returns one verdict per position: True / False / None, or a :class:`Verdict`
+    carrying a probability and the raw reply. ``info`` is the judge's identity (name, model and revision,
+    prompt and its hash, decoding, ...) written into every breakdown and label set.
     """
 
     name: str
 
     def batch(
         self, questions: Sequence[str], answers: Sequence[str], references: Sequence[Sequence[str]]
-    ) -> list[bool | None]: ...
+    ) -> list[Verdict | bool | None]: ...
 
     @property
     def info(self) -> dict[str, Any]: ...
