@@ -1,0 +1,205 @@
+"""Label sets: named sets of correctness labels kept in a run store, one per judge that labelled the run.
+
+A run labels its answers with its own judge; those labels live in ``scores.jsonl`` and form the label set
+``"run"``. ``semuq-eval judge STORE --name NAME`` labels the stored answers again with another judge, without
+the LLM under test, and writes the label set ``NAME``:
+
+==============================  ==========================================================================
+``labels/<name>.jsonl``         one record per question: ``{"doc_id", "greedy", "majority", "samples",
+                                "n_missing_verdicts"[, "p_correct", "errors"]}`` (labels 1 / 0 / null)
+``labels/<name>.json``          provenance: ``{"format", "name", "judge" (the judge's info: model and
+                                revision, prompt and its hash, decoding), "created", counts, ...}``
+==============================  ==========================================================================
+
+``rescore STORE --labels NAME`` scores against a label set and every breakdown names the one it used
+(``label_set``). A record's ``samples`` are the verdicts on the N sampled answers in stored order (what
+operator training reads); ``majority`` follows the tie rule of :func:`semuq_eval.judges.majority_label`.
+
+Example
+-------
+>>> import tempfile
+>>> store = tempfile.mkdtemp()
+>>> _ = write_label_set(store, "llm", [{"doc_id": 0, "greedy": 1, "majority": 0, "samples": [1, 0, 0]}],
+...                     {"judge": {"judge": "hf"}})
+>>> read_label_set(store, "llm").records[0]["samples"]
+[1, 0, 0]
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from semuq_eval.jsonio import read_json, read_jsonl, write_json, write_jsonl
+from semuq_eval.judges import majority_label
+
+__all__ = [
+    "LABEL_SET_FORMAT",
+    "RUN_LABELS",
+    "LabelSet",
+    "check_name",
+    "label_set_names",
+    "read_label_set",
+    "slice_samples",
+    "write_label_set",
+]
+
+LABEL_SET_FORMAT = "semuq-labels/1"
+RUN_LABELS = "run"
+"""The name of the labels a run produced with its own judge (stored in ``scores.jsonl``)."""
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+@dataclass
+class LabelSet:
+    """One named label set of a store: its provenance and one label record per doc id."""
+
+    name: str
+    provenance: dict[str, Any]
+    records: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def judge(self) -> dict[str, Any]:
+        """The info of the judge that produced the labels."""
+        return dict(self.provenance.get("judge") or {})
+
+
+def _int_label(v: Any) -> int | None:
+    return None if v is None else int(bool(v))
+
+
+def _clean(record: Mapping[str, Any]) -> dict[str, Any]:
+    samples = [_int_label(v) for v in record.get("samples", [])]
+    out = {
+        "doc_id": int(record["doc_id"]),
+        "greedy": _int_label(record.get("greedy")),
+        "majority": _int_label(record.get("majority")),
+        "samples": samples,
+        "n_missing_verdicts": int(
+            record.get("n_missing_verdicts", sum(v is None for v in [record.get("greedy"), *samples]))
+        ),
+    }
+    for key in ("p_correct", "errors"):
+        if record.get(key):
+            out[key] = record[key]
+    return out
+
+
+def check_name(name: str) -> str:
+    """``name`` if it is a valid label set name (letters, digits, ``_ . -``; not ``run``), else ValueError."""
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ValueError(f"label set name {name!r}: use 1-64 letters, digits, '_', '.' or '-'")
+    if name == RUN_LABELS:
+        raise ValueError(f"label set name {RUN_LABELS!r} is the run's own labels (scores.jsonl); choose another")
+    return name
+
+
+def label_set_names(store: str | os.PathLike) -> list[str]:
+    """The label sets of a store: ``"run"`` (when ``scores.jsonl`` exists) and every ``labels/<name>.jsonl``."""
+    root = Path(store)
+    names = [RUN_LABELS] if (root / "scores.jsonl").is_file() else []
+    return names + sorted(p.stem for p in (root / "labels").glob("*.jsonl"))
+
+
+def write_label_set(
+    store: str | os.PathLike,
+    name: str,
+    records: Iterable[Mapping[str, Any]],
+    provenance: Mapping[str, Any],
+) -> Path:
+    """Write label set ``name`` into the store (replacing one of that name); returns the records' path."""
+    check_name(name)
+    labels_dir = Path(store) / "labels"
+    labels_dir.mkdir(parents=True, exist_ok=True)
+    rows = sorted((_clean(r) for r in records), key=lambda r: r["doc_id"])
+    counts = {
+        "n_docs": len(rows),
+        "n_answers": sum(1 + len(r["samples"]) for r in rows),
+        "n_unknown": sum(r["n_missing_verdicts"] for r in rows),
+    }
+    meta = {
+        "format": LABEL_SET_FORMAT,
+        "name": name,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        **counts,
+        **dict(provenance),
+    }
+    path = labels_dir / f"{name}.jsonl"
+    write_jsonl(path, rows)
+    write_json(labels_dir / f"{name}.json", meta)
+    return path
+
+
+def read_label_set(store: str | os.PathLike, name: str = RUN_LABELS) -> LabelSet:
+    """Label set ``name`` of a store (``"run"``: the run's own labels from ``scores.jsonl``).
+
+    Raises
+    ------
+    FileNotFoundError
+        When the store has no such label set (the message lists the ones it has).
+    """
+    root = Path(store)
+    if name == RUN_LABELS:
+        path = root / "scores.jsonl"
+        if not path.is_file():
+            raise FileNotFoundError(f"{root}: no scores.jsonl, so no run labels; label sets: {label_set_names(root)}")
+        records = {}
+        for _, item in read_jsonl(path):
+            labels = item.get("labels") or {}
+            records[int(item["doc_id"])] = _clean(
+                {
+                    "doc_id": item["doc_id"],
+                    "greedy": labels.get("greedy"),
+                    "majority": labels.get("majority"),
+                    "samples": item.get("sample_labels", []),
+                    "n_missing_verdicts": item.get("n_missing_verdicts", 0),
+                    "p_correct": item.get("p_correct"),
+                    "errors": item.get("errors"),
+                }
+            )
+        return LabelSet(RUN_LABELS, _run_provenance(root), records)
+    path = root / "labels" / f"{name}.jsonl"
+    if not path.is_file():
+        raise FileNotFoundError(f"{root}: no label set {name!r}; label sets: {label_set_names(root)}")
+    meta_path = path.with_suffix(".json")
+    provenance = read_json(meta_path) if meta_path.is_file() else {"name": name}
+    if provenance.get("format", LABEL_SET_FORMAT) != LABEL_SET_FORMAT:
+        raise ValueError(f"{meta_path}: unknown label set format {provenance.get('format')!r}")
+    records = {int(r["doc_id"]): _clean(r) for _, r in read_jsonl(path)}
+    return LabelSet(name, provenance, records)
+
+
+def _run_provenance(root: Path) -> dict[str, Any]:
+    breakdown = root / "breakdown.json"
+    if breakdown.is_file():
+        b = read_json(breakdown)
+        return {"name": RUN_LABELS, "judge": b.get("judge") or {}, "created": b.get("created")}
+    manifest = read_json(root / "manifest.json") if (root / "manifest.json").is_file() else {}
+    settings = manifest.get("settings") or {}
+    return {"name": RUN_LABELS, "judge": {"judge": settings.get("judge"), **(settings.get("judge_options") or {})}}
+
+
+def slice_samples(record: Mapping[str, Any], n: int) -> dict[str, Any]:
+    """A label record restricted to its first ``n`` sampled answers (the N-ablation): the majority label and
+    the count of unknown verdicts are recomputed from them.
+
+    Examples
+    --------
+    >>> slice_samples({"doc_id": 0, "greedy": 1, "majority": 1, "samples": [1, 1, 0, 0]}, 2)["majority"]
+    1
+    """
+    rec = _clean(record)
+    samples = rec["samples"][:n]
+    majority = majority_label([None if v is None else bool(v) for v in samples])
+    rec.update(
+        samples=samples,
+        majority=_int_label(majority),
+        n_missing_verdicts=sum(v is None for v in [rec["greedy"], *samples]),
+    )
+    return rec
