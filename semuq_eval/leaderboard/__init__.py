@@ -1,0 +1,23 @@
+"""The leaderboard: merge runs of many LLMs x tasks into Markdown, CSV, JSON, one static HTML page and plots.
+
+``semuq-eval leaderboard 'out/**/semuq/*/*' --output leaderboards/mine`` (:mod:`.cli`). The steps, one module
+each: :mod:`.collect` (find, read and check run stores; group them into sections of runs comparable question
+by question), :mod:`.baselines` (which estimator each ``@enc`` estimator is compared with), :mod:`.compute`
+(cells with CIs, paired differences, rank intervals, on one shared seeded bootstrap), :mod:`.schema` (the
+versioned JSON schema), :mod:`.write` (Markdown, CSV, JSON), :mod:`.html` (the page), :mod:`.plots` (PNGs).
+"""
+
+from __future__ import annotations
+
+from semuq_eval.leaderboard.collect import LeaderboardInputError, expand_inputs, group_sections, load_runs
+from semuq_eval.leaderboard.compute import Leaderboard, LeaderboardConfig, compute
+
+__all__ = [
+    "Leaderboard",
+    "LeaderboardConfig",
+    "LeaderboardInputError",
+    "compute",
+    "expand_inputs",
+    "group_sections",
+    "load_runs",
+]

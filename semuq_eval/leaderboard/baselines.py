@@ -1,0 +1,52 @@
+"""Which estimator each ``@enc`` estimator is compared with: its published counterpart, and an offline base.
+
+The paper (Tab. 1 and the per-cell tables) pairs each estimator with its operator-substituted version, 7
+comparisons per model-dataset cell: ``se`` and ``cae`` on ``nli`` (bidirectional entailment), ``kle_heat`` and
+``kle_matern`` on ``nli_soft`` (entailment probabilities), ``cos`` on both ``cos_int`` and ``cos_ext``, and
+``te`` against ``te_enc@enc``. Those are the ``paper`` pairs.
+
+No NLI cross-encoder ships on PyPI, so offline runs have no ``nli`` / ``nli_soft``. The ``offline`` pairs
+replace both by ``lexical`` (ROUGE-L between answers, the one operator with no model): the question "does the
+trained operator beat a comparison that does not understand the question?", answerable on every run. The
+``cos`` and ``te`` pairs are the same in both sets (their bases run offline). A pair whose base (or ``@enc``
+estimator) a run lacks is reported ``unavailable`` and counted as such, never as a loss.
+
+Examples
+--------
+>>> [f"{a} vs {b}" for a, b in PAIRS["offline"][:2]]
+['se@enc vs se@lexical', 'cae@enc vs cae@lexical']
+>>> len(PAIRS["paper"])
+7
+"""
+
+from __future__ import annotations
+
+__all__ = ["PAIRS", "PAIR_SETS"]
+
+PAIRS: dict[str, tuple[tuple[str, str], ...]] = {
+    "paper": (
+        ("se@enc", "se@nli"),
+        ("cae@enc", "cae@nli"),
+        ("kle_heat@enc", "kle_heat@nli_soft"),
+        ("kle_matern@enc", "kle_matern@nli_soft"),
+        ("cos@enc", "cos@cos_int"),
+        ("cos@enc", "cos@cos_ext"),
+        ("te_enc@enc", "te"),
+    ),
+    "offline": (
+        ("se@enc", "se@lexical"),
+        ("cae@enc", "cae@lexical"),
+        ("kle_heat@enc", "kle_heat@lexical"),
+        ("kle_matern@enc", "kle_matern@lexical"),
+        ("cos@enc", "cos@cos_int"),
+        ("cos@enc", "cos@cos_ext"),
+        ("te_enc@enc", "te"),
+    ),
+}
+"""Comparison set -> (estimator, base) pairs, in the paper's order."""
+
+PAIR_SETS = {
+    "paper": "published counterpart (the paper's 7 comparisons per cell)",
+    "offline": "offline base: nli / nli_soft replaced by lexical (ROUGE-L); cos and te pairs as in the paper",
+}
+"""Comparison set -> what it compares, in words."""

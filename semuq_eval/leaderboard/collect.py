@@ -1,0 +1,588 @@
+"""Collect runs for a leaderboard: find the run stores, read them, check them, and group them into sections.
+
+A **run** is one LLM on one task: a run store directory ``<out>/semuq/<task>/<run_id>/`` holding
+``manifest.json``, ``scores.jsonl`` (one item per question: ``doc_id``, ``scores``, ``labels`` {greedy,
+majority}) and ``breakdown.json`` (:mod:`semuq_eval.harness.report`). A breakdown JSON file given on its own
+(no ``scores.jsonl`` beside it) is a *breakdown-only* run: its AUROC / ECE figures are shown as the run
+computed them, but nothing is paired with it (the questions cannot be lined up).
+
+A **section** holds the runs that can be compared question by question: the same task, the same questions
+(doc ids and question ids), the same N, the same judge (label set), and the same identity for every operator
+that two of its runs share. Runs that differ in any of these go to separate sections, each saying what sets
+it apart; nothing is mixed silently. ``strict=True`` refuses such inputs instead.
+
+Errors are :class:`LeaderboardInputError`, naming the file and what to do.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from semuq_eval.harness.label_sets import RUN_LABELS, label_set_names, read_label_set
+from semuq_eval.harness.report import FORMAT as BREAKDOWN_FORMAT
+from semuq_eval.harness.store import STORE_FORMAT
+from semuq_eval.jsonio import read_json, read_jsonl
+from semuq_eval.judges import LABEL_STRATEGIES
+
+__all__ = [
+    "LeaderboardInputError",
+    "Run",
+    "Section",
+    "expand_inputs",
+    "group_sections",
+    "load_run",
+    "load_runs",
+    "operator_identity",
+]
+
+
+class LeaderboardInputError(ValueError):
+    """An input the leaderboard cannot use: the message names the file and the fix."""
+
+
+@dataclass
+class Run:
+    """One LLM on one task, as read from its store (or a breakdown alone).
+
+    Attributes
+    ----------
+    path : Path
+        The store directory (or the breakdown file of a breakdown-only run).
+    task, llm : str
+        The task and the LLM's name (the store's run id: the model's slug unless the run set ``run_id``).
+    breakdown : dict
+        The run's ``breakdown.json``.
+    doc_ids : numpy.ndarray or None
+        (n,) doc ids in ascending order; None for a breakdown-only run.
+    question_ids : list of str or None
+        The questions' own ids (``id``) in doc order, when the items carry them.
+    scores : dict of str to numpy.ndarray
+        Estimator -> (n,) uncertainties, NaN where the run gave no score.
+    labels : dict of str to numpy.ndarray
+        Label strategy -> (n,) 0/1 labels, NaN where the judge gave none.
+    provenance : dict
+        Model, revision, task, N, seed, operators and their model ids, judge, package versions
+        (null when the run did not record them, with ``notes`` saying so).
+    """
+
+    path: Path
+    task: str
+    llm: str
+    breakdown: dict[str, Any]
+    settings: dict[str, Any]
+    doc_ids: np.ndarray | None = None
+    question_ids: list[str] | None = None
+    scores: dict[str, np.ndarray] = field(default_factory=dict)
+    labels: dict[str, np.ndarray] = field(default_factory=dict)
+    provenance: dict[str, Any] = field(default_factory=dict)
+    label_set: str = "run"
+    judge_info: dict[str, Any] | None = None
+
+    @property
+    def paired(self) -> bool:
+        """True when the run has per-question scores (it can be paired with other runs)."""
+        return self.doc_ids is not None
+
+    @property
+    def n_samples(self) -> int | None:
+        return self.breakdown.get("n_samples", self.settings.get("n_samples"))
+
+    @property
+    def operators(self) -> dict[str, dict[str, Any]]:
+        """Operator name -> identity (:func:`operator_identity`), for the operators the run ran."""
+        return {
+            name: operator_identity(entry)
+            for name, entry in (self.breakdown.get("operators") or {}).items()
+            if isinstance(entry, Mapping)
+        }
+
+    @property
+    def judge(self) -> dict[str, Any]:
+        """The identity of the judge behind the labels (the label set's judge)."""
+        if self.judge_info is not None:
+            return dict(self.judge_info)
+        return dict(self.breakdown.get("judge") or {"judge": self.settings.get("judge")})
+
+    @property
+    def created(self) -> str:
+        return str(self.breakdown.get("created") or "")
+
+    @property
+    def estimators(self) -> list[str]:
+        """Every estimator the run names: scored, or listed unavailable (with its reason)."""
+        names = list(self.scores) if self.paired else []
+        for per in (self.breakdown.get("results") or {}).values():
+            names.extend(n for n in per if n not in names)
+        names.extend(n for n in (self.breakdown.get("unavailable") or {}) if n not in names)
+        return names
+
+
+@dataclass
+class Section:
+    """Runs comparable question by question (module docstring); ``key`` says what they share."""
+
+    id: str
+    task: str
+    runs: list[Run]
+    n_questions: int
+    question_set: str
+    n_samples: int | None
+    judge: dict[str, Any]
+    operators: dict[str, dict[str, Any]]
+    paired: bool
+    label_set: str = "run"
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def llms(self) -> list[str]:
+        return [r.llm for r in self.runs]
+
+    @property
+    def estimators(self) -> list[str]:
+        names: list[str] = []
+        for run in self.runs:
+            names.extend(n for n in run.estimators if n not in names)
+        return sorted(names)
+
+
+def expand_inputs(patterns: Sequence[str | os.PathLike]) -> list[Path]:
+    """Run store directories (or breakdown files) named by paths or globs (``**`` recurses).
+
+    A directory counts as a store when it holds ``manifest.json`` or ``breakdown.json``; a file must be a
+    ``.json`` breakdown. Every pattern must match at least one.
+
+    Raises
+    ------
+    LeaderboardInputError
+        A pattern that matches nothing usable.
+
+    Examples
+    --------
+    >>> expand_inputs(["/nonexistent/**/semuq/*/*"])
+    Traceback (most recent call last):
+    ...
+    semuq_eval.leaderboard.collect.LeaderboardInputError: '/nonexistent/**/semuq/*/*' matches no run store (a directory with manifest.json or breakdown.json) and no breakdown JSON file
+    """
+    found: list[Path] = []
+    for pattern in patterns:
+        text = os.path.expanduser(str(pattern))
+        matches = sorted(glob.glob(text, recursive=True)) if glob.has_magic(text) else [text]
+        usable = []
+        for match in matches:
+            path = Path(match)
+            if path.is_dir() and ((path / "manifest.json").is_file() or (path / "breakdown.json").is_file()):
+                usable.append(path)
+            elif path.is_file() and path.suffix == ".json":
+                usable.append(path)
+            elif not glob.has_magic(text):
+                what = (
+                    "does not exist"
+                    if not path.exists()
+                    else "is not a run store (no manifest.json or breakdown.json)"
+                )
+                raise LeaderboardInputError(f"{path} {what}")
+        if not usable:
+            raise LeaderboardInputError(
+                f"{str(pattern)!r} matches no run store (a directory with manifest.json or breakdown.json) "
+                "and no breakdown JSON file"
+            )
+        found.extend(p for p in usable if p.resolve() not in {f.resolve() for f in found})
+    return found
+
+
+def operator_identity(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """What identifies an operator's matrices: its declared ``info`` (model, revision, rule, pooling, ...).
+
+    A local model path is reduced to its last folder name, so that the same prepared model on two machines
+    (``/root/.cache/.../all-minilm-l6-v2`` and ``/home/me/.cache/.../all-minilm-l6-v2``) is one identity.
+
+    Examples
+    --------
+    >>> operator_identity({"kind": "gram", "info": {"operator": "enc", "model": "/x/models/all-minilm-l6-v2/"}})
+    {'operator': 'enc', 'model': 'all-minilm-l6-v2'}
+    """
+    info = dict(entry.get("info") or {"kind": entry.get("kind")})
+    model = info.get("model")
+    if isinstance(model, str) and (os.path.isabs(model) or model.startswith((".", "~"))):
+        info["model"] = Path(model.rstrip("/\\")).name
+    return info
+
+
+def _float(value: Any) -> float:
+    return float("nan") if value is None else float(value)
+
+
+def _provenance(path: Path, task: str, llm: str, breakdown: Mapping[str, Any], settings: Mapping[str, Any]):
+    operators = {
+        name: {
+            "kind": entry.get("kind"),
+            "status": entry.get("status"),
+            "model": (entry.get("info") or {}).get("model"),
+            "revision": (entry.get("info") or {}).get("revision"),
+        }
+        for name, entry in (breakdown.get("operators") or {}).items()
+        if isinstance(entry, Mapping)
+    }
+    out: dict[str, Any] = {
+        "model": {"name": llm, "pretrained": None, "revision": None, "sha": None, "model_args": None},
+        "task": task,
+        "n_samples": breakdown.get("n_samples", settings.get("n_samples")),
+        "n_docs": breakdown.get("n_docs"),
+        "seed": (breakdown.get("seeds") or {}).get("bootstrap", settings.get("seed")),
+        "bootstrap": settings.get("bootstrap"),
+        "operators": operators,
+        "judge": dict(breakdown.get("judge") or {"judge": settings.get("judge")}),
+        "decoding": (breakdown.get("decoding") or {}).get("sampled") or breakdown.get("generation_kwargs"),
+        "created": breakdown.get("created"),
+        "versions": {"lm_eval": None, "transformers": None, "torch": None, "semuq_eval": None},
+        "results_file": None,
+        "notes": [],
+    }
+    results = _lm_eval_results(path, task, llm)
+    if results is None:
+        out["notes"].append(
+            "no lm-eval results file found beside the store: model revision and package versions unknown"
+        )
+        return out
+    file, data = results
+    config = data.get("config") or {}
+    args = config.get("model_args")
+    pretrained = None
+    if isinstance(args, str):
+        parts = dict(p.split("=", 1) for p in args.split(",") if "=" in p)
+        pretrained = parts.get("pretrained")
+    elif isinstance(args, Mapping):
+        pretrained = args.get("pretrained")
+    out["model"].update(
+        pretrained=pretrained,
+        revision=config.get("model_revision"),
+        sha=config.get("model_sha") or None,
+        model_args=args,
+        lm_eval_model=config.get("model"),
+    )
+    torch_version = None
+    for line in str(data.get("pretty_env_info") or "").splitlines():
+        if line.startswith("PyTorch version:"):
+            torch_version = line.split(":", 1)[1].strip()
+    out["versions"].update(
+        lm_eval=data.get("lm_eval_version"),
+        transformers=data.get("transformers_version"),
+        torch=torch_version,
+        git_hash=data.get("git_hash"),
+    )
+    out["results_file"] = str(file)
+    out["notes"].append("semuq-eval's version is not recorded by runs")
+    return out
+
+
+def _lm_eval_results(path: Path, task: str, llm: str) -> tuple[Path, dict] | None:
+    """lm-eval's newest ``results_*.json`` for this task and model under the store's output root, if any."""
+    from semuq_eval.context import model_slug
+
+    if path.parent.parent.name != "semuq":
+        return None
+    root = path.parent.parent.parent
+    best: tuple[str, Path, dict] | None = None
+    for file in root.glob("*/results_*.json"):
+        try:
+            data = read_json(file)
+        except (OSError, ValueError):
+            continue
+        if task not in (data.get("configs") or {}) and task not in (data.get("results") or {}):
+            continue
+        args = (data.get("config") or {}).get("model_args")
+        pretrained = None
+        if isinstance(args, str):
+            pretrained = dict(p.split("=", 1) for p in args.split(",") if "=" in p).get("pretrained")
+        elif isinstance(args, Mapping):
+            pretrained = args.get("pretrained")
+        if pretrained is None or model_slug(pretrained) != llm:
+            continue
+        if best is None or file.name > best[0]:
+            best = (file.name, file, data)
+    return None if best is None else (best[1], best[2])
+
+
+def load_run(path: str | os.PathLike, label_set: str = RUN_LABELS) -> Run:
+    """Read one run store directory, or one breakdown JSON file (a breakdown-only run).
+
+    ``label_set`` names the labels (:mod:`semuq_eval.harness.label_sets`): ``"run"``, the run's own judge
+    (``scores.jsonl``), or a set written by ``semuq-eval judge`` (``labels/<name>.jsonl``), whose judge then
+    identifies the labels; a question the set does not label has no label.
+
+    Raises
+    ------
+    LeaderboardInputError
+        A missing file, an unknown store or breakdown format (an older schema), or items that do not match
+        the breakdown; the message names the file and the fix.
+
+    Examples
+    --------
+    >>> load_run("/nonexistent/semuq/semuq_nqopen/x")
+    Traceback (most recent call last):
+    ...
+    semuq_eval.leaderboard.collect.LeaderboardInputError: /nonexistent/semuq/semuq_nqopen/x does not exist
+    """
+    path = Path(path)
+    if not path.exists():
+        raise LeaderboardInputError(f"{path} does not exist")
+    store = path if path.is_dir() else None
+    breakdown_file = path / "breakdown.json" if store else path
+    if store is None and path.name == "breakdown.json" and (path.parent / "scores.jsonl").is_file():
+        store, breakdown_file = path.parent, path
+    if not breakdown_file.is_file():
+        raise LeaderboardInputError(
+            f"{breakdown_file} is missing: the run did not finish its aggregation; re-run it, or rebuild it "
+            f"from the store with `semuq-eval rescore {breakdown_file.parent} --output {breakdown_file}`"
+        )
+    breakdown = read_json(breakdown_file)
+    fmt = breakdown.get("format") if isinstance(breakdown, Mapping) else None
+    if fmt != BREAKDOWN_FORMAT:
+        raise LeaderboardInputError(
+            f"{breakdown_file}: breakdown format {fmt!r}, expected {BREAKDOWN_FORMAT!r} (an older or unknown "
+            f"schema); rebuild it with `semuq-eval rescore {breakdown_file.parent}` from the run store"
+        )
+    for key in ("task", "results", "labels"):
+        if key not in breakdown:
+            raise LeaderboardInputError(f"{breakdown_file}: no {key!r} in the breakdown (a truncated file?)")
+    settings = dict(breakdown.get("settings") or {})
+    task = str(breakdown["task"])
+    if store is None:
+        if label_set != RUN_LABELS:
+            raise LeaderboardInputError(
+                f"{path}: a breakdown alone has only the run's labels, not {label_set!r}"
+            )
+        llm = path.parent.name if path.name == "breakdown.json" else path.stem
+        run = Run(path=path, task=task, llm=llm, breakdown=breakdown, settings=settings)
+        run.provenance = _provenance(path.parent, task, llm, breakdown, settings)
+        run.provenance["notes"].append("breakdown only (no scores.jsonl): not paired with other runs")
+        return run
+    manifest_file = store / "manifest.json"
+    if not manifest_file.is_file():
+        raise LeaderboardInputError(f"{manifest_file} is missing: {store} is not a complete run store")
+    manifest = read_json(manifest_file)
+    if manifest.get("format") != STORE_FORMAT:
+        raise LeaderboardInputError(
+            f"{manifest_file}: store format {manifest.get('format')!r}, expected {STORE_FORMAT!r}"
+        )
+    if manifest.get("task") != task:
+        raise LeaderboardInputError(
+            f"{store}: the manifest's task {manifest.get('task')!r} is not the breakdown's {task!r}"
+        )
+    scores_file = store / "scores.jsonl"
+    if not scores_file.is_file():
+        raise LeaderboardInputError(
+            f"{scores_file} is missing: the per-question scores are needed to pair runs; pass "
+            f"{breakdown_file} alone to show its figures unpaired"
+        )
+    items = {}
+    for line, item in read_jsonl(scores_file):
+        for key in ("doc_id", "scores", "labels"):
+            if key not in item:
+                raise LeaderboardInputError(f"{scores_file}:{line}: no {key!r} in the item")
+        items[int(item["doc_id"])] = item  # a later line for the same doc wins, as in load_store
+    if not items:
+        raise LeaderboardInputError(f"{scores_file} holds no questions")
+    if breakdown.get("n_docs") is not None and int(breakdown["n_docs"]) != len(items):
+        raise LeaderboardInputError(
+            f"{store}: scores.jsonl holds {len(items)} questions but breakdown.json says {breakdown['n_docs']}: "
+            f"they come from different runs; rebuild the breakdown with `semuq-eval rescore {store}`"
+        )
+    doc_ids = np.array(sorted(items), dtype=np.int64)
+    ordered = [items[d] for d in doc_ids]
+    names: list[str] = []
+    for it in ordered:
+        names.extend(k for k in it["scores"] if k not in names)
+    scores = {n: np.array([_float(it["scores"].get(n)) for it in ordered]) for n in names}
+    labels = {}
+    for strategy in LABEL_STRATEGIES:
+        values = [it["labels"].get(strategy) for it in ordered]
+        bad = [v for v in values if v is not None and v not in (0, 1, True, False)]
+        if bad:
+            raise LeaderboardInputError(
+                f"{scores_file}: {strategy} labels must be 0/1 or null, got {bad[:3]}"
+            )
+        labels[strategy] = np.array([_float(v) for v in values])
+    judge_info = None
+    if label_set != RUN_LABELS:
+        try:
+            chosen = read_label_set(store, label_set)
+        except (FileNotFoundError, ValueError) as err:
+            raise LeaderboardInputError(str(err)) from None
+        judge_info = {"label_set": label_set, **chosen.judge}
+        for strategy in LABEL_STRATEGIES:
+            labels[strategy] = np.array(
+                [_float((chosen.records.get(int(d)) or {}).get(strategy)) for d in doc_ids]
+            )
+    qids = [it.get("id") for it in ordered]
+    llm = store.name
+    run = Run(
+        path=store,
+        task=task,
+        llm=llm,
+        breakdown=breakdown,
+        settings=settings,
+        doc_ids=doc_ids,
+        question_ids=[str(q) for q in qids] if all(q is not None for q in qids) else None,
+        scores=scores,
+        labels=labels,
+        label_set=label_set,
+        judge_info=judge_info,
+    )
+    run.provenance = _provenance(store, task, llm, breakdown, settings)
+    run.provenance["label_set"] = label_set
+    if judge_info is not None:
+        run.provenance["judge"] = judge_info
+    return run
+
+
+def load_runs(paths: Iterable[str | os.PathLike], label_sets: Sequence[str] = (RUN_LABELS,)) -> list[Run]:
+    """:func:`load_run` of every path and label set, in the order given.
+
+    ``label_sets`` may hold ``"all"``: every label set of each store (:func:`label_set_names`).
+    """
+    runs = []
+    for p in paths:
+        names = list(label_sets)
+        if "all" in names:
+            found = label_set_names(p) if Path(p).is_dir() else [RUN_LABELS]
+            names = [n for n in names if n != "all"] + [n for n in found if n not in names]
+        runs.extend(load_run(p, name) for name in names)
+    return runs
+
+
+def _question_set(run: Run) -> str:
+    if not run.paired:
+        return f"unverified: {run.breakdown.get('n_docs')} questions (breakdown only)"
+    digest = hashlib.sha1(json.dumps([run.doc_ids.tolist(), run.question_ids]).encode()).hexdigest()
+    return f"{len(run.doc_ids)} questions, doc ids {run.doc_ids[0]}-{run.doc_ids[-1]}, sha1 {digest[:12]}"
+
+
+_KEY_FIELDS = ("task", "question set", "N", "judge")
+
+
+def _differences(keys: Sequence[tuple], ops: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The fields in which sections of one task differ."""
+    out = [name for i, name in enumerate(_KEY_FIELDS) if len({k[i] for k in keys}) > 1]
+    names = {o for op in ops for o in op}
+    if any(len({json.dumps(op.get(o), sort_keys=True) for op in ops if o in op}) > 1 for o in names):
+        out.append("operator identities")
+    return out
+
+
+def _this(key: tuple, ops: Mapping[str, Any], fields: Sequence[str]) -> str:
+    values = {"question set": key[1], "N": key[2], "judge": key[3], "operator identities": json.dumps(ops)}
+    return "; ".join(f"{f}: {values[f]}" for f in fields if f in values)
+
+
+def group_sections(
+    runs: Sequence[Run], *, strict: bool = False, on_duplicate: str = "error"
+) -> list[Section]:
+    """Group runs into sections of runs comparable question by question (module docstring).
+
+    Parameters
+    ----------
+    runs : sequence of Run
+    strict : bool, default=False
+        Refuse (raise) when a task's runs do not all fit in one section, instead of splitting them.
+    on_duplicate : {"error", "latest"}, default="error"
+        Two runs of the same LLM in one section: an error naming both, or keep the newer breakdown
+        (``created``) and name the one dropped in the section's notes.
+
+    Raises
+    ------
+    LeaderboardInputError
+        Two runs of one LLM in a section (``on_duplicate="error"``), or split sections under ``strict``.
+    """
+    if on_duplicate not in ("error", "latest"):
+        raise ValueError(f"on_duplicate must be 'error' or 'latest', got {on_duplicate!r}")
+    ordered = sorted(runs, key=lambda r: (r.task, r.llm, str(r.path)))
+    groups: list[tuple[tuple, list[Run], dict[str, dict], list[str]]] = []
+    for run in ordered:
+        key = (
+            run.task,
+            _question_set(run),
+            run.n_samples,
+            json.dumps({"label_set": run.label_set, **run.judge}, sort_keys=True),
+        )
+        ops = run.operators
+        placed = False
+        for gkey, members, gops, notes in groups:
+            if gkey != key or any(gops[o] != ops[o] for o in set(gops) & set(ops)):
+                continue
+            same = [m for m in members if m.llm == run.llm]
+            if same:
+                if on_duplicate == "error":
+                    raise LeaderboardInputError(
+                        f"two runs of {run.llm} on {run.task} with the same questions, N, judge and operators: "
+                        f"{same[0].path} and {run.path}; pass one of them, or --on-duplicate latest"
+                    )
+                old = same[0]
+                keep, drop = (run, old) if run.created >= old.created else (old, run)
+                members[members.index(old)] = keep
+                notes.append(f"two runs of {run.llm}: kept {keep.path} (newer), dropped {drop.path}")
+            else:
+                members.append(run)
+            for name, ident in ops.items():
+                gops.setdefault(name, ident)
+            placed = True
+            break
+        if not placed:
+            groups.append((key, [run], dict(ops), []))
+    sections: list[Section] = []
+    by_task: dict[str, list[int]] = {}
+    for i, (key, _, _, _) in enumerate(groups):
+        by_task.setdefault(key[0], []).append(i)
+    for task, indices in sorted(by_task.items()):
+        fields = _differences([groups[i][0] for i in indices], [groups[i][2] for i in indices])
+        if strict and len(indices) > 1:
+            a, b = groups[indices[0]], groups[indices[1]]
+            raise LeaderboardInputError(
+                f"{task}: runs that cannot be compared question by question (they differ in "
+                f"{', '.join(fields)}): {[str(r.path) for r in a[1]]} vs {[str(r.path) for r in b[1]]}"
+            )
+        for j, i in enumerate(indices):
+            key, members, gops, notes = groups[i]
+            if len(indices) > 1:
+                notes.insert(
+                    0,
+                    f"{task} has {len(indices)} sections: its runs differ in {', '.join(fields)} and are "
+                    f"not compared across sections; this one has {_this(key, gops, fields)}",
+                )
+            paired = all(r.paired for r in members)
+            if not paired:
+                notes.append(
+                    "breakdown-only runs: figures as the runs computed them, no paired tests or ranks"
+                )
+            n_questions = len(members[0].doc_ids) if paired else int(members[0].breakdown.get("n_docs") or 0)
+            sections.append(
+                Section(
+                    id=f"{task}" if len(indices) == 1 else f"{task}#{j + 1}",
+                    task=task,
+                    runs=sorted(members, key=lambda r: r.llm),
+                    n_questions=n_questions,
+                    question_set=key[1],
+                    n_samples=key[2],
+                    judge=json.loads(key[3]),
+                    operators=gops,
+                    paired=paired,
+                    label_set=members[0].label_set,
+                    notes=notes,
+                )
+            )
+    return sections
+
+
+def finite(x: Any) -> bool:
+    """True for a finite number (None and NaN are not)."""
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)

@@ -1,0 +1,398 @@
+"""Write a leaderboard: ``leaderboard.json`` (:mod:`.schema`), ``leaderboard.csv`` (one row per cell) and
+``leaderboard.md`` (AUROC tables per section, the Enc-minus-base deltas, LLM ranks, provenance).
+
+Every writer reads the :class:`~semuq_eval.leaderboard.compute.Leaderboard` only; the HTML page and the
+plots read the same JSON document (:func:`to_document`).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import platform
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from semuq_eval.jsonio import json_safe, write_json
+from semuq_eval.judges import LABEL_STRATEGIES
+from semuq_eval.leaderboard.baselines import PAIR_SETS, PAIRS
+from semuq_eval.leaderboard.compute import Leaderboard
+from semuq_eval.leaderboard.schema import CELL_FIELDS, FORMAT, SCHEMA_DOC
+
+__all__ = ["to_document", "write_csv", "write_json_document", "write_markdown"]
+
+
+def _versions() -> dict[str, str | None]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out: dict[str, str | None] = {"python": platform.python_version()}
+    for name in ("semuq-eval", "numpy", "scipy", "lm-eval"):
+        try:
+            out[name.replace("-", "_")] = version(name)
+        except PackageNotFoundError:
+            out[name.replace("-", "_")] = None
+    return out
+
+
+def to_document(
+    board: Leaderboard,
+    *,
+    inputs: Sequence[str] = (),
+    created: str | None = None,
+    relative_to: str | Path | None = None,
+) -> dict[str, Any]:
+    """The leaderboard as the JSON-safe ``leaderboard.json`` document (:mod:`.schema`).
+
+    Parameters
+    ----------
+    board : Leaderboard
+    inputs : sequence of str
+        The paths / globs the leaderboard was built from (recorded as given).
+    created : str, optional
+        ISO time; default now (UTC).
+    relative_to : path-like, optional
+        Write run paths relative to this folder (e.g. the output folder), so a committed leaderboard does not
+        carry the machine's absolute paths.
+    """
+
+    def where(path: Path) -> str:
+        if relative_to is None:
+            return str(path)
+        try:
+            import os
+
+            return os.path.relpath(Path(path).resolve(), Path(relative_to).resolve())
+        except ValueError:
+            return str(path)
+
+    runs = []
+    for section in board.sections:
+        for run in section.runs:
+            provenance = dict(run.provenance)
+            if provenance.get("results_file"):
+                provenance["results_file"] = where(Path(provenance["results_file"]))
+            runs.append(
+                {
+                    "section": section.id,
+                    "llm": run.llm,
+                    "task": run.task,
+                    "label_set": run.label_set,
+                    "path": where(run.path),
+                    "source": "store" if run.paired else "breakdown",
+                    "labels": {s: _label_counts(board, section.id, run.llm, s) for s in LABEL_STRATEGIES},
+                    "provenance": provenance,
+                }
+            )
+    document = {
+        "format": FORMAT,
+        "schema": SCHEMA_DOC,
+        "created": created or datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "generator": _versions(),
+        "settings": {**board.config.as_dict(), "inputs": list(inputs)},
+        "sections": [
+            {
+                "id": s.id,
+                "task": s.task,
+                "label_set": s.label_set,
+                "n_questions": s.n_questions,
+                "question_set": s.question_set,
+                "n_samples": s.n_samples,
+                "judge": s.judge,
+                "operators": s.operators,
+                "paired": s.paired,
+                "llms": s.llms,
+                "estimators": s.estimators,
+                "notes": s.notes,
+            }
+            for s in board.sections
+        ],
+        "runs": runs,
+        "cells": [{k: c.get(k) for k in CELL_FIELDS} for c in board.cells],
+        "comparisons": {
+            "sets": {
+                k: {"description": PAIR_SETS[k], "pairs": [list(p) for p in v]} for k, v in PAIRS.items()
+            },
+            "rows": board.comparisons,
+            "summary": board.comparison_summary,
+        },
+        "llm_pairs": board.llm_pairs,
+        "ranks": {"llms": board.llm_ranks, "estimators": board.estimator_ranks},
+        "heatmap": board.heatmap,
+    }
+    return json_safe(document)
+
+
+def _label_counts(board: Leaderboard, section: str, llm: str, strategy: str) -> dict[str, Any]:
+    from semuq_eval.leaderboard.compute import _label_summary
+
+    for s in board.sections:
+        if s.id == section:
+            for run in s.runs:
+                if run.llm == llm:
+                    return _label_summary(run, strategy)
+    return {}
+
+
+def write_json_document(document: Mapping[str, Any], path: str | Path) -> Path:
+    """``leaderboard.json`` (indented, NaN as null)."""
+    return write_json(path, document, indent=1)
+
+
+def _csv_value(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return repr(value) if math.isfinite(value) else ""
+    return value
+
+
+def write_csv(document: Mapping[str, Any], path: str | Path) -> Path:
+    """``leaderboard.csv``: tidy, one row per cell (:data:`~.schema.CELL_FIELDS`); empty = undefined."""
+    path = Path(path)
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh, lineterminator="\n")
+        writer.writerow(CELL_FIELDS)
+        for cell in document["cells"]:
+            writer.writerow([_csv_value(cell.get(k)) for k in CELL_FIELDS])
+    return path
+
+
+def _fmt(value: float | None, digits: int = 3) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def _cell_text(cell: Mapping[str, Any] | None) -> str:
+    """``0.712 [0.620, 0.801]``, ``!`` after an unreliable figure; the status for an empty cell."""
+    if cell is None:
+        return "-"
+    if cell["status"] != "ok":
+        return {"undefined": "n/a", "unavailable": "unavail.", "not_run": "-", "not_computed": "n/c"}.get(
+            cell["status"], cell["status"]
+        )
+    text = f"{cell['value']:.3f}"
+    if cell.get("ci_low") is not None and cell.get("ci_high") is not None:
+        text += f" [{cell['ci_low']:.3f}, {cell['ci_high']:.3f}]"
+    return text if cell.get("reliable") else text + " !"
+
+
+def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    out += ["| " + " | ".join(str(x).replace("|", "\\|") for x in row) + " |" for row in rows]
+    return out
+
+
+def write_markdown(
+    document: Mapping[str, Any], path: str | Path, *, header: str = "", command: str = ""
+) -> Path:
+    """``leaderboard.md``: reads well in a pull request (AUROC per section; other metrics in the CSV)."""
+    settings = document["settings"]
+    boot = settings["bootstrap"]
+    lines = ["# semuq-eval leaderboard", ""]
+    if header:
+        lines += [header.rstrip(), ""]
+    lines += [
+        f"Built {document['created']}"
+        + (f" by `{command}`" if command else "")
+        + f". Format `{document['format']}` (schema: `{document['schema']}`). Every interval is a "
+        f"{boot['method']} on one seeded bootstrap (seed {boot['seed']}) shared by every LLM and estimator of a "
+        "section, so paired differences and ranks are valid. `!` = unreliable (minority label class below the "
+        "run's `min_minority`, or fewer than 95% of the resamples gave a value); `n/a` = undefined (one class); "
+        "`unavail.` = the run could not score it; `-` = not run. ECE, PRR and AUARC: `leaderboard.csv` and "
+        "`index.html`.",
+        "",
+    ]
+    summary = document["comparisons"]["summary"]
+    if summary:
+        lines += ["## Enc vs its base (AUROC, paired bootstrap)", ""]
+        rows = []
+        for s in summary:
+            rows.append(
+                [
+                    f"{s['set']}: {document['comparisons']['sets'][s['set']]['description']}",
+                    s["strategy"],
+                    f"improves in {s['n_improved']} of {s['n_cells']} cells",
+                    s["n_improved_significant"],
+                    s["n_worse_significant"],
+                    s["n_unavailable"],
+                    "n/a" if s["mean_difference"] is None else f"{s['mean_difference']:+.3f}",
+                ]
+            )
+        lines += _table(
+            [
+                "comparison",
+                "labels",
+                "count",
+                "significantly better",
+                "significantly worse",
+                "unavailable",
+                "mean Δ",
+            ],
+            rows,
+        )
+        lines.append("")
+    cells = document["cells"]
+    by_key = {(c["section"], c["llm"], c["estimator"], c["strategy"], c["metric"]): c for c in cells}
+    for section in document["sections"]:
+        sid = section["id"]
+        judge = ", ".join(f"{k}={v}" for k, v in section["judge"].items())
+        lines += [
+            f"## {sid}",
+            "",
+            f"Task `{section['task']}`: {section['question_set']}; N = {section['n_samples']} samples; labels: "
+            f"label set `{section['label_set']}` ({judge}); LLMs: {', '.join(section['llms'])}.",
+        ]
+        lines += [f"- {note}" for note in section["notes"]]
+        lines.append("")
+        runs = [r for r in document["runs"] if r["section"] == sid]
+        acc = "; ".join(
+            f"{r['llm']}: "
+            + ", ".join(
+                f"{s} {r['labels'][s].get('n_correct', 0)}/{r['labels'][s].get('n_incorrect', 0)}"
+                for s in LABEL_STRATEGIES
+            )
+            for r in runs
+        )
+        lines += [f"Correct / incorrect answers: {acc}.", ""]
+        for strategy in LABEL_STRATEGIES:
+
+            def mean(
+                name: str, strategy: str = strategy, section: Mapping = section, sid: str = sid
+            ) -> float:
+                values = [
+                    c["value"]
+                    for llm in section["llms"]
+                    if (c := by_key.get((sid, llm, name, strategy, "auroc"))) and c["value"] is not None
+                ]
+                return sum(values) / len(values) if values else -math.inf
+
+            names = sorted(section["estimators"], key=lambda n: -mean(n))
+            rows = [
+                [
+                    f"`{n}`",
+                    *[_cell_text(by_key.get((sid, llm, n, strategy, "auroc"))) for llm in section["llms"]],
+                ]
+                for n in names
+            ]
+            lines += [f"### AUROC, {strategy} labels (95% CI)", ""]
+            lines += _table(["estimator", *section["llms"]], rows)
+            lines.append("")
+        comps = [c for c in document["comparisons"]["rows"] if c["section"] == sid]
+        if comps:
+            lines += [
+                "### Enc minus base: AUROC difference [95% CI] (`*` significant)",
+                "",
+            ]
+            columns = [(llm, s) for llm in section["llms"] for s in LABEL_STRATEGIES]
+            rows = []
+            for pair_set, pairs in document["comparisons"]["sets"].items():
+                for name, base in pairs["pairs"]:
+                    row = [f"{pair_set}: `{name}` − `{base}`"]
+                    for llm, s in columns:
+                        c = next(
+                            (
+                                x
+                                for x in comps
+                                if x["set"] == pair_set
+                                and x["llm"] == llm
+                                and x["strategy"] == s
+                                and x["estimator"] == name
+                                and x["base"] == base
+                            ),
+                            None,
+                        )
+                        if c is None or c["status"] != "ok":
+                            row.append("-")
+                        else:
+                            row.append(
+                                f"{c['difference']:+.3f} [{_fmt(c['ci_low'])}, {_fmt(c['ci_high'])}]"
+                                + (" *" if c["significant"] else "")
+                            )
+                    rows.append(row)
+            lines += _table(["pair", *[f"{llm} ({s})" for llm, s in columns]], rows)
+            lines.append("")
+        pairs = [p for p in document["llm_pairs"] if p["section"] == sid]
+        if pairs:
+            lines += ["### LLM vs LLM (AUROC difference, paired by doc id)", ""]
+            rows = [
+                [
+                    p["strategy"],
+                    f"`{p['estimator']}` ({p['chosen']})",
+                    f"{p['llm_a']} − {p['llm_b']}",
+                    "-"
+                    if p["status"] != "ok"
+                    else f"{p['difference']:+.3f} [{_fmt(p['ci_low'])}, {_fmt(p['ci_high'])}]"
+                    + (" *" if p["significant"] else ""),
+                    "-" if p.get("p_value") is None else f"{p['p_value']:.3f}",
+                ]
+                for p in pairs
+            ]
+            lines += _table(["labels", "estimator", "LLMs", "difference", "p"], rows)
+            lines.append("")
+            chosen = {(p["strategy"], p["estimator"]) for p in pairs}
+            ranks = [
+                r
+                for r in document["ranks"]["llms"]
+                if r["section"] == sid and (r["strategy"], r["estimator"]) in chosen
+            ]
+            if ranks:
+                lines += ["### LLM rank intervals (rank 1 = best AUROC; 95% of resamples)", ""]
+                rows = [
+                    [
+                        r["strategy"],
+                        f"`{r['estimator']}`",
+                        r["llm"],
+                        _fmt(r["auroc"]),
+                        r["rank"],
+                        f"{r['rank_low']}-{r['rank_high']}",
+                    ]
+                    for r in sorted(ranks, key=lambda r: (r["strategy"], r["estimator"], r["rank"] or 0))
+                ]
+                lines += _table(["labels", "estimator", "LLM", "AUROC", "rank", "95% rank interval"], rows)
+                lines.append("")
+    lines += ["## Runs", ""]
+    rows = []
+    for r in document["runs"]:
+        p = r["provenance"]
+        model = p.get("model") or {}
+        ops = ", ".join(
+            f"{name}" + (f" ({o['model']})" if o.get("model") else "")
+            for name, o in (p.get("operators") or {}).items()
+        )
+        versions = ", ".join(f"{k} {v}" for k, v in (p.get("versions") or {}).items() if v)
+        rows.append(
+            [
+                r["section"],
+                r["llm"],
+                model.get("pretrained") or "-",
+                model.get("revision") or model.get("sha") or "-",
+                p.get("n_docs"),
+                p.get("n_samples"),
+                p.get("seed"),
+                ops,
+                ", ".join(f"{k}={v}" for k, v in (p.get("judge") or {}).items()),
+                versions or "not recorded",
+                f"`{r['path']}`",
+            ]
+        )
+    lines += _table(
+        [
+            "section",
+            "LLM",
+            "model",
+            "revision",
+            "questions",
+            "N",
+            "seed",
+            "operators",
+            "judge",
+            "versions",
+            "store",
+        ],
+        rows,
+    )
+    lines.append("")
+    path = Path(path)
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path
