@@ -18,6 +18,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "semuq_eval.harness.rescore:main",
         "recompute operators, estimators and AUROC/ECE from a run store",
     ),
+    "leaderboard": (
+        "semuq_eval.leaderboard.cli:main",
+        "merge run stores of many LLMs x tasks into Markdown/CSV/JSON, one HTML page and plots",
+    ),
     "tasks-dir": ("semuq_eval.cli:print_tasks_dir", "print the folder of the semuq task YAMLs"),
 }
 """The project's own commands: ``name -> ("module:function", one-line help)``."""

@@ -1,0 +1,174 @@
+"""``semuq-eval leaderboard``: merge run stores of many LLMs x tasks into one folder.
+
+::
+
+    semuq-eval leaderboard 'out/**/semuq/*/*' --output leaderboards/mine
+    semuq-eval leaderboard runs/a/semuq/semuq_nqopen/llm1 runs/b/semuq/semuq_nqopen/llm2 --labels run,gpt-judge
+
+writes ``leaderboard.md``, ``leaderboard.csv``, ``leaderboard.json``, ``index.html`` and ``plots/*.png`` into
+``--output``. Quote globs so the shell does not expand them (``**`` recurses). Runs that cannot be compared
+question by question go to separate sections (``--strict`` refuses them); two runs of one LLM in a section are
+an error unless ``--on-duplicate latest``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import shlex
+import sys
+import time
+from pathlib import Path
+
+__all__ = ["build", "main"]
+
+log = logging.getLogger("semuq_eval.leaderboard")
+
+
+def build(
+    inputs: list[str],
+    output: str | Path,
+    *,
+    labels: tuple[str, ...] = ("run",),
+    strict: bool = False,
+    on_duplicate: str = "error",
+    config=None,
+    header: str = "",
+    title: str = "semuq-eval leaderboard",
+    plots: bool = True,
+    created: str | None = None,
+    command: str = "",
+) -> dict:
+    """Build a leaderboard folder from run stores (paths or globs); returns the ``leaderboard.json`` document.
+
+    Parameters
+    ----------
+    inputs : list of str
+        Run store directories, breakdown JSON files, or globs of them.
+    output : path-like
+        The folder to write (created).
+    labels : tuple of str
+        Label sets to read from each store (``run``: the run's own judge; ``all``: every set).
+    strict, on_duplicate
+        See :func:`semuq_eval.leaderboard.collect.group_sections`.
+    config : LeaderboardConfig, optional
+    header : str
+        Text shown at the top of ``leaderboard.md`` and ``index.html`` (paragraphs separated by blank lines).
+    plots : bool
+        Write the PNG plots (matplotlib).
+    created : str, optional
+        Fixed build time (golden files); default now.
+
+    Examples
+    --------
+    >>> build(["/nonexistent/*"], "/tmp/lb")
+    Traceback (most recent call last):
+    ...
+    semuq_eval.leaderboard.collect.LeaderboardInputError: '/nonexistent/*' matches no run store (a directory with manifest.json or breakdown.json) and no breakdown JSON file
+    """
+    from semuq_eval.leaderboard.collect import expand_inputs, group_sections, load_runs
+    from semuq_eval.leaderboard.compute import LeaderboardConfig, compute
+    from semuq_eval.leaderboard.html import write_html
+    from semuq_eval.leaderboard.plots import plot_all
+    from semuq_eval.leaderboard.write import to_document, write_csv, write_json_document, write_markdown
+
+    paths = expand_inputs(inputs)
+    runs = load_runs(paths, labels)
+    sections = group_sections(runs, strict=strict, on_duplicate=on_duplicate)
+    board = compute(sections, config or LeaderboardConfig())
+    output = Path(output)
+    output.mkdir(parents=True, exist_ok=True)
+    document = to_document(board, inputs=inputs, created=created, relative_to=output)
+    write_json_document(document, output / "leaderboard.json")
+    write_csv(document, output / "leaderboard.csv")
+    write_markdown(document, output / "leaderboard.md", header=header, command=command)
+    figures = plot_all(document, output) if plots else []
+    write_html(document, output / "index.html", header=header, plots=figures, title=title)
+    return document
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="semuq-eval leaderboard",
+        description="Merge run stores of many LLMs x tasks into leaderboard.md / .csv / .json, index.html and "
+        "PNG plots: AUROC / ECE / PRR / AUARC with 95%% CIs per cell, Enc vs base and LLM vs LLM paired "
+        "differences, rank intervals.",
+    )
+    p.add_argument(
+        "inputs", nargs="+", help="run store dirs, breakdown JSON files, or quoted globs ('out/**/semuq/*/*')"
+    )
+    p.add_argument("--output", "-o", required=True, help="the folder to write")
+    p.add_argument("--labels", default="run", help="label sets, comma-separated: run (default), NAME, or all")
+    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (default 1000)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0, as runs)")
+    p.add_argument("--ece-bins", type=int, default=10)
+    p.add_argument("--ece-refit", choices=("once", "per_resample"), default="once")
+    p.add_argument(
+        "--estimator",
+        action="append",
+        default=[],
+        help="estimator for the LLM-vs-LLM tests (repeatable); default: the best mean AUROC per section",
+    )
+    p.add_argument(
+        "--strict", action="store_true", help="refuse runs of a task that cannot share one section"
+    )
+    p.add_argument("--on-duplicate", choices=("error", "latest"), default="error")
+    p.add_argument("--jobs", "-j", type=int, default=1, help="worker processes (default 1)")
+    p.add_argument(
+        "--header", default="", help="text (or @file) shown at the top of the Markdown and the page"
+    )
+    p.add_argument("--title", default="semuq-eval leaderboard")
+    p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``semuq-eval leaderboard`` (module docstring); returns the exit status."""
+    from semuq_eval.leaderboard.collect import LeaderboardInputError
+    from semuq_eval.leaderboard.compute import LeaderboardConfig
+
+    args = _parser().parse_args(argv)
+    header = args.header
+    if header.startswith("@"):
+        header = Path(header[1:]).read_text(encoding="utf-8")
+    try:
+        config = LeaderboardConfig(
+            n_resamples=args.bootstrap,
+            seed=args.seed,
+            ece_bins=args.ece_bins,
+            ece_refit=args.ece_refit,
+            llm_estimators=tuple(args.estimator),
+            jobs=args.jobs,
+        )
+        start = time.perf_counter()
+        document = build(
+            args.inputs,
+            args.output,
+            labels=tuple(s.strip() for s in args.labels.split(",") if s.strip()),
+            strict=args.strict,
+            on_duplicate=args.on_duplicate,
+            config=config,
+            header=header,
+            title=args.title,
+            plots=not args.no_plots,
+            command="semuq-eval leaderboard "
+            + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[2:])),
+        )
+    except (LeaderboardInputError, ValueError) as err:
+        print(f"semuq-eval leaderboard: {err}", file=sys.stderr)
+        return 2
+    n_runs, n_cells = len(document["runs"]), len(document["cells"])
+    print(
+        f"semuq-eval leaderboard: {n_runs} runs in {len(document['sections'])} sections, {n_cells} cells, "
+        f"{time.perf_counter() - start:.1f} s -> {args.output}/index.html"
+    )
+    for section in document["sections"]:
+        for note in section["notes"]:
+            print(f"  {section['id']}: {note}")
+    for s in document["comparisons"]["summary"]:
+        print(
+            f"  {s['set']} pairs, {s['strategy']} labels: improves in {s['n_improved']} of {s['n_cells']} cells "
+            f"({s['n_improved_significant']} significant; {s['n_worse_significant']} significantly worse; "
+            f"{s['n_unavailable']} unavailable)"
+        )
+    return 0

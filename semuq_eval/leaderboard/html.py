@@ -1,0 +1,334 @@
+"""``index.html``: one static page that works from ``file://`` with no network (no CDN, no fetch).
+
+The leaderboard's data is embedded in the page as JSON (``<script type="application/json">``); a small
+vanilla script renders, from it:
+
+- a sortable (click a column header; again to reverse) and filterable (section / task, LLM, label set, label
+  strategy, metric, estimator text, reliable only) table of every cell, with a CI bar per figure;
+- the operator x aggregator heatmap of mean AUROC over the cells the filters keep;
+- the Enc-minus-base AUROC deltas per cell (pair x LLM, like the paper's per-cell tables) with the
+  "improves in X of Y cells" counts, for the label strategy chosen;
+- LLM rank intervals and LLM-vs-LLM differences; the runs' provenance; the PNG plots (relative links).
+
+Examples
+--------
+>>> page = render_html({"format": "semuq-leaderboard/1", "created": "now", "cells": [], "sections": [],
+...     "runs": [], "comparisons": {"rows": [], "summary": [], "sets": {}}, "llm_pairs": [],
+...     "ranks": {"llms": [], "estimators": []}, "settings": {}, "heatmap": []})
+>>> page.startswith("<!DOCTYPE html>") and "http" not in page.split("<body>")[1]
+True
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from semuq_eval.leaderboard.schema import CELL_FIELDS
+
+__all__ = ["render_html", "write_html"]
+
+_PAGE_FIELDS = [f for f in CELL_FIELDS if f not in ("aggregator", "operator", "source")]
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:1.2em 2em;color:#222}
+h1{font-size:1.5em;margin-bottom:.2em}h2{font-size:1.2em;margin-top:1.6em;border-bottom:1px solid #ddd}
+.header{background:#fff8e1;border:1px solid #f0d98c;padding:.6em 1em;border-radius:4px;max-width:75em}
+.meta{color:#666;font-size:.85em}
+#filters{display:flex;flex-wrap:wrap;gap:.6em 1.2em;align-items:end;margin:.8em 0;position:sticky;top:0;
+ background:#fafafa;padding:.5em;border:1px solid #e4e4e4;z-index:2}
+#filters label{display:flex;flex-direction:column;font-size:.8em;color:#555}
+table{border-collapse:collapse;font-size:.82em}th,td{padding:.2em .5em;border-bottom:1px solid #eee;
+ text-align:left;white-space:nowrap}th[data-key]{cursor:pointer;user-select:none;background:#f3f3f3}
+th[data-key]:hover{background:#e6eefc}th.asc::after{content:" \\25B2"}th.desc::after{content:" \\25BC"}
+td.num{text-align:right;font-variant-numeric:tabular-nums}
+.bar{position:relative;width:120px;height:10px;background:#f1f1f1;display:inline-block;vertical-align:middle}
+.bar span{position:absolute;top:2px;height:6px;background:#4c72b0}.bar i{position:absolute;top:0;width:2px;
+ height:10px;background:#111}.bar b{position:absolute;top:0;width:1px;height:10px;background:#c44}
+tr.unreliable td{color:#888}tr.unreliable .bar span{background:#bbb}.flag{color:#c44;font-weight:bold}
+.status{color:#a60}.hm td{text-align:center;min-width:4.5em}.sig{font-weight:bold}
+.delta-pos{background:#dff0d8}.delta-neg{background:#f8dcdc}
+#more{margin:.4em 0}.plots img{max-width:100%;border:1px solid #ddd;margin:.4em 0}
+"""
+
+_JS = r"""
+(function(){
+"use strict";
+const D = JSON.parse(document.getElementById("leaderboard-data").textContent);
+const F = D.cell_fields, cells = D.cells.map(r => Object.fromEntries(F.map((f, i) => [f, r[i]])));
+const $ = id => document.getElementById(id);
+const esc = s => String(s == null ? "" : s).replace(/[&<>"]/g, c => ({"&":"&amp;","<":"&lt;",">":"&gt;","\"":"&quot;"}[c]));
+const fmt = (v, d) => v == null ? "" : Number(v).toFixed(d == null ? 3 : d);
+let sortKey = "value", sortDir = -1, limit = 200;
+const filters = {section: "f-section", llm: "f-llm", label_set: "f-labelset", strategy: "f-strategy", metric: "f-metric"};
+function options(id, values, all) {
+  const el = $(id);
+  el.innerHTML = (all ? '<option value="">all</option>' : "") +
+    values.map(v => '<option value="' + esc(v) + '">' + esc(v) + "</option>").join("");
+}
+const uniq = k => [...new Set(cells.map(c => c[k]))].sort();
+options("f-section", uniq("section"), true); options("f-llm", uniq("llm"), true);
+options("f-labelset", uniq("label_set"), true);
+options("f-strategy", uniq("strategy"), true); options("f-metric", uniq("metric"), true);
+if (uniq("metric").includes("auroc")) $("f-metric").value = "auroc";
+if (uniq("strategy").includes("greedy")) $("f-strategy").value = "greedy";
+function kept() {
+  const text = $("f-estimator").value.trim().toLowerCase(), rel = $("f-reliable").checked;
+  return cells.filter(c => Object.entries(filters).every(([k, id]) => !$(id).value || c[k] === $(id).value)
+    && (!text || c.estimator.toLowerCase().includes(text)) && (!rel || c.reliable === true));
+}
+function cmp(a, b) {
+  const x = a[sortKey], y = b[sortKey];
+  if (x == null && y == null) return 0; if (x == null) return 1; if (y == null) return -1;
+  return (typeof x === "number" && typeof y === "number" ? x - y : String(x).localeCompare(String(y))) * sortDir;
+}
+const SCALE = {auroc: [0, 1, 0.5], auarc: [0, 1, null], ece: [0, 0.5, null], prr: [-1, 1, 0]};
+function bar(c) {
+  if (c.value == null) return "";
+  const [lo, hi, ref] = SCALE[c.metric] || [0, 1, null], w = v => Math.max(0, Math.min(100, 100 * (v - lo) / (hi - lo)));
+  let s = '<span class="bar">';
+  if (c.ci_low != null && c.ci_high != null) s += '<span style="left:' + w(c.ci_low) + '%;width:' + Math.max(0.5, w(c.ci_high) - w(c.ci_low)) + '%"></span>';
+  if (ref != null) s += '<b style="left:' + w(ref) + '%"></b>';
+  return s + '<i style="left:' + w(c.value) + '%"></i></span>';
+}
+function renderCells() {
+  const rows = kept().sort(cmp), shown = rows.slice(0, limit);
+  $("count").textContent = "Showing " + shown.length + " of " + rows.length + " cells (" + cells.length + " in all)";
+  $("more").hidden = shown.length >= rows.length;
+  $("cells").querySelector("tbody").innerHTML = shown.map(c =>
+    '<tr class="' + (c.reliable === false ? "unreliable" : "") + '"><td>' + esc(c.section) + "</td><td>" + esc(c.llm) +
+    "</td><td>" + esc(c.estimator) + "</td><td>" + esc(c.label_set) + "</td><td>" + esc(c.strategy) + "</td><td>" + esc(c.metric) +
+    '</td><td class="num">' + (c.value == null ? '<span class="status">' + esc(c.status) + "</span>" : fmt(c.value) +
+    (c.reliable === false ? ' <span class="flag" title="unreliable">!</span>' : "")) +
+    '</td><td class="num">' + (c.ci_low == null ? "" : "[" + fmt(c.ci_low) + ", " + fmt(c.ci_high) + "]") + "</td><td>" + bar(c) +
+    '</td><td class="num">' + (c.n_correct == null ? "" : c.n_correct + "/" + c.n_incorrect) + '</td><td class="num">' +
+    fmt(c.accuracy) + '</td><td title="' + esc(c.note) + '">' + esc((c.note || "").slice(0, 60)) + "</td></tr>").join("");
+  document.querySelectorAll("#cells th[data-key]").forEach(th => {
+    th.classList.toggle("asc", th.dataset.key === sortKey && sortDir > 0);
+    th.classList.toggle("desc", th.dataset.key === sortKey && sortDir < 0);
+  });
+}
+function color(v) {
+  if (v == null) return "#fff";
+  const t = Math.max(0, Math.min(1, (v - 0.5) / 0.35));
+  return "rgb(" + Math.round(255 - 180 * t) + "," + Math.round(255 - 110 * t) + "," + Math.round(255 - 40 * t) + ")";
+}
+function renderHeatmap() {
+  const rows = kept().filter(c => c.metric === "auroc" && c.value != null), acc = {};
+  rows.forEach(c => { const [a, o] = c.estimator.includes("@") ? c.estimator.split("@") : [c.estimator, "-"];
+    const k = a + "\u0000" + o; (acc[k] = acc[k] || []).push(c.value); });
+  const aggs = [...new Set(Object.keys(acc).map(k => k.split("\u0000")[0]))].sort();
+  const ops = [...new Set(Object.keys(acc).map(k => k.split("\u0000")[1]))].sort();
+  const t = $("heatmap");
+  if (!aggs.length) { t.innerHTML = "<tr><td>no AUROC under these filters (set metric to auroc or all)</td></tr>"; return; }
+  t.innerHTML = "<tr><th>aggregator \\ operator</th>" + ops.map(o => "<th>" + esc(o) + "</th>").join("") + "</tr>" +
+    aggs.map(a => "<tr><th>" + esc(a) + "</th>" + ops.map(o => { const v = acc[a + "\u0000" + o];
+      const m = v ? v.reduce((x, y) => x + y, 0) / v.length : null;
+      return '<td style="background:' + color(m) + '" title="' + (v ? v.length + " cells" : "") + '">' + (m == null ? "" : fmt(m)) + "</td>"; }).join("") + "</tr>").join("");
+}
+function renderDeltas() {
+  const strategy = $("f-strategy").value || "greedy", sec = $("f-section").value, llm = $("f-llm").value;
+  const rows = D.comparisons.rows.filter(r => r.strategy === strategy && (!sec || r.section === sec) && (!llm || r.llm === llm));
+  const cols = [...new Set(rows.map(r => r.section + " / " + r.llm))].sort();
+  const pairs = [...new Set(rows.map(r => r.set + ": " + r.estimator + " \u2212 " + r.base))];
+  const at = {}; rows.forEach(r => at[r.set + ": " + r.estimator + " \u2212 " + r.base + "|" + r.section + " / " + r.llm] = r);
+  $("deltas").innerHTML = "<tr><th>pair (" + esc(strategy) + " labels)</th>" + cols.map(c => "<th>" + esc(c) + "</th>").join("") + "</tr>" +
+    pairs.map(p => "<tr><th>" + esc(p) + "</th>" + cols.map(c => { const r = at[p + "|" + c];
+      if (!r || r.status !== "ok") return '<td title="' + esc(r ? r.note : "") + '">-</td>';
+      return '<td class="num ' + (r.difference > 0 ? "delta-pos" : "delta-neg") + (r.significant ? " sig" : "") + '" title="p = ' + fmt(r.p_value) + '">' +
+        (r.difference > 0 ? "+" : "") + fmt(r.difference) + " [" + fmt(r.ci_low) + ", " + fmt(r.ci_high) + "]" + (r.significant ? " *" : "") + "</td>"; }).join("") + "</tr>").join("");
+  $("delta-summary").innerHTML = D.comparisons.summary.filter(s => s.strategy === strategy).map(s =>
+    "<li><b>" + esc(s.set) + "</b> (" + esc((D.comparisons.sets[s.set] || {}).description) + "): improves in " + s.n_improved + " of " +
+    s.n_cells + " cells, " + s.n_improved_significant + " significantly; significantly worse in " + s.n_worse_significant +
+    "; unavailable " + s.n_unavailable + " (all sections and LLMs)</li>").join("");
+}
+function renderRanks() {
+  const strategy = $("f-strategy").value, sec = $("f-section").value, text = $("f-estimator").value.trim().toLowerCase();
+  const chosen = new Set(D.llm_pairs.map(p => p.section + "|" + p.strategy + "|" + p.estimator));
+  const rows = D.ranks.llms.filter(r => (!strategy || r.strategy === strategy) && (!sec || r.section === sec) &&
+    (text ? r.estimator.toLowerCase().includes(text) : chosen.has(r.section + "|" + r.strategy + "|" + r.estimator)));
+  $("ranks").querySelector("tbody").innerHTML = rows.slice(0, 300).map(r => { const n = r.n_ranked, w = k => 100 * (k - 1) / Math.max(1, n - 1);
+    return "<tr><td>" + esc(r.section) + "</td><td>" + esc(r.strategy) + "</td><td>" + esc(r.estimator) + "</td><td>" + esc(r.llm) +
+    '</td><td class="num">' + fmt(r.auroc) + '</td><td class="num">' + (r.rank == null ? "" : r.rank) + '</td><td class="num">' +
+    (r.rank_low == null ? "" : r.rank_low + "\u2013" + r.rank_high) + ' of ' + n + '</td><td><span class="bar"><span style="left:' + w(r.rank_low) +
+    '%;width:' + Math.max(1, w(r.rank_high) - w(r.rank_low)) + '%"></span><i style="left:' + w(r.rank) + '%"></i></span></td></tr>'; }).join("");
+  $("pairs").querySelector("tbody").innerHTML = D.llm_pairs.filter(p => (!strategy || p.strategy === strategy) && (!sec || p.section === sec)).map(p =>
+    "<tr><td>" + esc(p.section) + "</td><td>" + esc(p.strategy) + "</td><td>" + esc(p.estimator) + "</td><td>" + esc(p.llm_a) + " \u2212 " + esc(p.llm_b) +
+    '</td><td class="num">' + (p.status !== "ok" ? "-" : fmt(p.difference) + " [" + fmt(p.ci_low) + ", " + fmt(p.ci_high) + "]" + (p.significant ? " *" : "")) +
+    '</td><td class="num">' + fmt(p.p_value) + "</td></tr>").join("");
+}
+function render() { renderCells(); renderHeatmap(); renderDeltas(); renderRanks(); }
+document.querySelectorAll("#cells th[data-key]").forEach(th => th.addEventListener("click", () => {
+  if (sortKey === th.dataset.key) sortDir = -sortDir; else { sortKey = th.dataset.key; sortDir = th.dataset.num ? -1 : 1; }
+  renderCells();
+}));
+Object.values(filters).forEach(id => $(id).addEventListener("change", () => { limit = 200; render(); }));
+$("f-estimator").addEventListener("input", () => { limit = 200; render(); });
+$("f-reliable").addEventListener("change", () => { limit = 200; render(); });
+$("more").addEventListener("click", () => { limit += 1000; renderCells(); });
+render();
+document.body.dataset.ready = "1";
+})();
+"""
+
+
+def _compact(document: Mapping[str, Any]) -> dict[str, Any]:
+    """The page's data: cells as rows of values (``cell_fields`` names the columns), floats rounded."""
+
+    def r(v: Any) -> Any:
+        return round(v, 5) if isinstance(v, float) else v
+
+    return {
+        "cell_fields": _PAGE_FIELDS,
+        "cells": [[r(c.get(f)) for f in _PAGE_FIELDS] for c in document["cells"]],
+        "comparisons": {
+            "sets": document["comparisons"].get("sets", {}),
+            "summary": document["comparisons"]["summary"],
+            "rows": [{k: r(v) for k, v in row.items()} for row in document["comparisons"]["rows"]],
+        },
+        "llm_pairs": [{k: r(v) for k, v in row.items()} for row in document["llm_pairs"]],
+        "ranks": {"llms": [{k: r(v) for k, v in row.items()} for row in document["ranks"]["llms"]]},
+    }
+
+
+def _runs_table(document: Mapping[str, Any]) -> str:
+    rows = []
+    for run in document["runs"]:
+        p = run["provenance"]
+        model = p.get("model") or {}
+        ops = ", ".join(
+            name + (f" ({o['model']})" if o.get("model") else "")
+            for name, o in (p.get("operators") or {}).items()
+        )
+        versions = ", ".join(f"{k} {v}" for k, v in (p.get("versions") or {}).items() if v) or "not recorded"
+        cells = [
+            run["section"],
+            run["llm"],
+            model.get("pretrained") or "-",
+            model.get("revision") or model.get("sha") or "-",
+            p.get("n_docs"),
+            p.get("n_samples"),
+            p.get("seed"),
+            ops,
+            ", ".join(f"{k}={v}" for k, v in (p.get("judge") or {}).items()),
+            versions,
+            run["path"],
+        ]
+        rows.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
+    head = [
+        "section",
+        "LLM",
+        "model",
+        "revision",
+        "questions",
+        "N",
+        "seed",
+        "operators",
+        "judge",
+        "versions",
+        "store",
+    ]
+    return (
+        "<table><thead><tr>"
+        + "".join(f"<th>{h}</th>" for h in head)
+        + "</tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table>"
+    )
+
+
+def render_html(
+    document: Mapping[str, Any],
+    *,
+    header: str = "",
+    plots: Sequence[str] = (),
+    title: str = "semuq-eval leaderboard",
+) -> str:
+    """The page (module docstring) for a ``leaderboard.json`` document; ``plots`` are relative PNG paths."""
+    data = json.dumps(_compact(document), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    data = data.replace("</", "<\\/")  # no "</script>" inside the script element
+    boot = (document.get("settings") or {}).get("bootstrap") or {}
+    head_text = "".join(f"<p>{html.escape(p)}</p>" for p in header.strip().split("\n\n") if p.strip())
+    sections = "".join(
+        f"<li><b>{html.escape(s['id'])}</b>: {html.escape(str(s['question_set']))}; N = {s['n_samples']}; "
+        f"label set {html.escape(s['label_set'])}; LLMs: {html.escape(', '.join(s['llms']))}"
+        + "".join(f"<br><i>{html.escape(n)}</i>" for n in s["notes"])
+        + "</li>"
+        for s in document["sections"]
+    )
+    columns = [
+        ("section", "section", False),
+        ("llm", "LLM", False),
+        ("estimator", "estimator", False),
+        ("label_set", "label set", False),
+        ("strategy", "labels", False),
+        ("metric", "metric", False),
+        ("value", "value", True),
+        ("ci_low", "95% CI", True),
+        (None, "CI bar", False),
+        ("n_incorrect", "correct/incorrect", True),
+        ("accuracy", "accuracy", True),
+        ("note", "note", False),
+    ]
+    ths = "".join(
+        f'<th data-key="{k}"{" data-num=1" if num else ""}>{label}</th>' if k else f"<th>{label}</th>"
+        for k, label, num in columns
+    )
+    imgs = "".join(
+        f'<figure><img src="{html.escape(p)}" alt="{html.escape(p)}"><figcaption>{html.escape(p)}</figcaption></figure>'
+        for p in plots
+    )
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>{_CSS}</style></head>
+<body>
+<h1>{html.escape(title)}</h1>
+<div class="header">{head_text}</div>
+<p class="meta">Built {html.escape(str(document.get("created")))}; format {html.escape(str(document.get("format")))};
+{html.escape(str(boot.get("method", "")))}, seed {html.escape(str(boot.get("seed", "")))}, shared by every LLM and estimator of a
+section. Grey rows and <span class="flag">!</span> = unreliable (small minority class or few valid resamples).
+Data: leaderboard.json, leaderboard.csv, leaderboard.md.</p>
+<h2>Sections</h2><ul>{sections}</ul>
+<div id="filters">
+<label>section<select id="f-section"></select></label>
+<label>LLM<select id="f-llm"></select></label>
+<label>label set<select id="f-labelset"></select></label>
+<label>labels<select id="f-strategy"></select></label>
+<label>metric<select id="f-metric"></select></label>
+<label>estimator contains<input id="f-estimator" type="search" placeholder="e.g. @enc"></label>
+<label><span><input id="f-reliable" type="checkbox"> reliable only</span></label>
+</div>
+<h2>Cells</h2>
+<p id="count"></p>
+<table id="cells"><thead><tr>{ths}</tr></thead><tbody></tbody></table>
+<button id="more" type="button">show more</button>
+<h2>Mean AUROC: operator x aggregator (cells under the filters)</h2>
+<table id="heatmap" class="hm"></table>
+<h2>Enc minus base: AUROC difference per cell [95% paired CI], * = significant</h2>
+<ul id="delta-summary"></ul>
+<table id="deltas"></table>
+<h2>LLM rank intervals (rank 1 = best AUROC; 95% of resamples)</h2>
+<p class="meta">For the estimators of the LLM-vs-LLM tests, or those matching "estimator contains".</p>
+<table id="ranks"><thead><tr><th>section</th><th>labels</th><th>estimator</th><th>LLM</th><th>AUROC</th><th>rank</th>
+<th>interval</th><th></th></tr></thead><tbody></tbody></table>
+<h2>LLM vs LLM (AUROC difference, paired by doc id)</h2>
+<table id="pairs"><thead><tr><th>section</th><th>labels</th><th>estimator</th><th>LLMs</th><th>difference [95% CI]</th>
+<th>p</th></tr></thead><tbody></tbody></table>
+<h2>Plots</h2><div class="plots">{imgs or "<p>(built without plots)</p>"}</div>
+<h2>Runs and provenance</h2>
+{_runs_table(document)}
+<script type="application/json" id="leaderboard-data">{data}</script>
+<script>{_JS}</script>
+</body></html>
+"""
+
+
+def write_html(document: Mapping[str, Any], path: str | Path, **kwargs: Any) -> Path:
+    """Write :func:`render_html` to ``path`` (``index.html``)."""
+    path = Path(path)
+    path.write_text(render_html(document, **kwargs), encoding="utf-8")
+    return path

@@ -1,0 +1,178 @@
+"""PNG plots of a leaderboard (matplotlib, Agg): per section, AUROC with 95% CIs per estimator per LLM and the
+LLM rank intervals; over all sections, the mean AUROC heatmap operator x aggregator.
+
+Unreliable figures are drawn hollow (the run's small-sample flag), undefined ones are left out and counted in
+the title. Every function reads the ``leaderboard.json`` document (:func:`~.write.to_document`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+__all__ = ["plot_all", "plot_auroc", "plot_heatmap", "plot_ranks"]
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")
+
+
+def plot_auroc(document: Mapping[str, Any], section: Mapping[str, Any], path: str | Path) -> Path:
+    """AUROC with its 95% CI for every estimator (rows) and LLM (markers), one panel per label strategy.
+
+    Estimators are sorted by mean AUROC over the LLMs (greedy labels). Returns ``path``.
+    """
+    plt = _plt()
+    sid, llms = section["id"], section["llms"]
+    cells = [c for c in document["cells"] if c["section"] == sid and c["metric"] == "auroc"]
+    strategies = sorted({c["strategy"] for c in cells}, key=lambda s: (s != "greedy", s)) or ["greedy"]
+    at = {(c["strategy"], c["estimator"], c["llm"]): c for c in cells}
+
+    def mean(name: str) -> float:
+        values = [
+            c["value"] for llm in llms if (c := at.get((strategies[0], name, llm))) and c["value"] is not None
+        ]
+        return sum(values) / len(values) if values else -1.0
+
+    names = sorted(section["estimators"], key=mean)
+    height = 0.22 * max(len(names), 1) * max(1.0, 0.35 * len(llms)) + 1.8
+    fig, axes = plt.subplots(
+        1, len(strategies), figsize=(6.5 * len(strategies), min(height, 60)), squeeze=False
+    )
+    colors = plt.get_cmap("tab10")
+    step = 0.8 / max(len(llms), 1)
+    for ax, strategy in zip(axes[0], strategies, strict=True):
+        undefined = 0
+        for j, llm in enumerate(llms):
+            for i, name in enumerate(names):
+                c = at.get((strategy, name, llm))
+                if c is None or c["value"] is None:
+                    undefined += c is not None and c["status"] == "undefined"
+                    continue
+                y = i - 0.4 + step * (j + 0.5)
+                lo = c["value"] - c["ci_low"] if c["ci_low"] is not None else 0
+                hi = c["ci_high"] - c["value"] if c["ci_high"] is not None else 0
+                color = colors(j % 10)
+                ax.errorbar(
+                    c["value"], y, xerr=[[lo], [hi]], fmt="o", ms=3.5, lw=1, capsize=1.5, color=color,
+                    mfc=color if c["reliable"] else "white", label=llm if i == 0 else None,
+                )  # fmt: skip
+        ax.axvline(0.5, color="grey", linestyle="--", linewidth=0.8)
+        ax.set_yticks(range(len(names)))
+        ax.set_yticklabels(names, fontsize=7)
+        ax.set_xlim(0, 1)
+        ax.set_xlabel(f"AUROC ({strategy} labels), 95% CI; hollow = unreliable")
+        ax.set_title(
+            f"{strategy} labels" + (f" ({undefined} undefined, one class)" if undefined else ""), fontsize=9
+        )
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, loc="lower center", ncol=min(len(llms), 5), fontsize=7, frameon=False)
+    fig.suptitle(f"{sid}: {section['question_set']}, N = {section['n_samples']}", fontsize=10)
+    fig.tight_layout(rect=(0, 0.04 + 0.01 * (len(llms) // 5), 1, 0.97))
+    path = Path(path)
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
+def plot_heatmap(document: Mapping[str, Any], path: str | Path) -> Path:
+    """Mean AUROC over every (task, LLM) cell, operator (columns) x aggregator (rows), one panel per strategy."""
+    plt = _plt()
+    import numpy as np
+
+    entries = document["heatmap"]
+    strategies = sorted({e["strategy"] for e in entries}, key=lambda s: (s != "greedy", s)) or ["greedy"]
+    aggs = sorted({e["aggregator"] for e in entries})
+    ops = sorted({e["operator"] for e in entries}, key=lambda o: (o == "-", o))
+    fig, axes = plt.subplots(
+        1, len(strategies), figsize=(1.0 + 1.1 * max(len(ops), 1) * len(strategies), 1.2 + 0.42 * max(len(aggs), 1)),
+        squeeze=False,
+    )  # fmt: skip
+    for ax, strategy in zip(axes[0], strategies, strict=True):
+        grid = np.full((len(aggs), len(ops)), np.nan)
+        for e in entries:
+            if e["strategy"] == strategy and e["mean_auroc"] is not None:
+                grid[aggs.index(e["aggregator"]), ops.index(e["operator"])] = e["mean_auroc"]
+        image = ax.imshow(grid, cmap="viridis", vmin=0.5, vmax=0.85, aspect="auto")
+        for i in range(len(aggs)):
+            for j in range(len(ops)):
+                if np.isfinite(grid[i, j]):
+                    ax.text(j, i, f"{grid[i, j]:.3f}", ha="center", va="center", fontsize=7,
+                            color="white" if grid[i, j] < 0.68 else "black")  # fmt: skip
+        ax.set_xticks(range(len(ops)))
+        ax.set_xticklabels(ops, fontsize=8, rotation=30)
+        ax.set_yticks(range(len(aggs)))
+        ax.set_yticklabels(aggs, fontsize=8)
+        ax.set_title(f"mean AUROC, {strategy} labels", fontsize=9)
+        fig.colorbar(image, ax=ax, fraction=0.046)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def plot_ranks(document: Mapping[str, Any], section: Mapping[str, Any], path: str | Path) -> Path | None:
+    """Rank intervals of the LLMs for the estimators of the LLM-vs-LLM tests (None when nothing to rank)."""
+    plt = _plt()
+    sid = section["id"]
+    chosen = {(p["strategy"], p["estimator"]) for p in document["llm_pairs"] if p["section"] == sid}
+    rows = [
+        r
+        for r in document["ranks"]["llms"]
+        if r["section"] == sid and (r["strategy"], r["estimator"]) in chosen
+    ]
+    rows = [r for r in rows if r["rank"] is not None]
+    if not rows:
+        return None
+    rows.sort(key=lambda r: (r["strategy"], r["estimator"], -r["rank"]))
+    fig, ax = plt.subplots(figsize=(6.5, 0.9 + 0.28 * len(rows)))
+    labels = []
+    for i, r in enumerate(rows):
+        ax.plot([r["rank_low"], r["rank_high"]], [i, i], color="#4c72b0", lw=3, solid_capstyle="butt")
+        ax.plot(r["rank"], i, "o", color="black", ms=4)
+        labels.append(f"{r['llm']} ({r['estimator']}, {r['strategy']})")
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels(labels, fontsize=7)
+    n = max(r["n_ranked"] for r in rows)
+    ax.set_xlim(0.5, n + 0.5)
+    ax.set_xticks(range(1, n + 1))
+    ax.invert_xaxis()
+    ax.set_xlabel("rank of the LLM (1 = best AUROC); bar = 95% of bootstrap resamples")
+    ax.set_title(f"{sid}: LLM rank intervals", fontsize=9)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def plot_all(document: Mapping[str, Any], folder: str | Path) -> list[str]:
+    """Every plot into ``folder/plots/``; returns their paths relative to ``folder`` (for the page)."""
+    folder = Path(folder)
+    out = folder / "plots"
+    out.mkdir(parents=True, exist_ok=True)
+    for old in out.glob("*.png"):
+        old.unlink()
+    written = []
+    if document["heatmap"]:
+        written.append(plot_heatmap(document, out / "heatmap_operator_x_aggregator.png"))
+    for section in document["sections"]:
+        if any(c["section"] == section["id"] and c["value"] is not None for c in document["cells"]):
+            written.append(plot_auroc(document, section, out / f"auroc_{_slug(section['id'])}.png"))
+        ranks = plot_ranks(document, section, out / f"ranks_{_slug(section['id'])}.png")
+        if ranks is not None:
+            written.append(ranks)
+    return [str(p.relative_to(folder)) for p in written]
