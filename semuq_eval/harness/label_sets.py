@@ -96,7 +96,9 @@ def check_name(name: str) -> str:
     if not isinstance(name, str) or not _NAME.match(name):
         raise ValueError(f"label set name {name!r}: use 1-64 letters, digits, '_', '.' or '-'")
     if name == RUN_LABELS:
-        raise ValueError(f"label set name {RUN_LABELS!r} is the run's own labels (scores.jsonl); choose another")
+        raise ValueError(
+            f"label set name {RUN_LABELS!r} is the run's own labels (scores.jsonl); choose another"
+        )
     return name
 
 
@@ -148,7 +150,9 @@ def read_label_set(store: str | os.PathLike, name: str = RUN_LABELS) -> LabelSet
     if name == RUN_LABELS:
         path = root / "scores.jsonl"
         if not path.is_file():
-            raise FileNotFoundError(f"{root}: no scores.jsonl, so no run labels; label sets: {label_set_names(root)}")
+            raise FileNotFoundError(
+                f"{root}: no scores.jsonl, so no run labels; label sets: {label_set_names(root)}"
+            )
         records = {}
         for _, item in read_jsonl(path):
             labels = item.get("labels") or {}
@@ -182,7 +186,10 @@ def _run_provenance(root: Path) -> dict[str, Any]:
         return {"name": RUN_LABELS, "judge": b.get("judge") or {}, "created": b.get("created")}
     manifest = read_json(root / "manifest.json") if (root / "manifest.json").is_file() else {}
     settings = manifest.get("settings") or {}
-    return {"name": RUN_LABELS, "judge": {"judge": settings.get("judge"), **(settings.get("judge_options") or {})}}
+    return {
+        "name": RUN_LABELS,
+        "judge": {"judge": settings.get("judge"), **(settings.get("judge_options") or {})},
+    }
 
 
 def slice_samples(record: Mapping[str, Any], n: int) -> dict[str, Any]:

@@ -4,7 +4,7 @@
 items of a task to the aggregation functions on rank 0, which call :func:`summarize` once (cached) and
 read one scalar each (:func:`summary_scalars`). The full breakdown is a JSON-safe dict::
 
-    {"format": "semuq-breakdown/1", "task", "created", "settings", "equivalence_rule", "judge",
+    {"format": "semuq-breakdown/1", "task", "created", "settings", "equivalence_rule", "judge", "label_set",
      "operators": {op: {kind, status, info, cost, n_unavailable, reasons[, per_rank]}},
      "n_docs", "bad_docs": [{"doc_id", "id", "problems"}],
      "labels": {"greedy"|"majority": {"n", "n_correct", "n_missing", "accuracy"}},
@@ -75,9 +75,11 @@ def summarize(
     task: str = "",
     operators: Mapping[str, Any] | None = None,
     judge: Mapping[str, Any] | None = None,
+    label_set: str = "run",
     extra: Mapping[str, Any] | None = None,
 ) -> dict:
-    """The full breakdown (see the module docstring) of all questions' items."""
+    """The full breakdown (see the module docstring) of all questions' items, whose labels come from the
+    store's label set ``label_set`` (``"run"``: the run's own judge; :mod:`semuq_eval.harness.label_sets`)."""
     from semuq_eval.metrics import Bootstrap, CalibrationProtocol, evaluate
 
     items = sorted(items, key=lambda it: it["doc_id"])
@@ -154,6 +156,7 @@ def summarize(
         "seeds": {"bootstrap": settings.seed},
         "equivalence_rule": equivalence_rule(settings),
         "judge": dict(judge or {}),
+        "label_set": label_set,
         "operators": {k: (v.as_dict() if hasattr(v, "as_dict") else v) for k, v in (operators or {}).items()},
         "n_docs": len(items),
         "n_extra_responses_dropped": int(sum(it.get("n_extra_responses", 0) for it in items)),

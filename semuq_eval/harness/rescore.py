@@ -4,8 +4,9 @@
 (:func:`~semuq_eval.harness.pipeline.process_docs`) again on the stored answers (``cos_int`` reads the
 stored hidden vectors), scores the chosen estimators and recomputes AUROC / ECE with CIs. ``n_samples`` <
 the stored N is the N-ablation: the first ``n_samples`` stored samples of every question are used (the
-majority label is recomputed from them too). Labels are judged again when a judge option is given (or the
-samples are sliced); otherwise the stored labels are reused.
+majority label is recomputed from their stored per-sample labels). Labels come from a stored label set
+(``labels``, default ``"run"``: the run's own; ``semuq-eval judge`` adds others), or are judged again when
+a judge option is given.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from semuq_eval.harness.doc import Doc
+from semuq_eval.harness.label_sets import RUN_LABELS, read_label_set, slice_samples
 from semuq_eval.harness.pipeline import process_docs
 from semuq_eval.harness.report import summarize
 from semuq_eval.harness.settings import Settings
@@ -52,6 +54,7 @@ def rescore(
     tau: float | None = None,
     judge: str | None = None,
     judge_options: Mapping[str, Any] | None = None,
+    labels: str | None = None,
     bootstrap: int | None = None,
     output: str | os.PathLike | None = None,
 ) -> dict:
@@ -66,11 +69,15 @@ def rescore(
     estimator_names : sequence of str, optional
         Keep only these estimators (e.g. ``["kle_heat@lexical", "te"]``).
     n_samples : int, optional
-        Use the first k stored samples (N-ablation; labels are judged again).
+        Use the first k stored samples (N-ablation; the majority label is recomputed from their labels).
     tau, bootstrap : optional
         Override the stored run's settings.
     judge, judge_options : optional
         Judge the answers again with this judge (default: the stored labels are reused).
+    labels : str, optional
+        The stored label set to score against (default ``"run"``, the run's own labels; others are written
+        by ``semuq-eval judge``). With ``n_samples``, the majority label is recomputed from the first
+        ``n_samples`` stored per-sample labels.
     output : path-like, optional
         Write the breakdown there as JSON (a directory gets ``breakdown.rescore.json``).
     """
@@ -95,24 +102,27 @@ def rescore(
         raise ValueError(f"n_samples must be in 1..{stored.n_samples} (the stored N), got {n}")
     settings.n_samples = n
     settings.validate()
-    rejudge = judge is not None or judge_options is not None or n != stored.n_samples
     docs = docs_from_records(records, n)
-    if rejudge or any(r.get("item") is None for r in records):
-        out = process_docs(docs, settings, judge=settings.make_judge(), estimator_names=estimator_names)
-        judge_info = settings.make_judge().info
+    rejudge = judge is not None or judge_options is not None
+    if rejudge and labels is not None:
+        raise ValueError("give a stored label set (labels=) or a judge to label again, not both")
+    stored_labels = (
+        None if rejudge else _stored_labels(store_path, records, labels or RUN_LABELS, n, stored.n_samples)
+    )
+    if stored_labels is None:
+        the_judge = settings.make_judge()
+        out = process_docs(docs, settings, judge=the_judge, estimator_names=estimator_names)
+        judge_info, label_set = the_judge.info, "rejudged"
     else:
-        labels = [
-            dict(r["item"]["labels"], n_missing_verdicts=r["item"].get("n_missing_verdicts", 0))
-            for r in records
-        ]
-        out = process_docs(docs, settings, labels=labels, estimator_names=estimator_names)
-        judge_info = stored.make_judge().info
+        label_set, judge_info, label_records = stored_labels
+        out = process_docs(docs, settings, labels=label_records, estimator_names=estimator_names)
     breakdown = summarize(
         out.items,
         settings,
         task=manifest.get("task", ""),
         operators=out.operator_runs,
         judge=judge_info,
+        label_set=label_set,
         extra={"rescored_from": str(store_path), "stored_n_samples": stored.n_samples},
     )
     if output is not None:
@@ -121,6 +131,35 @@ def rescore(
             path = path / "breakdown.rescore.json"
         write_json(path, breakdown)
     return breakdown
+
+
+def _stored_labels(
+    store_path: str | os.PathLike, records: Sequence[Mapping[str, Any]], name: str, n: int, stored_n: int
+) -> tuple[str, dict[str, Any], list[dict[str, Any]]] | None:
+    """``(name, judge info, one label record per stored doc)`` of label set ``name``, restricted to the first
+    ``n`` samples; None when the run's own labels cannot serve (an old store without scores or per-sample
+    labels): the stored judge then labels again. Another label set that does not cover the store is an error."""
+    try:
+        label_set = read_label_set(store_path, name)
+    except FileNotFoundError:
+        if name == RUN_LABELS:
+            return None
+        raise
+    chosen = [label_set.records.get(int(r["doc_id"])) for r in records]
+    missing = [r["doc_id"] for r, rec in zip(records, chosen, strict=True) if rec is None]
+    short = [
+        r["doc_id"]
+        for r, rec in zip(records, chosen, strict=True)
+        if n != stored_n and rec is not None and len(rec["samples"]) < min(n, len(r["samples"]))
+    ]
+    if missing or short:
+        if name == RUN_LABELS:
+            return None
+        problem = (
+            f"no labels for doc ids {missing[:10]}" if missing else f"too few sample labels for {short[:10]}"
+        )
+        raise ValueError(f"label set {name!r} does not cover this store: {problem}")
+    return name, label_set.judge, [rec if n == stored_n else slice_samples(rec, n) for rec in chosen]
 
 
 def _csv(value: str) -> list[str]:
@@ -151,6 +190,10 @@ def main(argv: list[str]) -> int:
         "--judge_options", type=json.loads, help='the judge\'s options as JSON, e.g. \'{"mode": "em"}\''
     )
     parser.add_argument("--label_mode", choices=MODES, help="shorthand: --judge string with this mode")
+    parser.add_argument(
+        "--labels",
+        help="score against this stored label set (default: run; `semuq-eval judge` writes others)",
+    )
     parser.add_argument("--bootstrap", type=int, help="number of bootstrap resamples")
     parser.add_argument(
         "--output", help="write the breakdown JSON here (a directory gets breakdown.rescore.json)"
@@ -170,6 +213,7 @@ def main(argv: list[str]) -> int:
         tau=args.tau,
         judge=judge,
         judge_options=judge_options,
+        labels=args.labels,
         bootstrap=args.bootstrap,
         output=args.output,
     )

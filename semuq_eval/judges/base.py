@@ -58,7 +58,9 @@ def as_verdict(value: Verdict | bool | None) -> Verdict:
 
     if isinstance(value, np.bool_):
         return Verdict(bool(value))
-    raise TypeError(f"a judge returned {value!r} ({type(value).__name__}); expected True, False, None or a Verdict")
+    raise TypeError(
+        f"a judge returned {value!r} ({type(value).__name__}); expected True, False, None or a Verdict"
+    )
 
 
 @runtime_checkable

@@ -1,0 +1,212 @@
+"""The ``hf`` judge: a local transformers causal LM reads each prompt and we read its NEXT-TOKEN logits.
+
+No text is generated and nothing is parsed: the judge's probability that the answer is correct is the
+probability mass on the "yes" tokens over the mass on the "yes" and "no" tokens at the first position of
+its reply (``p_correct``), and the label is ``p_correct > 0.5``. So there are no parse failures and every
+label comes with a probability. The prompt goes through the model's chat template when it has one
+(``chat_template="auto"``), as a user message with the assistant turn opened. Prompts are left-padded and
+batched (``batch_size``), greedy by construction; verdicts are cached (:class:`PromptedJudge`).
+
+Example
+-------
+::
+
+    semuq-eval judge out/semuq/semuq_webquestions/my-llm --judge hf \\
+        --judge_args model=Qwen/Qwen2.5-7B-Instruct,batch_size=8 --name qwen7b
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from semuq_eval.judges.base import Verdict, register_judge
+from semuq_eval.judges.prompted import PromptedJudge
+
+__all__ = ["HFJudge", "yes_no_token_ids"]
+
+YES = ("yes", "Yes", "YES", " yes", " Yes", " YES")
+NO = ("no", "No", "NO", " no", " No", " NO")
+
+
+def yes_no_token_ids(tokenizer: Any) -> tuple[list[int], list[int]]:
+    """The single-token spellings of "yes" and "no" in a tokenizer (ValueError when one has none)."""
+
+    def ids(words: Sequence[str]) -> list[int]:
+        out = []
+        for word in words:
+            toks = tokenizer.encode(word, add_special_tokens=False)
+            if len(toks) == 1 and toks[0] not in out:
+                out.append(toks[0])
+        return out
+
+    yes, no = ids(YES), ids(NO)
+    if not yes or not no:
+        raise ValueError(
+            "the judge's tokenizer has no single-token 'yes' or 'no'; use the openai judge instead"
+        )
+    if set(yes) & set(no):
+        raise ValueError("the judge's tokenizer maps 'yes' and 'no' to a shared token")
+    return yes, no
+
+
+def _folder_revision(path: Path) -> str:
+    """A local model's revision: the hash of its config and the sizes of its weight files."""
+    h = hashlib.sha256((path / "config.json").read_bytes() if (path / "config.json").is_file() else b"")
+    for f in sorted(path.glob("*.safetensors")) + sorted(path.glob("*.bin")):
+        h.update(f"{f.name}:{f.stat().st_size}".encode())
+    return "local-" + h.hexdigest()[:16]
+
+
+@register_judge("hf")
+class HFJudge(PromptedJudge):
+    """A local transformers causal LM as judge (module docstring).
+
+    Parameters
+    ----------
+    model : str or path-like
+        A hub id or a local folder (e.g. ``semuq_eval.assets.locate("smollm2-135m-instruct")``).
+    revision : str, optional
+        The hub revision.
+    batch_size : int
+        Prompts per forward pass.
+    device : str
+        ``"auto"`` (CUDA when available, else CPU), ``"cpu"``, ``"cuda:0"``, ...
+    dtype : str
+        ``"auto"`` (float32 on CPU, float16 on CUDA), ``"float32"``, ``"float16"``, ``"bfloat16"``.
+    chat_template : {"auto", True, False}
+        Wrap the prompt in the tokenizer's chat template (``"auto"``: when it has one).
+    max_length : int
+        Prompts are cut from the left to this many tokens, or to the model's context if shorter (the
+        question, the answer and the request come last).
+    **options
+        Prompt and cache options of :class:`~semuq_eval.judges.prompted.PromptedJudge`.
+
+    Examples
+    --------
+    >>> judge = HFJudge(model="path/to/model", cache="none")  # doctest: +SKIP
+    >>> judge.batch(["Capital of France?"], ["Paris"], [["Paris"]])  # doctest: +SKIP
+    [Verdict(label=True, p_correct=0.93, reply='yes', error=None)]
+    """
+
+    name = "hf"
+
+    def __init__(
+        self,
+        model: str | os.PathLike,
+        *,
+        revision: str | None = None,
+        batch_size: int = 16,
+        device: str = "auto",
+        dtype: str = "auto",
+        chat_template: str | bool = "auto",
+        max_length: int = 1024,
+        trust_remote_code: bool = False,
+        **options: Any,
+    ) -> None:
+        super().__init__(**options)
+        from semuq_eval.operators.loading import resolve_device, resolve_dtype
+
+        if int(batch_size) < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        if chat_template not in ("auto", True, False, "true", "false"):
+            raise ValueError(f"chat_template must be 'auto', true or false, got {chat_template!r}")
+        self.model_name = os.fspath(model)
+        self.revision = revision
+        self.batch_size = int(batch_size)
+        self.device = resolve_device(device)
+        self.dtype = resolve_dtype(dtype, self.device)
+        self.chat_template = {"true": True, "false": False}.get(chat_template, chat_template)
+        self.max_length = int(max_length)
+        self.trust_remote_code = bool(trust_remote_code)
+        self._loaded: tuple[Any, Any, list[int], list[int]] | None = None
+
+    def _load(self) -> tuple[Any, Any, list[int], list[int]]:
+        if self._loaded is None:
+            import torch
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+
+            from semuq_eval.operators.loading import DTYPES, auto_dtype
+
+            kw = {"revision": self.revision, "trust_remote_code": self.trust_remote_code}
+            tok = AutoTokenizer.from_pretrained(self.model_name, **kw)
+            tok.padding_side = "left"
+            if tok.pad_token is None:
+                tok.pad_token = tok.eos_token
+            lm = AutoModelForCausalLM.from_pretrained(self.model_name, **kw)
+            dtype = self.dtype
+            if dtype == "auto":
+                dtype = auto_dtype(getattr(lm.config, "model_type", None), self.device)
+            lm = lm.to(device=self.device, dtype=DTYPES[dtype]).eval()
+            yes, no = yes_no_token_ids(tok)
+            limit = getattr(lm.config, "max_position_embeddings", None) or getattr(
+                lm.config, "n_positions", None
+            )
+            self._max_tokens = min(self.max_length, int(limit)) if limit else self.max_length
+            self._loaded = (tok, lm, yes, no)
+            self._torch = torch
+            self._resolved_revision = self.revision or getattr(lm.config, "_commit_hash", None)
+            if self._resolved_revision is None and Path(self.model_name).is_dir():
+                self._resolved_revision = _folder_revision(Path(self.model_name))
+        return self._loaded
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        revision = self.revision
+        if revision is None and Path(self.model_name).is_dir():
+            revision = _folder_revision(Path(self.model_name))
+        return {
+            "judge": self.name,
+            "model": self.model_name,
+            "revision": revision,
+            "decoding": "next-token p(yes) / (p(yes) + p(no)), label p > 0.5",
+            "chat_template": self.chat_template,
+            "dtype": self.dtype,
+        }
+
+    def _text(self, tok: Any, prompt: str) -> str:
+        use_chat = self.chat_template is True or (self.chat_template == "auto" and tok.chat_template)
+        if use_chat:
+            return tok.apply_chat_template(
+                [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
+            )
+        return prompt + ("" if prompt.endswith((" ", "\n")) else " ")
+
+    def judge_prompts(self, prompts: Sequence[str]) -> list[Verdict]:
+        from tqdm.auto import tqdm
+
+        tok, lm, yes, no = self._load()
+        torch = self._torch
+        texts = [self._text(tok, p) for p in prompts]
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # similar lengths share a batch
+        out: list[Verdict | None] = [None] * len(texts)
+        bar = tqdm(total=len(texts), desc=f"judge hf {Path(self.model_name).name}", disable=not self.progress)
+        tok.truncation_side = "left"
+        with torch.inference_mode():
+            for start in range(0, len(order), self.batch_size):
+                idx = order[start : start + self.batch_size]
+                enc = tok(
+                    [texts[i] for i in idx],
+                    return_tensors="pt",
+                    padding=True,
+                    truncation=True,
+                    max_length=self._max_tokens,
+                    add_special_tokens=False,
+                ).to(self.device)
+                logits = lm(**enc).logits[:, -1, :].float()
+                probs = torch.softmax(logits, dim=-1)
+                p_yes = probs[:, yes].sum(-1)
+                p_no = probs[:, no].sum(-1)
+                for row, i in enumerate(idx):
+                    py, pn = float(p_yes[row]), float(p_no[row])
+                    if not py + pn > 0.0:
+                        out[i] = Verdict(None, error="no probability on yes or no")
+                        continue
+                    p = py / (py + pn)
+                    out[i] = Verdict(p > 0.5, p, "yes" if p > 0.5 else "no")
+                bar.update(len(idx))
+        bar.close()
+        return [v for v in out if v is not None]
