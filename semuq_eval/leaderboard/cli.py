@@ -38,6 +38,7 @@ def build(
     plots: bool = True,
     created: str | None = None,
     command: str = "",
+    relative_to: str | Path | None = None,
 ) -> dict:
     """Build a leaderboard folder from run stores (paths or globs); returns the ``leaderboard.json`` document.
 
@@ -58,6 +59,8 @@ def build(
         Write the PNG plots (matplotlib).
     created : str, optional
         Fixed build time (golden files); default now.
+    relative_to : path-like, optional
+        Run paths in the outputs are relative to this folder; default ``output``.
 
     Examples
     --------
@@ -78,7 +81,7 @@ def build(
     board = compute(sections, config or LeaderboardConfig())
     output = Path(output)
     output.mkdir(parents=True, exist_ok=True)
-    document = to_document(board, inputs=inputs, created=created, relative_to=output)
+    document = to_document(board, inputs=inputs, created=created, relative_to=relative_to or output)
     write_json_document(document, output / "leaderboard.json")
     write_csv(document, output / "leaderboard.csv")
     write_markdown(document, output / "leaderboard.md", header=header, command=command)

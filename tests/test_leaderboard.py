@@ -1,0 +1,459 @@
+"""The leaderboard: golden files, figures equal to the project's metric functions, bad input.
+
+Fixtures: ``tests/fixtures/leaderboard/`` (stores and golden files made by ``make_fixtures.py`` there).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from semuq_eval.jsonio import read_json, write_json
+from semuq_eval.leaderboard import (
+    LeaderboardConfig,
+    LeaderboardInputError,
+    compute,
+    group_sections,
+    load_runs,
+)
+from semuq_eval.leaderboard.cli import build, main
+from semuq_eval.leaderboard.collect import expand_inputs, load_run
+from semuq_eval.metrics import Bootstrap, paired_difference
+
+FIXTURES = Path(__file__).parent / "fixtures" / "leaderboard"
+STORES = FIXTURES / "stores"
+GOLDEN = FIXTURES / "golden"
+CREATED = "2026-01-01T00:00:00+00:00"
+FAST = LeaderboardConfig(n_resamples=200)
+
+
+def _store(llm: str, task: str) -> Path:
+    return STORES / llm / "semuq" / task / llm
+
+
+def _copy(llm: str, task: str, dest: Path) -> Path:
+    target = dest / llm / "semuq" / task / llm
+    shutil.copytree(_store(llm, task), target)
+    return target
+
+
+def _close(a, b, path="") -> None:
+    """Equal JSON values, numbers to 1e-9 relative."""
+    if isinstance(a, dict):
+        assert isinstance(b, dict) and set(a) == set(b), f"{path}: keys {sorted(set(a) ^ set(b))}"
+        for k in a:
+            _close(a[k], b[k], f"{path}.{k}")
+    elif isinstance(a, list):
+        assert isinstance(b, list) and len(a) == len(b), f"{path}: lengths {len(a)} vs {len(b)}"
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            _close(x, y, f"{path}[{i}]")
+    elif isinstance(a, float) or isinstance(b, float):
+        assert a is not None and b is not None and math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12), (
+            f"{path}: {a} vs {b}"
+        )
+    else:
+        assert a == b, f"{path}: {a!r} vs {b!r}"
+
+
+@pytest.fixture(scope="module")
+def golden_build(tmp_path_factory):
+    out = tmp_path_factory.mktemp("lb")
+    import os
+
+    cwd = os.getcwd()
+    os.chdir(FIXTURES)
+    try:
+        doc = build(
+            ["stores/*/semuq/*/*"], out, config=FAST, created=CREATED, plots=True, relative_to=FIXTURES,
+            header="Golden fixture: synthetic runs.",
+        )  # fmt: skip
+    finally:
+        os.chdir(cwd)
+    return out, doc
+
+
+# -- golden ---------------------------------------------------------------------------------------------
+
+
+def test_golden_json(golden_build):
+    out, _ = golden_build
+    got, want = read_json(out / "leaderboard.json"), read_json(GOLDEN / "leaderboard.json")
+    assert got["format"] == "semuq-leaderboard/1" and set(got["generator"]) >= {
+        "semuq_eval",
+        "numpy",
+        "python",
+    }
+    got.pop("generator"), want.pop("generator")
+    _close(got, want)
+
+
+def test_golden_csv_and_markdown(golden_build):
+    out, _ = golden_build
+    with open(out / "leaderboard.csv") as a, open(GOLDEN / "leaderboard.csv") as b:
+        rows_a, rows_b = list(csv.DictReader(a)), list(csv.DictReader(b))
+    assert len(rows_a) == len(rows_b) > 0
+    for ra, rb in zip(rows_a, rows_b, strict=True):
+        for k in ra:
+            if k in ("value", "ci_low", "ci_high", "accuracy") and ra[k]:
+                assert math.isclose(float(ra[k]), float(rb[k]), rel_tol=1e-9), (k, ra, rb)
+            else:
+                assert ra[k] == rb[k], (k, ra, rb)
+    assert (out / "leaderboard.md").read_text() == (GOLDEN / "leaderboard.md").read_text()
+
+
+def test_outputs_written(golden_build):
+    out, doc = golden_build
+    assert (out / "index.html").is_file()
+    plots = sorted(p.name for p in (out / "plots").glob("*.png"))
+    assert plots == [
+        "auroc_semuq_toy_a.png",
+        "auroc_semuq_toy_b.png",
+        "heatmap_operator_x_aggregator.png",
+        "ranks_semuq_toy_a.png",
+        "ranks_semuq_toy_b.png",
+    ]
+    for name in plots:
+        assert (out / "plots" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # one row per cell: (section, llm, estimator, strategy, metric) unique, every estimator x LLM x strategy x metric
+    keys = [(c["section"], c["llm"], c["estimator"], c["strategy"], c["metric"]) for c in doc["cells"]]
+    assert len(keys) == len(set(keys))
+    for section in doc["sections"]:
+        n = sum(c["section"] == section["id"] for c in doc["cells"])
+        assert n == len(section["llms"]) * len(section["estimators"]) * 2 * 4
+
+
+def test_provenance(golden_build):
+    _, doc = golden_build
+    alpha = next(r for r in doc["runs"] if r["llm"] == "llm-alpha" and r["task"] == "semuq_toy_a")
+    p = alpha["provenance"]
+    assert p["model"]["pretrained"] == "/models/llm-alpha" and p["model"]["revision"] == "main"
+    assert p["model"]["sha"] == "0123abcd"
+    assert p["versions"]["lm_eval"] == "0.4.13" and p["versions"]["torch"] == "2.13.0+cpu"
+    assert p["n_samples"] == 5 and p["seed"] == 0 and p["n_docs"] == 60
+    assert p["operators"]["enc"]["model"] == "/cache/models/all-minilm-l6-v2"
+    assert p["judge"]["judge"] == "string"
+    beta = next(r for r in doc["runs"] if r["llm"] == "llm-beta" and r["task"] == "semuq_toy_a")
+    assert beta["provenance"]["versions"]["lm_eval"] is None
+    assert any("no lm-eval results file" in n for n in beta["provenance"]["notes"])
+    assert beta["labels"]["majority"] == {
+        "n": 56,
+        "n_correct": 37,
+        "n_incorrect": 19,
+        "n_missing": 4,
+        "accuracy": 37 / 56,
+    }
+
+
+# -- the figures are the project's ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def board():
+    runs = load_runs(expand_inputs([str(STORES / "*" / "semuq" / "*" / "*")]))
+    return compute(group_sections(runs), FAST), runs
+
+
+def _cell(board, llm, task, est, strategy, metric):
+    return next(
+        c
+        for c in board.cells
+        if (c["llm"], c["task"], c["estimator"], c["strategy"], c["metric"])
+        == (llm, task, est, strategy, metric)
+    )
+
+
+def test_cells_equal_the_runs_own_breakdown(board):
+    """No missing labels and the run's bootstrap: AUROC recomputed = the run's; ECE taken from the run."""
+    b, runs = board
+    run = next(r for r in runs if r.llm == "llm-alpha" and r.task == "semuq_toy_a")
+    for name, per in run.breakdown["results"]["greedy"].items():
+        cell = _cell(b, "llm-alpha", "semuq_toy_a", name, "greedy", "auroc")
+        for k in ("value", "ci_low", "ci_high"):
+            assert math.isclose(cell[k], per["auroc"][k], rel_tol=1e-12), (name, k)
+        for k in ("n_correct", "n_incorrect", "reliable"):
+            assert cell[k] == per["auroc"][k], (name, k)
+        assert (cell["note"] or None) == per["auroc"]["note"]
+        ece = _cell(b, "llm-alpha", "semuq_toy_a", name, "greedy", "ece")
+        assert ece["source"] == "run" and ece["value"] == per["ece"]["value"]
+    prr = _cell(b, "llm-alpha", "semuq_toy_a", "se@enc", "greedy", "prr")
+    assert prr["source"] == "computed" and prr["status"] == "ok"
+
+
+def test_ece_recomputed_when_the_bootstrap_differs():
+    runs = load_runs([_store("llm-alpha", "semuq_toy_a")])
+    b = compute(group_sections(runs), LeaderboardConfig(n_resamples=150))
+    cell = _cell(b, "llm-alpha", "semuq_toy_a", "se@enc", "greedy", "ece")
+    assert cell["source"] == "computed"
+    assert math.isclose(
+        cell["value"], runs[0].breakdown["results"]["greedy"]["se@enc"]["ece"]["value"], rel_tol=1e-12
+    )
+
+
+def test_enc_vs_base_equals_paired_difference(board):
+    b, runs = board
+    for llm, strategy in (
+        ("llm-alpha", "greedy"),
+        ("llm-beta", "majority"),
+    ):  # beta: 4 majority labels missing
+        run = next(r for r in runs if r.llm == llm and r.task == "semuq_toy_a")
+        row = next(
+            c
+            for c in b.comparisons
+            if (c["set"], c["llm"], c["task"], c["strategy"], c["estimator"])
+            == ("offline", llm, "semuq_toy_a", strategy, "se@enc")
+        )
+        y = run.labels[strategy]
+        keep = np.isfinite(y)
+        want = paired_difference(
+            np.where(keep, run.scores["se@enc"], np.nan),
+            np.where(keep, run.scores["se@lexical"], np.nan),
+            np.nan_to_num(y),
+            bootstrap=Bootstrap(200, 0),
+        )
+        assert row["base"] == "se@lexical" and row["status"] == "ok"
+        for k in ("value_a", "value_b", "difference", "ci_low", "ci_high", "p_value", "n"):
+            assert math.isclose(row[k], getattr(want, k), rel_tol=1e-12), (llm, k)
+        assert row["significant"] == (want.ci_low > 0 or want.ci_high < 0)
+
+
+def test_msp_with_a_missing_score_falls_back_to_paired_difference(board):
+    """llm-beta has no msp score on one question: the LLM pair on msp leaves it out of both, as paired_difference."""
+    b, runs = board
+    alpha, beta = (
+        next(r for r in runs if r.llm == n and r.task == "semuq_toy_a") for n in ("llm-alpha", "llm-beta")
+    )
+    got = compute(group_sections([alpha, beta]), LeaderboardConfig(n_resamples=200, llm_estimators=("msp",)))
+    row = next(p for p in got.llm_pairs if p["strategy"] == "greedy")
+    want = paired_difference(alpha.scores["msp"], beta.scores["msp"], alpha.labels["greedy"],
+                             correct_b=beta.labels["greedy"], bootstrap=Bootstrap(200, 0))  # fmt: skip
+    assert row["n"] == want.n == 59
+    assert math.isclose(row["difference"], want.difference) and math.isclose(row["ci_low"], want.ci_low)
+
+
+def test_llm_pairs_and_ranks(board):
+    b, runs = board
+    pair = next(p for p in b.llm_pairs if p["task"] == "semuq_toy_a" and p["strategy"] == "greedy")
+    alpha, beta = (
+        next(r for r in runs if r.llm == n and r.task == "semuq_toy_a") for n in ("llm-alpha", "llm-beta")
+    )
+    name = pair["estimator"]
+    want = paired_difference(alpha.scores[name], beta.scores[name], alpha.labels["greedy"],
+                             correct_b=beta.labels["greedy"], bootstrap=Bootstrap(200, 0))  # fmt: skip
+    assert math.isclose(pair["difference"], want.difference) and math.isclose(pair["p_value"], want.p_value)
+    assert pair["chosen"] == "best mean AUROC in the section"
+    for r in b.llm_ranks + b.estimator_ranks:
+        if r["rank"] is not None:
+            assert 1 <= r["rank_low"] <= r["rank_high"] <= r["n_ranked"]
+    ranks = {
+        r["llm"]: r
+        for r in b.llm_ranks
+        if r["task"] == "semuq_toy_a" and r["estimator"] == name and r["strategy"] == "greedy"
+    }
+    assert ranks["llm-alpha"]["rank"] == 1 and ranks["llm-beta"]["rank"] == 2  # alpha is better on cos@enc
+    summary = next(s for s in b.comparison_summary if s["set"] == "offline" and s["strategy"] == "greedy")
+    ok = [
+        c
+        for c in b.comparisons
+        if c["set"] == "offline" and c["strategy"] == "greedy" and c["status"] == "ok"
+    ]
+    assert summary["n_cells"] == len(ok) and summary["n_improved"] == sum(c["difference"] > 0 for c in ok)
+    assert summary["n_improved_significant"] == sum(c["difference"] > 0 and c["ci_low"] > 0 for c in ok)
+
+
+# -- explicit empty cells ---------------------------------------------------------------------------------
+
+
+def test_unavailable_and_not_run_cells_are_explicit(board):
+    b, _ = board
+    cell = _cell(b, "llm-alpha", "semuq_toy_b", "cos@cos_int", "greedy", "auroc")
+    assert cell["status"] == "unavailable" and cell["value"] is None and "black-box" in cell["note"]
+    cell = _cell(b, "llm-beta", "semuq_toy_b", "se@lexical", "greedy", "auroc")
+    assert cell["status"] == "not_run" and cell["value"] is None
+    row = next(
+        c
+        for c in b.comparisons
+        if c["llm"] == "llm-beta" and c["task"] == "semuq_toy_b" and c["base"] == "se@lexical"
+    )
+    assert row["status"] == "unavailable" and "se@lexical" in row["note"]
+
+
+def test_one_class_labels_give_undefined_cells(tmp_path):
+    store = _copy("llm-alpha", "semuq_toy_a", tmp_path)
+    lines = [json.loads(x) for x in (store / "scores.jsonl").read_text().splitlines()]
+    for it in lines:
+        it["labels"]["greedy"] = 1
+    (store / "scores.jsonl").write_text("".join(json.dumps(it) + "\n" for it in lines))
+    bd = read_json(store / "breakdown.json")
+    bd["labels"]["greedy"].update(n_correct=60, n_incorrect=0)
+    write_json(store / "breakdown.json", bd)
+    out = tmp_path / "out"
+    assert main([str(store), "-o", str(out), "--bootstrap", "50", "--no-plots"]) == 0
+    doc = read_json(out / "leaderboard.json")
+    greedy = [c for c in doc["cells"] if c["strategy"] == "greedy" and c["metric"] == "auroc"]
+    assert greedy and all(c["status"] == "undefined" and c["value"] is None for c in greedy)
+    assert "one class only" in greedy[0]["note"]
+    assert any(c["status"] == "ok" for c in doc["cells"] if c["strategy"] == "majority")
+    rows = list(csv.DictReader(open(out / "leaderboard.csv")))
+    assert any(r["status"] == "undefined" and r["value"] == "" for r in rows)
+    assert "n/a" in (out / "leaderboard.md").read_text()
+
+
+# -- bad input --------------------------------------------------------------------------------------------
+
+
+def test_older_breakdown_schema_is_refused(tmp_path, capsys):
+    store = _copy("llm-alpha", "semuq_toy_a", tmp_path)
+    bd = read_json(store / "breakdown.json")
+    bd["format"] = "semuq-breakdown/0"
+    write_json(store / "breakdown.json", bd)
+    with pytest.raises(LeaderboardInputError, match=r"semuq-breakdown/0.*older or unknown.*rescore"):
+        load_run(store)
+    assert main([str(store), "-o", str(tmp_path / "out")]) == 2
+    assert "expected 'semuq-breakdown/1'" in capsys.readouterr().err
+    assert not (tmp_path / "out" / "leaderboard.json").exists()
+
+
+@pytest.mark.parametrize("missing", ["scores.jsonl", "breakdown.json", "manifest.json"])
+def test_missing_file(tmp_path, missing):
+    store = _copy("llm-alpha", "semuq_toy_a", tmp_path)
+    (store / missing).unlink()
+    with pytest.raises(LeaderboardInputError, match=missing):
+        load_run(store)
+
+
+def test_missing_path_and_empty_glob(tmp_path):
+    with pytest.raises(LeaderboardInputError, match="does not exist"):
+        expand_inputs([str(tmp_path / "nope")])
+    with pytest.raises(LeaderboardInputError, match="matches no run store"):
+        expand_inputs([str(tmp_path / "**" / "semuq" / "*" / "*")])
+
+
+def test_scores_and_breakdown_of_different_runs(tmp_path):
+    store = _copy("llm-alpha", "semuq_toy_a", tmp_path)
+    lines = (store / "scores.jsonl").read_text().splitlines()
+    (store / "scores.jsonl").write_text("\n".join(lines[:-1]) + "\n")
+    with pytest.raises(LeaderboardInputError, match="59 questions but breakdown.json says 60"):
+        load_run(store)
+
+
+def test_two_runs_of_the_same_llm(tmp_path):
+    a = _copy("llm-alpha", "semuq_toy_a", tmp_path / "one")
+    b = _copy("llm-alpha", "semuq_toy_a", tmp_path / "two")
+    bd = read_json(b / "breakdown.json")
+    bd["created"] = "2026-02-01T00:00:00+00:00"
+    write_json(b / "breakdown.json", bd)
+    runs = load_runs([a, b])
+    with pytest.raises(LeaderboardInputError, match="two runs of llm-alpha on semuq_toy_a"):
+        group_sections(runs)
+    sections = group_sections(runs, on_duplicate="latest")
+    assert len(sections) == 1 and sections[0].runs[0].path == b
+    assert "kept" in sections[0].notes[0] and str(a) in sections[0].notes[0]
+
+
+def test_different_questions_are_separate_sections_or_refused(tmp_path):
+    a = _copy("llm-alpha", "semuq_toy_a", tmp_path)
+    b = _copy("llm-beta", "semuq_toy_a", tmp_path)
+    lines = (b / "scores.jsonl").read_text().splitlines()[:40]
+    (b / "scores.jsonl").write_text("\n".join(lines) + "\n")
+    bd = read_json(b / "breakdown.json")
+    bd["n_docs"] = 40
+    write_json(b / "breakdown.json", bd)
+    sections = group_sections(load_runs([a, b]))
+    assert [s.id for s in sections] == ["semuq_toy_a#1", "semuq_toy_a#2"]
+    assert all("differ in question set" in s.notes[0] for s in sections)
+    board = compute(sections, LeaderboardConfig(n_resamples=50))
+    assert board.llm_pairs == []  # never paired across sections
+    with pytest.raises(LeaderboardInputError, match="cannot be compared question by question"):
+        group_sections(load_runs([a, b]), strict=True)
+
+
+def test_different_operator_models_are_separate_sections(tmp_path):
+    a = _copy("llm-alpha", "semuq_toy_a", tmp_path)
+    b = _copy("llm-beta", "semuq_toy_a", tmp_path)
+    bd = read_json(b / "breakdown.json")
+    bd["operators"]["enc"]["info"]["model"] = "/cache/models/all-mpnet-base-v2"
+    write_json(b / "breakdown.json", bd)
+    sections = group_sections(load_runs([a, b]))
+    assert len(sections) == 2 and "operator identities" in sections[0].notes[0]
+
+
+def test_breakdown_only_run(tmp_path):
+    src = _store("llm-beta", "semuq_toy_b") / "breakdown.json"
+    lone = tmp_path / "beta-toy-b.json"
+    shutil.copy(src, lone)
+    runs = load_runs([lone, _store("llm-alpha", "semuq_toy_b")])
+    sections = group_sections(runs)
+    assert len(sections) == 2 and sum(not s.paired for s in sections) == 1
+    board = compute(sections, LeaderboardConfig(n_resamples=50))
+    cells = [
+        c
+        for c in board.cells
+        if c["llm"] == "beta-toy-b" and c["estimator"] == "se@enc" and c["strategy"] == "greedy"
+    ]
+    by_metric = {c["metric"]: c for c in cells}
+    assert by_metric["auroc"]["status"] == "ok" and by_metric["auroc"]["source"] == "run"
+    assert by_metric["prr"]["status"] == "not_computed" and "breakdown only" in by_metric["prr"]["note"]
+    assert not any(p["llm_a"] == "beta-toy-b" or p["llm_b"] == "beta-toy-b" for p in board.llm_pairs)
+
+
+def test_label_sets(tmp_path):
+    from semuq_eval.harness.label_sets import write_label_set
+
+    stores = [_copy(llm, "semuq_toy_a", tmp_path) for llm in ("llm-alpha", "llm-beta")]
+    for store in stores:
+        items = [json.loads(x) for x in (store / "scores.jsonl").read_text().splitlines()]
+        records = [
+            {"doc_id": it["doc_id"], "greedy": 1 - (it["labels"]["greedy"] or 0), "majority": None}
+            for it in items
+        ]
+        write_label_set(store, "flipped", records, {"judge": {"judge": "hf", "model": "tiny"}})
+    runs = load_runs(stores, ("run", "flipped"))
+    sections = group_sections(runs)
+    assert sorted(s.label_set for s in sections) == ["flipped", "run"]
+    board = compute(sections, LeaderboardConfig(n_resamples=50))
+    run_cell = next(
+        c
+        for c in board.cells
+        if c["label_set"] == "run"
+        and c["llm"] == "llm-alpha"
+        and c["estimator"] == "se@enc"
+        and c["metric"] == "auroc"
+        and c["strategy"] == "greedy"
+    )
+    flip_cell = next(
+        c
+        for c in board.cells
+        if c["label_set"] == "flipped"
+        and c["llm"] == "llm-alpha"
+        and c["estimator"] == "se@enc"
+        and c["metric"] == "auroc"
+        and c["strategy"] == "greedy"
+    )
+    assert math.isclose(flip_cell["value"], 1 - run_cell["value"])  # flipped labels mirror AUROC
+    assert flip_cell["source"] == "computed"
+    majority = [c for c in board.cells if c["label_set"] == "flipped" and c["strategy"] == "majority"]
+    assert all(c["status"] == "undefined" for c in majority)
+    with pytest.raises(LeaderboardInputError, match="no label set 'other'"):
+        load_runs(stores, ("other",))
+
+
+def test_cli_registered_and_jobs(tmp_path, capsys):
+    from semuq_eval.cli import COMMANDS
+    from semuq_eval.cli import main as cli_main
+
+    assert COMMANDS["leaderboard"][0] == "semuq_eval.leaderboard.cli:main"
+    out = tmp_path / "out"
+    glob = str(STORES / "**" / "semuq" / "*" / "*")
+    assert cli_main(["leaderboard", glob, "-o", str(out), "--bootstrap", "200", "-j", "2", "--no-plots"]) == 0
+    text = capsys.readouterr().out
+    assert "4 runs in 2 sections" in text and "improves in" in text
+    got = read_json(out / "leaderboard.json")
+    want = read_json(GOLDEN / "leaderboard.json")
+    for key in ("cells", "comparisons", "llm_pairs", "ranks"):
+        _close(got[key], want[key], key)  # two worker processes give the same figures
