@@ -287,7 +287,7 @@ def render_html(
 <style>{_CSS}</style></head>
 <body>
 <h1>{html.escape(title)}</h1>
-<div class="header">{head_text}</div>
+{f'<div class="header">{head_text}</div>' if head_text else ""}
 <p class="meta">Built {html.escape(str(document.get("created")))}; format {html.escape(str(document.get("format")))};
 {html.escape(str(boot.get("method", "")))}, seed {html.escape(str(boot.get("seed", "")))}, shared by every LLM and estimator of a
 section. Grey rows and <span class="flag">!</span> = unreliable (small minority class or few valid resamples).
