@@ -27,6 +27,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "merge run stores of many LLMs x tasks into Markdown/CSV/JSON, one HTML page and plots",
     ),
     "tasks-dir": ("semuq_eval.cli:print_tasks_dir", "print the folder of the semuq task YAMLs"),
+    "diagnose": (
+        "semuq_eval.diagnose.cli:diagnose_main",
+        "the four traps, wrong-answer clustering and token localization of operators",
+    ),
+    "check-operator": (
+        "semuq_eval.diagnose.cli:check_main",
+        "CI check: an operator's trap scores and AUROC on a frozen store vs a baseline",
+    ),
 }
 """The project's own commands: ``name -> ("module:function", one-line help)``."""
 

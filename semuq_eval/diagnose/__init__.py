@@ -1,0 +1,37 @@
+"""Operator diagnostics (paper Sec. 3.2, App. A.1, A.4, F) and operator checks for CI.
+
+=====================  ======================================================================
+module                 concept
+=====================  ======================================================================
+``questions``          answers of run stores with a label on every answer
+``spans``              where a reference alias occurs in an answer (character spans)
+``rewrite``            the context trap's corrupted answers (offline substitution, LLM route)
+``traps``              the four traps as pairs of answers
+``clustering``         wrong-answer clustering pairs (App. A.1)
+``scoring``            an operator's similarity of pairs; means with bootstrap CIs
+``localization``       token localization of the answer span (App. A.4)
+``diagnosis``          :func:`diagnose`: all of the above for many operators
+``report``             JSON + Markdown + plot
+``check``              :func:`check_operator`: tracked figures vs a baseline
+``freeze``             the frozen run store the check reads
+``cli``                ``semuq-eval diagnose`` and ``semuq-eval check-operator``
+``pytest_plugin``      the ``semuq_check_operator`` fixture
+=====================  ======================================================================
+"""
+
+from __future__ import annotations
+
+from semuq_eval.diagnose.check import CheckReport, check_operator, frozen_store_path
+from semuq_eval.diagnose.diagnosis import diagnose
+from semuq_eval.diagnose.questions import DiagnosticQuestion, load_questions
+from semuq_eval.diagnose.report import write_report
+
+__all__ = [
+    "CheckReport",
+    "DiagnosticQuestion",
+    "check_operator",
+    "diagnose",
+    "frozen_store_path",
+    "load_questions",
+    "write_report",
+]

@@ -1,0 +1,424 @@
+"""Operator checks for CI: recompute tracked figures on a small frozen run store, compare with a baseline.
+
+``check_operator(MODEL, baseline=PATH)`` builds the operator (an ``enc`` model path or hub id, or an operator
+name / ``name:model``), runs the diagnosis (:func:`~semuq_eval.diagnose.diagnosis.diagnose`) and the pipeline
+(AUROC of the tracked estimators under greedy and majority labels) on the frozen store shipped in
+``semuq_eval/diagnose/data/`` (or ``store=``), and compares every tracked figure with the baseline:
+
+- ``trap.context``, ``trap.autoregressive`` (lower is better), ``trap.entailment``, ``trap.ood_syntax``
+  (higher is better): mean similarities;
+- ``clustering.incorrect_equivalent`` and ``clustering.gap`` (higher is better);
+- ``localization.hit_rate`` (operators with token weights; higher is better);
+- ``auroc.<estimator>.<greedy|majority>`` (higher is better), by default ``kle_heat@OP``, ``cos@OP`` and
+  ``se@OP`` where valid.
+
+A figure *regresses* when it moves in the bad direction by more than its tolerance (absolute; the baseline's
+own per-figure ``tolerance``, else the check's). A tracked figure that is missing or undefined now fails too,
+as does a baseline recorded on another frozen store (its fingerprint differs): record it again with
+``--write-baseline``. :class:`CheckReport` says which, with ``.ok``.
+
+Examples
+--------
+>>> import tempfile, os
+>>> path = os.path.join(tempfile.mkdtemp(), "baseline.json")
+>>> report = check_operator("lexical", write_baseline=path, max_questions=60, progress=False)
+>>> report.ok, check_operator("lexical", baseline=path, max_questions=60, progress=False).ok
+(True, True)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from semuq_eval.diagnose.diagnosis import diagnose
+from semuq_eval.diagnose.questions import load_questions
+from semuq_eval.jsonio import read_json, write_json
+from semuq_eval.metrics import Bootstrap
+
+__all__ = [
+    "BASELINE_FORMAT",
+    "DEFAULT_TOLERANCE",
+    "FROZEN_STORE",
+    "CheckReport",
+    "FigureCheck",
+    "check_operator",
+    "compute_figures",
+    "frozen_store_path",
+    "operator_from_spec",
+    "store_fingerprint",
+]
+
+BASELINE_FORMAT = "semuq-operator-baseline/1"
+DEFAULT_TOLERANCE = 0.02
+"""Absolute slack before a figure counts as regressed (similarities, rates and AUROC all lie in [0, 1])."""
+FROZEN_STORE = "smollm2-webquestions"
+"""The frozen store shipped with the package (``semuq_eval/diagnose/data/<name>``)."""
+
+_BETTER = {
+    "trap.context": "lower",
+    "trap.autoregressive": "lower",
+    "trap.entailment": "higher",
+    "trap.ood_syntax": "higher",
+    "clustering.incorrect_equivalent": "higher",
+    "clustering.gap": "higher",
+    "localization.hit_rate": "higher",
+}
+
+
+def frozen_store_path(name: str = FROZEN_STORE) -> Path:
+    """The folder of a frozen store shipped in ``semuq_eval/diagnose/data/``.
+
+    Raises
+    ------
+    FileNotFoundError
+        When the package holds no such store (the message lists the ones it has).
+    """
+    root = Path(str(resources.files("semuq_eval.diagnose") / "data"))
+    path = root / name
+    if not (path / "manifest.json").is_file():
+        have = (
+            sorted(p.name for p in root.iterdir() if (p / "manifest.json").is_file()) if root.is_dir() else []
+        )
+        raise FileNotFoundError(f"no frozen store {name!r} in {root}; shipped: {have}")
+    return path
+
+
+def store_fingerprint(store: str | os.PathLike) -> str:
+    """sha256 over the store's generations and labels (what the figures are computed from)."""
+    h = hashlib.sha256()
+    root = Path(store)
+    for f in [*sorted(root.glob("generations.rank*.jsonl")), root / "scores.jsonl"]:
+        if f.is_file():
+            h.update(f.name.encode())
+            h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def operator_from_spec(spec: str, options: Mapping[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+    """``(operator name, options)`` from a MODEL argument.
+
+    A registered operator name stands for itself (``"lexical"``); ``"name:MODEL"`` sets that operator's
+    ``model`` (``"cos_ext:/path"``); anything else is an ``enc`` model (a folder or a hub id).
+
+    Examples
+    --------
+    >>> operator_from_spec("lexical")
+    ('lexical', {})
+    >>> operator_from_spec("/models/my-enc", {"batch_size": 8})
+    ('enc', {'model': '/models/my-enc', 'batch_size': 8})
+    >>> operator_from_spec("cos_ext:/models/minilm")
+    ('cos_ext', {'model': '/models/minilm'})
+    """
+    from semuq_eval import operators
+
+    options = dict(options or {})
+    if not isinstance(spec, str) or not spec:
+        raise ValueError(f"MODEL must be a non-empty string, got {spec!r}")
+    if spec in operators.names():
+        return spec, options
+    head, sep, tail = spec.partition(":")
+    if sep and head in operators.names() and tail:
+        return head, {"model": tail, **options}
+    return "enc", {"model": spec, **options}
+
+
+def _estimators(name: str, n_samples: int, wanted: Sequence[str] | None) -> list[str]:
+    from semuq_eval.harness.pipeline import estimators_for
+    from semuq_eval.harness.settings import Settings
+
+    valid = [e.name for e in estimators_for(Settings(n_samples=n_samples, operators=(name,)))]
+    if wanted is None:
+        return [e for e in (f"kle_heat@{name}", f"cos@{name}", f"se@{name}") if e in valid]
+    unknown = [e for e in wanted if e not in valid]
+    if unknown:
+        raise ValueError(f"estimators {unknown} are not valid with operator {name}; valid: {valid}")
+    return list(wanted)
+
+
+def compute_figures(
+    name: str,
+    options: Mapping[str, Any],
+    store: str | os.PathLike,
+    *,
+    estimators: Sequence[str] | None = None,
+    max_questions: int | None = None,
+    n_resamples: int = 200,
+    progress: bool = True,
+) -> dict[str, dict[str, Any]]:
+    """The tracked figures (module docstring) of operator ``name`` on ``store``: ``{figure: {"value",
+    "better", "ci_low", "ci_high", "n"}}``."""
+    from semuq_eval.harness.estimators import score_doc
+    from semuq_eval.harness.pipeline import estimators_for
+    from semuq_eval.harness.settings import Settings
+    from semuq_eval.judges import majority_label
+    from semuq_eval.metrics import evaluate
+
+    bootstrap = Bootstrap(n_resamples, seed=0)
+    questions = load_questions(store, max_questions=max_questions)
+    docs_out: dict[str, list[Any]] = {}
+    result = diagnose(
+        questions=questions,
+        operators=[name],
+        operator_options={name: dict(options)} if options else None,
+        bootstrap=bootstrap,
+        progress=progress,
+        docs_out=docs_out,
+    )
+    figures: dict[str, dict[str, Any]] = {}
+
+    def put(key: str, value: Any, ci=(None, None), n: int | None = None) -> None:
+        ok = value is not None and math.isfinite(value)
+        figures[key] = {
+            "value": float(value) if ok else None,
+            "better": _BETTER.get(key, "higher"),
+            "ci_low": ci[0],
+            "ci_high": ci[1],
+            "n": n,
+        }
+
+    for trap, res in result["traps"].items():
+        r = res["results"][name]
+        put(f"trap.{trap}", r["mean"], (r["ci_low"], r["ci_high"]), r["n_pairs"])
+    r = result["clustering"]["incorrect_equivalent"]["results"][name]
+    put("clustering.incorrect_equivalent", r["mean"], (r["ci_low"], r["ci_high"]), r["n_pairs"])
+    g = result["clustering"]["gap"]["results"][name]
+    put("clustering.gap", g["difference"], (g["ci_low"], g["ci_high"]))
+    loc = result["localization"].get(name, {})
+    if "hit_rate" in loc:
+        h = loc["hit_rate"]
+        put("localization.hit_rate", h["mean"], (h["ci_low"], h["ci_high"]), loc["n_answers"])
+    n_samples = max(len(q.samples) for q in questions)
+    names = _estimators(name, n_samples, estimators)
+    if names:
+        settings = Settings(n_samples=n_samples, operators=(name,))
+        chosen = [e for e in estimators_for(settings) if e.name in names]
+        rows = [
+            score_doc(
+                d, chosen, run_options={"tau": settings.tau}, aggregator_options=settings.aggregator_options
+            )[0]
+            for d in docs_out[name]
+        ]
+        labels = {
+            "greedy": [q.greedy_label for q in questions],
+            "majority": [
+                majority_label([None if v is None else bool(v) for v in q.sample_labels]) for q in questions
+            ],
+        }
+        for strategy, values in labels.items():
+            keep = [i for i, v in enumerate(values) if v is not None]
+            y = np.array([int(values[i]) for i in keep], dtype=np.float64)
+            scores = {e: np.array([rows[i].get(e, np.nan) for i in keep], dtype=np.float64) for e in names}
+            results = evaluate(scores, y, metrics=["auroc"], bootstrap=bootstrap)
+            for e in names:
+                m = results[e]["auroc"]
+                put(f"auroc.{e}.{strategy}", m.value, (m.ci_low, m.ci_high), m.n)
+                figures[f"auroc.{e}.{strategy}"].update(n_correct=m.n_correct, n_incorrect=m.n_incorrect)
+    return figures
+
+
+@dataclass(frozen=True)
+class FigureCheck:
+    """One tracked figure: baseline vs current value, the tolerance, and the verdict.
+
+    ``status``: ``ok`` (within tolerance), ``improved`` (better by more than the tolerance), ``regressed``,
+    ``missing`` (tracked by the baseline, undefined or absent now), ``new`` (not in the baseline; never fails).
+    """
+
+    figure: str
+    baseline: float | None
+    current: float | None
+    tolerance: float
+    better: str
+    status: str
+
+    @property
+    def delta(self) -> float | None:
+        if self.baseline is None or self.current is None:
+            return None
+        return self.current - self.baseline
+
+
+@dataclass
+class CheckReport:
+    """The outcome of :func:`check_operator`: ``ok`` is False when any figure regressed or went missing,
+    or the baseline was recorded on another store."""
+
+    operator: dict[str, Any]
+    store: str
+    rows: list[FigureCheck] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    baseline_path: str | None = None
+    figures: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems and not any(r.status in ("regressed", "missing") for r in self.rows)
+
+    @property
+    def regressions(self) -> list[FigureCheck]:
+        return [r for r in self.rows if r.status in ("regressed", "missing")]
+
+    def summary(self) -> str:
+        """A plain-text table of every figure, then the verdict."""
+
+        def num(x):
+            return "   n/a" if x is None else f"{x:6.3f}"
+
+        head = f"operator check: {self.operator.get('spec')} ({self.operator.get('name')}) on {self.store}"
+        lines = [head, f"{'figure':<34} {'baseline':>8} {'current':>8} {'delta':>8}  tol    better  status"]
+        for r in self.rows:
+            d = r.delta
+            lines.append(
+                f"{r.figure:<34} {num(r.baseline):>8} {num(r.current):>8} "
+                f"{('   n/a' if d is None else f'{d:+6.3f}'):>8}  {r.tolerance:.3f}  {r.better:<6}  {r.status.upper()}"
+            )
+        lines += [f"PROBLEM: {p}" for p in self.problems]
+        bad = self.regressions
+        verdict = (
+            "OK: no tracked figure regressed beyond its tolerance"
+            if self.ok
+            else f"FAILED: {len(bad)} figure(s) regressed or missing"
+            + (f" ({', '.join(r.figure for r in bad)})" if bad else "")
+        )
+        return "\n".join([*lines, verdict])
+
+    def __str__(self) -> str:
+        return self.summary()
+
+
+def _compare(
+    figures: Mapping[str, Mapping[str, Any]], baseline: Mapping[str, Any], tolerance: float
+) -> list[FigureCheck]:
+    rows = []
+    tracked = baseline.get("figures") or {}
+    for key, base in tracked.items():
+        tol = float(base.get("tolerance", tolerance))
+        better = base.get("better", _BETTER.get(key, "higher"))
+        b = base.get("value")
+        cur = (figures.get(key) or {}).get("value")
+        if cur is None:
+            status = "missing" if b is not None else "ok"
+        elif b is None:
+            status = "improved"
+        else:
+            gain = (cur - b) if better == "higher" else (b - cur)
+            status = "regressed" if gain < -tol else ("improved" if gain > tol else "ok")
+        rows.append(FigureCheck(key, b, cur, tol, better, status))
+    for key, fig in figures.items():
+        if key not in tracked:
+            rows.append(
+                FigureCheck(key, None, fig.get("value"), tolerance, fig.get("better", "higher"), "new")
+            )
+    return rows
+
+
+def check_operator(
+    model: str,
+    baseline: str | os.PathLike | None = None,
+    *,
+    operator_options: Mapping[str, Any] | None = None,
+    store: str | os.PathLike | None = None,
+    tolerance: float | None = None,
+    estimators: Sequence[str] | None = None,
+    write_baseline: str | os.PathLike | None = None,
+    max_questions: int | None = None,
+    progress: bool = True,
+) -> CheckReport:
+    """Check an operator against a baseline (module docstring), or record one.
+
+    Parameters
+    ----------
+    model : str
+        An ``enc`` model (folder or hub id), an operator name, or ``name:MODEL``.
+    baseline : path-like, optional
+        The baseline JSON to compare with.
+    operator_options : mapping, optional
+        Options of the operator (e.g. ``{"batch_size": 16}``).
+    store : path-like, optional
+        A run store with per-sample labels (default: the frozen store shipped with the package).
+    tolerance : float, optional
+        Absolute tolerance of figures without their own (default: the baseline's, else 0.02).
+    estimators : sequence of str, optional
+        The estimators whose AUROC is tracked (default ``kle_heat@OP``, ``cos@OP``, ``se@OP``, where valid).
+    write_baseline : path-like, optional
+        Record the current figures as a baseline there (the report then compares with nothing and is ok).
+    max_questions : int, optional
+        Use the store's first questions only (recorded in the baseline; a check uses the baseline's).
+    progress : bool
+        Progress bars.
+
+    Returns
+    -------
+    CheckReport
+
+    Raises
+    ------
+    FileNotFoundError
+        The baseline or the store does not exist.
+    ValueError
+        A malformed baseline, an unknown operator or estimator, or neither ``baseline`` nor ``write_baseline``.
+    """
+    if baseline is None and write_baseline is None:
+        raise ValueError("give a baseline to check against, or write_baseline to record one")
+    base: dict[str, Any] | None = None
+    if baseline is not None:
+        path = Path(baseline)
+        if not path.is_file():
+            raise FileNotFoundError(f"no baseline at {path}; record one with --write-baseline")
+        base = read_json(path)
+        if not isinstance(base, dict) or base.get("format") != BASELINE_FORMAT:
+            raise ValueError(f"{path} is not an operator baseline (format {BASELINE_FORMAT!r})")
+        if max_questions is None:
+            max_questions = base.get("max_questions")
+        if estimators is None:
+            est = sorted({k.split(".")[1] for k in base.get("figures", {}) if k.startswith("auroc.")})
+            estimators = est or None
+    store = Path(store) if store is not None else frozen_store_path()
+    name, options = operator_from_spec(model, operator_options)
+    figures = compute_figures(
+        name, options, store, estimators=estimators, max_questions=max_questions, progress=progress
+    )
+    fingerprint = store_fingerprint(store)
+    tol = float(tolerance if tolerance is not None else (base or {}).get("tolerance", DEFAULT_TOLERANCE))
+    if not tol >= 0:
+        raise ValueError(f"tolerance must be >= 0, got {tol}")
+    operator = {"spec": model, "name": name, "options": {k: str(v) for k, v in options.items()}}
+    report = CheckReport(operator, str(store), figures=figures)
+    if base is not None:
+        report.baseline_path = str(baseline)
+        report.rows = _compare(figures, base, tol)
+        if base.get("store_fingerprint") not in (None, fingerprint):
+            report.problems.append(
+                f"the baseline was recorded on another store (fingerprint {str(base.get('store_fingerprint'))[:12]}, "
+                f"this store {fingerprint[:12]}): its figures are not comparable; record it again with --write-baseline"
+            )
+    if write_baseline is not None:
+        from semuq_eval import __version__
+
+        record = {
+            "format": BASELINE_FORMAT,
+            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "operator": operator,
+            "store": str(store),
+            "store_fingerprint": fingerprint,
+            "max_questions": max_questions,
+            "tolerance": tol,
+            "semuq_eval_version": __version__,
+            "figures": figures,
+        }
+        write_json(write_baseline, record)
+        if base is None:
+            report.rows = [
+                FigureCheck(k, None, f["value"], tol, f["better"], "new") for k, f in figures.items()
+            ]
+    return report

@@ -1,0 +1,174 @@
+"""``semuq-eval diagnose`` and ``semuq-eval check-operator``.
+
+Examples
+--------
+::
+
+    semuq-eval diagnose out/semuq/semuq_webquestions/smollm2 --operators enc,cos_ext,lexical \\
+        --operator_options '{"enc": {"model": "/path/enc"}, "cos_ext": {"model": "/path/minilm"}}' --output diag/
+    semuq-eval check-operator /path/enc --write-baseline operator-baseline.json
+    semuq-eval check-operator /path/enc --baseline operator-baseline.json        # exit 1 on a regression
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+__all__ = ["check_main", "diagnose_main"]
+
+
+def _json_arg(text: str | None, what: str) -> dict[str, Any]:
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{what} is not valid JSON ({err.msg}): {text!r}") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{what} must be a JSON object, got {text!r}")
+    return value
+
+
+def _rewriter(route: str, options: dict[str, Any]):
+    from semuq_eval.diagnose.rewrite import LLMRewriter, SampleSubstitution
+
+    if route == "offline":
+        return SampleSubstitution(**options)
+    if route == "llm":
+        if "base_url" not in options or "model" not in options:
+            raise ValueError(
+                '--rewrite llm needs --rewrite_options \'{"base_url": "http://host:port/v1", "model": "NAME"}\''
+            )
+        return LLMRewriter.from_openai(**options)
+    raise ValueError(f"unknown rewrite route {route!r}; choose offline or llm")
+
+
+def diagnose_main(argv: list[str]) -> int:
+    """`semuq-eval diagnose STORE [STORE ...]`: traps, wrong-answer clustering, token localization."""
+    p = argparse.ArgumentParser(
+        prog="semuq-eval diagnose",
+        description="The four traps (App. F), wrong-answer clustering (App. A.1) and token localization (App. A.4) "
+        "of operators on run stores; writes diagnosis.json, diagnosis.md and diagnosis.png.",
+    )
+    p.add_argument("stores", nargs="+", help="run store folders (<output_path>/semuq/<task>/<run_id>)")
+    p.add_argument("--operators", default="enc,cos_ext,lexical", help="comma-separated operators")
+    p.add_argument("--operator_options", default=None, help='JSON, e.g. \'{"enc": {"model": "/path"}}\'')
+    p.add_argument("--output", default="diagnosis", help="output folder (default ./diagnosis)")
+    p.add_argument("--labels", default="run", help="label set to read (default: the run's own labels)")
+    p.add_argument(
+        "--judge", default=None, help="label every answer now with this judge instead (e.g. string)"
+    )
+    p.add_argument("--judge_options", default=None, help="JSON options of --judge")
+    p.add_argument(
+        "--rewrite", default="offline", choices=["offline", "llm"], help="context-trap rewrite route"
+    )
+    p.add_argument(
+        "--rewrite_options",
+        default=None,
+        help='JSON: offline {"max_words", "max_short_words", "context_slack"}; '
+        'llm {"base_url", "model", "endpoint", "api_key_env", "max_tokens", "concurrency"}',
+    )
+    p.add_argument("--token_unit", default="generator", choices=["generator", "encoder"])
+    p.add_argument("--max_questions", type=int, default=None, help="first questions of each store only")
+    p.add_argument("--max_pairs_per_question", type=int, default=None, help="cap of clustering pairs")
+    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (default 1000)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--min_pairs", type=int, default=30, help="fewer questions flag a small sample")
+    p.add_argument("--no_progress", action="store_true")
+    args = p.parse_args(argv)
+    from semuq_eval.diagnose.diagnosis import diagnose
+    from semuq_eval.diagnose.report import markdown, write_report
+    from semuq_eval.judges import get_judge
+    from semuq_eval.metrics import Bootstrap
+
+    try:
+        judge = (
+            get_judge(args.judge, **_json_arg(args.judge_options, "--judge_options")) if args.judge else None
+        )
+        result = diagnose(
+            args.stores,
+            args.operators,
+            operator_options=_json_arg(args.operator_options, "--operator_options"),
+            labels=args.labels,
+            judge=judge,
+            rewriter=_rewriter(args.rewrite, _json_arg(args.rewrite_options, "--rewrite_options")),
+            max_questions=args.max_questions,
+            max_pairs_per_question=args.max_pairs_per_question,
+            token_unit=args.token_unit,
+            bootstrap=Bootstrap(args.bootstrap, seed=args.seed),
+            min_pairs=args.min_pairs,
+            progress=not args.no_progress,
+        )
+    except (ValueError, FileNotFoundError, KeyError, RuntimeError) as err:
+        print(f"semuq-eval diagnose: {err}", file=sys.stderr)
+        return 2
+    paths = write_report(result, args.output)
+    print(markdown(result))
+    print("written: " + ", ".join(str(v) for v in paths.values()))
+    return 0
+
+
+def check_main(argv: list[str]) -> int:
+    """`semuq-eval check-operator MODEL --baseline B.json`: exit 1 when a tracked figure regressed."""
+    p = argparse.ArgumentParser(
+        prog="semuq-eval check-operator",
+        description="Recompute an operator's trap scores, localization and estimator AUROC on a small frozen run "
+        "store and compare them with a baseline: exit 0 when none regressed beyond the tolerance, 1 when one did, "
+        "2 on bad input.",
+    )
+    p.add_argument("model", help="an enc model folder or hub id, an operator name (lexical), or name:MODEL")
+    p.add_argument("--baseline", default=None, help="baseline JSON to compare with")
+    p.add_argument(
+        "--write-baseline", "--write_baseline", dest="write_baseline", default=None, help="record one here"
+    )
+    p.add_argument(
+        "--operator_options", default=None, help="JSON options of the operator, e.g. '{\"batch_size\": 16}'"
+    )
+    p.add_argument("--store", default=None, help="run store to use (default: the frozen store shipped)")
+    p.add_argument(
+        "--tolerance", type=float, default=None, help="absolute tolerance (default: baseline's, else 0.02)"
+    )
+    p.add_argument("--estimators", default=None, help="comma-separated estimators whose AUROC is tracked")
+    p.add_argument("--max_questions", type=int, default=None)
+    p.add_argument("--report", default=None, help="also write the report as JSON here")
+    p.add_argument("--no_progress", action="store_true")
+    args = p.parse_args(argv)
+    from semuq_eval.diagnose.check import check_operator
+    from semuq_eval.jsonio import write_json
+
+    try:
+        report = check_operator(
+            args.model,
+            args.baseline,
+            operator_options=_json_arg(args.operator_options, "--operator_options"),
+            store=args.store,
+            tolerance=args.tolerance,
+            estimators=[s.strip() for s in args.estimators.split(",") if s.strip()]
+            if args.estimators
+            else None,
+            write_baseline=args.write_baseline,
+            max_questions=args.max_questions,
+            progress=not args.no_progress,
+        )
+    except (ValueError, FileNotFoundError, KeyError, RuntimeError) as err:
+        print(f"semuq-eval check-operator: {err}", file=sys.stderr)
+        return 2
+    print(report.summary())
+    if args.write_baseline:
+        print(f"baseline written: {args.write_baseline}")
+    if args.report:
+        write_json(
+            args.report,
+            {
+                "ok": report.ok,
+                "operator": report.operator,
+                "store": report.store,
+                "baseline": report.baseline_path,
+                "problems": report.problems,
+                "rows": [{**r.__dict__, "delta": r.delta} for r in report.rows],
+            },
+        )
+    return 0 if report.ok else 1

@@ -1,0 +1,119 @@
+"""Wrong-answer clustering (App. A.1): does the operator group equivalent WRONG answers as it groups
+equivalent correct ones?
+
+The paper calls two answers equivalent when they state the same fact, whatever its truth; correctness is
+its proxy for correct answers (all correct answers of a question share the reference's denotation). For two
+answers to be called equivalent here, the judge that labels correctness decides it with one answer as the
+other's reference, in either direction: with the default ``string`` judge (``contains``), the normalized
+shorter answer occurs as whole words in the other ("Madrid" ~ "It is Madrid."); with an LLM judge, their
+meaning is compared. The same rule applies to correct and incorrect pairs, so the two groups are compared
+like for like:
+
+===========================  ===================================================================
+group                        pairs of sampled answers of one question
+===========================  ===================================================================
+``incorrect_equivalent``     both incorrect, equivalent (the same wrong fact)
+``correct_equivalent``       both correct, equivalent
+``incorrect_different``      both incorrect, not equivalent (different wrong facts): context
+===========================  ===================================================================
+
+Pairs identical after the operators' normalization are left out (every operator scores them 1) and counted.
+A good operator scores ``incorrect_equivalent`` as high as ``correct_equivalent`` (the paper: .980 vs .975).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from itertools import combinations
+
+from semuq_eval.diagnose.questions import DiagnosticQuestion
+from semuq_eval.diagnose.traps import Pair, PairSet
+from semuq_eval.judges import Judge, StringJudge
+from semuq_eval.judges.base import as_verdict
+from semuq_eval.operators.base import normalize_answer
+
+__all__ = ["CLUSTER_GROUPS", "clustering_pairs"]
+
+CLUSTER_GROUPS: dict[str, str] = {
+    "incorrect_equivalent": "both incorrect, equivalent",
+    "correct_equivalent": "both correct, equivalent",
+    "incorrect_different": "both incorrect, not equivalent",
+}
+
+
+def clustering_pairs(
+    questions: Sequence[DiagnosticQuestion],
+    *,
+    judge: Judge | None = None,
+    max_pairs_per_question: int | None = None,
+) -> dict[str, PairSet]:
+    """The pairs of each group of :data:`CLUSTER_GROUPS`.
+
+    Parameters
+    ----------
+    questions : sequence of DiagnosticQuestion
+    judge : Judge, optional
+        Decides equivalence with one answer as the other's reference (default ``StringJudge("contains")``).
+    max_pairs_per_question : int, optional
+        Keep at most this many pairs of each group per question (the first, in sample order).
+
+    Examples
+    --------
+    >>> from semuq_eval.diagnose.questions import DiagnosticQuestion
+    >>> q = DiagnosticQuestion("0:0", 0, "Capital of France?", ["Paris"], "Paris", 1,
+    ...     ["Madrid", "It is Madrid.", "Paris.", "It is Paris!", "Rome"], [0, 0, 1, 1, 0])
+    >>> groups = clustering_pairs([q])
+    >>> [(p.a, p.b) for p in groups["incorrect_equivalent"].pairs]
+    [('Madrid', 'It is Madrid.')]
+    >>> len(groups["incorrect_different"].pairs), len(groups["correct_equivalent"].pairs)
+    (2, 1)
+    """
+    judge = judge or StringJudge("contains")
+    candidates: list[tuple[DiagnosticQuestion, int, int, str]] = []
+    identical: Counter[str] = Counter()
+    for q in questions:
+        for kind, idx in (("incorrect", q.incorrect_samples()), ("correct", q.correct_samples())):
+            for i, j in combinations(idx, 2):
+                if normalize_answer(q.samples[i]) == normalize_answer(q.samples[j]):
+                    identical[kind] += 1
+                else:
+                    candidates.append((q, i, j, kind))
+    qs, answers, refs = [], [], []
+    for q, i, j, _ in candidates:
+        qs += [q.question, q.question]
+        answers += [q.samples[i], q.samples[j]]
+        refs += [[q.samples[j]], [q.samples[i]]]
+    verdicts = [as_verdict(v).label for v in judge.batch(qs, answers, refs)] if qs else []
+    groups: dict[str, list[Pair]] = {name: [] for name in CLUSTER_GROUPS}
+    per_question: Counter[tuple[str, str]] = Counter()
+    for k, (q, i, j, kind) in enumerate(candidates):
+        equivalent = bool(verdicts[2 * k]) or bool(verdicts[2 * k + 1])
+        if kind == "correct" and not equivalent:
+            continue
+        name = f"{kind}_{'equivalent' if equivalent else 'different'}"
+        if max_pairs_per_question is not None and per_question[(q.uid, name)] >= max_pairs_per_question:
+            continue
+        per_question[(q.uid, name)] += 1
+        hidden = q.sample_hidden
+        groups[name].append(
+            Pair(
+                q.uid,
+                q.question,
+                q.samples[i],
+                q.samples[j],
+                None if hidden is None else hidden[i],
+                None if hidden is None else hidden[j],
+                {"samples": [i, j]},
+                i,
+                j,
+            )
+        )
+    info = {"equivalence": getattr(judge, "info", {"judge": getattr(judge, "name", "?")})}
+    out = {}
+    for name, pairs in groups.items():
+        kind = name.split("_")[0]
+        n = len({p.uid for p in pairs})
+        skipped = {"identical pairs left out": identical[kind]} if identical[kind] else {}
+        out[name] = PairSet(name, pairs, n, skipped, info)
+    return out

@@ -1,0 +1,295 @@
+"""``diagnose``: the four traps, wrong-answer clustering and token localization of any set of operators.
+
+One call builds every pair set once from the questions (:mod:`~semuq_eval.diagnose.traps`,
+:mod:`~semuq_eval.diagnose.clustering`), then for each operator scores all pairs in one batched call
+(:func:`~semuq_eval.diagnose.scoring.score_pairs`) and, when the operator yields token weights, measures
+token localization (:mod:`~semuq_eval.diagnose.localization`). The result is one JSON-safe dict (format
+``semuq-diagnose/1``) that :mod:`~semuq_eval.diagnose.report` turns into Markdown and a plot.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+import numpy as np
+
+from semuq_eval.diagnose.clustering import CLUSTER_GROUPS, clustering_pairs
+from semuq_eval.diagnose.localization import localization
+from semuq_eval.diagnose.questions import DiagnosticQuestion, load_questions
+from semuq_eval.diagnose.rewrite import FactRewriter
+from semuq_eval.diagnose.scoring import difference_with_ci, mean_with_ci, score_diagnostics
+from semuq_eval.diagnose.traps import TRAPS, PairSet, build_traps
+from semuq_eval.judges import Judge
+from semuq_eval.metrics import Bootstrap
+
+__all__ = ["DIAGNOSE_FORMAT", "build_pair_sets", "diagnose", "resolve_operators"]
+
+log = logging.getLogger(__name__)
+
+DIAGNOSE_FORMAT = "semuq-diagnose/1"
+
+
+def resolve_operators(
+    operators: Sequence[str] | str, options: Mapping[str, Mapping[str, Any]] | None = None
+) -> dict[str, Any]:
+    """The named operators built with their options (``{name: operator}``, cached per process as the
+    pipeline's), checking the names first.
+
+    Raises
+    ------
+    ValueError
+        An unknown operator name, options for an operator not asked for, or no operator at all.
+    """
+    from semuq_eval import operators as registry
+    from semuq_eval.harness.operator_runs import get_operator
+
+    if isinstance(operators, str):
+        operators = [s.strip() for s in operators.split(",") if s.strip()]
+    names = list(dict.fromkeys(operators))
+    if not names:
+        raise ValueError("no operator given; e.g. --operators enc,cos_ext,lexical")
+    unknown = [n for n in names if n not in registry.names()]
+    if unknown:
+        raise ValueError(f"unknown operator(s) {unknown}; known: {registry.names()}")
+    options = dict(options or {})
+    stray = sorted(set(options) - set(names))
+    if stray:
+        raise ValueError(f"operator_options for {stray}, which are not among the operators {names}")
+    for name, opts in options.items():
+        if not isinstance(opts, Mapping):
+            raise ValueError(f"operator_options[{name!r}] must be a mapping, got {opts!r}")
+    return {name: get_operator(name, dict(options.get(name) or {})) for name in names}
+
+
+def build_pair_sets(
+    questions: Sequence[DiagnosticQuestion],
+    *,
+    rewriter: FactRewriter | None = None,
+    equivalence_judge: Judge | None = None,
+    max_pairs_per_question: int | None = None,
+) -> tuple[dict[str, PairSet], dict[str, PairSet]]:
+    """``(traps, clustering)``: every pair set of a diagnosis, built once for all operators."""
+    traps = build_traps(questions, rewriter=rewriter)
+    groups = clustering_pairs(
+        questions, judge=equivalence_judge, max_pairs_per_question=max_pairs_per_question
+    )
+    return traps, groups
+
+
+def _examples(pair_set: PairSet, sims: np.ndarray | None, k: int = 2) -> list[dict[str, Any]]:
+    out = []
+    for i, p in enumerate(pair_set.pairs[:k]):
+        row = {
+            "question": p.question,
+            "a": p.a,
+            "b": p.b,
+            **{k2: v for k2, v in p.meta.items() if k2 != "samples"},
+        }
+        if sims is not None and np.isfinite(sims[i]):
+            row["similarity"] = float(sims[i])
+        out.append(row)
+    return out
+
+
+def diagnose(
+    stores: str | os.PathLike | Sequence[str | os.PathLike] | None = None,
+    operators: Sequence[str] | str = ("enc", "cos_ext", "lexical"),
+    *,
+    operator_options: Mapping[str, Mapping[str, Any]] | None = None,
+    questions: Sequence[DiagnosticQuestion] | None = None,
+    labels: str = "run",
+    judge: Judge | None = None,
+    rewriter: FactRewriter | None = None,
+    equivalence_judge: Judge | None = None,
+    max_questions: int | None = None,
+    max_pairs_per_question: int | None = None,
+    token_unit: str = "generator",
+    bootstrap: Bootstrap | None = None,
+    min_pairs: int = 30,
+    progress: bool = True,
+    docs_out: dict[str, list[Any]] | None = None,
+) -> dict[str, Any]:
+    """Diagnose operators on run stores (module docstring); returns the JSON-safe result.
+
+    Parameters
+    ----------
+    stores : path-like or sequence of path-like, optional
+        Run stores to read (or give ``questions``).
+    operators : sequence of str or str
+        Operator names (``"enc,cos_ext,lexical"`` works too).
+    operator_options : mapping, optional
+        ``{name: {option: value}}``, e.g. ``{"enc": {"model": "/path/to/encoder"}}``.
+    questions : sequence of DiagnosticQuestion, optional
+        Already loaded questions (:func:`~semuq_eval.diagnose.questions.load_questions`).
+    labels, judge, max_questions
+        Which labels to read, or a judge to label the answers now; see :func:`load_questions`.
+    rewriter : FactRewriter, optional
+        The context trap's rewrite route (default: offline substitution of a wrong sampled answer).
+    equivalence_judge : Judge, optional
+        Decides wrong-answer equivalence (default: the ``string`` judge, ``contains``).
+    max_pairs_per_question : int, optional
+        Cap on clustering pairs per question and group.
+    token_unit : {"generator", "encoder"}
+        Tokens of the localization (:mod:`~semuq_eval.diagnose.localization`).
+    bootstrap : Bootstrap, optional
+        Resamples of the intervals (default 1000, seed 0, 95%).
+    min_pairs : int
+        Fewer pairs (or answers) than this flag a figure as a small sample.
+    progress : bool
+        Progress bars (operators, encoders).
+    docs_out : dict, optional
+        Filled with ``{operator: docs}``: the pipeline docs holding each operator's sample matrices (what
+        ``check-operator`` scores estimators on without a second pass).
+
+    Returns
+    -------
+    dict
+        ``{"format", "created", "stores", "labels", "counts", "operators", "traps", "clustering",
+        "localization", "settings", "timing"}``.
+
+    Raises
+    ------
+    ValueError
+        Unknown operators, no questions, or no correct answer at all (every trap would be empty).
+
+    Examples
+    --------
+    >>> from semuq_eval.diagnose.check import frozen_store_path
+    >>> result = diagnose(frozen_store_path(), "lexical", max_questions=40, progress=False)
+    >>> sorted(result["traps"]) == sorted(["context", "autoregressive", "entailment", "ood_syntax"])
+    True
+    """
+    from tqdm.auto import tqdm
+
+    start = time.perf_counter()
+    bootstrap = bootstrap or Bootstrap()
+    built = resolve_operators(operators, operator_options)
+    for op in built.values():
+        if hasattr(op, "progress"):
+            op.progress = bool(progress)
+    if questions is None:
+        if stores is None:
+            raise ValueError("give run stores or questions")
+        questions = load_questions(stores, labels=labels, judge=judge, max_questions=max_questions)
+    questions = list(questions)
+    if not questions:
+        raise ValueError("no questions to diagnose")
+    n_greedy = sum(q.greedy_label == 1 for q in questions)
+    n_sample = sum(q.sample_labels.count(1) for q in questions)
+    if n_greedy == 0 and n_sample == 0:
+        raise ValueError(
+            f"none of the {len(questions)} questions has a correct answer (greedy or sampled): every trap "
+            "needs correct answers; check the labels (--labels / --judge) or use more questions"
+        )
+    t0 = time.perf_counter()
+    traps, groups = build_pair_sets(
+        questions,
+        rewriter=rewriter,
+        equivalence_judge=equivalence_judge,
+        max_pairs_per_question=max_pairs_per_question,
+    )
+    t_pairs = time.perf_counter() - t0
+    pair_sets = {
+        **{f"trap:{k}": v.pairs for k, v in traps.items()},
+        **{f"cluster:{k}": v.pairs for k, v in groups.items()},
+    }
+    out_traps = {
+        name: {
+            **TRAPS[name],
+            "n_eligible": ps.n_questions,
+            "n_pairs": len(ps.pairs),
+            "skipped": ps.skipped,
+            "info": ps.info,
+            "results": {},
+        }
+        for name, ps in traps.items()
+    }
+    out_groups: dict[str, Any] = {
+        name: {
+            "pair": CLUSTER_GROUPS[name],
+            "n_pairs": len(ps.pairs),
+            "n_questions": ps.n_questions,
+            "skipped": ps.skipped,
+            "results": {},
+        }
+        for name, ps in groups.items()
+    }
+    out_groups["gap"] = {"pair": "incorrect_equivalent - correct_equivalent", "results": {}}
+    out_groups["equivalence"] = next(iter(groups.values())).info.get("equivalence")
+    out_loc: dict[str, Any] = {}
+    infos, timing = {}, {"pairs_s": t_pairs}
+    for name, op in tqdm(built.items(), desc="diagnose operators", disable=not progress):
+        t0 = time.perf_counter()
+        try:
+            sims, unavailable, docs = score_diagnostics(
+                name, (operator_options or {}).get(name), questions, pair_sets
+            )
+        except RuntimeError:
+            raise
+        except Exception as err:
+            raise RuntimeError(f"operator {name} failed: {type(err).__name__}: {err}") from err
+        if docs_out is not None:
+            docs_out[name] = docs
+        infos[name] = dict(op.info)
+        for trap, ps in traps.items():
+            s = sims[f"trap:{trap}"]
+            stat = mean_with_ci(s, [p.uid for p in ps.pairs], bootstrap=bootstrap, min_pairs=min_pairs)
+            out_traps[trap]["results"][name] = {**stat.as_dict(), "n_unavailable": int(np.isnan(s).sum())}
+            if unavailable and np.isnan(s).any():
+                out_traps[trap]["results"][name]["unavailable"] = unavailable
+            out_traps[trap].setdefault("examples", {})[name] = _examples(ps, s)
+        for group, ps in groups.items():
+            s = sims[f"cluster:{group}"]
+            stat = mean_with_ci(s, [p.uid for p in ps.pairs], bootstrap=bootstrap, min_pairs=min_pairs)
+            out_groups[group]["results"][name] = {**stat.as_dict(), "n_unavailable": int(np.isnan(s).sum())}
+        inc, cor = groups["incorrect_equivalent"], groups["correct_equivalent"]
+        out_groups["gap"]["results"][name] = difference_with_ci(
+            sims["cluster:incorrect_equivalent"],
+            [p.uid for p in inc.pairs],
+            sims["cluster:correct_equivalent"],
+            [p.uid for p in cor.pairs],
+            bootstrap=bootstrap,
+        )
+        if "token_weights" in getattr(op, "extras", ()):
+            loc = localization(op, questions, unit=token_unit, bootstrap=bootstrap, min_answers=min_pairs)
+            out_loc[name] = loc.as_dict()
+        else:
+            out_loc[name] = {"unavailable": f"{name} yields no token weights (only enc does)"}
+        timing[f"{name}_s"] = time.perf_counter() - t0
+    timing["total_s"] = time.perf_counter() - start
+    if isinstance(stores, (str, os.PathLike)):
+        stores = [stores]
+    return {
+        "format": DIAGNOSE_FORMAT,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "stores": [str(s) for s in stores or []],
+        "labels": "judged now: " + str(getattr(judge, "info", judge)) if judge is not None else labels,
+        "counts": {
+            "questions": len(questions),
+            "greedy_correct": n_greedy,
+            "greedy_incorrect": sum(q.greedy_label == 0 for q in questions),
+            "samples_correct": n_sample,
+            "samples_incorrect": sum(q.sample_labels.count(0) for q in questions),
+        },
+        "operators": infos,
+        "traps": out_traps,
+        "clustering": out_groups,
+        "localization": out_loc,
+        "settings": {
+            "bootstrap": {
+                "n_resamples": bootstrap.n_resamples,
+                "seed": bootstrap.seed,
+                "level": bootstrap.confidence_level,
+            },
+            "min_pairs": min_pairs,
+            "token_unit": token_unit,
+            "max_pairs_per_question": max_pairs_per_question,
+            "ci": "percentile bootstrap over questions (a question's pairs resampled together)",
+        },
+        "timing": timing,
+    }

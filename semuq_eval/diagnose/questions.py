@@ -1,0 +1,161 @@
+"""The questions a diagnosis reads: answers from run stores, with a correctness label on every answer.
+
+:func:`load_questions` reads one or more run stores (:func:`~semuq_eval.harness.store.load_store`) and a label
+set of each (:func:`~semuq_eval.harness.label_sets.read_label_set`; ``"run"``: the run's own judge), or labels
+every answer now with a judge (``judge=``: e.g. the offline ``string`` judge for a store written before
+per-sample labels were kept). Every diagnostic needs the verdict on each SAMPLED answer, not only the greedy
+and majority labels: a store without them is refused with the command that adds them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from semuq_eval.harness.label_sets import RUN_LABELS, read_label_set
+from semuq_eval.harness.store import load_store
+from semuq_eval.judges import Judge, label_answers
+
+__all__ = ["DiagnosticQuestion", "NoSampleLabelsError", "load_questions"]
+
+
+class NoSampleLabelsError(ValueError):
+    """A store's label set has no verdict on the sampled answers (only greedy / majority labels)."""
+
+
+@dataclass
+class DiagnosticQuestion:
+    """One question with its answers and their labels (1 correct, 0 incorrect, None unknown).
+
+    ``uid`` is unique over all stores of a diagnosis (``"<store index>:<doc_id>"``); ``greedy_offsets`` are
+    the generating model's token spans in the greedy answer (None for a black-box model); ``greedy_hidden``
+    and ``sample_hidden`` its hidden vectors when the store kept them (``cos_int``).
+    """
+
+    uid: str
+    doc_id: int
+    question: str
+    references: list[str]
+    greedy: str
+    greedy_label: int | None
+    samples: list[str]
+    sample_labels: list[int | None]
+    greedy_offsets: np.ndarray | None = None
+    greedy_hidden: np.ndarray | None = None
+    sample_hidden: list[np.ndarray | None] | None = None
+
+    def correct_samples(self) -> list[int]:
+        """Indices of the samples labelled correct."""
+        return [i for i, v in enumerate(self.sample_labels) if v == 1]
+
+    def incorrect_samples(self) -> list[int]:
+        """Indices of the samples labelled incorrect."""
+        return [i for i, v in enumerate(self.sample_labels) if v == 0]
+
+
+def _labels_of(store: Path, records: Sequence[dict[str, Any]], labels: str, judge: Judge | None):
+    if judge is not None:
+        out = label_answers(
+            judge,
+            [r["question"] for r in records],
+            [r["greedy"].text for r in records],
+            [[g.text for g in r["samples"]] for r in records],
+            [r["references"] for r in records],
+        )
+        return {r["doc_id"]: lab for r, lab in zip(records, out, strict=True)}
+    label_set = read_label_set(store, labels)
+    missing = [
+        r["doc_id"]
+        for r in records
+        if r["samples"]
+        and len(label_set.records.get(r["doc_id"], {}).get("samples") or []) != len(r["samples"])
+    ]
+    if missing:
+        raise NoSampleLabelsError(
+            f"{store}: label set {labels!r} has no verdict on the sampled answers of {len(missing)} of "
+            f"{len(records)} questions (e.g. doc {missing[0]}); the diagnostics need per-sample labels. "
+            "Label them now with a judge (`--judge string`), or write a label set with `semuq-eval judge`."
+        )
+    return label_set.records
+
+
+def load_questions(
+    stores: str | os.PathLike | Sequence[str | os.PathLike],
+    *,
+    labels: str = RUN_LABELS,
+    judge: Judge | None = None,
+    max_questions: int | None = None,
+) -> list[DiagnosticQuestion]:
+    """The questions of one or more run stores with per-answer labels.
+
+    Parameters
+    ----------
+    stores : path-like or sequence of path-like
+        Run store directories (``<output_path>/semuq/<task>/<run_id>``).
+    labels : str
+        The label set to read (default ``"run"``: the labels of the run's own judge).
+    judge : Judge, optional
+        Label every answer now with this judge instead of reading a label set.
+    max_questions : int, optional
+        Keep the first questions of each store only.
+
+    Returns
+    -------
+    list of DiagnosticQuestion
+
+    Raises
+    ------
+    FileNotFoundError
+        A path is not a run store, or the label set does not exist.
+    NoSampleLabelsError
+        The label set has no per-sample verdicts (and no ``judge`` was given).
+
+    Examples
+    --------
+    >>> from semuq_eval.diagnose.check import frozen_store_path
+    >>> qs = load_questions(frozen_store_path(), max_questions=3)
+    >>> len(qs), len(qs[0].samples) == len(qs[0].sample_labels)
+    (3, True)
+    """
+    if isinstance(stores, (str, os.PathLike)):
+        stores = [stores]
+    out: list[DiagnosticQuestion] = []
+    for k, store in enumerate(stores):
+        store = Path(store)
+        _, records = load_store(store)
+        if max_questions is not None:
+            records = records[: int(max_questions)]
+        label_records = _labels_of(store, records, labels, judge)
+        for r in records:
+            lab = label_records.get(r["doc_id"])
+            if lab is None:
+                raise NoSampleLabelsError(
+                    f"{store}: label set {labels!r} has no record for doc {r['doc_id']}"
+                )
+            greedy, samples = r["greedy"], r["samples"]
+            hidden = [None if g.hidden is None else np.asarray(g.hidden, dtype=np.float64) for g in samples]
+
+            def label(v):
+                return None if v is None else int(bool(v))
+
+            out.append(
+                DiagnosticQuestion(
+                    uid=f"{k}:{r['doc_id']}",
+                    doc_id=int(r["doc_id"]),
+                    question=r["question"],
+                    references=[x for x in r["references"] if isinstance(x, str)],
+                    greedy=greedy.text,
+                    greedy_label=label(lab.get("greedy")),
+                    samples=[g.text for g in samples],
+                    sample_labels=[label(v) for v in lab.get("samples") or []],
+                    greedy_offsets=greedy.token_offsets,
+                    greedy_hidden=None if greedy.hidden is None else np.asarray(greedy.hidden, np.float64),
+                    sample_hidden=hidden if any(h is not None for h in hidden) else None,
+                )
+            )
+    return out

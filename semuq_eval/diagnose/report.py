@@ -1,0 +1,205 @@
+"""A diagnosis as files: ``diagnosis.json``, ``diagnosis.md`` and ``diagnosis.png`` in one folder.
+
+Markdown cells read ``mean [low, high] (n)``; a ``!`` marks a small sample (fewer than ``min_pairs``
+questions) and the plot draws those bars grey and hatched.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from semuq_eval.jsonio import write_json
+
+__all__ = ["markdown", "plot", "write_report"]
+
+
+def _num(x: Any, digits: int = 3) -> str:
+    return "n/a" if x is None or (isinstance(x, float) and not math.isfinite(x)) else f"{x:.{digits}f}"
+
+
+def _cell(r: Mapping[str, Any] | None) -> str:
+    if not r or r.get("mean") is None:
+        n = (r or {}).get("n_unavailable")
+        return f"n/a ({n} unavailable)" if n else "n/a (no pairs)"
+    flag = " !" if r.get("small_sample") else ""
+    return f"{_num(r['mean'])} [{_num(r['ci_low'])}, {_num(r['ci_high'])}] ({r['n_pairs']}){flag}"
+
+
+def markdown(result: Mapping[str, Any]) -> str:
+    """The diagnosis as Markdown tables (traps, clustering, localization), with counts and notes.
+
+    Examples
+    --------
+    >>> from semuq_eval.diagnose.diagnosis import diagnose
+    >>> from semuq_eval.diagnose.check import frozen_store_path
+    >>> text = markdown(diagnose(frozen_store_path(), "lexical", max_questions=40, progress=False))
+    >>> text.splitlines()[0]
+    '# Operator diagnosis'
+    """
+    ops = list(result["operators"])
+    c = result["counts"]
+    lines = [
+        "# Operator diagnosis",
+        "",
+        f"Stores: {', '.join(f'`{s}`' for s in result['stores']) or '(given questions)'}; labels: {result['labels']}.",
+        f"{c['questions']} questions: greedy answers {c['greedy_correct']} correct / {c['greedy_incorrect']} "
+        f"incorrect; sampled answers {c['samples_correct']} correct / {c['samples_incorrect']} incorrect.",
+        f"Cells: mean similarity [95% CI] (pairs); CI: {result['settings']['ci']}; `!` = fewer than "
+        f"{result['settings']['min_pairs']} questions (small sample).",
+        "",
+        "## Traps (App. F)",
+        "",
+        "| trap | pair | better | " + " | ".join(f"`{o}`" for o in ops) + " |",
+        "|---|---|---|" + "---|" * len(ops),
+    ]
+    for trap in result["traps"].values():
+        cells = " | ".join(_cell(trap["results"].get(o)) for o in ops)
+        lines.append(f"| {trap['title']} | {trap['pair']} | {trap['better']} | {cells} |")
+    lines += ["", "Questions without a pair:", ""]
+    for name, trap in result["traps"].items():
+        skipped = "; ".join(f"{why}: {n}" for why, n in trap["skipped"].items()) or "none"
+        lines.append(
+            f"- {trap['title']}: {trap['n_pairs']} pairs of {trap['n_eligible']} eligible questions; {skipped}"
+        )
+        if name == "context":
+            info = trap["info"]
+            lines.append(
+                f"  - rewrite route: {info.get('rewriter', {}).get('route')}; sources: {info.get('sources')}"
+            )
+    cl = result["clustering"]
+    lines += [
+        "",
+        "## Wrong-answer clustering (App. A.1)",
+        "",
+        f"Equivalent: the judge {cl.get('equivalence')} accepts one answer with the other as its reference "
+        "(either direction).",
+        "",
+        "| group | " + " | ".join(f"`{o}`" for o in ops) + " |",
+        "|---|" + "---|" * len(ops),
+    ]
+    for name in ("incorrect_equivalent", "correct_equivalent", "incorrect_different"):
+        g = cl[name]
+        lines.append(f"| {g['pair']} | " + " | ".join(_cell(g["results"].get(o)) for o in ops) + " |")
+    gap = cl["gap"]["results"]
+    lines.append(
+        "| gap (incorrect eq. - correct eq.) | "
+        + " | ".join(
+            f"{_num(gap[o]['difference'])} [{_num(gap[o]['ci_low'])}, {_num(gap[o]['ci_high'])}]" for o in ops
+        )
+        + " |"
+    )
+    lines += [
+        "",
+        "## Token localization (App. A.4)",
+        "",
+        "| operator | tokens | top token in the reference | uniform chance | ratio | answers |",
+        "|---|---|---|---|---|---|",
+    ]
+    for o in ops:
+        loc = result["localization"].get(o, {})
+        if "unavailable" in loc:
+            lines.append(f"| `{o}` | - | {loc['unavailable']} | | | |")
+            continue
+        h, ch = loc["hit_rate"], loc["chance_rate"]
+        flag = " !" if h.get("small_sample") else ""
+        lines.append(
+            f"| `{o}` | {loc['unit']} | {_num(h['mean'])} [{_num(h['ci_low'])}, {_num(h['ci_high'])}] "
+            f"({loc['n_hits']}/{loc['n_answers']}){flag} | {_num(ch['mean'])} | {_num(loc['ratio_over_chance'], 1)}x "
+            f"| {loc['n_answers']} of {loc['n_eligible']} eligible |"
+        )
+    lines += ["", "## Examples", ""]
+    for trap in result["traps"].values():
+        ex = next(iter(trap.get("examples", {}).values()), [])
+        if not ex:
+            continue
+        e = ex[0]
+        sims = ", ".join(
+            f"`{o}` {_num(trap['examples'][o][0].get('similarity'))}" for o in ops if trap["examples"].get(o)
+        )
+        lines += [f"- **{trap['title']}** ({e['question']}): A: {e['a']!r} / B: {e['b']!r}: {sims}"]
+    return "\n".join(lines) + "\n"
+
+
+def plot(result: Mapping[str, Any], path: str | os.PathLike) -> Path:
+    """Bars of every trap and clustering group per operator with their CIs, and localization vs chance."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    ops = list(result["operators"])
+    rows = [(t["title"], t["results"]) for t in result["traps"].values()]
+    rows += [
+        (result["clustering"][g]["pair"], result["clustering"][g]["results"])
+        for g in ("incorrect_equivalent", "correct_equivalent", "incorrect_different")
+    ]
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(13, 4.8), gridspec_kw={"width_ratios": [3, 1]})
+    width = 0.8 / max(1, len(ops))
+    x = np.arange(len(rows))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for k, o in enumerate(ops):
+        for i, (_, res) in enumerate(rows):
+            r = res.get(o) or {}
+            if r.get("mean") is None:
+                continue
+            small = r.get("small_sample")
+            ax.bar(
+                x[i] + (k - (len(ops) - 1) / 2) * width,
+                r["mean"],
+                width,
+                color="lightgrey" if small else colors[k % len(colors)],
+                edgecolor=colors[k % len(colors)],
+                hatch="//" if small else None,
+                yerr=[[r["mean"] - r["ci_low"]], [r["ci_high"] - r["mean"]]],
+                capsize=2,
+                label=o
+                if i == 0 or not any((rr.get(o) or {}).get("mean") is not None for _, rr in rows[:i])
+                else None,
+            )
+    ax.set_xticks(x, [t for t, _ in rows], rotation=25, ha="right", fontsize=8)
+    ax.set_ylabel("mean similarity")
+    ax.axvline(3.5, color="black", lw=0.5)
+    ax.set_title("traps (left) and wrong-answer clustering (right); grey hatched: small sample", fontsize=9)
+    ax.legend(fontsize=8)
+    locs = [(o, result["localization"].get(o, {})) for o in ops]
+    locs = [(o, loc) for o, loc in locs if "hit_rate" in loc and loc["hit_rate"].get("mean") is not None]
+    for k, (_, loc) in enumerate(locs):
+        h, ch = loc["hit_rate"], loc["chance_rate"]
+        ax2.bar(
+            k - 0.2,
+            h["mean"],
+            0.4,
+            yerr=[[h["mean"] - h["ci_low"]], [h["ci_high"] - h["mean"]]],
+            capsize=2,
+            color="tab:blue",
+            label="top token in reference" if k == 0 else None,
+        )
+        ax2.bar(k + 0.2, ch["mean"], 0.4, color="tab:grey", label="uniform chance" if k == 0 else None)
+    ax2.set_xticks(range(len(locs)), [o for o, _ in locs])
+    ax2.set_ylim(0, 1)
+    ax2.set_title("token localization", fontsize=9)
+    if locs:
+        ax2.legend(fontsize=8)
+    else:
+        ax2.text(0.5, 0.5, "no operator with token weights", ha="center", transform=ax2.transAxes, fontsize=8)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def write_report(result: Mapping[str, Any], folder: str | os.PathLike) -> dict[str, Path]:
+    """Write ``diagnosis.json``, ``diagnosis.md`` and ``diagnosis.png`` into ``folder`` (created)."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = {"json": write_json(folder / "diagnosis.json", result)}
+    paths["markdown"] = folder / "diagnosis.md"
+    paths["markdown"].write_text(markdown(result), encoding="utf-8")
+    paths["plot"] = plot(result, folder / "diagnosis.png")
+    return paths

@@ -1,0 +1,297 @@
+"""The four traps of Sec. 3.2 / App. F, built as pairs of answers from run stores.
+
+Each builder returns :class:`PairSet`: the pairs (at most one per question, as in App. F) and, per reason,
+how many questions gave none. An operator then scores every pair (:mod:`semuq_eval.diagnose.scoring`).
+
+==================  ====================================================================  ================
+trap                pair (per question)                                                   a good operator
+==================  ====================================================================  ================
+``context``         a correct greedy answer naming a reference vs the same answer with    low similarity
+                    that fact replaced (:mod:`semuq_eval.diagnose.rewrite`)
+``autoregressive``  a correct and an incorrect sample sharing their last four words       low
+                    (the first such pair in sample order)
+``entailment``      the shortest vs the longest correct sample (words, then characters)   high
+``ood_syntax``      the correct greedy answer vs the bare reference string it names       high
+                    (the first mention's alias; the first reference if none is named)
+==================  ====================================================================  ================
+
+Pairs whose two answers are identical after the operators' normalization (strip, collapse whitespace,
+casefold) are not built: every operator scores them 1 by definition.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from semuq_eval.diagnose.questions import DiagnosticQuestion
+from semuq_eval.diagnose.rewrite import FactRewriter, RewriteRequest, SampleSubstitution
+from semuq_eval.diagnose.spans import alias_spans, last_words, word_spans
+from semuq_eval.operators.base import normalize_answer
+
+__all__ = [
+    "TRAPS",
+    "Pair",
+    "PairSet",
+    "autoregressive_pairs",
+    "build_traps",
+    "context_pairs",
+    "entailment_pairs",
+    "ood_syntax_pairs",
+]
+
+TRAPS: dict[str, dict[str, str]] = {
+    "context": {
+        "title": "context trap",
+        "pair": "correct greedy answer vs the same answer with the fact replaced",
+        "better": "lower",
+    },
+    "autoregressive": {
+        "title": "autoregressive bias",
+        "pair": "correct vs incorrect sample sharing their last four words",
+        "better": "lower",
+    },
+    "entailment": {
+        "title": "entailment trap",
+        "pair": "shortest vs longest correct sample",
+        "better": "higher",
+    },
+    "ood_syntax": {
+        "title": "OOD syntax",
+        "pair": "correct greedy sentence vs the bare reference string",
+        "better": "higher",
+    },
+}
+"""The traps: title, what a pair is, and which direction a good operator goes (App. F)."""
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Two answers to one question, with the generating model's hidden vectors when both were generated.
+
+    ``sample_a`` / ``sample_b``: the answers' indices among the question's sampled answers when both are
+    samples (their similarity is then read from the question's sample matrix), else None.
+    """
+
+    uid: str
+    question: str
+    a: str
+    b: str
+    hidden_a: np.ndarray | None = None
+    hidden_b: np.ndarray | None = None
+    meta: dict[str, Any] = field(default_factory=dict, compare=False)
+    sample_a: int | None = None
+    sample_b: int | None = None
+
+
+@dataclass
+class PairSet:
+    """The pairs of one diagnostic, how many questions were eligible, and why the others gave no pair."""
+
+    name: str
+    pairs: list[Pair]
+    n_questions: int
+    skipped: dict[str, int] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+def _hidden(q: DiagnosticQuestion, i: int) -> np.ndarray | None:
+    return None if q.sample_hidden is None else q.sample_hidden[i]
+
+
+def _same(a: str, b: str) -> bool:
+    return normalize_answer(a) == normalize_answer(b)
+
+
+def context_pairs(questions: Sequence[DiagnosticQuestion], rewriter: FactRewriter | None = None) -> PairSet:
+    """Context trap: each correct greedy answer naming a reference vs its rewrite with the fact replaced.
+
+    Parameters
+    ----------
+    questions : sequence of DiagnosticQuestion
+    rewriter : FactRewriter, optional
+        Default :class:`~semuq_eval.diagnose.rewrite.SampleSubstitution` (offline).
+
+    Examples
+    --------
+    >>> from semuq_eval.diagnose.questions import DiagnosticQuestion
+    >>> q = DiagnosticQuestion("0:0", 0, "Capital of France?", ["Paris"], "It is Paris.", 1,
+    ...                        ["It is Lyon.", "Paris"], [0, 1])
+    >>> ps = context_pairs([q])
+    >>> [(p.a, p.b) for p in ps.pairs]
+    [('It is Paris.', 'It is Lyon.')]
+    """
+    rewriter = rewriter or SampleSubstitution()
+    skipped: Counter[str] = Counter()
+    requests, owners = [], []
+    for q in questions:
+        if q.greedy_label != 1:
+            continue
+        mentions = alias_spans(q.greedy, q.references)
+        if not mentions:
+            skipped["correct greedy answer names no reference verbatim"] += 1
+            continue
+        wrong = tuple(q.samples[i] for i in q.incorrect_samples())
+        requests.append(RewriteRequest(q.question, q.greedy, tuple(q.references), tuple(mentions), wrong))
+        owners.append(q)
+    pairs, sources = [], Counter()
+    for q, request, result in zip(owners, requests, rewriter.rewrite(requests), strict=True):
+        if result.text is None:
+            skipped[result.reason or "no rewrite"] += 1
+        elif _same(result.text, q.greedy):
+            skipped["the rewrite is the answer unchanged"] += 1
+        else:
+            route = (result.source or "").split(":")[0]
+            sources[route] += 1
+            pairs.append(
+                Pair(
+                    q.uid,
+                    q.question,
+                    q.greedy,
+                    result.text,
+                    meta={"fact": request.fact, "source": result.source},
+                )
+            )
+    n = sum(1 for q in questions if q.greedy_label == 1)
+    return PairSet("context", pairs, n, dict(skipped), {"rewriter": rewriter.info, "sources": dict(sources)})
+
+
+def autoregressive_pairs(questions: Sequence[DiagnosticQuestion], n_words: int = 4) -> PairSet:
+    """Autoregressive bias: the first correct / incorrect sample pair sharing their last ``n_words`` words.
+
+    Words are lowercased runs of letters and digits (punctuation ignored); samples are searched in stored
+    order, correct sample first.
+
+    Examples
+    --------
+    >>> from semuq_eval.diagnose.questions import DiagnosticQuestion
+    >>> q = DiagnosticQuestion("0:0", 0, "Who played the Joker?", ["Heath Ledger"], "Heath Ledger", 1,
+    ...     ["Heath Ledger played the role in the film.", "Jack Nicholson played the role in the film!"], [1, 0])
+    >>> [p.b for p in autoregressive_pairs([q]).pairs]
+    ['Jack Nicholson played the role in the film!']
+    """
+    pairs, skipped, n = [], Counter(), 0
+    for q in questions:
+        good, bad = q.correct_samples(), q.incorrect_samples()
+        if not good or not bad:
+            continue
+        n += 1
+        ends = {j: last_words(q.samples[j], n_words) for j in bad}
+        found = None
+        for i in good:
+            tail = last_words(q.samples[i], n_words)
+            if tail is None:
+                continue
+            found = next((j for j in bad if ends[j] == tail), None)
+            if found is not None:
+                pairs.append(
+                    Pair(
+                        q.uid,
+                        q.question,
+                        q.samples[i],
+                        q.samples[found],
+                        _hidden(q, i),
+                        _hidden(q, found),
+                        {"correct": i, "incorrect": found, "suffix": " ".join(tail)},
+                        i,
+                        found,
+                    )
+                )
+                break
+        if found is None:
+            skipped[f"no correct / incorrect samples share their last {n_words} words"] += 1
+    return PairSet("autoregressive", pairs, n, dict(skipped), {"n_words": n_words})
+
+
+def entailment_pairs(questions: Sequence[DiagnosticQuestion]) -> PairSet:
+    """Entailment trap: the shortest vs the longest correct sample (by words, then characters, then order).
+
+    Examples
+    --------
+    >>> from semuq_eval.diagnose.questions import DiagnosticQuestion
+    >>> q = DiagnosticQuestion("0:0", 0, "Who wrote it?", ["Darwin"], "Darwin", 1,
+    ...     ["Charles Darwin wrote it in 1859.", "Darwin.", "It was Darwin.", "Wallace"], [1, 1, 1, 0])
+    >>> [(p.a, p.b) for p in entailment_pairs([q]).pairs]
+    [('Darwin.', 'Charles Darwin wrote it in 1859.')]
+    """
+    pairs, skipped, n = [], Counter(), 0
+    for q in questions:
+        good = q.correct_samples()
+        if len(good) < 2:
+            continue
+        n += 1
+        size = {i: (len(word_spans(q.samples[i])), len(q.samples[i].strip())) for i in good}
+        short = min(good, key=lambda i: (*size[i], i))
+        long = max(good, key=lambda i: (*size[i], -i))
+        if short == long or _same(q.samples[short], q.samples[long]):
+            skipped["all correct samples are the same answer"] += 1
+            continue
+        pairs.append(
+            Pair(
+                q.uid,
+                q.question,
+                q.samples[short],
+                q.samples[long],
+                _hidden(q, short),
+                _hidden(q, long),
+                {"shortest": short, "longest": long, "words": [size[short][0], size[long][0]]},
+                short,
+                long,
+            )
+        )
+    return PairSet("entailment", pairs, n, dict(skipped))
+
+
+def ood_syntax_pairs(questions: Sequence[DiagnosticQuestion]) -> PairSet:
+    """OOD syntax: each correct greedy answer vs the bare reference string it names.
+
+    Examples
+    --------
+    >>> from semuq_eval.diagnose.questions import DiagnosticQuestion
+    >>> q = DiagnosticQuestion("0:0", 0, "Capital of France?", ["Paris", "City of Light"],
+    ...                        "The capital of France is Paris.", 1, [], [])
+    >>> [(p.a, p.b) for p in ood_syntax_pairs([q]).pairs]
+    [('The capital of France is Paris.', 'Paris')]
+    """
+    pairs, skipped, n = [], Counter(), 0
+    for q in questions:
+        if q.greedy_label != 1:
+            continue
+        n += 1
+        if not q.references:
+            skipped["no reference string"] += 1
+            continue
+        mentions = alias_spans(q.greedy, q.references)
+        reference = mentions[0].alias if mentions else q.references[0]
+        if _same(reference, q.greedy):
+            skipped["the greedy answer is the bare reference"] += 1
+            continue
+        pairs.append(
+            Pair(
+                q.uid,
+                q.question,
+                q.greedy,
+                reference,
+                meta={"reference": "named in the answer" if mentions else "first reference"},
+            )
+        )
+    return PairSet("ood_syntax", pairs, n, dict(skipped))
+
+
+def build_traps(
+    questions: Sequence[DiagnosticQuestion],
+    *,
+    rewriter: FactRewriter | None = None,
+    n_words: int = 4,
+) -> dict[str, PairSet]:
+    """All four traps (:data:`TRAPS`) of ``questions``, keyed by trap name."""
+    return {
+        "context": context_pairs(questions, rewriter),
+        "autoregressive": autoregressive_pairs(questions, n_words),
+        "entailment": entailment_pairs(questions),
+        "ood_syntax": ood_syntax_pairs(questions),
+    }
