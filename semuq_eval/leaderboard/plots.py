@@ -34,6 +34,8 @@ def plot_auroc(document: Mapping[str, Any], section: Mapping[str, Any], path: st
     Estimators are sorted by mean AUROC over the LLMs (greedy labels). Returns ``path``.
     """
     plt = _plt()
+    import numpy as np
+
     sid, llms = section["id"], section["llms"]
     cells = [c for c in document["cells"] if c["section"] == sid and c["metric"] == "auroc"]
     strategies = sorted({c["strategy"] for c in cells}, key=lambda s: (s != "greedy", s)) or ["greedy"]
@@ -46,27 +48,32 @@ def plot_auroc(document: Mapping[str, Any], section: Mapping[str, Any], path: st
         return sum(values) / len(values) if values else -1.0
 
     names = sorted(section["estimators"], key=mean)
-    height = 0.22 * max(len(names), 1) * max(1.0, 0.35 * len(llms)) + 1.8
+    height = 0.2 * max(len(names), 1) * max(1.0, 0.25 * len(llms)) + 1.8
     fig, axes = plt.subplots(
-        1, len(strategies), figsize=(6.5 * len(strategies), min(height, 60)), squeeze=False
+        1, len(strategies), figsize=(6.5 * len(strategies), min(height, 36)), squeeze=False
     )
     colors = plt.get_cmap("tab10")
     step = 0.8 / max(len(llms), 1)
     for ax, strategy in zip(axes[0], strategies, strict=True):
         undefined = 0
         for j, llm in enumerate(llms):
+            points = {True: [], False: []}  # reliable -> [(y, value, low, high)]
             for i, name in enumerate(names):
                 c = at.get((strategy, name, llm))
                 if c is None or c["value"] is None:
                     undefined += c is not None and c["status"] == "undefined"
                     continue
-                y = i - 0.4 + step * (j + 0.5)
-                lo = c["value"] - c["ci_low"] if c["ci_low"] is not None else 0
-                hi = c["ci_high"] - c["value"] if c["ci_high"] is not None else 0
-                color = colors(j % 10)
+                low = c["ci_low"] if c["ci_low"] is not None else c["value"]
+                high = c["ci_high"] if c["ci_high"] is not None else c["value"]
+                points[bool(c["reliable"])].append((i - 0.4 + step * (j + 0.5), c["value"], low, high))
+            color = colors(j % 10)
+            for reliable, rows in points.items():
+                if not rows:
+                    continue
+                y, v, lo, hi = (np.array(col) for col in zip(*rows, strict=True))
                 ax.errorbar(
-                    c["value"], y, xerr=[[lo], [hi]], fmt="o", ms=3.5, lw=1, capsize=1.5, color=color,
-                    mfc=color if c["reliable"] else "white", label=llm if i == 0 else None,
+                    v, y, xerr=[v - lo, hi - v], fmt="o", ms=3.5, lw=1, capsize=1.5, color=color,
+                    mfc=color if reliable else "white", label=llm if reliable or not points[True] else None,
                 )  # fmt: skip
         ax.axvline(0.5, color="grey", linestyle="--", linewidth=0.8)
         ax.set_yticks(range(len(names)))
@@ -82,7 +89,7 @@ def plot_auroc(document: Mapping[str, Any], section: Mapping[str, Any], path: st
     fig.suptitle(f"{sid}: {section['question_set']}, N = {section['n_samples']}", fontsize=10)
     fig.tight_layout(rect=(0, 0.04 + 0.01 * (len(llms) // 5), 1, 0.97))
     path = Path(path)
-    fig.savefig(path, dpi=90)
+    fig.savefig(path, dpi=80)
     plt.close(fig)
     return path
 
