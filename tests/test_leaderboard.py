@@ -334,6 +334,27 @@ def test_missing_path_and_empty_glob(tmp_path):
         expand_inputs([str(tmp_path / "**" / "semuq" / "*" / "*")])
 
 
+def test_unfinished_runs_matched_by_a_glob_are_skipped_and_listed(tmp_path, capsys):
+    _copy("llm-alpha", "semuq_toy_a", tmp_path)
+    running = _copy("llm-beta", "semuq_toy_a", tmp_path)
+    (running / "breakdown.json").unlink()  # a run still generating: manifest only
+    (running / "scores.jsonl").unlink()
+    out = tmp_path / "out"
+    assert (
+        main([str(tmp_path / "*" / "semuq" / "*" / "*"), "-o", str(out), "--bootstrap", "50", "--no-plots"])
+        == 0
+    )
+    assert "skipped" in capsys.readouterr().out
+    doc = read_json(out / "leaderboard.json")
+    assert [r["llm"] for r in doc["runs"]] == ["llm-alpha"]
+    assert len(doc["skipped"]) == 1 and "unfinished run" in doc["skipped"][0]["reason"]
+    assert "## Skipped stores" in (out / "leaderboard.md").read_text()
+    with pytest.raises(LeaderboardInputError, match="breakdown.json is missing"):
+        load_runs(expand_inputs([running]))  # named explicitly: an error, not a skip
+    with pytest.raises(LeaderboardInputError, match="no finished run"):
+        expand_inputs([str(running.parent / "llm-b*")], [])
+
+
 def test_scores_and_breakdown_of_different_runs(tmp_path):
     store = _copy("llm-alpha", "semuq_toy_a", tmp_path)
     lines = (store / "scores.jsonl").read_text().splitlines()

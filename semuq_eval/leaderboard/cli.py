@@ -75,13 +75,18 @@ def build(
     from semuq_eval.leaderboard.plots import plot_all
     from semuq_eval.leaderboard.write import to_document, write_csv, write_json_document, write_markdown
 
-    paths = expand_inputs(inputs)
+    skipped: list[dict[str, str]] = []
+    paths = expand_inputs(inputs, skipped)
+    for entry in skipped:
+        log.warning("leaderboard: skipped %s (%s)", entry["path"], entry["reason"])
     runs = load_runs(paths, labels)
     sections = group_sections(runs, strict=strict, on_duplicate=on_duplicate)
     board = compute(sections, config or LeaderboardConfig())
     output = Path(output)
     output.mkdir(parents=True, exist_ok=True)
-    document = to_document(board, inputs=inputs, created=created, relative_to=relative_to or output)
+    document = to_document(
+        board, inputs=inputs, created=created, relative_to=relative_to or output, skipped=skipped
+    )
     write_json_document(document, output / "leaderboard.json")
     write_csv(document, output / "leaderboard.csv")
     write_markdown(document, output / "leaderboard.md", header=header, command=command)
@@ -165,6 +170,8 @@ def main(argv: list[str] | None = None) -> int:
         f"semuq-eval leaderboard: {n_runs} runs in {len(document['sections'])} sections, {n_cells} cells, "
         f"{time.perf_counter() - start:.1f} s -> {args.output}/index.html"
     )
+    for entry in document["skipped"]:
+        print(f"  skipped {entry['path']}: {entry['reason']}")
     for section in document["sections"]:
         for note in section["notes"]:
             print(f"  {section['id']}: {note}")

@@ -155,16 +155,21 @@ class Section:
         return sorted(names)
 
 
-def expand_inputs(patterns: Sequence[str | os.PathLike]) -> list[Path]:
+def expand_inputs(
+    patterns: Sequence[str | os.PathLike], skipped: list[dict[str, str]] | None = None
+) -> list[Path]:
     """Run store directories (or breakdown files) named by paths or globs (``**`` recurses).
 
     A directory counts as a store when it holds ``manifest.json`` or ``breakdown.json``; a file must be a
-    ``.json`` breakdown. Every pattern must match at least one.
+    ``.json`` breakdown. Every pattern must match at least one. A store a glob matches whose run has not
+    finished (a manifest but no ``breakdown.json`` yet, e.g. a run still generating) is left out and listed in
+    ``skipped`` (``{"path", "reason"}``) when a list is given, else it stays in (and :func:`load_run` says what
+    is missing); a store named explicitly always stays in.
 
     Raises
     ------
     LeaderboardInputError
-        A pattern that matches nothing usable.
+        A pattern that matches nothing usable, or a path that does not exist.
 
     Examples
     --------
@@ -174,29 +179,45 @@ def expand_inputs(patterns: Sequence[str | os.PathLike]) -> list[Path]:
     semuq_eval.leaderboard.collect.LeaderboardInputError: '/nonexistent/**/semuq/*/*' matches no run store (a directory with manifest.json or breakdown.json) and no breakdown JSON file
     """
     found: list[Path] = []
+    seen: set[Path] = set()
     for pattern in patterns:
         text = os.path.expanduser(str(pattern))
-        matches = sorted(glob.glob(text, recursive=True)) if glob.has_magic(text) else [text]
-        usable = []
+        magic = glob.has_magic(text)
+        matches = sorted(glob.glob(text, recursive=True)) if magic else [text]
+        usable, unfinished = [], []
         for match in matches:
             path = Path(match)
-            if path.is_dir() and ((path / "manifest.json").is_file() or (path / "breakdown.json").is_file()):
+            if path.is_dir() and (path / "breakdown.json").is_file():
                 usable.append(path)
+            elif path.is_dir() and (path / "manifest.json").is_file():
+                (unfinished if magic and skipped is not None else usable).append(path)
             elif path.is_file() and path.suffix == ".json":
                 usable.append(path)
-            elif not glob.has_magic(text):
+            elif not magic:
                 what = (
                     "does not exist"
                     if not path.exists()
                     else "is not a run store (no manifest.json or breakdown.json)"
                 )
                 raise LeaderboardInputError(f"{path} {what}")
-        if not usable:
+        if not usable and not unfinished:
             raise LeaderboardInputError(
                 f"{str(pattern)!r} matches no run store (a directory with manifest.json or breakdown.json) "
                 "and no breakdown JSON file"
             )
-        found.extend(p for p in usable if p.resolve() not in {f.resolve() for f in found})
+        for path in unfinished:
+            skipped.append(
+                {"path": str(path), "reason": "unfinished run: manifest.json but no breakdown.json yet"}
+            )
+        for path in usable:
+            if path.resolve() not in seen:
+                seen.add(path.resolve())
+                found.append(path)
+    if not found:
+        raise LeaderboardInputError(
+            f"no finished run among {len(skipped or [])} store(s) matched by {[str(p) for p in patterns]}: "
+            "every one lacks breakdown.json (runs still generating?)"
+        )
     return found
 
 

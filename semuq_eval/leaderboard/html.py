@@ -259,6 +259,10 @@ def render_html(
         + "</li>"
         for s in document["sections"]
     )
+    skipped = "".join(
+        f"<li>{html.escape(e['path'])}: {html.escape(e['reason'])}</li>" for e in document.get("skipped", [])
+    )
+    skipped = f"<h2>Skipped stores</h2><ul>{skipped}</ul>" if skipped else ""
     columns = [
         ("section", "section", False),
         ("llm", "LLM", False),
@@ -292,7 +296,7 @@ def render_html(
 {html.escape(str(boot.get("method", "")))}, seed {html.escape(str(boot.get("seed", "")))}, shared by every LLM and estimator of a
 section. Grey rows and <span class="flag">!</span> = unreliable (small minority class or few valid resamples).
 Data: leaderboard.json, leaderboard.csv, leaderboard.md.</p>
-<h2>Sections</h2><ul>{sections}</ul>
+<h2>Sections</h2><ul>{sections}</ul>{skipped}
 <div id="filters">
 <label>section<select id="f-section"></select></label>
 <label>LLM<select id="f-llm"></select></label>

@@ -20,6 +20,7 @@ field does not. Numbers that are undefined (NaN) are ``null``. The document::
                                "judge": {...}, "decoding": {...}, "created",
                                "versions": {"lm_eval", "transformers", "torch", "semuq_eval", "git_hash"},
                                "results_file", "notes": [...]}}],
+      "skipped": [{"path", "reason"}],       # stores a glob matched but left out (unfinished runs)
       "cells": [CELL, ...],                  # also leaderboard.csv, one row each
       "comparisons": {"sets": {name: {"description", "pairs": [[estimator, base], ...]}},
                       "rows": [{"set", "section", "task", "llm", "strategy", "estimator", "base", "value_a",

@@ -42,6 +42,7 @@ def to_document(
     inputs: Sequence[str] = (),
     created: str | None = None,
     relative_to: str | Path | None = None,
+    skipped: Sequence[Mapping[str, str]] = (),
 ) -> dict[str, Any]:
     """The leaderboard as the JSON-safe ``leaderboard.json`` document (:mod:`.schema`).
 
@@ -55,6 +56,8 @@ def to_document(
     relative_to : path-like, optional
         Write run paths relative to this folder (e.g. the output folder), so a committed leaderboard does not
         carry the machine's absolute paths.
+    skipped : sequence of mapping
+        Stores left out (``{"path", "reason"}``: unfinished runs a glob matched), listed in the document.
     """
 
     def where(path: Path) -> str:
@@ -109,6 +112,7 @@ def to_document(
             for s in board.sections
         ],
         "runs": runs,
+        "skipped": [{"path": where(Path(e["path"])), "reason": e["reason"]} for e in skipped],
         "cells": [{k: c.get(k) for k in CELL_FIELDS} for c in board.cells],
         "comparisons": {
             "sets": {
@@ -351,6 +355,10 @@ def write_markdown(
                 ]
                 lines += _table(["labels", "estimator", "LLM", "AUROC", "rank", "95% rank interval"], rows)
                 lines.append("")
+    if document.get("skipped"):
+        lines += ["## Skipped stores", ""]
+        lines += [f"- `{e['path']}`: {e['reason']}" for e in document["skipped"]]
+        lines.append("")
     lines += ["## Runs", ""]
     rows = []
     for r in document["runs"]:
