@@ -429,9 +429,9 @@ def compute(sections: Sequence[Section], config: LeaderboardConfig | None = None
     >>> board = compute(group_sections([run("a"), run("b")]), LeaderboardConfig(n_resamples=200))
     >>> cell = board.cells[0]
     >>> cell["llm"], cell["estimator"], cell["metric"], cell["status"], round(cell["value"], 3)
-    ('a', 'u@enc', 'auroc', 'ok', 0.748)
+    ('a', 'u@enc', 'auroc', 'ok', 0.776)
     >>> [(r["llm"], r["rank"]) for r in board.llm_ranks if r["strategy"] == "greedy"]
-    [('a', 2), ('b', 1)]
+    [('a', 1), ('b', 2)]
     """
     config = config or LeaderboardConfig()
     bootstrap, protocol = config.bootstrap, config.protocol
