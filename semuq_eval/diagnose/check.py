@@ -10,7 +10,7 @@ name / ``name:model``), runs the diagnosis (:func:`~semuq_eval.diagnose.diagnosi
 - ``clustering.incorrect_equivalent`` and ``clustering.gap`` (higher is better);
 - ``localization.hit_rate`` (operators with token weights; higher is better);
 - ``auroc.<estimator>.<greedy|majority>`` (higher is better), by default ``kle_heat@OP``, ``cos@OP`` and
-  ``se@OP`` where valid.
+  ``cae@OP`` where valid (estimators needing log-probabilities, such as ``se``, have no input in a frozen store).
 
 A figure *regresses* when it moves in the bad direction by more than its tolerance (absolute; the baseline's
 own per-figure ``tolerance``, else the check's). A tracked figure that is missing or undefined now fails too,
@@ -138,7 +138,7 @@ def _estimators(name: str, n_samples: int, wanted: Sequence[str] | None) -> list
 
     valid = [e.name for e in estimators_for(Settings(n_samples=n_samples, operators=(name,)))]
     if wanted is None:
-        return [e for e in (f"kle_heat@{name}", f"cos@{name}", f"se@{name}") if e in valid]
+        return [e for e in (f"kle_heat@{name}", f"cos@{name}", f"cae@{name}") if e in valid]
     unknown = [e for e in wanted if e not in valid]
     if unknown:
         raise ValueError(f"estimators {unknown} are not valid with operator {name}; valid: {valid}")
@@ -349,7 +349,7 @@ def check_operator(
     tolerance : float, optional
         Absolute tolerance of figures without their own (default: the baseline's, else 0.02).
     estimators : sequence of str, optional
-        The estimators whose AUROC is tracked (default ``kle_heat@OP``, ``cos@OP``, ``se@OP``, where valid).
+        The estimators whose AUROC is tracked (default ``kle_heat@OP``, ``cos@OP``, ``cae@OP``, where valid).
     write_baseline : path-like, optional
         Record the current figures as a baseline there (the report then compares with nothing and is ok).
     max_questions : int, optional

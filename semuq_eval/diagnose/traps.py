@@ -145,15 +145,18 @@ def context_pairs(questions: Sequence[DiagnosticQuestion], rewriter: FactRewrite
         elif _same(result.text, q.greedy):
             skipped["the rewrite is the answer unchanged"] += 1
         else:
-            route = (result.source or "").split(":")[0]
+            route, _, k = (result.source or "").partition(":")
             sources[route] += 1
+            source = result.source
+            if route in ("aligned", "short") and k.isdigit():  # k-th incorrect sample -> its sample index
+                source = f"{route}:{q.incorrect_samples()[int(k)]}"
             pairs.append(
                 Pair(
                     q.uid,
                     q.question,
                     q.greedy,
                     result.text,
-                    meta={"fact": request.fact, "source": result.source},
+                    meta={"fact": request.fact, "source": source},
                 )
             )
     n = sum(1 for q in questions if q.greedy_label == 1)

@@ -1,0 +1,492 @@
+"""semuq-eval diagnose / check-operator: traps, clustering, localization, reports, baselines, the CLI.
+
+Hand-made stores (tests/fixtures/diagnose/stores.py) make every pair known in advance; the tiny random
+sentence-transformers folder stands in for an encoder. ``real`` tests read the shipped frozen store and the
+prepared MiniLM asset.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from semuq_eval.cli import main as cli_main
+from semuq_eval.diagnose.check import (
+    check_operator,
+    frozen_store_path,
+    operator_from_spec,
+    store_fingerprint,
+)
+from semuq_eval.diagnose.clustering import clustering_pairs
+from semuq_eval.diagnose.diagnosis import diagnose
+from semuq_eval.diagnose.freeze import freeze_store
+from semuq_eval.diagnose.localization import hit_and_chance, localization
+from semuq_eval.diagnose.questions import NoSampleLabelsError, load_questions
+from semuq_eval.diagnose.report import write_report
+from semuq_eval.diagnose.rewrite import LLMRewriter, RewriteRequest, SampleSubstitution
+from semuq_eval.diagnose.scoring import difference_with_ci, mean_with_ci
+from semuq_eval.diagnose.spans import alias_spans, last_words
+from semuq_eval.diagnose.traps import build_traps
+from semuq_eval.metrics import Bootstrap
+from tests.fixtures.diagnose.stores import ROWS, write_store
+from tests.fixtures.tiny_encoders import tiny_st_encoder, tiny_wordpiece_dir  # noqa: F401  (fixtures)
+
+
+@pytest.fixture
+def store(tmp_path) -> Path:
+    return write_store(tmp_path / "store")
+
+
+@pytest.fixture
+def questions(store):
+    return load_questions(store)
+
+
+# ---------------------------------------------------------------------------------------------- spans
+def test_alias_spans_follow_the_string_judge():
+    text = "The Jamaican English language, i.e. the English of Jamaica."
+    spans = alias_spans(text, ["English", "Jamaican English", "the English"])
+    # "English" inside "Jamaican English" is nested and dropped; articles are skipped like SQuAD normalization
+    assert [(s.text, s.alias) for s in spans] == [
+        ("Jamaican English", "Jamaican English"),
+        ("English", "the English"),
+    ]
+    assert alias_spans("Parisian food", ["Paris"]) == []  # whole words only
+    assert [s.text for s in alias_spans("it is PARIS!", ["paris"])] == ["PARIS"]
+    assert last_words("Played the role in the film!", 4) == ("role", "in", "the", "film")
+    assert last_words("two words", 4) is None
+
+
+# ---------------------------------------------------------------------------------------------- traps
+def test_traps_are_the_exact_pairs_of_app_f(questions):
+    traps = build_traps(questions)
+    pairs = {name: [(p.uid, p.a, p.b) for p in ps.pairs] for name, ps in traps.items()}
+    assert pairs["context"] == [
+        ("0:0", "The capital of France is Paris.", "The capital of France is Lyon."),
+        ("0:1", "Heath Ledger played the Joker.", "Jack Nicholson played the Joker."),
+    ]
+    assert [p.meta["source"] for p in traps["context"].pairs] == ["aligned:0", "aligned:1"]
+    assert pairs["autoregressive"] == [
+        ("0:1", "Heath Ledger played the role in the film.", "Jack Nicholson played the role in the film!")
+    ]
+    assert traps["autoregressive"].n_questions == 3  # every question has correct and incorrect samples
+    assert sum(traps["autoregressive"].skipped.values()) == 2
+    assert pairs["entailment"] == [
+        ("0:0", "Paris", "It is Paris, the capital of France since 987."),
+        ("0:1", "Heath Ledger", "Heath Ledger played the role in the film."),
+    ]
+    assert traps["entailment"].n_questions == 2  # question 3 has one correct sample
+    assert pairs["ood_syntax"] == [
+        ("0:0", "The capital of France is Paris.", "Paris"),
+        ("0:1", "Heath Ledger played the Joker.", "Heath Ledger"),
+    ]
+    # pairs of two samples carry their indices (read from the sample matrix), the others do not
+    assert (traps["entailment"].pairs[0].sample_a, traps["entailment"].pairs[0].sample_b) == (1, 2)
+    assert traps["context"].pairs[0].sample_a is None
+
+
+def test_context_trap_skips_what_it_cannot_rewrite():
+    answer = "The capital of France is Paris."
+    mentions = tuple(alias_spans(answer, ["Paris"]))
+    long_wrong = RewriteRequest("q", answer, ("Paris",), mentions, ("I really do not know that one.",))
+    naming = RewriteRequest(
+        "q", answer, ("Paris",), mentions, ("Paris, France",)
+    )  # an incorrect label, but names it
+    short = RewriteRequest("q", answer, ("Paris",), mentions, ("Lyon!",))
+    out = SampleSubstitution().rewrite([long_wrong, naming, short])
+    assert [r.text for r in out] == [None, None, "The capital of France is Lyon."]
+    assert out[0].reason == "no incorrect sample gives a short wrong answer"
+    assert out[2].source == "short:0"
+    # every mention is replaced, so the rewrite is incorrect for the string judge
+    twice = "Paris. Yes, Paris."
+    req = RewriteRequest("q", twice, ("Paris",), tuple(alias_spans(twice, ["Paris"])), ("Rome",))
+    assert SampleSubstitution().rewrite([req])[0].text == "Rome. Yes, Rome."
+
+
+def test_llm_rewriter_checks_replies(monkeypatch):
+    answer = "The capital of France is Paris."
+    req = RewriteRequest("Capital?", answer, ("Paris",), tuple(alias_spans(answer, ["Paris"])))
+    prompts = []
+
+    def fake(prompt):
+        prompts.append(prompt)
+        return {"a": '"The capital of France is Lyon."\n\nNote: changed.', "b": "It is still Paris."}[
+            fake.mode
+        ]
+
+    fake.mode = "a"
+    assert LLMRewriter(fake, progress=False).rewrite([req])[0].text == "The capital of France is Lyon."
+    assert "Correct fact: Paris" in prompts[0] and answer in prompts[0]
+    fake.mode = "b"
+    assert LLMRewriter(fake, progress=False).rewrite([req])[0].reason == "the rewrite still names a reference"
+
+    def broken(prompt):
+        raise TimeoutError("slow")
+
+    assert (
+        LLMRewriter(broken, progress=False).rewrite([req])[0].reason == "rewrite request failed: TimeoutError"
+    )
+    with pytest.raises(ValueError, match="question"):
+        LLMRewriter(fake, prompt="no fields")
+
+    # the OpenAI-compatible route: the judge backend's transport, a chat body at temperature 0 (no network)
+    from semuq_eval.judges.openai import OpenAIJudge
+
+    bodies = []
+
+    def post(self, body):
+        bodies.append(body)
+        return {"choices": [{"message": {"content": "The capital of France is Rome."}}]}
+
+    monkeypatch.setattr(OpenAIJudge, "_post", post)
+    rewriter = LLMRewriter.from_openai("http://127.0.0.1:9/v1", "local", progress=False)
+    assert rewriter.rewrite([req])[0].text == "The capital of France is Rome."
+    assert bodies[0]["temperature"] == 0.0 and bodies[0]["model"] == "local"
+    assert bodies[0]["messages"][0]["content"].startswith("Question: Capital?")
+    assert rewriter.info["base_url"] == "http://127.0.0.1:9/v1"
+
+
+# ---------------------------------------------------------------------------------------------- clustering
+def test_clustering_groups(questions):
+    groups = clustering_pairs(questions)
+    got = {name: sorted((p.uid, p.a, p.b) for p in ps.pairs) for name, ps in groups.items()}
+    assert got["incorrect_equivalent"] == [
+        ("0:0", "It is Madrid.", "Madrid"),
+        ("0:1", "Jack Nicholson played the role in the film!", "Jack Nicholson"),
+    ]
+    assert got["correct_equivalent"] == [
+        ("0:0", "Paris", "It is Paris, the capital of France since 987."),
+        ("0:1", "Heath Ledger played the role in the film.", "Heath Ledger"),
+    ]
+    # question 0: 3 incorrect -> 3 pairs, 1 equivalent; question 1: 2 incorrect -> 1 pair (equivalent);
+    # question 2: 3 incorrect, two identical "Marlowe" -> left out -> 2 different pairs
+    assert len(got["incorrect_different"]) == 2 + 0 + 2
+    assert groups["incorrect_different"].skipped == {"identical pairs left out": 1}
+
+
+# ---------------------------------------------------------------------------------------------- statistics
+def test_mean_with_ci_resamples_questions():
+    b = Bootstrap(500, seed=3)
+    values, groups = [0.2, 0.4, 0.9, 0.5], ["a", "a", "b", "c"]
+    r = mean_with_ci(values, groups, bootstrap=b, min_pairs=3)
+    assert r.mean == pytest.approx(0.5) and (r.n_pairs, r.n_questions, r.small_sample) == (4, 3, False)
+    # reference: ratio of resampled sums, questions sorted by name (a, b, c)
+    counts = b.counts(3)
+    ref = (counts @ np.array([0.6, 0.9, 0.5])) / (counts @ np.array([2.0, 1.0, 1.0]))
+    assert (r.ci_low, r.ci_high) == pytest.approx(tuple(np.quantile(ref, [0.025, 0.975])))
+    small = mean_with_ci(values, groups, bootstrap=b, min_pairs=30)
+    assert small.small_sample and small.note == "small sample: 3 questions, 4 pairs (< 30 questions)"
+    empty = mean_with_ci([], [], bootstrap=b)
+    assert np.isnan(empty.mean) and empty.n_pairs == 0 and empty.as_dict()["mean"] is None
+    nan_dropped = mean_with_ci([np.nan, 1.0], ["a", "b"], bootstrap=b)
+    assert (nan_dropped.mean, nan_dropped.n_pairs) == (1.0, 1)
+    d = difference_with_ci([0.9, 0.7], ["a", "b"], [0.5, 0.4], ["a", "c"], bootstrap=b)
+    assert d["difference"] == pytest.approx(0.35) and d["ci_low"] <= d["ci_high"]
+
+
+# ---------------------------------------------------------------------------------------------- localization
+class _PeakedWeights:
+    """A stand-in for enc: all weight on the token starting at the first occurrence of ``target``."""
+
+    name = "fake_enc"
+    extras = ("token_weights",)
+
+    def __init__(self, target: dict[str, str]):
+        self.target = target
+
+    def token_weights(self, questions, answers, offsets):
+        out = []
+        for q, (answer,), (spans,) in zip(questions, answers, offsets, strict=True):
+            start = answer.index(self.target[q])
+            w = np.array([1.0 if s <= start < e else 0.0 for s, e in spans])
+            out.append([w / w.sum()])
+        return out
+
+
+def test_localization_against_hand_computed_chance(questions):
+    # greedy answers: "The capital of France is Paris." (6 words, "Paris." holds the mention -> 1/6)
+    # and "Heath Ledger played the Joker." (5 words, 2 in the mention -> 2/5); question 3 is incorrect
+    op = _PeakedWeights({ROWS[0][0]: "Paris", ROWS[1][0]: "Joker"})
+    loc = localization(op, questions, bootstrap=Bootstrap(200), min_answers=30)
+    assert (loc.n_answers, loc.n_eligible, loc.n_hits) == (2, 2, 1)
+    assert loc.chance_rate.mean == pytest.approx((1 / 6 + 2 / 5) / 2)
+    assert loc.hit_rate.mean == pytest.approx(0.5)
+    assert loc.ratio == pytest.approx(0.5 / ((1 / 6 + 2 / 5) / 2))
+    assert loc.hit_rate.small_sample
+    assert hit_and_chance(np.array([[0, 2], [2, 2], [3, 5]]), np.array([0.1, 0.0, 0.9]), (3, 4)) == (
+        True,
+        1 / 3,
+    )
+    with pytest.raises(ValueError, match="token weights"):
+        localization(object(), questions)
+    with pytest.raises(ValueError, match="unknown token unit"):
+        localization(op, questions, unit="words")
+
+
+def test_localization_skips_answers_without_offsets_or_with_two_mentions(store):
+    qs = load_questions(store)
+    qs[0].greedy_offsets = None
+    qs[1].greedy = "Heath Ledger, yes, Heath Ledger."
+    loc = localization(_PeakedWeights({}), qs, bootstrap=Bootstrap(50))
+    assert loc.n_answers == 0 and loc.n_eligible == 1
+    assert loc.skipped == {
+        "correct greedy answer without exactly one reference mention": 1,
+        "no token offsets of the greedy answer (black-box run: use unit 'encoder')": 1,
+    }
+
+
+# ---------------------------------------------------------------------------------------------- diagnose
+def test_diagnose_scores_every_pair_and_writes_the_report(store, tmp_path, tiny_st_encoder):  # noqa: F811
+    from semuq_eval.operators import get
+
+    enc = str(tiny_st_encoder)
+    result = diagnose(
+        store,
+        "enc,cos_ext,lexical",
+        operator_options={"enc": {"model": enc}, "cos_ext": {"model": enc}},
+        bootstrap=Bootstrap(200),
+        progress=False,
+    )
+    assert list(result["operators"]) == ["enc", "cos_ext", "lexical"]
+    ctx = result["traps"]["context"]
+    assert ctx["n_pairs"] == 2 and ctx["info"]["sources"] == {"aligned": 2}
+    # the lexical similarity of each pair is ROUGE-L F of its two answers, averaged
+    lex = get("lexical")
+    expected = np.mean(
+        [
+            lex(["q"], [["The capital of France is Paris.", "The capital of France is Lyon."]]).matrices[0][
+                0, 1
+            ],
+            lex(["q"], [["Heath Ledger played the Joker.", "Jack Nicholson played the Joker."]]).matrices[0][
+                0, 1
+            ],
+        ]
+    )
+    assert ctx["results"]["lexical"]["mean"] == pytest.approx(expected)
+    # enc's pair similarity equals the cosine the operator gives the same two answers
+    enc_op = get("enc", model=enc, progress=False)
+    pair = enc_op([ROWS[0][0]], [["Paris", "It is Paris, the capital of France since 987."]]).matrices[0][
+        0, 1
+    ]
+    ent = result["traps"]["entailment"]["results"]["enc"]
+    assert ent["n_pairs"] == 2 and ent["small_sample"] and ent["note"].startswith("small sample")
+    first = result["traps"]["entailment"]["examples"]["enc"][0]
+    assert first["similarity"] == pytest.approx(pair, abs=1e-6)
+    assert result["localization"]["enc"]["n_answers"] == 2
+    assert "unavailable" in result["localization"]["lexical"]
+    gap = result["clustering"]["gap"]["results"]["lexical"]
+    inc = result["clustering"]["incorrect_equivalent"]["results"]["lexical"]["mean"]
+    cor = result["clustering"]["correct_equivalent"]["results"]["lexical"]["mean"]
+    assert gap["difference"] == pytest.approx(inc - cor)
+    paths = write_report(result, tmp_path / "out")
+    assert json.loads(paths["json"].read_text())["format"] == "semuq-diagnose/1"
+    text = paths["markdown"].read_text()
+    assert "| context trap |" in text and " ! |" in text  # small samples flagged
+    assert paths["plot"].stat().st_size > 1000
+
+
+def test_diagnose_bad_input(store, tmp_path):
+    with pytest.raises(ValueError, match="unknown operator"):
+        diagnose(store, "nope", progress=False)
+    with pytest.raises(ValueError, match="not among the operators"):
+        diagnose(store, "lexical", operator_options={"enc": {}}, progress=False)
+    old = write_store(tmp_path / "old", sample_labels=False)
+    with pytest.raises(NoSampleLabelsError, match="--judge string"):
+        diagnose(old, "lexical", progress=False)
+    from semuq_eval.judges import StringJudge
+
+    result = diagnose(old, "lexical", judge=StringJudge(), progress=False, bootstrap=Bootstrap(50))
+    assert result["traps"]["ood_syntax"]["n_pairs"] == 2
+    wrong = [(q, refs, g, 0, s, [0] * len(s)) for q, refs, g, _, s, _ in ROWS]
+    with pytest.raises(ValueError, match="none of the 3 questions has a correct answer"):
+        diagnose(write_store(tmp_path / "wrong", wrong), "lexical", progress=False)
+    with pytest.raises(FileNotFoundError, match="not a semuq run store"):
+        diagnose(tmp_path, "lexical", progress=False)
+
+
+def test_cli_diagnose(store, tmp_path, capsys):
+    out = tmp_path / "diag"
+    code = cli_main(
+        ["diagnose", str(store), "--operators", "lexical", "--output", str(out), "--bootstrap", "100"]
+    )
+    assert code == 0
+    assert {p.name for p in out.iterdir()} == {"diagnosis.json", "diagnosis.md", "diagnosis.png"}
+    assert "# Operator diagnosis" in capsys.readouterr().out
+    assert cli_main(["diagnose", str(store), "--operators", "bogus", "--output", str(out)]) == 2
+    assert "unknown operator(s) ['bogus']" in capsys.readouterr().err
+    old = write_store(tmp_path / "old", sample_labels=False)
+    assert cli_main(["diagnose", str(old), "--operators", "lexical", "--output", str(out)]) == 2
+    assert "per-sample labels" in capsys.readouterr().err
+    assert cli_main(["diagnose", str(store), "--operator_options", "{bad", "--operators", "lexical"]) == 2
+    assert "not valid JSON" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------------- check-operator
+def test_operator_spec():
+    assert operator_from_spec("lexical") == ("lexical", {})
+    assert operator_from_spec("enc:/m", {"batch_size": 4}) == ("enc", {"model": "/m", "batch_size": 4})
+    assert operator_from_spec("/some/folder") == ("enc", {"model": "/some/folder"})
+    with pytest.raises(ValueError):
+        operator_from_spec("")
+
+
+def _baseline(tmp_path, store) -> Path:
+    path = tmp_path / "baseline.json"
+    code = cli_main(
+        ["check-operator", "lexical", "--store", str(store), "--write-baseline", str(path), "--no_progress"]
+    )
+    assert code == 0
+    return path
+
+
+def test_check_operator_round_trip_and_regressions(store, tmp_path, capsys):
+    path = _baseline(tmp_path, store)
+    base = json.loads(path.read_text())
+    figures = base["figures"]
+    assert base["store_fingerprint"] == store_fingerprint(store)
+    assert {"trap.context", "trap.autoregressive", "trap.entailment", "trap.ood_syntax"} <= set(figures)
+    assert "auroc.kle_heat@lexical.greedy" in figures and "localization.hit_rate" not in figures
+    assert figures["trap.context"]["better"] == "lower" and figures["trap.entailment"]["better"] == "higher"
+    # the same operator on the same store: every figure identical
+    assert (
+        cli_main(
+            ["check-operator", "lexical", "--store", str(store), "--baseline", str(path), "--no_progress"]
+        )
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "OK: no tracked figure regressed" in out and "REGRESSED" not in out
+
+    def tampered(**changes):
+        b = json.loads(path.read_text())
+        for key, delta in changes.items():
+            b["figures"][key.replace("__", ".")]["value"] += delta
+        p = tmp_path / "tampered.json"
+        p.write_text(json.dumps(b))
+        return p
+
+    # context trap: lower is better; a baseline 0.1 lower means the current figure got worse by 0.1
+    worse = tampered(trap__context=-0.1)
+    assert (
+        cli_main(
+            ["check-operator", "lexical", "--store", str(store), "--baseline", str(worse), "--no_progress"]
+        )
+        == 1
+    )
+    out = capsys.readouterr().out
+    assert "trap.context" in out and "REGRESSED" in out and "FAILED: 1 figure(s)" in out
+    # within the tolerance: ok; a tighter tolerance fails it
+    slight = tampered(trap__entailment=0.01)
+    assert check_operator("lexical", slight, store=store, progress=False).ok
+    report = check_operator("lexical", slight, store=store, tolerance=0.001, progress=False)
+    assert not report.ok and [r.figure for r in report.regressions] == ["trap.entailment"]
+    assert report.regressions[0].delta == pytest.approx(-0.01)
+    # better by more than the tolerance: improved, still ok
+    better = tampered(trap__ood_syntax=-0.2)
+    report = check_operator("lexical", better, store=store, progress=False)
+    assert report.ok and {r.figure: r.status for r in report.rows}["trap.ood_syntax"] == "improved"
+
+
+def test_check_operator_missing_figures_other_store_and_bad_baselines(store, tmp_path, capsys):
+    path = _baseline(tmp_path, store)
+    b = json.loads(path.read_text())
+    b["figures"]["localization.hit_rate"] = {"value": 0.5, "better": "higher"}  # lexical has no token weights
+    missing = tmp_path / "missing.json"
+    missing.write_text(json.dumps(b))
+    report = check_operator("lexical", missing, store=store, progress=False)
+    assert not report.ok and [(r.figure, r.status) for r in report.regressions] == [
+        ("localization.hit_rate", "missing")
+    ]
+    other = write_store(tmp_path / "other", ROWS[:2] + [ROWS[2][:4] + (["Marlowe"], [0])])
+    report = check_operator("lexical", path, store=other, progress=False)
+    assert not report.ok and "another store" in report.problems[0]
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    assert cli_main(["check-operator", "lexical", "--store", str(store), "--baseline", str(bad)]) == 2
+    assert "not an operator baseline" in capsys.readouterr().err
+    assert (
+        cli_main(
+            ["check-operator", "lexical", "--store", str(store), "--baseline", str(tmp_path / "no.json")]
+        )
+        == 2
+    )
+    assert "record one with --write-baseline" in capsys.readouterr().err
+    assert cli_main(["check-operator", "lexical", "--store", str(store)]) == 2
+    with pytest.raises(ValueError, match="not valid with operator lexical"):
+        check_operator("lexical", write_baseline=tmp_path / "x.json", store=store, estimators=["te_enc@enc"])
+
+
+pytest_plugins = ["pytester"]
+
+
+def test_pytest_plugin(store, tmp_path, pytester):
+    path = _baseline(tmp_path, store)
+    pytester.makeconftest('pytest_plugins = ["semuq_eval.diagnose.pytest_plugin"]')
+    pytester.makepyfile(
+        f"""
+        def test_operator(semuq_check_operator):
+            report = semuq_check_operator("lexical", baseline={str(path)!r}, store={str(store)!r})
+            assert report.ok, report.summary()
+        """
+    )
+    pytester.runpytest_inprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
+    new = tmp_path / "new.json"
+    pytester.makepyfile(
+        f"""
+        def test_operator(semuq_check_operator):
+            assert semuq_check_operator("lexical", baseline={str(new)!r}, store={str(store)!r}).ok
+        """
+    )
+    pytester.runpytest_inprocess("--semuq-write-baseline").assert_outcomes(passed=1)
+    assert json.loads(new.read_text())["format"] == "semuq-operator-baseline/1"
+
+
+# ---------------------------------------------------------------------------------------------- freezing
+def test_freeze_store_round_trip(store, tmp_path):
+    dest = tmp_path / "frozen"
+    frozen = freeze_store(store, dest, max_questions=2, source_name="hand-made")
+    assert frozen["n_questions"] == 2 and frozen["source"] == "hand-made"
+    assert {p.name for p in dest.iterdir()} == {"manifest.json", "generations.rank0.jsonl", "scores.jsonl"}
+    a, b = load_questions(store)[:2], load_questions(dest)
+    assert [(q.question, q.greedy, q.samples, q.sample_labels, q.greedy_label) for q in a] == [
+        (q.question, q.greedy, q.samples, q.sample_labels, q.greedy_label) for q in b
+    ]
+    assert np.array_equal(a[0].greedy_offsets, b[0].greedy_offsets)
+    line = json.loads((dest / "generations.rank0.jsonl").read_text().splitlines()[0])
+    assert set(line["samples"][0]) == {"text", "greedy"}  # no log-probs, ids or hidden vectors
+    assert json.loads((dest / "manifest.json").read_text())["frozen"]["label_set"] == "run"
+    freeze_store(store, tmp_path / "again", max_questions=2, source_name="hand-made")
+    assert store_fingerprint(dest) == store_fingerprint(tmp_path / "again")  # reproducible
+    with pytest.raises(ValueError, match="per-sample verdicts"):
+        freeze_store(write_store(tmp_path / "old", sample_labels=False), tmp_path / "f2")
+
+
+# ---------------------------------------------------------------------------------------------- real
+@pytest.mark.real
+def test_shipped_frozen_store_is_small_real_and_labelled():
+    path = frozen_store_path()
+    size = sum(f.stat().st_size for f in path.iterdir())
+    assert size < 5_000_000
+    qs = load_questions(path)
+    assert len(qs) >= 200
+    assert all(len(q.samples) == len(q.sample_labels) >= 10 for q in qs)
+    assert sum(q.greedy_label == 1 for q in qs) >= 30 and sum(q.greedy_label == 0 for q in qs) >= 30
+    assert not any(p.suffix == ".npz" for p in path.iterdir())
+
+
+@pytest.mark.real
+def test_check_operator_with_minilm_on_the_frozen_store(real_asset, tmp_path):
+    model = str(real_asset("all-minilm-l6-v2"))
+    baseline = tmp_path / "minilm.json"
+    report = check_operator(model, write_baseline=baseline, progress=False)
+    figures = report.figures
+    assert figures["localization.hit_rate"]["n"] >= 10
+    assert 0.5 < figures["auroc.kle_heat@enc.greedy"]["value"] < 1.0
+    # the same model again: nothing moves
+    again = check_operator(model, baseline, progress=False)
+    assert again.ok and all(r.status == "ok" for r in again.rows)
+    assert os.path.getsize(baseline) > 0
