@@ -100,7 +100,8 @@ class CountingJudge(PromptedJudge):
     def identity(self):
         return {"judge": self.name, "model": "rule"}
 
-    def judge_prompts(self, prompts):
+    def judge_prompts(self, prompts, questions):
+        assert len(questions) == len(prompts)
         self.calls.append(list(prompts))
         out = []
         for p in prompts:
@@ -192,22 +193,52 @@ def tiny_judge_model(tmp_path_factory):
     return out
 
 
-def test_hf_judge_reads_yes_no_logits_batched_like_one_by_one(tiny_judge_model):
-    qs = ["Who wrote Hamlet?", "Capital of France?", "Largest planet?", "Capital of France?"]
-    answers = ["Shakespeare", "Paris is the capital", "It is Jupiter, the largest planet of all", "Lyon"]
-    refs = [["Shakespeare"], ["Paris"], ["Jupiter"], ["Paris"]]
-    batched = get_judge("hf", model=str(tiny_judge_model), batch_size=4, cache="none", progress=False)
-    single = get_judge("hf", model=str(tiny_judge_model), batch_size=1, cache="none", progress=False)
-    vb, vs = batched.batch(qs, answers, refs), single.batch(qs, answers, refs)
-    for a, b in zip(vb, vs, strict=True):
-        assert 0.0 <= a.p_correct <= 1.0 and a.label == (a.p_correct > 0.5)
-        assert a.p_correct == pytest.approx(b.p_correct, abs=1e-5)  # left padding changes nothing
-    assert len({round(v.p_correct, 6) for v in vb}) > 1  # the prompt matters
-    info = batched.info
+def test_hf_judge_reads_yes_no_logits_with_a_shared_prefix_like_one_full_pass_each(tiny_judge_model):
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from semuq_eval.judges.hf import yes_no_token_ids
+
+    qs = [
+        "Who wrote Hamlet?",
+        "Capital of France?",
+        "Capital of France?",
+        "Capital of France?",
+        "Largest planet?",
+    ]
+    answers = [
+        "Shakespeare",
+        "Paris is the capital",
+        "Lyon",
+        "It is Paris, the capital of all France",
+        "Jupiter",
+    ]
+    refs = [["Shakespeare"], ["Paris"], ["Paris"], ["Paris"], ["Jupiter"]]
+    judge = get_judge("hf", model=str(tiny_judge_model), batch_size=2, cache="none", progress=False)
+    verdicts = judge.batch(qs, answers, refs)
+    tok = AutoTokenizer.from_pretrained(tiny_judge_model)
+    lm = AutoModelForCausalLM.from_pretrained(tiny_judge_model).eval()
+    yes, no = yes_no_token_ids(tok)
+    for q, a, r, v in zip(qs, answers, refs, verdicts, strict=True):
+        ids = tok(judge._text(tok, judge.prompt.render(q, r, a)), add_special_tokens=False)["input_ids"]
+        with torch.no_grad():
+            probs = torch.softmax(lm(torch.tensor([ids[-judge._max_tokens :]])).logits[0, -1], -1)
+        expected = float(probs[yes].sum() / (probs[yes].sum() + probs[no].sum()))
+        assert v.p_correct == pytest.approx(expected, abs=1e-5)  # one full forward pass per prompt
+        assert v.label == (v.p_correct > 0.5)
+    assert len({round(v.p_correct, 6) for v in verdicts}) > 1  # the prompt matters
+    info = judge.info
     assert (
         info["judge"] == "hf" and info["revision"].startswith("local-") and len(info["prompt_sha256"]) == 64
     )
     assert "next-token" in info["decoding"]
+
+
+def test_common_prefix_length():
+    from semuq_eval.judges.hf import common_prefix_length
+
+    assert common_prefix_length([[1, 2, 3, 7], [1, 2, 3, 5], [1, 2, 3]]) == 3
+    assert common_prefix_length([[1], [2]]) == 0
 
 
 def test_hf_judge_without_yes_no_tokens_is_a_clear_error(tmp_path):

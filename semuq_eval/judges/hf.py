@@ -4,8 +4,10 @@ No text is generated and nothing is parsed: the judge's probability that the ans
 probability mass on the "yes" tokens over the mass on the "yes" and "no" tokens at the first position of
 its reply (``p_correct``), and the label is ``p_correct > 0.5``. So there are no parse failures and every
 label comes with a probability. The prompt goes through the model's chat template when it has one
-(``chat_template="auto"``), as a user message with the assistant turn opened. Prompts are left-padded and
-batched (``batch_size``), greedy by construction; verdicts are cached (:class:`PromptedJudge`).
+(``chat_template="auto"``), as a user message with the assistant turn opened. The prompts of one question
+share their instructions, question and references: that common prefix runs through the model ONCE and its
+KV cache serves every answer (:func:`common_prefix_length`); the answers' remaining tokens run in batches of
+``batch_size``. Greedy by construction; verdicts are cached (:class:`PromptedJudge`).
 
 Example
 -------
@@ -26,7 +28,7 @@ from typing import Any
 from semuq_eval.judges.base import Verdict, register_judge
 from semuq_eval.judges.prompted import PromptedJudge
 
-__all__ = ["HFJudge", "yes_no_token_ids"]
+__all__ = ["HFJudge", "common_prefix_length", "yes_no_token_ids"]
 
 YES = ("yes", "Yes", "YES", " yes", " Yes", " YES")
 NO = ("no", "No", "NO", " no", " No", " NO")
@@ -175,38 +177,98 @@ class HFJudge(PromptedJudge):
             )
         return prompt + ("" if prompt.endswith((" ", "\n")) else " ")
 
-    def judge_prompts(self, prompts: Sequence[str]) -> list[Verdict]:
+    def judge_prompts(self, prompts: Sequence[str], questions: Sequence[int]) -> list[Verdict]:
         from tqdm.auto import tqdm
 
         tok, lm, yes, no = self._load()
-        torch = self._torch
-        texts = [self._text(tok, p) for p in prompts]
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # similar lengths share a batch
-        out: list[Verdict | None] = [None] * len(texts)
-        bar = tqdm(total=len(texts), desc=f"judge hf {Path(self.model_name).name}", disable=not self.progress)
-        tok.truncation_side = "left"
-        with torch.inference_mode():
-            for start in range(0, len(order), self.batch_size):
-                idx = order[start : start + self.batch_size]
-                enc = tok(
-                    [texts[i] for i in idx],
-                    return_tensors="pt",
-                    padding=True,
-                    truncation=True,
-                    max_length=self._max_tokens,
-                    add_special_tokens=False,
-                ).to(self.device)
-                logits = lm(**enc).logits[:, -1, :].float()
-                probs = torch.softmax(logits, dim=-1)
-                p_yes = probs[:, yes].sum(-1)
-                p_no = probs[:, no].sum(-1)
-                for row, i in enumerate(idx):
-                    py, pn = float(p_yes[row]), float(p_no[row])
+        ids = [tok(self._text(tok, p), add_special_tokens=False)["input_ids"] for p in prompts]
+        ids = [x[-self._max_tokens :] for x in ids]  # cut from the left: the request comes last
+        out: list[Verdict] = [Verdict(None, error="not judged")] * len(ids)
+        bar = tqdm(total=len(ids), desc=f"judge hf {Path(self.model_name).name}", disable=not self.progress)
+        with self._torch.inference_mode():
+            for group in _groups(questions):
+                rows = [ids[i] for i in group]
+                probs = self._next_token_probs(lm, rows, tok.pad_token_id)
+                for i, row_probs in zip(group, probs, strict=True):
+                    py, pn = float(row_probs[yes].sum()), float(row_probs[no].sum())
                     if not py + pn > 0.0:
                         out[i] = Verdict(None, error="no probability on yes or no")
-                        continue
-                    p = py / (py + pn)
-                    out[i] = Verdict(p > 0.5, p, "yes" if p > 0.5 else "no")
-                bar.update(len(idx))
+                    else:
+                        p = py / (py + pn)
+                        out[i] = Verdict(p > 0.5, p, "yes" if p > 0.5 else "no")
+                bar.update(len(group))
         bar.close()
-        return [v for v in out if v is not None]
+        return out
+
+    def _next_token_probs(self, lm: Any, rows: list[list[int]], pad_id: int) -> list[Any]:
+        """The next-token distribution after each row. The rows' common prefix runs once; its KV cache is
+        repeated for the rows' remaining tokens, which run ``batch_size`` at a time, right-padded (the
+        logits are read at each row's last real token, which padding after it cannot change)."""
+        import copy
+
+        from transformers import DynamicCache
+
+        torch = self._torch
+        shared = common_prefix_length(rows) if len(rows) > 1 else 0
+        shared = min(shared, min(len(r) for r in rows) - 1)  # every row keeps at least one token to compute
+        cache = None
+        if shared >= MIN_SHARED_TOKENS:
+            cache = DynamicCache(config=lm.config.get_text_config(decoder=True))
+            prefix = torch.tensor([rows[0][:shared]], device=self.device)
+            lm(input_ids=prefix, past_key_values=cache, use_cache=True)
+        else:
+            shared = 0
+        out = []
+        for start in range(0, len(rows), self.batch_size):
+            chunk = [r[shared:] for r in rows[start : start + self.batch_size]]
+            width = max(len(r) for r in chunk)
+            input_ids = torch.tensor([r + [pad_id] * (width - len(r)) for r in chunk], device=self.device)
+            suffix_mask = torch.tensor(
+                [[1] * len(r) + [0] * (width - len(r)) for r in chunk], device=self.device
+            )
+            kwargs: dict[str, Any] = {}
+            if cache is not None:
+                past = copy.deepcopy(cache)
+                past.batch_repeat_interleave(len(chunk))
+                kwargs["past_key_values"] = past
+            mask = torch.cat(
+                [torch.ones(len(chunk), shared, dtype=suffix_mask.dtype, device=self.device), suffix_mask], 1
+            )
+            positions = torch.arange(shared, shared + width, device=self.device).expand(len(chunk), -1)
+            logits = lm(
+                input_ids=input_ids,
+                attention_mask=mask,
+                position_ids=positions,
+                use_cache=cache is not None,
+                **kwargs,
+            ).logits
+            last = torch.tensor([len(r) - 1 for r in chunk], device=self.device)
+            out.extend(torch.softmax(logits[torch.arange(len(chunk)), last].float(), dim=-1))
+        return out
+
+
+MIN_SHARED_TOKENS = 8
+"""A common prefix shorter than this is not worth a separate pass."""
+
+
+def common_prefix_length(rows: Sequence[Sequence[int]]) -> int:
+    """The number of leading tokens all rows share.
+
+    Examples
+    --------
+    >>> common_prefix_length([[1, 2, 3], [1, 2, 4], [1, 2]])
+    2
+    """
+    first, n = rows[0], min(len(r) for r in rows)
+    for k in range(n):
+        if any(r[k] != first[k] for r in rows):
+            return k
+    return n
+
+
+def _groups(questions: Sequence[int]) -> list[list[int]]:
+    """Prompt indices grouped by their question number, in first-seen order."""
+    groups: dict[int, list[int]] = {}
+    for i, q in enumerate(questions):
+        groups.setdefault(q, []).append(i)
+    return list(groups.values())

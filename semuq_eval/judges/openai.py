@@ -229,7 +229,7 @@ class OpenAIJudge(PromptedJudge):
             return Verdict(None, reply=text, error="unreadable reply")
         return Verdict(label, None, text)
 
-    def judge_prompts(self, prompts: Sequence[str]) -> list[Verdict]:
+    def judge_prompts(self, prompts: Sequence[str], questions: Sequence[int]) -> list[Verdict]:
         from tqdm.auto import tqdm
 
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:

@@ -6,7 +6,7 @@ persistent cache first (:class:`~semuq_eval.judges.cache.JudgeCache`) and asks t
 misses, in one call (:meth:`PromptedJudge.judge_prompts`, which a backend implements). A question without
 references gets an unknown verdict without asking anyone.
 
-Backends implement ``judge_prompts(prompts) -> list[Verdict]`` and ``identity`` (what makes two judges give
+Backends implement ``judge_prompts(prompts, questions) -> list[Verdict]`` and ``identity`` (what makes two judges give
 the same verdicts: backend, model and revision, decoding); see :mod:`semuq_eval.judges.hf` and
 :mod:`semuq_eval.judges.openai`.
 """
@@ -75,8 +75,12 @@ class PromptedJudge:
         """What makes two judges agree verdict for verdict (backend, model, revision, decoding)."""
         raise NotImplementedError
 
-    def judge_prompts(self, prompts: Sequence[str]) -> list[Verdict]:
-        """One verdict per prompt (a failed request gives an unknown verdict with its ``error``)."""
+    def judge_prompts(self, prompts: Sequence[str], questions: Sequence[int]) -> list[Verdict]:
+        """One verdict per prompt (a failed request gives an unknown verdict with its ``error``).
+
+        ``questions[i]`` numbers the (question, references) of prompt i: prompts with the same number differ
+        only in their answer, which a backend may exploit (the ``hf`` judge runs their shared prefix once).
+        """
         raise NotImplementedError
 
     # ------------------------------------------------------------------ the Judge protocol
@@ -95,6 +99,8 @@ class PromptedJudge:
         identity, prompt_sha = self.identity, self.prompt.sha256
         keys: list[str | None] = []
         todo: dict[str, str] = {}  # key -> prompt, distinct triples only
+        question_of: dict[str, int] = {}  # key -> number of its (question, references)
+        numbers: dict[tuple, int] = {}
         for q, a, refs in zip(questions, answers, references, strict=True):
             refs = [str(r) for r in refs if str(r).strip()]
             if not refs:
@@ -104,13 +110,14 @@ class PromptedJudge:
             keys.append(key)
             if key not in todo:
                 todo[key] = self.prompt.render(q, refs, a)
+                question_of[key] = numbers.setdefault((str(q), tuple(refs)), len(numbers))
         known = self.cache.get(todo) if self.cache is not None else {}
         misses = [k for k in todo if k not in known]
         self.stats["answers"] += len(keys)
         self.stats["distinct"] += len(todo)
         self.stats["cache_hits"] += len(todo) - len(misses)
         if misses:
-            fresh = self.judge_prompts([todo[k] for k in misses])
+            fresh = self.judge_prompts([todo[k] for k in misses], [question_of[k] for k in misses])
             if len(fresh) != len(misses):
                 raise RuntimeError(
                     f"judge {self.name} returned {len(fresh)} verdicts for {len(misses)} prompts"
