@@ -490,3 +490,21 @@ def test_check_operator_with_minilm_on_the_frozen_store(real_asset, tmp_path):
     again = check_operator(model, baseline, progress=False)
     assert again.ok and all(r.status == "ok" for r in again.rows)
     assert os.path.getsize(baseline) > 0
+
+
+def test_an_operator_that_cannot_run_is_reported_and_the_others_run(store, tmp_path, capsys):
+    result = diagnose(
+        store,
+        "cos_int,lexical",  # a frozen-like store keeps no hidden states
+        bootstrap=Bootstrap(50),
+        progress=False,
+    )
+    assert "hidden states" in result["unavailable"]["cos_int"]
+    assert "cos_int" not in result["traps"]["entailment"]["results"]
+    assert result["traps"]["entailment"]["results"]["lexical"]["n_pairs"] == 2
+    text = write_report(result, tmp_path / "r")["markdown"].read_text()
+    assert "Operator `cos_int` is unavailable" in text
+    code = cli_main(
+        ["check-operator", "cos_int", "--store", str(store), "--write-baseline", str(tmp_path / "b.json")]
+    )
+    assert code == 2 and "cos_int is unavailable" in capsys.readouterr().err

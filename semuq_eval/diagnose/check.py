@@ -174,6 +174,8 @@ def compute_figures(
         progress=progress,
         docs_out=docs_out,
     )
+    if name in result["unavailable"]:
+        raise RuntimeError(result["unavailable"][name])
     figures: dict[str, dict[str, Any]] = {}
 
     def put(key: str, value: Any, ci=(None, None), n: int | None = None) -> None:

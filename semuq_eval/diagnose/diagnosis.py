@@ -22,7 +22,12 @@ from semuq_eval.diagnose.clustering import CLUSTER_GROUPS, clustering_pairs
 from semuq_eval.diagnose.localization import localization
 from semuq_eval.diagnose.questions import DiagnosticQuestion, load_questions
 from semuq_eval.diagnose.rewrite import FactRewriter
-from semuq_eval.diagnose.scoring import difference_with_ci, mean_with_ci, score_diagnostics
+from semuq_eval.diagnose.scoring import (
+    OperatorUnavailable,
+    difference_with_ci,
+    mean_with_ci,
+    score_diagnostics,
+)
 from semuq_eval.diagnose.traps import TRAPS, PairSet, build_traps
 from semuq_eval.judges import Judge
 from semuq_eval.metrics import Bootstrap
@@ -149,8 +154,10 @@ def diagnose(
     Returns
     -------
     dict
-        ``{"format", "created", "stores", "labels", "counts", "operators", "traps", "clustering",
-        "localization", "settings", "timing"}``.
+        ``{"format", "created", "stores", "labels", "counts", "operators", "unavailable", "traps",
+        "clustering", "localization", "settings", "timing"}``; an operator that cannot run (its model does
+        not load, no hidden states for ``cos_int``) is listed in ``unavailable`` with the reason and has no
+        figures, while the others run.
 
     Raises
     ------
@@ -223,16 +230,20 @@ def diagnose(
     out_groups["equivalence"] = next(iter(groups.values())).info.get("equivalence")
     out_loc: dict[str, Any] = {}
     infos, timing = {}, {"pairs_s": t_pairs}
+    out_unavailable: dict[str, str] = {}
     for name, op in tqdm(built.items(), desc="diagnose operators", disable=not progress):
         t0 = time.perf_counter()
         try:
             sims, unavailable, docs = score_diagnostics(
                 name, (operator_options or {}).get(name), questions, pair_sets
             )
-        except RuntimeError:
-            raise
-        except Exception as err:
-            raise RuntimeError(f"operator {name} failed: {type(err).__name__}: {err}") from err
+        except Exception as err:  # an operator that cannot run is reported once; the others run
+            why = str(err) if isinstance(err, OperatorUnavailable) else f"{type(err).__name__}: {err}"
+            log.warning("diagnose: operator %s is unavailable: %s", name, why)
+            infos[name] = {"operator": name, "unavailable": why}
+            out_unavailable[name] = why
+            out_loc[name] = {"unavailable": why}
+            continue
         if docs_out is not None:
             docs_out[name] = docs
         infos[name] = dict(op.info)
@@ -277,6 +288,7 @@ def diagnose(
             "samples_incorrect": sum(q.sample_labels.count(0) for q in questions),
         },
         "operators": infos,
+        "unavailable": out_unavailable,
         "traps": out_traps,
         "clustering": out_groups,
         "localization": out_loc,

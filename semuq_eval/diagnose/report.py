@@ -42,6 +42,7 @@ def markdown(result: Mapping[str, Any]) -> str:
     """
     ops = list(result["operators"])
     c = result["counts"]
+    down = result.get("unavailable") or {}
     lines = [
         "# Operator diagnosis",
         "",
@@ -50,6 +51,8 @@ def markdown(result: Mapping[str, Any]) -> str:
         f"incorrect; sampled answers {c['samples_correct']} correct / {c['samples_incorrect']} incorrect.",
         f"Cells: mean similarity [95% CI] (pairs); CI: {result['settings']['ci']}; `!` = fewer than "
         f"{result['settings']['min_pairs']} questions (small sample).",
+        "",
+        *[f"Operator `{o}` is unavailable: {why}" for o, why in down.items()],
         "",
         "## Traps (App. F)",
         "",
@@ -88,7 +91,10 @@ def markdown(result: Mapping[str, Any]) -> str:
     lines.append(
         "| gap (incorrect eq. - correct eq.) | "
         + " | ".join(
-            f"{_num(gap[o]['difference'])} [{_num(gap[o]['ci_low'])}, {_num(gap[o]['ci_high'])}]" for o in ops
+            f"{_num(gap[o]['difference'])} [{_num(gap[o]['ci_low'])}, {_num(gap[o]['ci_high'])}]"
+            if o in gap
+            else "n/a"
+            for o in ops
         )
         + " |"
     )

@@ -25,12 +25,17 @@ from semuq_eval.operators.base import normalize_answer
 
 __all__ = [
     "MeanCI",
+    "OperatorUnavailable",
     "difference_with_ci",
     "mean_with_ci",
     "question_docs",
     "score_diagnostics",
     "score_pairs",
 ]
+
+
+class OperatorUnavailable(RuntimeError):
+    """An operator cannot run on any question (its model does not load, inputs it needs are missing)."""
 
 
 @dataclass(frozen=True)
@@ -246,7 +251,7 @@ def score_diagnostics(
 
     Raises
     ------
-    RuntimeError
+    OperatorUnavailable
         When the operator cannot run at all (its model does not load), with the reason.
     """
     from semuq_eval.harness.operator_runs import compute_operators, get_operator
@@ -256,7 +261,7 @@ def score_diagnostics(
     run = runs[name]
     if run.status == "unavailable" and any(q.samples for q in questions):
         reasons = "; ".join(run.reasons) or "unknown reason"
-        raise RuntimeError(f"operator {name} is unavailable: {reasons}")
+        raise OperatorUnavailable(f"operator {name} is unavailable: {reasons}")
     by_uid = {q.uid: (q, d) for q, d in zip(questions, docs, strict=True)}
     sims = {k: np.full(len(v), np.nan) for k, v in pair_sets.items()}
     unavailable: dict[str, int] = {}
