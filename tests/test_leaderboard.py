@@ -18,12 +18,12 @@ from semuq_eval.jsonio import read_json, write_json
 from semuq_eval.leaderboard import (
     LeaderboardConfig,
     LeaderboardInputError,
-    compute,
     group_sections,
     load_runs,
 )
 from semuq_eval.leaderboard.cli import build, main
 from semuq_eval.leaderboard.collect import expand_inputs, load_run
+from semuq_eval.leaderboard.compute import compute
 from semuq_eval.metrics import Bootstrap, paired_difference
 
 FIXTURES = Path(__file__).parent / "fixtures" / "leaderboard"

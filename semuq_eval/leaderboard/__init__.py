@@ -10,13 +10,14 @@ versioned JSON schema), :mod:`.write` (Markdown, CSV, JSON), :mod:`.html` (the p
 from __future__ import annotations
 
 from semuq_eval.leaderboard.collect import LeaderboardInputError, expand_inputs, group_sections, load_runs
-from semuq_eval.leaderboard.compute import Leaderboard, LeaderboardConfig, compute
+from semuq_eval.leaderboard.compute import Leaderboard, LeaderboardConfig
+
+# ``compute`` stays a module name (semuq_eval.leaderboard.compute.compute is the function), not re-exported
 
 __all__ = [
     "Leaderboard",
     "LeaderboardConfig",
     "LeaderboardInputError",
-    "compute",
     "expand_inputs",
     "group_sections",
     "load_runs",

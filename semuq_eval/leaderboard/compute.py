@@ -391,13 +391,15 @@ def _ranks(matrix: np.ndarray, points: np.ndarray) -> tuple[np.ndarray, np.ndarr
         warnings.simplefilter("ignore", RuntimeWarning)
         ranked = scipy.stats.rankdata(-matrix, axis=0, method="min", nan_policy="omit")
         point = scipy.stats.rankdata(-points, method="min", nan_policy="omit")
-    k = matrix.shape[0]
-    low, high, used = np.full(k, np.nan), np.full(k, np.nan), np.zeros(k, dtype=int)
-    for i in range(k):
-        row = ranked[i][np.isfinite(ranked[i])]
-        used[i] = row.size
-        if row.size:
-            low[i], high[i] = np.quantile(row, [0.025, 0.975], method="inverted_cdf")
+    used = np.isfinite(ranked).sum(axis=1)
+    low, high = np.full(matrix.shape[0], np.nan), np.full(matrix.shape[0], np.nan)
+    some = used > 0
+    if some.any():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            low[some], high[some] = np.nanquantile(
+                ranked[some], [0.025, 0.975], axis=1, method="inverted_cdf"
+            )
     return point, low, high, used
 
 
