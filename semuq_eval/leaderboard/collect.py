@@ -302,7 +302,10 @@ def _provenance(path: Path, task: str, llm: str, breakdown: Mapping[str, Any], s
         git_hash=data.get("git_hash"),
     )
     out["results_file"] = str(file)
-    out["notes"].append("semuq-eval's version is not recorded by runs")
+    out["notes"].append(
+        "semuq-eval's version is not recorded by runs; git_hash is the commit of the folder lm-eval ran in "
+        "(the semuq-eval checkout, for runs started from it)"
+    )
     return out
 
 
