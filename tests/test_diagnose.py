@@ -508,3 +508,27 @@ def test_an_operator_that_cannot_run_is_reported_and_the_others_run(store, tmp_p
         ["check-operator", "cos_int", "--store", str(store), "--write-baseline", str(tmp_path / "b.json")]
     )
     assert code == 2 and "cos_int is unavailable" in capsys.readouterr().err
+
+
+def test_localization_on_encoder_tokens(questions, tiny_st_encoder):  # noqa: F811
+    from semuq_eval.operators import get
+
+    op = get("enc", model=str(tiny_st_encoder), progress=False)
+    loc = localization(op, questions, unit="encoder", bootstrap=Bootstrap(50))
+    assert loc.n_answers == 2
+    # independently: the argmax of the encoder's own token norms, against the mention's characters
+    hits, chances = [], []
+    batch = op.token_norms([q.question for q in questions[:2]], [[q.greedy] for q in questions[:2]])
+    for q, (norms,) in zip(questions[:2], batch, strict=True):
+        mention = alias_spans(q.greedy, q.references)[0]
+        inside = (norms.spans[:, 0] < mention.end) & (norms.spans[:, 1] > mention.start)
+        hits.append(inside[int(np.argmax(norms.norms))])
+        chances.append(inside.mean())
+    assert loc.n_hits == sum(hits) and loc.chance_rate.mean == pytest.approx(np.mean(chances))
+
+
+def test_cli_llm_rewrite_needs_a_server(store, tmp_path, capsys):
+    code = cli_main(
+        ["diagnose", str(store), "--operators", "lexical", "--rewrite", "llm", "--output", str(tmp_path)]
+    )
+    assert code == 2 and "base_url" in capsys.readouterr().err

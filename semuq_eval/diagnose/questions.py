@@ -58,6 +58,10 @@ class DiagnosticQuestion:
         return [i for i, v in enumerate(self.sample_labels) if v == 0]
 
 
+def _label(v: Any) -> int | None:
+    return None if v is None else int(bool(v))
+
+
 def _labels_of(store: Path, records: Sequence[dict[str, Any]], labels: str, judge: Judge | None):
     if judge is not None:
         out = label_answers(
@@ -139,10 +143,6 @@ def load_questions(
                 )
             greedy, samples = r["greedy"], r["samples"]
             hidden = [None if g.hidden is None else np.asarray(g.hidden, dtype=np.float64) for g in samples]
-
-            def label(v):
-                return None if v is None else int(bool(v))
-
             out.append(
                 DiagnosticQuestion(
                     uid=f"{k}:{r['doc_id']}",
@@ -150,9 +150,9 @@ def load_questions(
                     question=r["question"],
                     references=[x for x in r["references"] if isinstance(x, str)],
                     greedy=greedy.text,
-                    greedy_label=label(lab.get("greedy")),
+                    greedy_label=_label(lab.get("greedy")),
                     samples=[g.text for g in samples],
-                    sample_labels=[label(v) for v in lab.get("samples") or []],
+                    sample_labels=[_label(v) for v in lab.get("samples") or []],
                     greedy_offsets=greedy.token_offsets,
                     greedy_hidden=None if greedy.hidden is None else np.asarray(greedy.hidden, np.float64),
                     sample_hidden=hidden if any(h is not None for h in hidden) else None,

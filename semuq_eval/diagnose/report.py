@@ -139,7 +139,7 @@ def plot(result: Mapping[str, Any], path: str | os.PathLike) -> Path:
     import numpy as np
 
     ops = list(result["operators"])
-    rows = [(t["title"], t["results"]) for t in result["traps"].values()]
+    rows = [(f"{t['title']}\n({t['better']} is better)", t["results"]) for t in result["traps"].values()]
     rows += [
         (result["clustering"][g]["pair"], result["clustering"][g]["results"])
         for g in ("incorrect_equivalent", "correct_equivalent", "incorrect_different")
