@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -194,6 +195,19 @@ def _compact(document: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def _inline(text: str) -> str:
+    """Escaped text with Markdown's inline ``code`` and **bold** (the header is written for both outputs).
+
+    Examples
+    --------
+    >>> _inline("**tiny** models: `semuq-eval run` <x>")
+    '<b>tiny</b> models: <code>semuq-eval run</code> &lt;x&gt;'
+    """
+    out = html.escape(text, quote=False)
+    out = re.sub(r"`([^`]+)`", r"<code>\1</code>", out)
+    return re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", out)
+
+
 def _runs_table(document: Mapping[str, Any]) -> str:
     rows = []
     for run in document["runs"]:
@@ -251,7 +265,7 @@ def render_html(
     data = json.dumps(_compact(document), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     data = data.replace("</", "<\\/")  # no "</script>" inside the script element
     boot = (document.get("settings") or {}).get("bootstrap") or {}
-    head_text = "".join(f"<p>{html.escape(p)}</p>" for p in header.strip().split("\n\n") if p.strip())
+    head_text = "".join(f"<p>{_inline(p)}</p>" for p in header.strip().split("\n\n") if p.strip())
     sections = "".join(
         f"<li><b>{html.escape(s['id'])}</b>: {html.escape(str(s['question_set']))}; N = {s['n_samples']}; "
         f"label set {html.escape(s['label_set'])}; LLMs: {html.escape(', '.join(s['llms']))}"
