@@ -532,3 +532,20 @@ def test_cli_llm_rewrite_needs_a_server(store, tmp_path, capsys):
         ["diagnose", str(store), "--operators", "lexical", "--rewrite", "llm", "--output", str(tmp_path)]
     )
     assert code == 2 and "base_url" in capsys.readouterr().err
+
+
+def test_clustering_cap_bounds_the_judged_pairs(questions):
+    calls = []
+
+    class CountingJudge:
+        name = "counting"
+        info = {"judge": "counting"}
+
+        def batch(self, qs, answers, refs):
+            calls.append(len(answers))
+            return [False] * len(answers)
+
+    groups = clustering_pairs(questions, judge=CountingJudge(), max_pairs_per_question=1)
+    # one candidate per question and class: q0 incorrect + correct, q1 incorrect + correct, q2 incorrect
+    assert calls == [2 * 5]
+    assert len(groups["incorrect_different"].pairs) == 3 and not groups["correct_equivalent"].pairs

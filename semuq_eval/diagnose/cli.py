@@ -71,9 +71,20 @@ def diagnose_main(argv: list[str]) -> int:
         help='JSON: offline {"max_words", "max_short_words", "context_slack"}; '
         'llm {"base_url", "model", "endpoint", "api_key_env", "max_tokens", "concurrency"}',
     )
+    p.add_argument(
+        "--equivalence_judge",
+        default=None,
+        help="judge deciding wrong-answer equivalence (default: string, contains); e.g. openai",
+    )
+    p.add_argument("--equivalence_judge_options", default=None, help="JSON options of --equivalence_judge")
     p.add_argument("--token_unit", default="generator", choices=["generator", "encoder"])
     p.add_argument("--max_questions", type=int, default=None, help="first questions of each store only")
-    p.add_argument("--max_pairs_per_question", type=int, default=None, help="cap of clustering pairs")
+    p.add_argument(
+        "--max_pairs_per_question",
+        type=int,
+        default=None,
+        help="clustering: judge at most this many pairs per question and class",
+    )
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (default 1000)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--min_pairs", type=int, default=30, help="fewer questions flag a small sample")
@@ -88,6 +99,10 @@ def diagnose_main(argv: list[str]) -> int:
         judge = (
             get_judge(args.judge, **_json_arg(args.judge_options, "--judge_options")) if args.judge else None
         )
+        equivalence = None
+        if args.equivalence_judge:
+            options = _json_arg(args.equivalence_judge_options, "--equivalence_judge_options")
+            equivalence = get_judge(args.equivalence_judge, **options)
         result = diagnose(
             args.stores,
             args.operators,
@@ -95,6 +110,7 @@ def diagnose_main(argv: list[str]) -> int:
             labels=args.labels,
             judge=judge,
             rewriter=_rewriter(args.rewrite, _json_arg(args.rewrite_options, "--rewrite_options")),
+            equivalence_judge=equivalence,
             max_questions=args.max_questions,
             max_pairs_per_question=args.max_pairs_per_question,
             token_unit=args.token_unit,

@@ -56,7 +56,8 @@ def clustering_pairs(
     judge : Judge, optional
         Decides equivalence with one answer as the other's reference (default ``StringJudge("contains")``).
     max_pairs_per_question : int, optional
-        Keep at most this many pairs of each group per question (the first, in sample order).
+        Judge at most this many candidate pairs per question and label class (the first, in sample order):
+        bounds the judge's work, which matters with an LLM judge (N = 20 gives up to 190 pairs a question).
 
     Examples
     --------
@@ -74,11 +75,13 @@ def clustering_pairs(
     identical: Counter[str] = Counter()
     for q in questions:
         for kind, idx in (("incorrect", q.incorrect_samples()), ("correct", q.correct_samples())):
+            taken = 0
             for i, j in combinations(idx, 2):
                 if normalize_answer(q.samples[i]) == normalize_answer(q.samples[j]):
                     identical[kind] += 1
-                else:
+                elif max_pairs_per_question is None or taken < max_pairs_per_question:
                     candidates.append((q, i, j, kind))
+                    taken += 1
     qs, answers, refs = [], [], []
     for q, i, j, _ in candidates:
         qs += [q.question, q.question]
@@ -86,15 +89,11 @@ def clustering_pairs(
         refs += [[q.samples[j]], [q.samples[i]]]
     verdicts = [as_verdict(v).label for v in judge.batch(qs, answers, refs)] if qs else []
     groups: dict[str, list[Pair]] = {name: [] for name in CLUSTER_GROUPS}
-    per_question: Counter[tuple[str, str]] = Counter()
     for k, (q, i, j, kind) in enumerate(candidates):
         equivalent = bool(verdicts[2 * k]) or bool(verdicts[2 * k + 1])
         if kind == "correct" and not equivalent:
             continue
         name = f"{kind}_{'equivalent' if equivalent else 'different'}"
-        if max_pairs_per_question is not None and per_question[(q.uid, name)] >= max_pairs_per_question:
-            continue
-        per_question[(q.uid, name)] += 1
         hidden = q.sample_hidden
         groups[name].append(
             Pair(
