@@ -205,9 +205,11 @@ def score_pairs(
     return out, unavailable
 
 
-def question_docs(questions: Sequence[Any]) -> list[Any]:
-    """The pipeline's :class:`~semuq_eval.harness.doc.Doc` of each diagnostic question (answers, hidden
-    vectors and the greedy answer's token offsets; no matrices yet)."""
+def question_docs(questions: Sequence[Any], *, offsets: bool = False) -> list[Any]:
+    """The pipeline's :class:`~semuq_eval.harness.doc.Doc` of each diagnostic question (answers and hidden
+    vectors; no matrices yet). Without ``offsets`` the greedy answers carry no token offsets, so the operator
+    pass skips ``enc``'s token weights on every greedy answer: localization computes them for the few
+    answers it keeps."""
     from semuq_eval.harness.doc import Doc
     from semuq_eval.models.generation import Generation
 
