@@ -130,6 +130,11 @@ class SemuqTask(ConfigurableTask):
         share_lm_eval_logging()  # plain `lm_eval` runs show semuq-eval's INFO lines (where the breakdown went)
         self.settings = Settings.from_metadata(self.config.metadata)
         self.judge = self.settings.make_judge()
+        # a trained operator (enc) that was trained on this run's LLM or dataset: warn once, before generating
+        from semuq_eval.training.overlap import warn_training_overlap
+
+        llm = (self.config.metadata or {}).get("pretrained")
+        warn_training_overlap(self.settings, llm=llm, task=self.config.task)
         self._filters = []  # apply_filters below replaces lm-eval's filter ensembles
         self.operator_runs: dict[str, OperatorRun] = {}
         self._summary_cache: dict[tuple, dict] = {}

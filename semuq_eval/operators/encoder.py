@@ -243,12 +243,28 @@ class EncoderOperator(_SentenceEncoderOperator):
         self,
         model: str | os.PathLike | Any = DEFAULT_SENTENCE_ENCODER,
         *,
-        condition_on_question: bool = True,
+        condition_on_question: bool | None = None,
         **options,
     ) -> None:
         """``model``: sentence-transformers hub id, local folder, or a loaded SentenceTransformer.
         Options: ``separator``, ``max_length`` (default: the model's), ``batch_size``, ``device``,
-        ``dtype`` ("auto": fp16 on GPU), ``revision``, ``trust_remote_code``, ``dedup``, ``progress``."""
+        ``dtype`` ("auto": fp16 on GPU), ``revision``, ``trust_remote_code``, ``dedup``, ``progress``.
+        ``condition_on_question`` and ``separator`` default to what a folder trained by
+        ``semuq-eval train-operator`` records (an answer-only operator is evaluated answer-only), else
+        True and the tokenizer's separator."""
+        from semuq_eval.training.card import operator_defaults
+
+        trained = operator_defaults(model)
+        if condition_on_question is None:
+            condition_on_question = trained.get("condition_on_question", True)
+        elif "condition_on_question" in trained and condition_on_question != trained["condition_on_question"]:
+            warnings.warn(
+                f"enc: {model} was trained with condition_on_question={trained['condition_on_question']} "
+                f"but is used with {condition_on_question}",
+                stacklevel=2,
+            )
+        if options.get("separator") is None and trained.get("separator"):
+            options["separator"] = trained["separator"]
         super().__init__(model, condition_on_question=condition_on_question, **options)
 
     def _load(self) -> tuple[Any, int, str]:

@@ -1,0 +1,55 @@
+"""Training the ``enc`` operator on a generating LLM's own answers (the paper's recipe, Sec. 4, App. B-C).
+
+``semuq-eval train-operator --stores OUT/ --backbone offline:all-minilm-l6-v2 --output ops/enc`` reads run
+stores with per-sample verdicts, draws triplets as App. C does, trains with sentence-transformers' trainer
+as App. B does, and writes a sentence-transformers folder that ``enc`` loads
+(``operator_options: {"enc": {"model": "ops/enc"}}``) with its card.
+
+Modules (one concept each):
+
+- :mod:`~semuq_eval.training.stores`: run stores -> labelled questions, and their provenance;
+- :mod:`~semuq_eval.training.triplets`: P / N filtering, the split by question, per-epoch triplets;
+- :mod:`~semuq_eval.training.recipe`: the objective, schedule and trainer;
+- :mod:`~semuq_eval.training.card`: ``semuq_training.json`` and ``README.md`` (read by ``enc`` at load);
+- :mod:`~semuq_eval.training.overlap`: the warning when an evaluation shares the training LLM or dataset;
+- :mod:`~semuq_eval.training.cli`: the command.
+
+Importing this package imports neither torch nor sentence-transformers.
+
+Examples
+--------
+>>> from semuq_eval.training import TrainingConfig
+>>> TrainingConfig(stores=["out/"], output="ops/enc").margin
+0.2
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__all__ = [
+    "TrainingConfig",
+    "operator_defaults",
+    "prepare_data",
+    "read_record",
+    "train_operator",
+    "training_overlap",
+    "warn_training_overlap",
+]
+
+_WHERE = {
+    "TrainingConfig": "recipe",
+    "prepare_data": "recipe",
+    "train_operator": "recipe",
+    "operator_defaults": "card",
+    "read_record": "card",
+    "training_overlap": "overlap",
+    "warn_training_overlap": "overlap",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        return getattr(importlib.import_module(f"semuq_eval.training.{_WHERE[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

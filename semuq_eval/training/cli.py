@@ -1,0 +1,154 @@
+"""``semuq-eval train-operator``: train the ``enc`` operator on run stores with per-sample labels.
+
+Examples
+--------
+>>> parser().parse_args(["--stores", "out/", "--output", "ops/enc", "--negatives", "random"]).negatives
+'random'
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from semuq_eval.harness.label_sets import RUN_LABELS
+from semuq_eval.training.recipe import (
+    DEFAULT_BACKBONE,
+    TooFewQuestionsError,
+    TrainingConfig,
+    prepare_data,
+    resolve_backbone,
+    train_operator,
+)
+from semuq_eval.training.stores import DEFAULT_TRAINING_TASK
+from semuq_eval.training.triplets import NEGATIVES
+
+__all__ = ["main", "parser"]
+
+EPILOG = """\
+Recipe (paper App. B-C): questions with >= 2 correct and >= 1 incorrect sampled answers; one triplet per
+question per epoch, drawn anew every epoch (anchor, positive: two distinct correct answers; negative: an
+incorrect answer to the same question; the question prepended by enc's own formatting); TripletLoss on cosine
+distance, margin 0.2, batch 32, lr 2e-5 with linear warm-up and decay, up to 30 epochs, early stopping after 3
+epochs without a gain in validation triplet accuracy (questions split by question), best epoch kept.
+
+Example (offline):
+  semuq-eval run --model semuq-hf --model_args pretrained=/path/llm --tasks semuq_nqopen_train \\
+      --metadata '{"profile": "offline", "n_samples": 10}' --output_path out/
+  semuq-eval train-operator --stores out/ --backbone offline:all-minilm-l6-v2 --output ops/enc-llm
+  semuq-eval run ... --tasks semuq_triviaqa_dpr --metadata '{"operator_options": {"enc": {"model": "ops/enc-llm"}}}'
+"""
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command's argument parser."""
+    p = argparse.ArgumentParser(
+        prog="semuq-eval train-operator",
+        description="Train the question-conditioned enc operator on a generating LLM's own labelled answers.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--stores",
+        nargs="+",
+        required=True,
+        help="run store folders, folders holding stores (an --output_path), or globs",
+    )
+    p.add_argument(
+        "--output", required=True, help="folder to write the trained sentence-transformers model to"
+    )
+    p.add_argument("--labels", default=RUN_LABELS, help="label set with per-sample verdicts (default: run)")
+    p.add_argument(
+        "--task",
+        default=DEFAULT_TRAINING_TASK,
+        help=f"keep the stores of this task when searching folders (default {DEFAULT_TRAINING_TASK}; 'any': all)",
+    )
+    p.add_argument(
+        "--llm", help="name of the generating LLM, when the store cannot tell (metadata run_id was set)"
+    )
+    p.add_argument(
+        "--backbone",
+        default=DEFAULT_BACKBONE,
+        help=f"sentence-transformers model to start from: hub id or folder (default: the paper's {DEFAULT_BACKBONE}); "
+        "offline:all-minilm-l6-v2 or offline:all-mpnet-base-v2 for the assets `semuq-eval assets` prepares",
+    )
+    p.add_argument("--negatives", choices=NEGATIVES, default="hard", help="negatives (default: hard)")
+    p.add_argument(
+        "--no_question",
+        action="store_true",
+        help="answer-only ablation: no question prepended (recorded; enc evaluates it answer-only too)",
+    )
+    p.add_argument("--margin", type=float, default=0.2, help="triplet margin (default 0.2)")
+    p.add_argument("--lr", type=float, default=2e-5, help="peak learning rate (default 2e-5)")
+    p.add_argument("--epochs", type=int, default=30, help="epoch budget (default 30)")
+    p.add_argument("--batch_size", type=int, default=32, help="triplets per batch (default 32)")
+    p.add_argument(
+        "--patience", type=int, default=3, help="epochs without a validation gain before stopping (3)"
+    )
+    p.add_argument(
+        "--warmup_ratio", type=float, default=0.1, help="share of the steps spent warming up (0.1)"
+    )
+    p.add_argument("--val_fraction", type=float, default=0.1, help="share of the questions held out (0.1)")
+    p.add_argument(
+        "--max_length", type=int, help="token limit of the encoder inputs (default: the backbone's)"
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of the split, the triplets and the trainer (0)")
+    p.add_argument("--device", help="cpu, cuda, ... (default: the trainer's choice)")
+    p.add_argument("--overwrite", action="store_true", help="replace a non-empty --output folder")
+    p.add_argument("--no_progress", action="store_true", help="no progress bars")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command; returns the exit code (2 for bad input, with the reason on stderr)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    config = TrainingConfig(
+        stores=args.stores,
+        output=args.output,
+        labels=args.labels,
+        task=None if args.task in ("any", "*") else args.task,
+        llm=args.llm,
+        backbone=args.backbone,
+        negatives=args.negatives,
+        question=not args.no_question,
+        margin=args.margin,
+        lr=args.lr,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        patience=args.patience,
+        warmup_ratio=args.warmup_ratio,
+        val_fraction=args.val_fraction,
+        max_length=args.max_length,
+        seed=args.seed,
+        device=args.device,
+        overwrite=args.overwrite,
+        progress=not args.no_progress,
+        command=["semuq-eval", "train-operator", *argv],
+    )
+    try:  # bad input: a one-line reason, no traceback
+        config.check()
+        data = prepare_data(config)
+        resolve_backbone(config.backbone)
+    except (FileNotFoundError, TooFewQuestionsError, ValueError) as err:
+        print(f"semuq-eval train-operator: {err}", file=sys.stderr)
+        return 2
+    try:
+        record = train_operator(config, data)
+    except FileExistsError as err:
+        print(f"semuq-eval train-operator: {err}", file=sys.stderr)
+        return 2
+    val = record["validation"]
+    counts = record["counts"]
+    print(
+        f"trained enc operator written to {record['output']}\n"
+        f"  questions kept {counts['kept']} of {counts['seen']} (train {counts['train_questions']}, "
+        f"validation {counts['val_questions']}); {val['epochs_run']} epoch(s)"
+        f"{' (stopped early)' if val['stopped_early'] else ''}\n"
+        f"  validation triplet accuracy: {val['before_training']:.3f} before training, "
+        f"{val['best_accuracy']:.3f} at the best epoch ({val['best_epoch']}), kept\n"
+        f'  use it: --metadata \'{{"operator_options": {{"enc": {{"model": "{record["output"]}"}}}}}}\''
+    )
+    return 0

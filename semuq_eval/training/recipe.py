@@ -1,0 +1,480 @@
+"""The paper's training recipe for the ``enc`` operator (Sec. 4, App. B-C), on sentence-transformers' trainer.
+
+Objective and schedule (App. B): ``TripletLoss`` on cosine distance (``1 - cos``; the loss is
+``[cos(a, n) - cos(a, p) + m]_+``, Eq. triplet_loss) with margin m = 0.2, batch 32, AdamW at 2e-5 with a
+linear warm-up (10% of the steps) and linear decay over the 30-epoch budget, evaluation after every epoch
+with ``TripletEvaluator`` (validation triplet accuracy, cosine), early stopping after 3 epochs without a
+gain (transformers' ``EarlyStoppingCallback``), and the best epoch's weights kept (``load_best_model_at_end``).
+No hand-written loop: :class:`~sentence_transformers.SentenceTransformerTrainer` trains.
+
+Triplets are resampled every epoch (App. C): the training dataset has one row per training question and an
+on-the-fly transform (``datasets.Dataset.set_transform``) that returns the question's triplet for the
+CURRENT epoch, drawn by :class:`~semuq_eval.training.triplets.TripletSampler` from ``(seed, epoch)``; a
+callback advances the epoch in ``on_epoch_begin``. The trainer builds its dataloader once and iterates it
+anew every epoch, so the optimizer, the scheduler and the shuffling all stay the trainer's own.
+
+Every text is formatted by the ``enc`` operator itself (:meth:`EncoderOperator._input`, i.e.
+:func:`~semuq_eval.operators.encoder.format_input` with the separator ``enc`` derives from the tokenizer), so
+training and evaluation inputs cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from semuq_eval.harness.label_sets import RUN_LABELS
+from semuq_eval.training.card import package_versions, write_card
+from semuq_eval.training.stores import (
+    DEFAULT_TRAINING_TASK,
+    StoreData,
+    find_stores,
+    labelled_questions,
+    read_store,
+)
+from semuq_eval.training.triplets import (
+    NEGATIVES,
+    TrainingQuestion,
+    TripletSampler,
+    filter_questions,
+    split_by_question,
+    validation_triplets,
+)
+
+__all__ = [
+    "DEFAULT_BACKBONE",
+    "TooFewQuestionsError",
+    "TrainingConfig",
+    "TrainingData",
+    "prepare_data",
+    "resolve_backbone",
+    "train_operator",
+]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_BACKBONE = "sentence-transformers/sentence-t5-large"
+"""The paper's backbone (App. B). Offline: ``offline:all-minilm-l6-v2`` or ``offline:all-mpnet-base-v2``."""
+
+OFFLINE_BACKBONES = ("all-minilm-l6-v2", "all-mpnet-base-v2")
+METRIC = "dev_cosine_accuracy"
+
+
+class TooFewQuestionsError(ValueError):
+    """The stores hold too few questions with at least 2 correct and 1 incorrect samples."""
+
+
+@dataclass
+class TrainingConfig:
+    """Everything a training run depends on (the CLI's options; recorded in the card).
+
+    ``question=False`` is the answer-only ablation; ``negatives`` is ``hard`` (the paper), ``random`` or
+    ``none``; ``epochs`` is the budget (early stopping may end sooner); ``warmup_ratio`` is the share of the
+    budget's optimizer steps spent warming up.
+    """
+
+    stores: Sequence[str]
+    output: str
+    labels: str = RUN_LABELS
+    task: str | None = DEFAULT_TRAINING_TASK
+    llm: str | None = None
+    backbone: str = DEFAULT_BACKBONE
+    negatives: str = "hard"
+    question: bool = True
+    margin: float = 0.2
+    lr: float = 2e-5
+    epochs: int = 30
+    batch_size: int = 32
+    patience: int = 3
+    warmup_ratio: float = 0.1
+    val_fraction: float = 0.1
+    seed: int = 0
+    max_length: int | None = None
+    device: str | None = None
+    overwrite: bool = False
+    progress: bool = True
+    command: list[str] = field(default_factory=list)
+
+    def check(self) -> None:
+        """ValueError naming the first bad option."""
+        if self.negatives not in NEGATIVES:
+            raise ValueError(f"negatives must be one of {NEGATIVES}, got {self.negatives!r}")
+        for name in ("epochs", "batch_size", "patience"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if not self.lr > 0:
+            raise ValueError(f"lr must be positive, got {self.lr}")
+        if not self.margin >= 0:
+            raise ValueError(f"margin must be >= 0, got {self.margin}")
+        if not 0.0 <= self.warmup_ratio < 1.0:
+            raise ValueError(f"warmup_ratio must be in [0, 1), got {self.warmup_ratio}")
+        if not 0.0 < self.val_fraction < 1.0:
+            raise ValueError(f"val_fraction must be in (0, 1), got {self.val_fraction}")
+
+
+def resolve_backbone(name: str) -> tuple[str, str]:
+    """(name to record, path or hub id to load): ``offline:NAME`` and the bare offline asset names resolve
+    to the folders ``semuq-eval assets`` prepares; anything else is passed to sentence-transformers as is.
+
+    Raises
+    ------
+    FileNotFoundError
+        For an offline backbone that is not prepared (the message gives the ``semuq-eval assets`` command).
+    """
+    asset = name.removeprefix("offline:")
+    if name.startswith("offline:") or (asset in OFFLINE_BACKBONES and not Path(name).exists()):
+        if asset not in OFFLINE_BACKBONES:
+            raise ValueError(
+                f"--backbone {name}: offline backbones are {[f'offline:{b}' for b in OFFLINE_BACKBONES]}"
+            )
+        from semuq_eval.assets import locate
+
+        return asset, str(locate(asset))
+    return name, name
+
+
+@dataclass
+class TrainingData:
+    """The stores read, the kept questions split by question, and the counts behind them."""
+
+    stores: list[StoreData]
+    train: list[TrainingQuestion]
+    val: list[TrainingQuestion]
+    counts: dict[str, int]
+
+
+def prepare_data(config: TrainingConfig) -> TrainingData:
+    """Read the stores, keep the usable questions (App. C), split them by question.
+
+    Raises
+    ------
+    FileNotFoundError
+        No store, or no such label set.
+    ValueError
+        A store without per-sample labels.
+    TooFewQuestionsError
+        Fewer than 2 distinct usable questions (the message says how many were kept and why the others
+        were not).
+    """
+    paths = find_stores(config.stores, config.task)
+    stores = [read_store(p, config.labels, llm=config.llm) for p in paths]
+    for s in stores:
+        if s.provenance.get("task") != DEFAULT_TRAINING_TASK:
+            log.warning(
+                "%s: task %s is not the training set %s; keep the operator's training data apart from every "
+                "evaluation set (the paper trains on NQ-Open only)",
+                s.path,
+                s.provenance.get("task"),
+                DEFAULT_TRAINING_TASK,
+            )
+    kept, counts = filter_questions(labelled_questions(stores))
+    counts["seen"] += sum(s.n_unlabelled + s.n_label_mismatch for s in stores)
+    counts["unlabelled"] = sum(s.n_unlabelled for s in stores)
+    counts["label_mismatch"] = sum(s.n_label_mismatch for s in stores)
+    distinct = len({q.source.key for q in kept})
+    if distinct < 2:
+        raise TooFewQuestionsError(
+            f"only {counts['kept']} of {counts['seen']} questions are usable ({distinct} distinct; at least 2 are "
+            "needed, one to train and one to validate): a question is kept when at least 2 of its sampled answers "
+            f"are correct and at least 1 is incorrect. Left out: {counts['fewer_than_2_correct']} with fewer than 2 "
+            f"correct answers, {counts['no_incorrect']} with no incorrect answer, {counts['unlabelled']} without "
+            f"per-sample labels, {counts['label_mismatch']} whose label count differs from their samples "
+            f"({counts['unknown_verdicts']} answers had an unknown verdict, {counts['empty_answers']} were empty). "
+            "Use more questions, more samples per question (n_samples), or an LLM that is right more often."
+        )
+    train, val = split_by_question(kept, config.val_fraction, config.seed)
+    counts.update(train_questions=len(train), val_questions=len(val))
+    return TrainingData(stores, train, val, counts)
+
+
+def _new_output(path: Path, overwrite: bool) -> None:
+    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        if not overwrite:
+            raise FileExistsError(
+                f"{path} exists and is not empty; choose another --output or pass --overwrite"
+            )
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+    path.mkdir(parents=True, exist_ok=True)
+
+
+class _EpochRows:
+    """The ``set_transform`` of the training dataset: row indices -> the current epoch's triplet columns.
+
+    ``in_epoch`` is True while the trainer runs an epoch; reads outside epochs (the trainer's model card
+    statistics before training) see epoch 0's draw."""
+
+    def __init__(self, sampler: TripletSampler) -> None:
+        self.sampler = sampler
+        self.epoch = 0
+        self.in_epoch = False
+
+    def __call__(self, batch: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        drawn = self.sampler.draw(self.epoch)
+        rows = [self.sampler.row(drawn[i]) for i in batch["row"]]
+        return {col: [r[col] for r in rows] for col in self.sampler.columns}
+
+
+def _callbacks(rows: _EpochRows, timings: list[dict[str, float]]):
+    from transformers import TrainerCallback
+
+    class ResampleTriplets(TrainerCallback):
+        """Draws the epoch's triplets before each epoch (App. C) and times the epoch's training steps."""
+
+        def __init__(self) -> None:
+            self.epoch = 0
+            self.started = 0.0
+
+        def on_epoch_begin(self, args, state, control, **kwargs):
+            rows.epoch, rows.in_epoch = self.epoch, True
+            rows.sampler.draw(self.epoch)
+            self.started = time.perf_counter()
+
+        def on_epoch_end(self, args, state, control, **kwargs):
+            timings.append({"epoch": self.epoch + 1, "train_seconds": time.perf_counter() - self.started})
+            rows.in_epoch = False
+            self.epoch += 1
+
+    return ResampleTriplets()
+
+
+def _history(log_history: list[dict[str, Any]], timings: list[dict[str, float]]) -> list[dict[str, Any]]:
+    """One entry per finished epoch: its validation accuracy, mean training loss and training time."""
+    per: dict[int, dict[str, Any]] = {}
+    for entry in log_history:
+        epoch = entry.get("epoch")
+        if epoch is None:
+            continue
+        e = round(float(epoch))
+        if f"eval_{METRIC}" in entry:
+            per.setdefault(e, {"epoch": e})["accuracy"] = float(entry[f"eval_{METRIC}"])
+        elif "loss" in entry:
+            per.setdefault(e, {"epoch": e})["train_loss"] = float(entry["loss"])
+    for t in timings:
+        per.setdefault(int(t["epoch"]), {"epoch": int(t["epoch"])})["train_seconds"] = t["train_seconds"]
+    return [per[e] for e in sorted(per)]
+
+
+def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> dict[str, Any]:
+    """Train an ``enc`` operator with the paper's recipe and save it to ``config.output``.
+
+    Parameters
+    ----------
+    config : TrainingConfig
+        The options (see :class:`TrainingConfig`).
+    data : TrainingData, optional
+        Already prepared data (:func:`prepare_data`); read from ``config.stores`` otherwise.
+
+    Returns
+    -------
+    dict
+        The training record written to ``<output>/semuq_training.json`` (:mod:`semuq_eval.training.card`).
+
+    Examples
+    --------
+    >>> record = train_operator(TrainingConfig(stores=["out/"], output="ops/enc-smollm2",
+    ...                                        backbone="offline:all-minilm-l6-v2"))  # doctest: +SKIP
+    >>> record["validation"]["best_accuracy"]  # doctest: +SKIP
+    0.81
+    """
+    config.check()
+    data = data or prepare_data(config)
+    output = Path(config.output).expanduser()
+    _new_output(output, config.overwrite)
+
+    import datasets
+    import torch
+    import transformers
+    from sentence_transformers import (
+        SentenceTransformer,
+        SentenceTransformerTrainer,
+        SentenceTransformerTrainingArguments,
+    )
+    from sentence_transformers.sentence_transformer.evaluation import TripletEvaluator
+    from sentence_transformers.sentence_transformer.losses import (
+        CosineSimilarityLoss,
+        TripletDistanceMetric,
+        TripletLoss,
+    )
+
+    from semuq_eval.operators.encoder import EncoderOperator, pooling_mode
+
+    backbone_name, backbone_path = resolve_backbone(config.backbone)
+    transformers.set_seed(config.seed)
+    model = SentenceTransformer(backbone_path, device=config.device)
+    if config.max_length:
+        model.max_seq_length = int(config.max_length)
+    op = EncoderOperator(model, condition_on_question=config.question, progress=False)
+    _, max_length, separator = op._load()
+
+    def format_fn(question: str, answer: str) -> str:
+        return op._input(question, answer)[0]
+
+    sampler = TripletSampler(data.train, seed=config.seed, format_fn=format_fn, negatives=config.negatives)
+    anchors, positives, negatives = validation_triplets(data.val, seed=config.seed, format_fn=format_fn)
+    evaluator = TripletEvaluator(
+        anchors,
+        positives,
+        negatives,
+        main_similarity_function="cosine",
+        name="dev",
+        batch_size=config.batch_size,
+        write_csv=False,
+    )
+    before = float(evaluator(model)[METRIC])
+    log.info("validation triplet accuracy before training: %.3f (%d triplets)", before, len(anchors))
+
+    rows = _EpochRows(sampler)
+    train_dataset = datasets.Dataset.from_dict({"row": list(range(len(data.train)))})
+    train_dataset.set_transform(rows)
+    if config.negatives == "none":
+        loss = CosineSimilarityLoss(model)
+        loss_name = "CosineSimilarityLoss(target 1.0, MSE)"
+    else:
+        loss = TripletLoss(model, distance_metric=TripletDistanceMetric.COSINE, triplet_margin=config.margin)
+        loss_name = f"TripletLoss(distance=COSINE, margin={config.margin})"
+
+    checkpoints = Path(tempfile.mkdtemp(prefix=f".{output.name}.checkpoints-", dir=output.parent))
+    timings: list[dict[str, float]] = []
+    args = SentenceTransformerTrainingArguments(
+        output_dir=str(checkpoints),
+        num_train_epochs=config.epochs,
+        per_device_train_batch_size=config.batch_size,
+        per_device_eval_batch_size=config.batch_size,
+        learning_rate=config.lr,
+        lr_scheduler_type="linear",
+        warmup_steps=float(config.warmup_ratio),
+        eval_strategy="epoch",
+        save_strategy="epoch",
+        logging_strategy="epoch",
+        load_best_model_at_end=True,
+        metric_for_best_model=f"eval_{METRIC}",
+        greater_is_better=True,
+        save_total_limit=1,
+        save_only_model=True,
+        seed=config.seed,
+        data_seed=config.seed,
+        report_to="none",
+        disable_tqdm=not config.progress,
+        dataloader_num_workers=0,
+        use_cpu=config.device == "cpu",
+    )
+    trainer = SentenceTransformerTrainer(
+        model=model,
+        args=args,
+        train_dataset=train_dataset,
+        loss=loss,
+        evaluator=evaluator,
+        callbacks=[
+            transformers.EarlyStoppingCallback(early_stopping_patience=config.patience),
+            _callbacks(rows, timings),
+        ],
+    )
+    started = time.perf_counter()
+    try:
+        trainer.train()
+        train_seconds = time.perf_counter() - started
+        model = trainer.model
+        final = float(evaluator(model)[METRIC])
+        per_epoch = _history(trainer.state.log_history, timings)
+        model.save(str(output), create_model_card=False)
+    finally:
+        shutil.rmtree(checkpoints, ignore_errors=True)
+
+    scored = [e for e in per_epoch if "accuracy" in e]
+    best = max(scored, key=lambda e: e["accuracy"]) if scored else None
+    if best is not None and best["accuracy"] < before:
+        log.warning(
+            "the best epoch's validation triplet accuracy (%.3f) is below the untrained backbone's (%.3f)",
+            best["accuracy"],
+            before,
+        )
+    epoch_seconds = [e["train_seconds"] for e in per_epoch if "train_seconds" in e]
+    n_epochs = len(epoch_seconds)
+    counts = dict(data.counts, triplets_per_epoch=len(data.train), val_triplets=len(anchors))
+    hyper = {
+        "negatives": config.negatives,
+        "loss": loss_name,
+        "margin": config.margin if config.negatives != "none" else None,
+        "learning_rate": config.lr,
+        "schedule": "linear warm-up then linear decay (over the whole epoch budget)",
+        "warmup_ratio": config.warmup_ratio,
+        "batch_size": config.batch_size,
+        "max_epochs": config.epochs,
+        "early_stopping_patience": config.patience,
+        "early_stopping_metric": f"validation triplet accuracy ({METRIC})",
+        "val_fraction": config.val_fraction,
+        "max_length": max_length,
+        "optimizer": str(getattr(args.optim, "value", args.optim)),
+        "weight_decay": args.weight_decay,
+        "triplets_per_question_per_epoch": 1,
+    }
+    config_record = {k: v for k, v in asdict(config).items() if k not in ("command",)}
+    record = {
+        "operator": "enc",
+        "output": str(output),
+        "question_conditioned": bool(config.question),
+        "separator": separator if config.question else None,
+        "pooling": pooling_mode(model),
+        "backbone": {
+            "name": backbone_name,
+            "path": backbone_path,
+            "revision": getattr(model[0].auto_model.config, "_commit_hash", None)
+            if hasattr(model[0], "auto_model")
+            else None,
+        },
+        "training_data": {
+            "stores": [s.provenance for s in data.stores],
+            "llms": sorted({s.provenance["llm"] for s in data.stores if s.provenance.get("llm")}),
+            "tasks": sorted({s.provenance["task"] for s in data.stores if s.provenance.get("task")}),
+            "datasets": sorted(
+                {
+                    f"{s.provenance['dataset']} ({s.provenance['split']})"
+                    for s in data.stores
+                    if s.provenance.get("dataset")
+                }
+            ),
+            "label_set": config.labels,
+        },
+        "counts": counts,
+        "hyperparameters": hyper,
+        "validation": {
+            "metric": "triplet accuracy: share of validation triplets with cos(anchor, positive) > "
+            "cos(anchor, negative); one hard-negative triplet per validation question, drawn once",
+            "before_training": before,
+            "per_epoch": per_epoch,
+            "best_epoch": best["epoch"] if best else None,
+            "best_accuracy": best["accuracy"] if best else None,
+            "final_accuracy": final,
+            "epochs_run": n_epochs,
+            "stopped_early": n_epochs < config.epochs,
+        },
+        "timing": {
+            "train_seconds": train_seconds,
+            "epoch_train_seconds": epoch_seconds,
+            "examples_per_second": (len(data.train) * n_epochs / sum(epoch_seconds))
+            if epoch_seconds
+            else None,
+            "device": str(model.device),
+            "torch_threads": torch.get_num_threads(),
+        },
+        "seed": config.seed,
+        "config": config_record,
+        "command": list(config.command) or list(sys.argv),
+        "versions": package_versions(),
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "environment": {"HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE")},
+    }
+    write_card(output, record)
+    return record

@@ -1,0 +1,309 @@
+"""Training questions read from run stores: each question's sampled answers with their per-sample verdicts,
+and where they came from (generating LLM, task, dataset and split, judge).
+
+A run store (:mod:`semuq_eval.harness.store`) holds the N sampled answers of every question; a label set
+(:mod:`semuq_eval.harness.label_sets`, ``"run"`` = the run's own judge) holds one verdict per sampled answer,
+in stored order. :func:`read_store` pairs them into :class:`LabelledQuestion` records; :func:`find_stores`
+expands the ``--stores`` arguments (store folders, output folders holding stores, globs).
+
+Examples
+--------
+>>> q = LabelledQuestion("s", 0, "Capital of France?", ("Paris", "Lyon"), (1, 0))
+>>> q.key
+'capital of france?'
+"""
+
+from __future__ import annotations
+
+import glob
+import logging
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from semuq_eval.harness.label_sets import RUN_LABELS, read_label_set
+from semuq_eval.harness.store import STORE_FORMAT
+from semuq_eval.jsonio import read_json, read_jsonl
+
+__all__ = [
+    "DEFAULT_TRAINING_TASK",
+    "LabelledQuestion",
+    "StoreData",
+    "dataset_of_task",
+    "find_stores",
+    "labelled_questions",
+    "question_key",
+    "read_store",
+]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TRAINING_TASK = "semuq_nqopen_train"
+"""The training set of the paper's recipe (App. C: NQ-Open, kept apart from every evaluation set)."""
+
+
+def question_key(question: str) -> str:
+    """The identity of a question across stores: lower-cased, whitespace collapsed.
+
+    Examples
+    --------
+    >>> question_key("  Who wrote  Hamlet? ")
+    'who wrote hamlet?'
+    """
+    return re.sub(r"\s+", " ", question).strip().lower()
+
+
+@dataclass(frozen=True)
+class LabelledQuestion:
+    """One question of one store: its sampled answers and their verdicts (1 / 0 / None), in stored order."""
+
+    store: str
+    doc_id: int
+    question: str
+    answers: tuple[str, ...]
+    labels: tuple[int | None, ...]
+
+    @property
+    def key(self) -> str:
+        """:func:`question_key` of the question (the validation split groups by it)."""
+        return question_key(self.question)
+
+
+@dataclass
+class StoreData:
+    """The labelled questions of one store and its provenance (written into the operator's card)."""
+
+    path: str
+    provenance: dict[str, Any]
+    questions: list[LabelledQuestion] = field(default_factory=list)
+    n_unlabelled: int = 0
+    n_label_mismatch: int = 0
+
+
+def find_stores(patterns: Sequence[str], task: str | None = DEFAULT_TRAINING_TASK) -> list[Path]:
+    """Run store folders named by ``patterns`` (paths or globs).
+
+    A folder holding ``manifest.json`` is a store and is always used. Any other folder is searched for
+    stores below it (an lm-eval ``--output_path``: ``semuq/<task>/<run_id>/``), keeping those of ``task``
+    (``None``: every task).
+
+    Raises
+    ------
+    FileNotFoundError
+        When a pattern matches nothing, or no store is found.
+    """
+    found: list[Path] = []
+    for pattern in patterns:
+        matches = sorted(glob.glob(os.path.expanduser(pattern))) or []
+        if not matches:
+            raise FileNotFoundError(f"--stores {pattern!r}: no such file or folder")
+        for match in map(Path, matches):
+            if (match / "manifest.json").is_file():
+                found.append(match)
+                continue
+            if not match.is_dir():
+                raise FileNotFoundError(f"{match}: not a run store folder (no manifest.json)")
+            below = [
+                p.parent
+                for p in sorted(match.rglob("manifest.json"))
+                if "_journal" not in p.parts and (task is None or _manifest_task(p) == task)
+            ]
+            if not below:
+                which = f" of task {task!r}" if task else ""
+                raise FileNotFoundError(
+                    f"{match}: no run store{which} found below it (a store is a folder with manifest.json, "
+                    "written by `semuq-eval run ... --output_path DIR` under DIR/semuq/<task>/<run_id>/)"
+                )
+            found.extend(below)
+    unique = list(dict.fromkeys(p.resolve() for p in found))
+    if not unique:
+        raise FileNotFoundError("no run store given")
+    return unique
+
+
+def _manifest_task(path: Path) -> str | None:
+    try:
+        return read_json(path).get("task")
+    except (OSError, ValueError):
+        return None
+
+
+def read_store(path: str | os.PathLike, labels: str = RUN_LABELS, *, llm: str | None = None) -> StoreData:
+    """The labelled questions of the store at ``path`` under label set ``labels``, with its provenance.
+
+    Questions without a label record, or whose label count differs from their number of stored samples,
+    are counted and left out.
+
+    Raises
+    ------
+    FileNotFoundError
+        No store, or no such label set.
+    ValueError
+        The label set holds no per-sample verdicts (a store written before they were kept).
+    """
+    root = Path(path)
+    manifest, records = _read_generations(root)
+    label_set = read_label_set(root, labels)
+    if label_set.records and not any(r["samples"] for r in label_set.records.values()):
+        raise ValueError(
+            f"{root}: label set {labels!r} has no per-sample labels (this store was written before the verdict "
+            "on every sampled answer was kept); label its answers again with a judge into a named label set "
+            "(`semuq-eval judge STORE --name NAME`) and pass --labels NAME, or rerun the generation"
+        )
+    data = StoreData(str(root), store_provenance(root, manifest, label_set.provenance, labels, llm=llm))
+    for rec in records:
+        label = label_set.records.get(int(rec["doc_id"]))
+        answers = tuple(str(g.get("text") or "") for g in rec["samples"])
+        if label is None or not label["samples"]:
+            data.n_unlabelled += 1
+            continue
+        if len(label["samples"]) != len(answers):
+            data.n_label_mismatch += 1
+            continue
+        data.questions.append(
+            LabelledQuestion(
+                str(root), int(rec["doc_id"]), str(rec["question"]), answers, tuple(label["samples"])
+            )
+        )
+    data.provenance["n_questions"] = len(records)
+    return data
+
+
+def _read_generations(root: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(manifest, records sorted by doc_id) of a store, without its hidden vectors (which training does not
+    need and :func:`semuq_eval.harness.store.load_store` would expand into lists)."""
+    manifest_path = root / "manifest.json"
+    if not manifest_path.is_file():
+        raise FileNotFoundError(f"{root} is not a semuq run store (no manifest.json)")
+    manifest = read_json(manifest_path)
+    if manifest.get("format") != STORE_FORMAT:
+        raise ValueError(f"{manifest_path}: unknown store format {manifest.get('format')!r}")
+    records: dict[int, dict[str, Any]] = {}
+    for gen_file in sorted(root.glob("generations.rank*.jsonl")):
+        for _, rec in read_jsonl(gen_file):
+            records[int(rec["doc_id"])] = rec  # a later line for the same doc wins, as in load_store
+    if not records:
+        raise FileNotFoundError(f"{root}: the store holds no generations (generations.rank*.jsonl)")
+    return manifest, [records[k] for k in sorted(records)]
+
+
+def store_provenance(
+    root: Path,
+    manifest: Mapping[str, Any],
+    label_provenance: Mapping[str, Any],
+    label_set: str,
+    *,
+    llm: str | None = None,
+) -> dict[str, Any]:
+    """What the card records about one store: the generating LLM (and where that name came from), the task,
+    its dataset and split, the decoding and N, and the judge of the label set."""
+    settings = dict(manifest.get("settings") or {})
+    breakdown = _read_optional(root / "breakdown.json")
+    task = manifest.get("task")
+    llm_name, llm_source = _llm_of(root, manifest, settings, breakdown, llm)
+    return {
+        "path": str(root),
+        "task": task,
+        **dataset_of_task(task, settings),
+        "llm": llm_name,
+        "llm_source": llm_source,
+        "n_samples": settings.get("n_samples"),
+        "decoding": (breakdown.get("decoding") or {}).get("sampled") or breakdown.get("generation_kwargs"),
+        "label_set": label_set,
+        "judge": dict(label_provenance.get("judge") or {}),
+        "labels_created": label_provenance.get("created"),
+    }
+
+
+def _read_optional(path: Path) -> dict[str, Any]:
+    try:
+        return dict(read_json(path)) if path.is_file() else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _llm_of(
+    root: Path,
+    manifest: Mapping[str, Any],
+    settings: Mapping[str, Any],
+    breakdown: Mapping[str, Any],
+    given: str | None,
+) -> tuple[str | None, str]:
+    """(LLM name, where it came from). The store records the model explicitly when a newer harness wrote it
+    (``model`` / ``pretrained``); otherwise the folder name is the run id, which is the model's slug unless
+    metadata ``run_id`` chose another."""
+    if given:
+        return given, "--llm"
+    for source, mapping in (
+        ("manifest", manifest),
+        ("manifest settings", settings),
+        ("breakdown", breakdown),
+    ):
+        for key in ("model", "pretrained", "llm"):
+            value = mapping.get(key)
+            if isinstance(value, Mapping):
+                value = value.get("pretrained") or value.get("name")
+            if isinstance(value, str) and value:
+                return value, f"{source} {key!r}"
+    if not settings.get("run_id"):
+        return root.name, "store folder name (the run id: the model's slug)"
+    log.warning(
+        "%s: the store does not name its LLM and its run id %r was chosen by hand; pass --llm NAME to record it",
+        root,
+        settings.get("run_id"),
+    )
+    return None, "unknown (metadata run_id was set; pass --llm)"
+
+
+def dataset_of_task(task: str | None, settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """``{"dataset", "split"}`` of a semuq task, read from its YAML (``None`` values for unknown tasks).
+
+    The dataset is the local QA set (``qa_set``, e.g. ``nq-open``) or the hub dataset (``dataset_path``,
+    with ``dataset_name``); the split is the task's ``test_split``. A ``data_dir`` in the settings is kept.
+
+    Examples
+    --------
+    >>> dataset_of_task("semuq_nqopen_train")
+    {'dataset': 'nq-open', 'split': 'dev'}
+    >>> dataset_of_task("no_such_task")
+    {'dataset': None, 'split': None}
+    """
+    out: dict[str, Any] = {"dataset": None, "split": None}
+    config = _task_yaml(task) if task else None
+    if config:
+        kwargs = config.get("dataset_kwargs") or {}
+        name = kwargs.get("qa_set") or config.get("dataset_path")
+        if name and config.get("dataset_name"):
+            name = f"{name}/{config['dataset_name']}"
+        out = {"dataset": name, "split": config.get("test_split") or config.get("validation_split")}
+    if settings and settings.get("data_dir"):
+        out["data_dir"] = settings["data_dir"]
+    return out
+
+
+def _task_yaml(task: str) -> dict[str, Any] | None:
+    import yaml
+
+    from semuq_eval.launch import tasks_dir
+
+    class _Loader(yaml.SafeLoader):
+        pass
+
+    _Loader.add_multi_constructor("!", lambda loader, suffix, node: None)
+    folder = tasks_dir()
+    for path in sorted(folder.glob("*.yaml")):
+        text = path.read_text(encoding="utf-8")
+        if f"task: {task}" not in text:
+            continue
+        config = yaml.load(text, Loader=_Loader) or {}
+        if isinstance(config, dict) and config.get("task") == task:
+            return config
+    return None
+
+
+def labelled_questions(stores: Iterable[StoreData]) -> list[LabelledQuestion]:
+    """Every labelled question of ``stores``, in store then doc order."""
+    return [q for s in stores for q in s.questions]

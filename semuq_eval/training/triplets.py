@@ -1,0 +1,281 @@
+"""Triplets from the generating LLM's own answers, exactly as App. C of the paper.
+
+For each question the sampled answers split by their verdicts into a correct set P and an incorrect set N
+(answers with an unknown verdict, and empty answers, are in neither). A question is kept only when
+``|P| >= 2`` and ``|N| >= 1``. Every epoch, each kept training question contributes ONE triplet, drawn anew:
+
+    anchor ~ P,   positive ~ P \\ {anchor},   negative ~ N        (same question for all three)
+
+so each question contributes a different pair each time it is visited. The question is prepended to each
+text by the ``enc`` operator's own formatting (:func:`semuq_eval.operators.encoder.format_input`, passed in
+as ``format_fn``). Ablations (App. A, Tab. "Hard negatives matter"): ``negatives="random"`` draws the
+negative from the answers of ANOTHER training question (still prefixed with the anchor's question, so only
+the answer changes); ``negatives="none"`` yields (anchor, positive) pairs only, for a cosine-similarity loss
+with target 1. The validation split is by question (all stores' copies of one question fall on the same
+side); validation triplets are drawn once (hard negatives whatever the ablation, so that every ablation is
+selected on the same metric) and stay fixed across epochs.
+
+Examples
+--------
+>>> qs = [LabelledQuestion("s", i, f"q{i}?", ("a", "b", "c"), (1, 1, 0)) for i in range(4)]
+>>> kept, counts = filter_questions(qs)
+>>> counts["kept"], len(kept[0].positives), len(kept[0].negatives)
+(4, 2, 1)
+>>> sampler = TripletSampler(kept, seed=0, format_fn=lambda q, a: f"{q} | {a}")
+>>> sampler.epoch_rows(0)[0]["negative"]
+'q0? | c'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from semuq_eval.training.stores import LabelledQuestion
+
+__all__ = [
+    "NEGATIVES",
+    "Drawn",
+    "FormatFn",
+    "TrainingQuestion",
+    "TripletSampler",
+    "filter_questions",
+    "split_by_question",
+    "validation_triplets",
+]
+
+NEGATIVES = ("hard", "random", "none")
+"""Where negatives come from: the same question's incorrect answers (the paper), another question's answers,
+or no negatives at all (positive pairs only)."""
+
+FormatFn = Callable[[str, str], str]
+"""(question, answer) -> the encoder input text."""
+
+
+@dataclass(frozen=True)
+class TrainingQuestion:
+    """A kept question: the indices (into ``source.answers``) of its correct and incorrect samples."""
+
+    source: LabelledQuestion
+    positives: tuple[int, ...]
+    negatives: tuple[int, ...]
+
+    @property
+    def question(self) -> str:
+        return self.source.question
+
+    def answer(self, index: int) -> str:
+        """The sampled answer at stored position ``index``."""
+        return self.source.answers[index]
+
+
+def filter_questions(questions: Sequence[LabelledQuestion]) -> tuple[list[TrainingQuestion], dict[str, int]]:
+    """The questions usable for triplets (``|P| >= 2`` and ``|N| >= 1``) and the counts behind the choice.
+
+    Counts: ``seen``, ``kept``, ``fewer_than_2_correct``, ``no_incorrect`` (with at least 2 correct),
+    ``unknown_verdicts`` and ``empty_answers`` (sampled answers left out of P and N).
+
+    Examples
+    --------
+    >>> qs = [LabelledQuestion("s", 0, "q?", ("a", "a", ""), (1, 1, 0)),
+    ...       LabelledQuestion("s", 1, "r?", ("x", "y", "z"), (1, 0, None))]
+    >>> kept, counts = filter_questions(qs)
+    >>> len(kept), counts["no_incorrect"], counts["fewer_than_2_correct"], counts["empty_answers"]
+    (0, 1, 1, 1)
+    """
+    counts = dict.fromkeys(
+        ("seen", "kept", "fewer_than_2_correct", "no_incorrect", "unknown_verdicts", "empty_answers"), 0
+    )
+    kept = []
+    for q in questions:
+        counts["seen"] += 1
+        pos, neg = [], []
+        for i, (answer, label) in enumerate(zip(q.answers, q.labels, strict=True)):
+            if not answer.strip():
+                counts["empty_answers"] += 1
+            elif label is None:
+                counts["unknown_verdicts"] += 1
+            elif label:
+                pos.append(i)
+            else:
+                neg.append(i)
+        if len(pos) < 2:
+            counts["fewer_than_2_correct"] += 1
+        elif not neg:
+            counts["no_incorrect"] += 1
+        else:
+            kept.append(TrainingQuestion(q, tuple(pos), tuple(neg)))
+            counts["kept"] += 1
+    return kept, counts
+
+
+def split_by_question(
+    questions: Sequence[TrainingQuestion], val_fraction: float, seed: int
+) -> tuple[list[TrainingQuestion], list[TrainingQuestion]]:
+    """(train, validation): the distinct questions (:func:`~semuq_eval.training.stores.question_key`) are
+    shuffled with ``seed`` and ``round(val_fraction * n)`` of them (at least 1) go to validation, every copy
+    of a question (several stores may hold it) on the same side. Order within each side follows the input.
+
+    Raises
+    ------
+    ValueError
+        With fewer than 2 distinct questions, or a fraction outside (0, 1).
+
+    Examples
+    --------
+    >>> qs = [TrainingQuestion(LabelledQuestion("s", i, f"q{i % 5}", ("a", "b", "c"), (1, 1, 0)), (0, 1), (2,))
+    ...       for i in range(10)]
+    >>> train, val = split_by_question(qs, 0.2, seed=0)
+    >>> len(train), len(val), {q.source.key for q in train} & {q.source.key for q in val}
+    (8, 2, set())
+    """
+    if not 0.0 < val_fraction < 1.0:
+        raise ValueError(f"val_fraction must be in (0, 1), got {val_fraction}")
+    keys = sorted({q.source.key for q in questions})
+    if len(keys) < 2:
+        raise ValueError(
+            f"{len(keys)} distinct question(s): at least 2 are needed (one to train, one to validate)"
+        )
+    n_val = min(len(keys) - 1, max(1, round(val_fraction * len(keys))))
+    order = np.random.default_rng([seed, 0x5EED]).permutation(len(keys))
+    val_keys = {keys[i] for i in order[:n_val]}
+    train = [q for q in questions if q.source.key not in val_keys]
+    val = [q for q in questions if q.source.key in val_keys]
+    return train, val
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """One drawn triplet: the question's position in the sampler, and the stored answer positions of the
+    anchor, positive and negative. ``negative_question`` is the question the negative answers (the same as
+    ``question`` for hard negatives; None without negatives)."""
+
+    question: int
+    anchor: int
+    positive: int
+    negative: int | None
+    negative_question: int | None
+
+
+def _draw_hard(q: TrainingQuestion, qi: int, rng: np.random.Generator) -> Drawn:
+    a, p = rng.choice(len(q.positives), size=2, replace=False)
+    n = rng.integers(len(q.negatives))
+    return Drawn(qi, q.positives[a], q.positives[p], q.negatives[n], qi)
+
+
+class TripletSampler:
+    """Per-epoch triplets of the training questions (App. C), reproducible from ``(seed, epoch)``.
+
+    Parameters
+    ----------
+    questions : sequence of TrainingQuestion
+        The kept training questions.
+    seed : int
+        Epoch ``e``'s draws use ``numpy.random.default_rng([seed, e])``: the same seed gives the same
+        triplets, a different epoch different ones.
+    format_fn : callable
+        ``(question, answer) -> text``: the ``enc`` operator's input formatting.
+    negatives : {"hard", "random", "none"}
+        See the module docstring.
+
+    Examples
+    --------
+    >>> qs = [TrainingQuestion(LabelledQuestion("s", i, f"q{i}?", ("a", "b", "c", "d"), (1, 1, 1, 0)),
+    ...                        (0, 1, 2), (3,)) for i in range(3)]
+    >>> s = TripletSampler(qs, seed=1, format_fn=lambda q, a: a)
+    >>> len(s.epoch_rows(0)), sorted(s.epoch_rows(0)[0])
+    (3, ['anchor', 'negative', 'positive'])
+    >>> TripletSampler(qs, seed=1, format_fn=lambda q, a: a, negatives="none").epoch_rows(0)[0]["label"]
+    1.0
+    """
+
+    def __init__(
+        self,
+        questions: Sequence[TrainingQuestion],
+        *,
+        seed: int,
+        format_fn: FormatFn,
+        negatives: Literal["hard", "random", "none"] = "hard",
+    ) -> None:
+        if negatives not in NEGATIVES:
+            raise ValueError(f"negatives must be one of {NEGATIVES}, got {negatives!r}")
+        if negatives == "random" and len({q.source.key for q in questions}) < 2:
+            raise ValueError("random negatives need at least 2 distinct training questions")
+        self.questions = list(questions)
+        self.seed = int(seed)
+        self.format_fn = format_fn
+        self.negatives = negatives
+        self._cache: dict[int, list[Drawn]] = {}
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The columns of a row, in the order the loss reads them."""
+        return (
+            ("anchor", "positive", "label")
+            if self.negatives == "none"
+            else ("anchor", "positive", "negative")
+        )
+
+    def draw(self, epoch: int) -> list[Drawn]:
+        """Epoch ``epoch``'s triplets: one per training question, in question order."""
+        if epoch not in self._cache:
+            rng = np.random.default_rng([self.seed, int(epoch)])
+            out = []
+            n_q = len(self.questions)
+            for qi, q in enumerate(self.questions):
+                if self.negatives == "hard":
+                    out.append(_draw_hard(q, qi, rng))
+                    continue
+                a, p = rng.choice(len(q.positives), size=2, replace=False)
+                if self.negatives == "none":
+                    out.append(Drawn(qi, q.positives[a], q.positives[p], None, None))
+                    continue
+                other = int(rng.integers(n_q - 1))
+                other += other >= qi  # uniform over the other questions
+                while (
+                    self.questions[other].source.key == q.source.key
+                ):  # the same question from another store
+                    other = int(rng.integers(n_q))
+                oq = self.questions[other]
+                pool = (*oq.positives, *oq.negatives)
+                out.append(
+                    Drawn(qi, q.positives[a], q.positives[p], pool[int(rng.integers(len(pool)))], other)
+                )
+            self._cache = {epoch: out}  # only the current epoch is kept
+        return self._cache[epoch]
+
+    def epoch_rows(self, epoch: int) -> list[dict[str, Any]]:
+        """Epoch ``epoch``'s triplets as formatted rows (see :attr:`columns`)."""
+        return [self.row(d) for d in self.draw(epoch)]
+
+    def row(self, d: Drawn) -> dict[str, Any]:
+        """One drawn triplet as encoder inputs; every text carries the anchor's question."""
+        q = self.questions[d.question]
+        fmt = self.format_fn
+        row: dict[str, Any] = {
+            "anchor": fmt(q.question, q.answer(d.anchor)),
+            "positive": fmt(q.question, q.answer(d.positive)),
+        }
+        if d.negative is None:
+            row["label"] = 1.0
+        else:
+            row["negative"] = fmt(q.question, self.questions[d.negative_question].answer(d.negative))
+        return row
+
+
+def validation_triplets(
+    questions: Sequence[TrainingQuestion], *, seed: int, format_fn: FormatFn
+) -> tuple[list[str], list[str], list[str]]:
+    """(anchors, positives, negatives): one hard-negative triplet per validation question, drawn once with
+    ``seed`` (the evaluator compares the same triplets after every epoch)."""
+    rng = np.random.default_rng([seed, 0xE7A1])
+    anchors, positives, negatives = [], [], []
+    for qi, q in enumerate(questions):
+        d = _draw_hard(q, qi, rng)
+        anchors.append(format_fn(q.question, q.answer(d.anchor)))
+        positives.append(format_fn(q.question, q.answer(d.positive)))
+        negatives.append(format_fn(q.question, q.answer(d.negative)))
+    return anchors, positives, negatives
