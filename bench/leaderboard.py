@@ -98,6 +98,13 @@ def make_stores(
             write_json(store / "breakdown.json", breakdown)
 
 
+def _cpu() -> float:
+    import resource
+
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--llms", type=int, default=10)
@@ -107,6 +114,7 @@ def main() -> None:
     parser.add_argument("--resamples", type=int, default=1000)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--breakdown-metrics", default="auroc,ece,prr,auarc")
+    parser.add_argument("--metrics", default="auroc,ece,prr,auarc", help="the leaderboard's cell metrics")
     parser.add_argument("--no-plots", action="store_true")
     parser.add_argument("--workdir", default="/tmp/semuq-bench-leaderboard")
     args = parser.parse_args()
@@ -132,13 +140,17 @@ def main() -> None:
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     load_before = os.getloadavg()
+    cpu_before = _cpu()
     phases: dict[str, float] = {}
     t0 = time.perf_counter()
     runs = load_runs(expand_inputs([str(root / "semuq" / "*" / "*")]))
     sections = group_sections(runs)
     phases["load"] = time.perf_counter() - t0
     t = time.perf_counter()
-    board = compute(sections, LeaderboardConfig(n_resamples=args.resamples, jobs=args.jobs))
+    cell_metrics = tuple(m.strip() for m in args.metrics.split(",") if m.strip())
+    board = compute(
+        sections, LeaderboardConfig(n_resamples=args.resamples, jobs=args.jobs, metrics=cell_metrics)
+    )
     phases["compute"] = time.perf_counter() - t
     t = time.perf_counter()
     document = to_document(board, relative_to=out)
@@ -154,16 +166,19 @@ def main() -> None:
     phases["html"] = time.perf_counter() - t
     total = time.perf_counter() - t0
     load_after = os.getloadavg()
+    cpu = _cpu() - cpu_before
     n_cells = len(document["cells"])
     print(
         f"{args.llms} LLMs x {args.tasks} tasks x {args.estimators} estimators, {args.questions} questions per "
-        f"task, {args.resamples} resamples, --jobs {args.jobs}, breakdowns hold {','.join(metrics)}"
+        f"task, {args.resamples} resamples, --jobs {args.jobs}, breakdowns hold {','.join(metrics)}, cells: "
+        f"{','.join(cell_metrics)}"
     )
     print(f"{len(runs)} runs, {n_cells} cells, {len(document['comparisons']['rows'])} Enc-vs-base rows, "
           f"{len(document['ranks']['estimators'])} estimator ranks, {len(figures)} plots")  # fmt: skip
     print("phases: " + ", ".join(f"{k} {v:.1f} s" for k, v in phases.items()))
     print(
-        f"TOTAL {total:.1f} s; load average before {load_before[0]:.2f}, after {load_after[0]:.2f} ({os.cpu_count()} cores)"
+        f"TOTAL {total:.1f} s wall, {cpu:.1f} s CPU (user + sys of this process and its workers); load average "
+        f"before {load_before[0]:.2f}, after {load_after[0]:.2f} ({os.cpu_count()} cores)"
     )
     sizes = {p.name: p.stat().st_size for p in out.iterdir() if p.is_file()}
     print("outputs: " + ", ".join(f"{k} {v / 1e6:.1f} MB" for k, v in sorted(sizes.items())))

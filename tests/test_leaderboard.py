@@ -478,3 +478,14 @@ def test_cli_registered_and_jobs(tmp_path, capsys):
     want = read_json(GOLDEN / "leaderboard.json")
     for key in ("cells", "comparisons", "llm_pairs", "ranks"):
         _close(got[key], want[key], key)  # two worker processes give the same figures
+
+
+def test_metrics_option(tmp_path, capsys):
+    out = tmp_path / "out"
+    store = str(_store("llm-alpha", "semuq_toy_a"))
+    assert main([store, "-o", str(out), "--metrics", "auroc,ece", "--bootstrap", "50", "--no-plots"]) == 0
+    assert {c["metric"] for c in read_json(out / "leaderboard.json")["cells"]} == {"auroc", "ece"}
+    assert main([store, "-o", str(out), "--metrics", "ece,auroc"]) == 2
+    assert main([store, "-o", str(out), "--metrics", "auroc,brier"]) == 2
+    err = capsys.readouterr().err
+    assert "must start with 'auroc'" in err and "brier" in err

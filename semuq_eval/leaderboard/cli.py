@@ -109,6 +109,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--labels", default="run", help="label sets, comma-separated: run (default), NAME, or all")
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (default 1000)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0, as runs)")
+    p.add_argument(
+        "--metrics",
+        default="auroc,ece,prr,auarc",
+        help="cell metrics, AUROC first (default auroc,ece,prr,auarc); metrics a run's breakdown lacks are computed "
+        "from its scores (PRR / AUARC today: the slow part of a large board)",
+    )
     p.add_argument("--ece-bins", type=int, default=10)
     p.add_argument("--ece-refit", choices=("once", "per_resample"), default="once")
     p.add_argument(
@@ -145,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
             seed=args.seed,
             ece_bins=args.ece_bins,
             ece_refit=args.ece_refit,
+            metrics=tuple(m.strip() for m in args.metrics.split(",") if m.strip()),
             llm_estimators=tuple(args.estimator),
             jobs=args.jobs,
         )
@@ -162,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
             command="semuq-eval leaderboard "
             + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[2:])),
         )
-    except (LeaderboardInputError, ValueError) as err:
+    except (LeaderboardInputError, ValueError, KeyError) as err:
         print(f"semuq-eval leaderboard: {err}", file=sys.stderr)
         return 2
     n_runs, n_cells = len(document["runs"]), len(document["cells"])
