@@ -99,7 +99,7 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="semuq-eval leaderboard",
         description="Merge run stores of many LLMs x tasks into leaderboard.md / .csv / .json, index.html and "
-        "PNG plots: AUROC / ECE / PRR / AUARC with 95%% CIs per cell, Enc vs base and LLM vs LLM paired "
+        "PNG plots: AUROC / ECE / PRR / AUARC with 95% CIs per cell, Enc vs base and LLM vs LLM paired "
         "differences, rank intervals.",
     )
     p.add_argument(
