@@ -467,3 +467,24 @@ def test_judge_command_errors(tmp_path, capsys):
     assert exit_info.value.code == 2 and "not a semuq run store" in capsys.readouterr().err
     with pytest.raises(ValueError, match="not key=value"):
         parse_judge_args("model")
+
+
+def test_llm_judge_inside_a_run_keeps_probabilities_and_sample_labels(stub, tmp_path):
+    from tests.fixtures.tiny_harness import CannedLM
+    from tests.test_harness import breakdown_of, run
+
+    server = stub(_rule)
+    options = {"base_url": server.base_url, "model": "stub", "cache": "none", "progress": False}
+    run(CannedLM(white_box=True), tmp_path, judge="openai", judge_options=options)
+    b = breakdown_of(tmp_path)
+    assert (
+        b["judge"]["judge"] == "openai" and b["label_set"] == "run" and len(b["judge"]["prompt_sha256"]) == 64
+    )
+    items = [json.loads(line) for line in (tmp_path / "out/semuq/semuq_triviaqa_dpr/scores.jsonl").open()]
+    assert all(len(it["sample_labels"]) == 4 and len(it["p_correct"]["samples"]) == 4 for it in items)
+    paris = [it for it in items if it["id"] == "q0"][
+        0
+    ]  # "What is the capital of France?": every answer says Paris
+    assert paris["labels"] == {"greedy": 1, "majority": 1} and paris["p_correct"]["greedy"] == pytest.approx(
+        0.8
+    )
