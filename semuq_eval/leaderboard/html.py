@@ -151,11 +151,11 @@ function renderRanks() {
   const chosen = new Set(D.llm_pairs.map(p => p.section + "|" + p.strategy + "|" + p.estimator));
   const rows = D.ranks.llms.filter(r => (!strategy || r.strategy === strategy) && (!sec || r.section === sec) &&
     (text ? r.estimator.toLowerCase().includes(text) : chosen.has(r.section + "|" + r.strategy + "|" + r.estimator)));
-  $("ranks").querySelector("tbody").innerHTML = rows.slice(0, 300).map(r => { const n = r.n_ranked, w = k => 100 * (k - 1) / Math.max(1, n - 1);
+  $("ranks").querySelector("tbody").innerHTML = rows.slice(0, 300).map(r => { const n = r.n_ranked, w = k => 100 * (k - 1) / n;
     return "<tr><td>" + esc(r.section) + "</td><td>" + esc(r.strategy) + "</td><td>" + esc(r.estimator) + "</td><td>" + esc(r.llm) +
     '</td><td class="num">' + fmt(r.auroc) + '</td><td class="num">' + (r.rank == null ? "" : r.rank) + '</td><td class="num">' +
-    (r.rank_low == null ? "" : r.rank_low + "\u2013" + r.rank_high) + ' of ' + n + '</td><td><span class="bar"><span style="left:' + w(r.rank_low) +
-    '%;width:' + Math.max(1, w(r.rank_high) - w(r.rank_low)) + '%"></span><i style="left:' + w(r.rank) + '%"></i></span></td></tr>'; }).join("");
+    (r.rank_low == null ? "" : r.rank_low + "\u2013" + r.rank_high) + ' of ' + n + '</td><td>' + (r.rank == null ? "" : '<span class="bar"><span style="left:' +
+    w(r.rank_low) + '%;width:' + (w(r.rank_high + 1) - w(r.rank_low)) + '%"></span><i style="left:' + (w(r.rank) + 50 / n) + '%"></i></span>') + '</td></tr>'; }).join("");
   $("pairs").querySelector("tbody").innerHTML = D.llm_pairs.filter(p => (!strategy || p.strategy === strategy) && (!sec || p.section === sec)).map(p =>
     "<tr><td>" + esc(p.section) + "</td><td>" + esc(p.strategy) + "</td><td>" + esc(p.estimator) + "</td><td>" + esc(p.llm_a) + " \u2212 " + esc(p.llm_b) +
     '</td><td class="num">' + (p.status !== "ok" ? "-" : fmt(p.difference) + " [" + fmt(p.ci_low) + ", " + fmt(p.ci_high) + "]" + (p.significant ? " *" : "")) +

@@ -148,7 +148,8 @@ def plot_ranks(document: Mapping[str, Any], section: Mapping[str, Any], path: st
     fig, ax = plt.subplots(figsize=(6.5, 0.9 + 0.28 * len(rows)))
     labels = []
     for i, r in enumerate(rows):
-        ax.plot([r["rank_low"], r["rank_high"]], [i, i], color="#4c72b0", lw=3, solid_capstyle="butt")
+        width = r["rank_high"] - r["rank_low"] + 0.8  # each rank a box 0.8 wide: one-rank intervals show
+        ax.barh(i, width, left=r["rank_low"] - 0.4, height=0.5, color="#a9c1e6", edgecolor="#4c72b0")
         ax.plot(r["rank"], i, "o", color="black", ms=4)
         labels.append(f"{r['llm']} ({r['estimator']}, {r['strategy']})")
     ax.set_yticks(range(len(rows)))
