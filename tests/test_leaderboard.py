@@ -195,6 +195,18 @@ def test_ece_recomputed_when_the_bootstrap_differs():
     )
 
 
+def test_breakdown_figures_are_not_reused_when_its_auroc_differs(tmp_path):
+    store = _copy("llm-alpha", "semuq_toy_a", tmp_path)
+    bd = read_json(store / "breakdown.json")
+    bd["results"]["greedy"]["se@enc"]["auroc"]["value"] += 0.01  # a breakdown of other scores
+    bd["results"]["greedy"]["se@enc"]["ece"]["value"] = 0.999
+    write_json(store / "breakdown.json", bd)
+    b = compute(group_sections(load_runs([store])), FAST)
+    ece = _cell(b, "llm-alpha", "semuq_toy_a", "se@enc", "greedy", "ece")
+    assert ece["source"] == "computed" and ece["value"] < 0.9
+    assert _cell(b, "llm-alpha", "semuq_toy_a", "cae@enc", "greedy", "ece")["source"] == "run"
+
+
 def test_enc_vs_base_equals_paired_difference(board):
     b, runs = board
     for llm, strategy in (

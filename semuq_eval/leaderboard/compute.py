@@ -19,8 +19,9 @@ A question whose label is missing for a run keeps its place with no score (NaN, 
 stay shared. The metric cores are the project's (:mod:`semuq_eval.metrics`): AUROC's resampled values come
 from the same code path as :func:`~semuq_eval.metrics.evaluate` (its point estimate and interval are equal
 to ``evaluate``'s), and ECE / PRR / AUARC come from ``evaluate`` itself, or from the run's own breakdown when
-the run used the same bootstrap (resamples, seed), ECE protocol and questions with no missing label, in
-which case the figures are the same numbers and are not computed again (``source`` says which).
+the run used the same bootstrap (resamples, seed), ECE protocol and questions with no missing label, and its
+AUROC equals the one recomputed from ``scores.jsonl`` (the same scores), in which case the figures are the
+same numbers and are not computed again (``source`` says which).
 """
 
 from __future__ import annotations
@@ -221,6 +222,11 @@ def _run_figures(job: _Job) -> dict[str, Any]:
             }
             resampled[(strategy, name)] = (point, res, mask)
             reuse = job.reusable.get(strategy, {}).get(name, {})
+            stored = (reuse.get("auroc") or {}).get("value")
+            if not (stored is None and not math.isfinite(point)) and not (
+                stored is not None and math.isclose(stored, point, rel_tol=0, abs_tol=1e-12)
+            ):
+                reuse = {}  # the breakdown's AUROC is not this one: its scores differ, reuse nothing
             for m in rest:
                 if m in reuse and reuse[m].get("n") == result.n:
                     cell[m] = {
