@@ -247,7 +247,14 @@ def _run_figures(job: _Job) -> dict[str, Any]:
                         m,
                         {**_result_dict(result, config.n_resamples, job.min_minority), "source": "computed"},
                     )
-    return {"cells": cells, "resampled": resampled}
+    ranks = {}  # the estimators' rank intervals within this run, here in the worker
+    for strategy in job.labels:
+        names = [n for n in job.estimators if (strategy, n) in resampled]
+        if names:
+            points = np.array([resampled[(strategy, n)][0] for n in names])
+            matrix = np.vstack([resampled[(strategy, n)][1] for n in names])
+            ranks[strategy] = (names, points, *_ranks(matrix, points))
+    return {"cells": cells, "resampled": resampled, "estimator_ranks": ranks}
 
 
 # -- the whole board --------------------------------------------------------------------------------------
@@ -620,14 +627,11 @@ def _llm_figures(board, section, figures, bootstrap, protocol) -> None:
 
 def _estimator_ranks(board, section, figures) -> None:
     for run in section.runs:
-        cached = figures[(section.id, run.llm)]["resampled"]
+        ranked = figures[(section.id, run.llm)]["estimator_ranks"]
         for strategy in LABEL_STRATEGIES:
-            names = [n for n in section.estimators if (strategy, n) in cached]
-            if not names:
+            if strategy not in ranked:
                 continue
-            points = np.array([cached[(strategy, n)][0] for n in names])
-            matrix = np.vstack([cached[(strategy, n)][1] for n in names])
-            point, low, high, used = _ranks(matrix, points)
+            names, points, point, low, high, used = ranked[strategy]
             for i, name in enumerate(names):
                 board.estimator_ranks.append(
                     {
