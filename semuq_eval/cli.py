@@ -65,8 +65,10 @@ semuq-eval's commands:
 
 
 def _usage() -> str:
+    width = max(map(len, [*LM_EVAL_COMMANDS, *COMMANDS]))
+
     def rows(table):
-        return "\n".join(f"  {name:<10} {text}" for name, text in table.items())
+        return "\n".join(f"  {name:<{width}}  {text}" for name, text in table.items())
 
     return USAGE.format(lm_eval=rows(LM_EVAL_COMMANDS), own=rows({k: v[1] for k, v in COMMANDS.items()}))
 
