@@ -482,12 +482,13 @@ def test_shipped_frozen_store_is_small_real_and_labelled():
 def test_check_operator_with_minilm_on_the_frozen_store(real_asset, tmp_path):
     model = str(real_asset("all-minilm-l6-v2"))
     baseline = tmp_path / "minilm.json"
-    report = check_operator(model, write_baseline=baseline, progress=False)
+    report = check_operator(model, write_baseline=baseline, max_questions=120, progress=False)
     figures = report.figures
     assert figures["localization.hit_rate"]["n"] >= 10
     assert 0.5 < figures["auroc.kle_heat@enc.greedy"]["value"] < 1.0
-    # the same model again: nothing moves
+    # the same model again (on the baseline's 120 questions): nothing moves
     again = check_operator(model, baseline, progress=False)
+    assert json.loads(baseline.read_text())["max_questions"] == 120
     assert again.ok and all(r.status == "ok" for r in again.rows)
     assert os.path.getsize(baseline) > 0
 
