@@ -187,10 +187,12 @@ def render_readme(record: Mapping[str, Any]) -> str:
         f"{val.get('best_epoch')} ({_fmt(val.get('best_accuracy'))}), kept; "
         f"{'stopped early' if val.get('stopped_early') else 'ran every epoch'} after {val.get('epochs_run')} epoch(s).",
         "",
-        "| epoch | validation accuracy | training loss |",
-        "|---|---|---|",
+        "| epoch | validation accuracy | training loss | training steps (s) |",
+        "|---|---|---|---|",
+        f"| 0 (untrained) | {_fmt(val.get('before_training'))} | - | - |",
         *(
-            f"| {e.get('epoch')} | {_fmt(e.get('accuracy'))} | {_fmt(e.get('train_loss'), 4)} |"
+            f"| {e.get('epoch')} | {_fmt(e.get('accuracy'))} | {_fmt(e.get('train_loss'), 4)} | "
+            f"{_fmt(e.get('train_seconds'), 1)} |"
             for e in val.get("per_epoch", [])
         ),
         "",
