@@ -143,6 +143,8 @@ def test_the_cards_command_runs_from_the_wheel(fresh, tmp_path):
     assert len(breakdowns) == 1, run.stderr[-3000:]
     breakdown = json.loads(breakdowns[0].read_text())
     assert "te" in breakdown["results"]["greedy"], "semuq-hf (white-box) must have served the samples"
+    manifest = json.loads((breakdowns[0].parent / "manifest.json").read_text())
+    assert manifest["model"] == {"pretrained": str(model)}  # lm_eval's CLI gives the store its LLM's name
     assert "overrides existing task" not in run.stderr
 
     off = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=_env(**{ENV: "0"}))

@@ -5,7 +5,9 @@ Location: ``<output_dir>/semuq/<task>/<run_id>/``, resolved by the run context
 says otherwise). Files (no pickle anywhere):
 
 =============================  ============================================================================
-``manifest.json``              format (``semuq-store/1``), task, settings, written by every rank at start
+``manifest.json``              format (``semuq-store/1``), task, settings, the LLM under test (``model``:
+                               ``pretrained`` or ``model``, ``revision``, ... as lm-eval's model_args gave
+                               them), written by every rank at start
 ``generations.rank<R>.jsonl``  one JSON object per question, written by the filter of rank R:
                                ``{"doc_id", "id", "question", "references", "n_extra_responses",
                                "greedy": Generation.to_record(include_hidden=False), "samples": [...]}``
@@ -49,12 +51,22 @@ class RunStore:
         self.root = Path(root)
         self.rank = int(rank)
 
-    def begin(self, task: str, settings: Mapping[str, Any], *, world_size: int = 1) -> None:
+    def begin(
+        self,
+        task: str,
+        settings: Mapping[str, Any],
+        *,
+        world_size: int = 1,
+        model: Mapping[str, Any] | None = None,
+    ) -> None:
         """Create the directory, write the manifest, truncate this rank's files. Rank 0 also removes the
-        files of ranks >= ``world_size`` left by an earlier run with more ranks (they would be read back)."""
+        files of ranks >= ``world_size`` left by an earlier run with more ranks (they would be read back).
+        ``model`` names the LLM under test (``pretrained`` / ``model``, ``revision``, ...), as lm-eval's CLI gave
+        it (lm-eval's CLI merges model_args into the task metadata; ``simple_evaluate`` does not: then it is empty)."""
         r = self.rank
         self.root.mkdir(parents=True, exist_ok=True)
-        write_json(self.root / "manifest.json", {"format": STORE_FORMAT, "task": task, "settings": settings})
+        manifest = {"format": STORE_FORMAT, "task": task, "settings": settings, "model": dict(model or {})}
+        write_json(self.root / "manifest.json", manifest)
         (self.root / f"generations.rank{r}.jsonl").write_text("", encoding="utf-8")
         (self.root / f"hidden.rank{r}.npz").unlink(missing_ok=True)
         if r == 0:

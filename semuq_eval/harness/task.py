@@ -53,6 +53,9 @@ __all__ = ["SemuqTask", "docs_from_instances", "references_of"]
 
 log = logging.getLogger(__name__)
 
+MODEL_KEYS = ("pretrained", "model", "revision", "dtype", "base_url", "tokenizer")
+"""The model_args (which lm-eval merges into the task metadata) that name the LLM under test in the store."""
+
 GREEDY_KEYS = ("until", "max_gen_toks")
 FILTER = "none"
 """The filter name lm-eval reads the filtered responses under (the task has no filter ensembles)."""
@@ -231,7 +234,9 @@ class SemuqTask(ConfigurableTask):
         if root is not None and self.settings.store and self._writes_outputs():
             try:
                 store = RunStore(root, rank=context.rank)
-                store.begin(self.config.task, self.settings.as_dict(), world_size=self._dp_world)
+                metadata = self.config.metadata or {}
+                model = {k: metadata[k] for k in MODEL_KEYS if metadata.get(k) is not None}
+                store.begin(self.config.task, self.settings.as_dict(), world_size=self._dp_world, model=model)
                 store.write_generations(docs, hidden=self.settings.store_hidden)
             except OSError as err:
                 log.warning("%s: could not write the run store in %s (%s)", self.config.task, root, err)
