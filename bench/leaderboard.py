@@ -4,7 +4,8 @@
     .venv/bin/python bench/leaderboard.py --questions 1000 --jobs 1 --breakdown-metrics auroc,ece
 
 Each synthetic run is a store (manifest.json, scores.jsonl with seeded scores and labels, breakdown.json).
-The breakdowns are synthetic too (plausible figures, not recomputed): with ``--breakdown-metrics
+The breakdowns are synthetic too (plausible figures, not recomputed, except the AUROC point estimate: the
+leaderboard takes a breakdown's other figures only when its AUROC equals the one from the scores): with ``--breakdown-metrics
 auroc,ece,prr,auarc`` (default) they hold every cell metric, so the leaderboard takes ECE / PRR / AUARC from
 them and computes what only it can compute (every cell's AUROC resamples, the paired differences and rank
 intervals); with ``auroc,ece`` (what runs write today) it also computes PRR and AUARC from the scores.
@@ -62,6 +63,7 @@ def make_stores(
     from semuq_eval.harness.settings import Settings
     from semuq_eval.harness.store import STORE_FORMAT
     from semuq_eval.jsonio import write_json, write_jsonl
+    from semuq_eval.metrics import auroc
 
     names = estimators(n_est)
     settings = Settings(n_samples=20, operators=tuple(OPERATORS), bootstrap=resamples, seed=0).as_dict()
@@ -84,6 +86,10 @@ def make_stores(
                 c = int(y.sum())
                 labels[s] = {"n": n, "n_correct": c, "n_incorrect": n - c, "n_missing": 0, "accuracy": c / n}
                 results[s] = {e: {x: _metric(rng, x, n, c, resamples) for x in metrics} for e in names}
+                for k, e in enumerate(
+                    names
+                ):  # the true AUROC: the leaderboard reuses a breakdown only when it matches
+                    results[s][e]["auroc"]["value"] = auroc(scores[:, k], y)
             breakdown = {
                 "format": "semuq-breakdown/1", "task": task, "created": "2026-01-01T00:00:00+00:00",
                 "settings": settings, "n_samples": 20, "seeds": {"bootstrap": 0},

@@ -89,7 +89,7 @@ def build(
     )
     write_json_document(document, output / "leaderboard.json")
     write_csv(document, output / "leaderboard.csv")
-    write_markdown(document, output / "leaderboard.md", header=header, command=command)
+    write_markdown(document, output / "leaderboard.md", header=header, command=command, title=title)
     figures = plot_all(document, output) if plots else []
     write_html(document, output / "index.html", header=header, plots=figures, title=title)
     return document

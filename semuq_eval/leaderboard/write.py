@@ -188,12 +188,17 @@ def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
 
 
 def write_markdown(
-    document: Mapping[str, Any], path: str | Path, *, header: str = "", command: str = ""
+    document: Mapping[str, Any],
+    path: str | Path,
+    *,
+    header: str = "",
+    command: str = "",
+    title: str = "semuq-eval leaderboard",
 ) -> Path:
     """``leaderboard.md``: reads well in a pull request (AUROC per section; other metrics in the CSV)."""
     settings = document["settings"]
     boot = settings["bootstrap"]
-    lines = ["# semuq-eval leaderboard", ""]
+    lines = [f"# {title}", ""]
     if header:
         lines += [header.rstrip(), ""]
     lines += [
