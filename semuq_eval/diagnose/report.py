@@ -167,6 +167,9 @@ def plot(result: Mapping[str, Any], path: str | os.PathLike) -> Path:
                 if i == 0 or not any((rr.get(o) or {}).get("mean") is not None for _, rr in rows[:i])
                 else None,
             )
+    for i, (_, res) in enumerate(rows):
+        if not any((res.get(o) or {}).get("mean") is not None for o in ops):
+            ax.text(x[i], 0.05, "no pairs", ha="center", fontsize=8, color="grey")
     ax.set_xticks(x, [t for t, _ in rows], rotation=25, ha="right", fontsize=8)
     ax.set_ylabel("mean similarity")
     ax.axvline(3.5, color="black", lw=0.5)
@@ -180,6 +183,7 @@ def plot(result: Mapping[str, Any], path: str | os.PathLike) -> Path:
             k - 0.2,
             h["mean"],
             0.4,
+            hatch="//" if h.get("small_sample") else None,
             yerr=[[h["mean"] - h["ci_low"]], [h["ci_high"] - h["mean"]]],
             capsize=2,
             color="tab:blue",
