@@ -132,9 +132,7 @@ def main() -> None:
     from semuq_eval.leaderboard.write import to_document, write_csv, write_json_document, write_markdown
 
     metrics = [m.strip() for m in args.breakdown_metrics.split(",") if m.strip()]
-    tag = (
-        f"{args.llms}x{args.tasks}x{args.estimators}-n{args.questions}-r{args.resamples}-{'_'.join(metrics)}"
-    )
+    tag = f"v2-{args.llms}x{args.tasks}x{args.estimators}-n{args.questions}-r{args.resamples}-{'_'.join(metrics)}"
     root = Path(args.workdir) / tag
     if not (root / "done").is_file():
         shutil.rmtree(root, ignore_errors=True)
