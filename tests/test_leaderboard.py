@@ -139,6 +139,8 @@ def test_provenance(golden_build):
     assert p["operators"]["enc"]["model"] == "/cache/models/all-minilm-l6-v2"
     assert p["judge"]["judge"] == "string"
     beta = next(r for r in doc["runs"] if r["llm"] == "llm-beta" and r["task"] == "semuq_toy_a")
+    assert beta["provenance"]["model"]["pretrained"] == "org/llm-beta"  # from the store's manifest
+    assert beta["provenance"]["model"]["revision"] == "v1"
     assert beta["provenance"]["versions"]["lm_eval"] is None
     assert any("no lm-eval results file" in n for n in beta["provenance"]["notes"])
     assert beta["labels"]["majority"] == {

@@ -464,6 +464,12 @@ def load_run(path: str | os.PathLike, label_set: str = RUN_LABELS) -> Run:
         judge_info=judge_info,
     )
     run.provenance = _provenance(store, task, llm, breakdown, settings)
+    named = manifest.get("model") or {}  # the LLM as the run's manifest names it (newer stores)
+    if named:
+        model = run.provenance["model"]
+        model["pretrained"] = named.get("pretrained") or named.get("model") or model["pretrained"]
+        model["revision"] = named.get("revision") or model["revision"]
+        model["manifest"] = dict(named)
     run.provenance["label_set"] = label_set
     if judge_info is not None:
         run.provenance["judge"] = judge_info
