@@ -202,8 +202,9 @@ class HFJudge(PromptedJudge):
 
     def _next_token_probs(self, lm: Any, rows: list[list[int]], pad_id: int) -> list[Any]:
         """The next-token distribution after each row. The rows' common prefix runs once; its KV cache is
-        repeated for the rows' remaining tokens, which run ``batch_size`` at a time, right-padded (the
-        logits are read at each row's last real token, which padding after it cannot change)."""
+        repeated for the rows' remaining tokens, which run ``batch_size`` at a time, left-padded between the
+        prefix and each row's tokens (masked out, positions counted without them), so that every row ends at
+        the last position, the only one whose logits are computed (``logits_to_keep=1``)."""
         import copy
 
         from transformers import DynamicCache
@@ -215,35 +216,33 @@ class HFJudge(PromptedJudge):
         if shared >= MIN_SHARED_TOKENS:
             cache = DynamicCache(config=lm.config.get_text_config(decoder=True))
             prefix = torch.tensor([rows[0][:shared]], device=self.device)
-            lm(input_ids=prefix, past_key_values=cache, use_cache=True)
+            lm(input_ids=prefix, past_key_values=cache, use_cache=True, logits_to_keep=1)
         else:
             shared = 0
         out = []
         for start in range(0, len(rows), self.batch_size):
             chunk = [r[shared:] for r in rows[start : start + self.batch_size]]
             width = max(len(r) for r in chunk)
-            input_ids = torch.tensor([r + [pad_id] * (width - len(r)) for r in chunk], device=self.device)
+            input_ids = torch.tensor([[pad_id] * (width - len(r)) + r for r in chunk], device=self.device)
             suffix_mask = torch.tensor(
-                [[1] * len(r) + [0] * (width - len(r)) for r in chunk], device=self.device
+                [[0] * (width - len(r)) + [1] * len(r) for r in chunk], device=self.device
             )
+            positions = (shared + suffix_mask.cumsum(-1) - 1).clamp(min=shared)
             kwargs: dict[str, Any] = {}
             if cache is not None:
                 past = copy.deepcopy(cache)
                 past.batch_repeat_interleave(len(chunk))
                 kwargs["past_key_values"] = past
-            mask = torch.cat(
-                [torch.ones(len(chunk), shared, dtype=suffix_mask.dtype, device=self.device), suffix_mask], 1
-            )
-            positions = torch.arange(shared, shared + width, device=self.device).expand(len(chunk), -1)
+            prefix_mask = torch.ones(len(chunk), shared, dtype=suffix_mask.dtype, device=self.device)
             logits = lm(
                 input_ids=input_ids,
-                attention_mask=mask,
+                attention_mask=torch.cat([prefix_mask, suffix_mask], 1),
                 position_ids=positions,
                 use_cache=cache is not None,
+                logits_to_keep=1,
                 **kwargs,
             ).logits
-            last = torch.tensor([len(r) - 1 for r in chunk], device=self.device)
-            out.extend(torch.softmax(logits[torch.arange(len(chunk)), last].float(), dim=-1))
+            out.extend(torch.softmax(logits[:, -1].float(), dim=-1))
         return out
 
 
