@@ -115,10 +115,13 @@ class RunStore:
         return write_json(self.root / name, breakdown)
 
 
-def load_store(path: str | os.PathLike) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def load_store(
+    path: str | os.PathLike, *, hidden: bool = True
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """``(manifest, records)``: records sorted by doc_id, each with ``greedy`` / ``samples`` rebuilt as
-    :class:`Generation` (hidden vectors restored from the .npz files) and, when present, the stored
-    ``item`` (labels and scores) from ``scores.jsonl``."""
+    :class:`Generation` (hidden vectors restored from the .npz files unless ``hidden=False``, which skips
+    reading them: text-only consumers such as operator training) and, when present, the stored ``item``
+    (labels and scores) from ``scores.jsonl``."""
     root = Path(path)
     manifest_path = root / "manifest.json"
     if not manifest_path.is_file():
@@ -126,10 +129,10 @@ def load_store(path: str | os.PathLike) -> tuple[dict[str, Any], list[dict[str, 
     manifest = read_json(manifest_path)
     if manifest.get("format") != STORE_FORMAT:
         raise ValueError(f"{manifest_path}: unknown store format {manifest.get('format')!r}")
-    hidden: dict[str, np.ndarray] = {}
-    for npz in sorted(root.glob("hidden.rank*.npz")):
+    vectors: dict[str, np.ndarray] = {}
+    for npz in sorted(root.glob("hidden.rank*.npz")) if hidden else []:
         with np.load(npz, allow_pickle=False) as data:
-            hidden.update({k: data[k] for k in data.files})
+            vectors.update({k: data[k] for k in data.files})
     items = {}
     if (root / "scores.jsonl").is_file():
         items = {it["doc_id"]: it for _, it in read_jsonl(root / "scores.jsonl")}
@@ -137,9 +140,9 @@ def load_store(path: str | os.PathLike) -> tuple[dict[str, Any], list[dict[str, 
     for gen_file in sorted(root.glob("generations.rank*.jsonl")):
         for _, rec in read_jsonl(gen_file):
             did = rec["doc_id"]
-            greedy = dict(rec["greedy"], hidden=_as_list(hidden.get(f"d{did}.greedy")))
+            greedy = dict(rec["greedy"], hidden=_as_list(vectors.get(f"d{did}.greedy")))
             rec["greedy"] = Generation.from_record(greedy)
-            stack = hidden.get(f"d{did}.samples")
+            stack = vectors.get(f"d{did}.samples")
             rec["samples"] = [
                 Generation.from_record(dict(s, hidden=_as_list(stack[i]) if stack is not None else None))
                 for i, s in enumerate(rec["samples"])

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from semuq_eval.harness.label_sets import RUN_LABELS, read_label_set
-from semuq_eval.harness.store import STORE_FORMAT
-from semuq_eval.jsonio import read_json, read_jsonl
+from semuq_eval.harness.store import load_store
+from semuq_eval.jsonio import read_json
 
 __all__ = [
     "DEFAULT_TRAINING_TASK",
@@ -145,7 +145,9 @@ def read_store(path: str | os.PathLike, labels: str = RUN_LABELS, *, llm: str | 
         The label set holds no per-sample verdicts (a store written before they were kept).
     """
     root = Path(path)
-    manifest, records = _read_generations(root)
+    manifest, records = load_store(root, hidden=False)
+    if not records:
+        raise FileNotFoundError(f"{root}: the store holds no generations (generations.rank*.jsonl)")
     label_set = read_label_set(root, labels)
     if label_set.records and not any(r["samples"] for r in label_set.records.values()):
         raise ValueError(
@@ -156,7 +158,7 @@ def read_store(path: str | os.PathLike, labels: str = RUN_LABELS, *, llm: str | 
     data = StoreData(str(root), store_provenance(root, manifest, label_set.provenance, labels, llm=llm))
     for rec in records:
         label = label_set.records.get(int(rec["doc_id"]))
-        answers = tuple(str(g.get("text") or "") for g in rec["samples"])
+        answers = tuple(str(g.text or "") for g in rec["samples"])
         if label is None or not label["samples"]:
             data.n_unlabelled += 1
             continue
@@ -170,24 +172,6 @@ def read_store(path: str | os.PathLike, labels: str = RUN_LABELS, *, llm: str | 
         )
     data.provenance["n_questions"] = len(records)
     return data
-
-
-def _read_generations(root: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """(manifest, records sorted by doc_id) of a store, without its hidden vectors (which training does not
-    need and :func:`semuq_eval.harness.store.load_store` would expand into lists)."""
-    manifest_path = root / "manifest.json"
-    if not manifest_path.is_file():
-        raise FileNotFoundError(f"{root} is not a semuq run store (no manifest.json)")
-    manifest = read_json(manifest_path)
-    if manifest.get("format") != STORE_FORMAT:
-        raise ValueError(f"{manifest_path}: unknown store format {manifest.get('format')!r}")
-    records: dict[int, dict[str, Any]] = {}
-    for gen_file in sorted(root.glob("generations.rank*.jsonl")):
-        for _, rec in read_jsonl(gen_file):
-            records[int(rec["doc_id"])] = rec  # a later line for the same doc wins, as in load_store
-    if not records:
-        raise FileNotFoundError(f"{root}: the store holds no generations (generations.rank*.jsonl)")
-    return manifest, [records[k] for k in sorted(records)]
 
 
 def store_provenance(
