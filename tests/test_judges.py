@@ -161,6 +161,33 @@ def test_failed_requests_are_unknown_counted_and_not_cached(tmp_path):
     assert healed.calls == [[healed.calls[0][0]]] and rec["samples"] == [False, True, False]
 
 
+def test_a_killed_run_keeps_the_blocks_it_finished(tmp_path):
+    class Killed(CountingJudge):
+        def judge_prompts(self, prompts, questions):
+            if self.calls:  # the process dies during the second block
+                raise KeyboardInterrupt
+            return super().judge_prompts(prompts, questions)
+
+    cache = tmp_path / "c.sqlite"
+    judge = Killed(cache=cache, progress=False)
+    judge.cache_block = 2
+    qs = [
+        "q1",
+        "q1",
+        "q1",
+        "q2",
+        "q2",
+        "q3",
+    ]  # blocks are cut where the question changes: [q1 x3], [q2 x2, q3]
+    answers = ["Paris", "Rome", "Lyon", "Paris", "Nice", "Paris"]
+    with pytest.raises(KeyboardInterrupt):
+        judge.batch(qs, answers, [["Paris"]] * 6)
+    assert len(judge.calls[0]) == 3 and len(JudgeCache(cache)) == 3
+    rerun = CountingJudge(cache=cache, progress=False)
+    rerun.batch(qs, answers, [["Paris"]] * 6)
+    assert rerun.stats["cache_hits"] == 3 and [len(c) for c in rerun.calls] == [3]
+
+
 def test_no_reference_is_unknown_without_asking():
     judge = CountingJudge(cache=None, progress=False)
     assert judge.batch(["q"], ["x"], [[" "]]) == [Verdict(None, error="no reference answer")]

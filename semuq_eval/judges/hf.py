@@ -178,13 +178,10 @@ class HFJudge(PromptedJudge):
         return prompt + ("" if prompt.endswith((" ", "\n")) else " ")
 
     def judge_prompts(self, prompts: Sequence[str], questions: Sequence[int]) -> list[Verdict]:
-        from tqdm.auto import tqdm
-
         tok, lm, yes, no = self._load()
         ids = [tok(self._text(tok, p), add_special_tokens=False)["input_ids"] for p in prompts]
         ids = [x[-self._max_tokens :] for x in ids]  # cut from the left: the request comes last
         out: list[Verdict] = [Verdict(None, error="not judged")] * len(ids)
-        bar = tqdm(total=len(ids), desc=f"judge hf {Path(self.model_name).name}", disable=not self.progress)
         with self._torch.inference_mode():
             for group in _groups(questions):
                 rows = [ids[i] for i in group]
@@ -196,8 +193,6 @@ class HFJudge(PromptedJudge):
                     else:
                         p = py / (py + pn)
                         out[i] = Verdict(p > 0.5, p, "yes" if p > 0.5 else "no")
-                bar.update(len(group))
-        bar.close()
         return out
 
     def _next_token_probs(self, lm: Any, rows: list[list[int]], pad_id: int) -> list[Any]:

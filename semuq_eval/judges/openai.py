@@ -230,17 +230,8 @@ class OpenAIJudge(PromptedJudge):
         return Verdict(label, None, text)
 
     def judge_prompts(self, prompts: Sequence[str], questions: Sequence[int]) -> list[Verdict]:
-        from tqdm.auto import tqdm
-
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
-            return list(
-                tqdm(
-                    pool.map(self._ask, prompts),
-                    total=len(prompts),
-                    desc=f"judge openai {self.model}",
-                    disable=not self.progress,
-                )
-            )
+            return list(pool.map(self._ask, prompts))
 
 
 class _Unreadable(ValueError):

@@ -3,7 +3,8 @@
 :class:`PromptedJudge` turns each (question, references, answer) into a prompt
 (:class:`~semuq_eval.judges.prompts.JudgePrompt`), judges every DISTINCT triple once, looks each up in the
 persistent cache first (:class:`~semuq_eval.judges.cache.JudgeCache`) and asks the backend only for the
-misses, in one call (:meth:`PromptedJudge.judge_prompts`, which a backend implements). A question without
+misses (:meth:`PromptedJudge.judge_prompts`, which a backend implements), in blocks of whole questions whose
+verdicts are cached as each block is done, so that a killed run loses at most one block. A question without
 references gets an unknown verdict without asking anyone.
 
 Backends implement ``judge_prompts(prompts, questions) -> list[Verdict]`` and ``identity`` (what makes two judges give
@@ -27,6 +28,9 @@ __all__ = ["PromptedJudge"]
 log = logging.getLogger(__name__)
 
 NO_REFERENCE = "no reference answer"
+CACHE_BLOCK = 256
+"""Uncached prompts are judged in blocks of about this many (whole questions), each block's verdicts cached
+as soon as it is done: a run killed mid-way loses at most one block."""
 
 
 class PromptedJudge:
@@ -42,7 +46,7 @@ class PromptedJudge:
         The verdict cache file; ``"default"`` (the default) is ``<cache dir>/judge-cache.sqlite``;
         ``None`` or ``"none"`` disables it.
     progress : bool
-        A progress bar over the answers sent to the model.
+        A progress bar over the answers sent to the judge.
     max_answer_chars : int
         Answers are cut to this many characters in the prompt.
     """
@@ -67,6 +71,7 @@ class PromptedJudge:
         else:
             self.cache = JudgeCache(default_cache_path() if str(cache) == "default" else cache)
         self.progress = bool(progress)
+        self.cache_block = CACHE_BLOCK
         self.stats = {"answers": 0, "distinct": 0, "cache_hits": 0, "judged": 0, "failed": 0}
 
     # ------------------------------------------------------------------ what a backend implements
@@ -82,6 +87,21 @@ class PromptedJudge:
         only in their answer, which a backend may exploit (the ``hf`` judge runs their shared prefix once).
         """
         raise NotImplementedError
+
+    def _judge_block(
+        self, block: Sequence[str], todo: dict[str, str], question_of: dict[str, int]
+    ) -> dict[str, Verdict]:
+        """Judge one block of uncached keys and store what the judge reached in the cache at once."""
+        fresh = self.judge_prompts([todo[k] for k in block], [question_of[k] for k in block])
+        if len(fresh) != len(block):
+            raise RuntimeError(f"judge {self.name} returned {len(fresh)} verdicts for {len(block)} prompts")
+        verdicts = dict(zip(block, fresh, strict=True))
+        reached = {k: v for k, v in verdicts.items() if not v.error or v.reply is not None}
+        self.stats["judged"] += len(reached)
+        self.stats["failed"] += len(verdicts) - len(reached)
+        if self.cache is not None and reached:
+            self.cache.put(reached, judge=self.name)
+        return verdicts
 
     # ------------------------------------------------------------------ the Judge protocol
     @property
@@ -117,24 +137,36 @@ class PromptedJudge:
         self.stats["distinct"] += len(todo)
         self.stats["cache_hits"] += len(todo) - len(misses)
         if misses:
-            fresh = self.judge_prompts([todo[k] for k in misses], [question_of[k] for k in misses])
-            if len(fresh) != len(misses):
-                raise RuntimeError(
-                    f"judge {self.name} returned {len(fresh)} verdicts for {len(misses)} prompts"
-                )
-            reached = {k: v for k, v in zip(misses, fresh, strict=True) if not v.error or v.reply is not None}
-            failed = len(misses) - len(reached)
-            self.stats["judged"] += len(reached)
-            self.stats["failed"] += failed
-            if failed:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=len(misses), desc=f"judge {self.name}", disable=not self.progress)
+            for block in _blocks(misses, question_of, self.cache_block):
+                known.update(self._judge_block(block, todo, question_of))
+                bar.update(len(block))
+            bar.close()
+            if self.stats["failed"]:
                 log.warning(
-                    "judge %s: %d of %d requests failed after their retries; their labels are unknown (counted, "
-                    "not cached: a re-run asks again)",
+                    "judge %s: %d requests failed after their retries; their labels are unknown (counted, not "
+                    "cached: a re-run asks again)",
                     self.name,
-                    failed,
-                    len(misses),
+                    self.stats["failed"],
                 )
-            if self.cache is not None and reached:
-                self.cache.put(reached, judge=self.name)
-            known.update(zip(misses, fresh, strict=True))
         return [Verdict(None, error=NO_REFERENCE) if k is None else known[k] for k in keys]
+
+
+def _blocks(keys: Sequence[str], question_of: dict[str, int], size: int) -> list[list[str]]:
+    """``keys`` in consecutive blocks of at least ``size`` keys (the last one may be smaller), cut only where
+    the question changes, so that a question's prompts stay together (the ``hf`` judge shares their prefix).
+
+    Examples
+    --------
+    >>> _blocks(["a", "b", "c", "d"], {"a": 0, "b": 0, "c": 1, "d": 2}, 1)
+    [['a', 'b'], ['c'], ['d']]
+    """
+    blocks: list[list[str]] = []
+    for key in keys:
+        if blocks and (len(blocks[-1]) < size or question_of[blocks[-1][-1]] == question_of[key]):
+            blocks[-1].append(key)
+        else:
+            blocks.append([key])
+    return blocks
