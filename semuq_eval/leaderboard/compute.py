@@ -531,14 +531,14 @@ def _comparisons(board, section, figures, bootstrap, protocol) -> None:
                             )
 
                     d = _difference(a, b, bootstrap, fallback)
-                    row.update(
-                        {
-                            k: d[k]
-                            for k in ("value_a", "value_b", "difference", "ci_low", "ci_high", "p_value", "n")
-                        }
-                    )
-                    row.update(_verdict(d), note="")
+                    _fill_difference(row, d)
                     board.comparisons.append(row)
+
+
+def _fill_difference(row: dict[str, Any], d: Mapping[str, Any]) -> None:
+    """Copy a paired difference's figures and verdict into a comparison row."""
+    row.update({k: d[k] for k in ("value_a", "value_b", "difference", "ci_low", "ci_high", "p_value", "n")})
+    row.update(_verdict(d), note="")
 
 
 def _llm_figures(board, section, figures, bootstrap, protocol) -> None:
@@ -615,13 +615,7 @@ def _llm_figures(board, section, figures, bootstrap, protocol) -> None:
                         )
 
                 d = _difference(a, b, bootstrap, fallback)
-                row.update(
-                    {
-                        k: d[k]
-                        for k in ("value_a", "value_b", "difference", "ci_low", "ci_high", "p_value", "n")
-                    }
-                )
-                row.update(_verdict(d), note="")
+                _fill_difference(row, d)
                 board.llm_pairs.append(row)
 
 

@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from semuq_eval.leaderboard.schema import CELL_FIELDS
+from semuq_eval.leaderboard.schema import CELL_FIELDS, PROVENANCE_COLUMNS
 
 __all__ = ["render_html", "write_html"]
 
@@ -232,19 +232,7 @@ def _runs_table(document: Mapping[str, Any]) -> str:
             run["path"],
         ]
         rows.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
-    head = [
-        "section",
-        "LLM",
-        "model",
-        "revision",
-        "questions",
-        "N",
-        "seed",
-        "operators",
-        "judge",
-        "versions",
-        "store",
-    ]
+    head = list(PROVENANCE_COLUMNS)
     return (
         "<table><thead><tr>"
         + "".join(f"<th>{h}</th>" for h in head)

@@ -52,7 +52,7 @@ quantiles of the rank over the ``n_resamples`` resamples that ranked it.
 
 from __future__ import annotations
 
-__all__ = ["CELL_FIELDS", "FORMAT", "SCHEMA_DOC"]
+__all__ = ["CELL_FIELDS", "FORMAT", "PROVENANCE_COLUMNS", "SCHEMA_DOC"]
 
 FORMAT = "semuq-leaderboard/1"
 SCHEMA_DOC = "semuq_eval/leaderboard/schema.py"
@@ -82,3 +82,18 @@ CELL_FIELDS = (
     "source",
 )
 """The fields of a cell, in ``leaderboard.csv``'s column order."""
+
+PROVENANCE_COLUMNS = (
+    "section",
+    "LLM",
+    "model",
+    "revision",
+    "questions",
+    "N",
+    "seed",
+    "operators",
+    "judge",
+    "versions",
+    "store",
+)
+"""The columns of the runs' provenance table (Markdown and page alike)."""

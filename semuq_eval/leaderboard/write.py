@@ -19,7 +19,7 @@ from semuq_eval.jsonio import json_safe, write_json
 from semuq_eval.judges import LABEL_STRATEGIES
 from semuq_eval.leaderboard.baselines import PAIR_SETS, PAIRS
 from semuq_eval.leaderboard.compute import Leaderboard
-from semuq_eval.leaderboard.schema import CELL_FIELDS, FORMAT, SCHEMA_DOC
+from semuq_eval.leaderboard.schema import CELL_FIELDS, FORMAT, PROVENANCE_COLUMNS, SCHEMA_DOC
 
 __all__ = ["to_document", "write_csv", "write_json_document", "write_markdown"]
 
@@ -390,19 +390,7 @@ def write_markdown(
             ]
         )
     lines += _table(
-        [
-            "section",
-            "LLM",
-            "model",
-            "revision",
-            "questions",
-            "N",
-            "seed",
-            "operators",
-            "judge",
-            "versions",
-            "store",
-        ],
+        list(PROVENANCE_COLUMNS),
         rows,
     )
     lines.append("")
