@@ -289,6 +289,14 @@ def test_diagnose_scores_every_pair_and_writes_the_report(store, tmp_path, tiny_
     assert paths["plot"].stat().st_size > 1000
 
 
+def test_diagnose_named_variant_beside_its_operator(store):
+    variant = {"lex_jaccard": {"operator": "lexical", "measure": "jaccard"}}
+    result = diagnose(store, "lexical,lex_jaccard", operator_options=variant, progress=False)
+    ood = result["traps"]["ood_syntax"]["results"]
+    assert set(ood) == {"lexical", "lex_jaccard"}
+    assert ood["lexical"]["mean"] != ood["lex_jaccard"]["mean"]
+
+
 def test_diagnose_bad_input(store, tmp_path):
     with pytest.raises(ValueError, match="unknown operator"):
         diagnose(store, "nope", progress=False)

@@ -249,7 +249,7 @@ def test_settings_validation():
         ({"n_samples": "many"}, "not a number"),
         ({"tau": float("nan")}, "tau must be a finite"),
         ({"bootstrap": -1}, "bootstrap must be >= 0"),
-        ({"operators": ["lexical", "nope"]}, r"operators: unknown name\(s\) \['nope'\]"),
+        ({"operators": ["lexical", "nope"]}, r"unknown operator 'nope'"),
         ({"aggregators": ["kle"]}, "aggregators: unknown"),
         ({"operators": ["lexical"], "operator_options": {"enc": {}}}, "operator_options: unknown"),
         ({"operators": ["lexical", "lexical"]}, "repeated"),
@@ -546,3 +546,41 @@ def test_rescore_with_fewer_operators_drops_their_options(tmp_path):
     again = rescore(tmp_path / "out" / "semuq" / "semuq_triviaqa_dpr", operators=["cos_int"], bootstrap=20)
     assert set(again["operators"]) == {"cos_int"} and again["settings"]["operator_options"] == {}
     assert "kle_heat@cos_int" in again["results"]["greedy"]
+
+
+def test_named_operator_variant_scores_beside_its_operator_and_rescore_writes_a_store(tmp_path):
+    from semuq_eval.harness.store import load_store
+    from semuq_eval.leaderboard.collect import load_run
+
+    run(CannedLM(white_box=True), tmp_path)
+    source = tmp_path / "out" / "semuq" / "semuq_triviaqa_dpr"
+    variant = {"lex_jaccard": {"operator": "lexical", "measure": "jaccard"}}
+    target = tmp_path / "rescored" / "semuq" / "semuq_triviaqa_dpr" / "canned"
+    out = rescore(
+        source,
+        operators=["lexical", "lex_jaccard"],
+        operator_options=variant,
+        bootstrap=20,
+        store_output=target,
+    )
+    greedy = out["results"]["greedy"]
+    assert "cae@lexical" in greedy and "cae@lex_jaccard" in greedy
+    assert out["operators"]["lex_jaccard"]["info"]["measure"] == "jaccard"
+    assert out["operators"]["lexical"]["info"]["measure"] != "jaccard"
+    manifest, records = load_store(target)
+    assert manifest["settings"]["operator_options"]["lex_jaccard"] == variant["lex_jaccard"]
+    assert [r["doc_id"] for r in records] == [r["doc_id"] for r in load_store(source)[1]]
+    assert all(r["greedy"].hidden is not None for r in records)  # hidden vectors copied
+    scores = [r["item"]["scores"] for r in records]
+    assert any(s["kle_heat@lexical"] != s["kle_heat@lex_jaccard"] for s in scores)
+    assert "cae@lex_jaccard" in load_run(target).estimators
+    again = rescore(target, bootstrap=20)  # the written store rescored from its own settings
+    assert again["results"]["greedy"]["cae@lex_jaccard"]["auroc"] == greedy["cae@lex_jaccard"]["auroc"]
+    with pytest.raises(ValueError, match="is the source store"):
+        rescore(target, bootstrap=20, store_output=target)
+    with pytest.raises(ValueError, match="'nope' is not registered"):
+        rescore(source, operators=["lex2"], operator_options={"lex2": {"operator": "nope"}})
+    with pytest.raises(ValueError, match="unknown operator 'lex2'"):
+        rescore(source, operators=["lex2"])
+    with pytest.raises(ValueError, match="letters, digits and underscores"):
+        rescore(source, operators=["lex@2"], operator_options={"lex@2": {"operator": "lexical"}})

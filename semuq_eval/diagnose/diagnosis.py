@@ -58,10 +58,15 @@ def resolve_operators(
     names = list(dict.fromkeys(operators))
     if not names:
         raise ValueError("no operator given; e.g. --operators enc,cos_ext,lexical")
-    unknown = [n for n in names if n not in registry.names()]
-    if unknown:
-        raise ValueError(f"unknown operator(s) {unknown}; known: {registry.names()}")
     options = dict(options or {})
+    unknown = [
+        n for n in names if n not in registry.names() and registry.VARIANT_KEY not in (options.get(n) or {})
+    ]
+    if unknown:
+        raise ValueError(
+            f"unknown operator(s) {unknown}; known: {registry.names()} (or a named variant: "
+            f'operator_options {{"<name>": {{"{registry.VARIANT_KEY}": "enc", "model": ...}}}})'
+        )
     stray = sorted(set(options) - set(names))
     if stray:
         raise ValueError(f"operator_options for {stray}, which are not among the operators {names}")

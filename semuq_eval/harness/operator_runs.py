@@ -46,11 +46,12 @@ def get_operator(name: str, options: Mapping[str, Any] | None = None):
     return _OPERATORS[key]
 
 
-def operator_spec(name: str) -> OperatorSpec:
-    """The declarations of the registered operator ``name`` (its class's ``kind`` and ``extras``)."""
-    from semuq_eval.operators import operator_registry
+def operator_spec(name: str, options: Mapping[str, Any] | None = None) -> OperatorSpec:
+    """The declarations (class ``kind`` and ``extras``) of operator ``name``: registered, or a named variant
+    whose ``options`` give the registered operator (:func:`semuq_eval.operators.resolve`)."""
+    from semuq_eval.operators import operator_registry, resolve
 
-    cls = operator_registry.get(name)
+    cls = operator_registry.get(resolve(name, options)[0])
     return OperatorSpec(cls.kind, tuple(cls.extras))
 
 

@@ -52,7 +52,10 @@ def estimators_for(settings: Settings) -> list[Estimator]:
 
     An operator that cannot run keeps its estimators: they are reported unavailable, never dropped.
     """
-    return valid_estimators({name: operator_spec(name) for name in settings.operators}, settings.aggregators)
+    return valid_estimators(
+        {name: operator_spec(name, settings.operator_options.get(name)) for name in settings.operators},
+        settings.aggregators,
+    )
 
 
 def process_docs(

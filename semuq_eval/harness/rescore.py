@@ -7,11 +7,22 @@ the stored N is the N-ablation: the first ``n_samples`` stored samples of every 
 majority label is recomputed from their stored per-sample labels). Labels come from a stored label set
 (``labels``, default ``"run"``: the run's own; ``semuq-eval judge`` adds others), or are judged again when
 a judge option is given.
+
+``operator_options`` set operators' options, e.g. a trained ``enc`` scored beside the untrained one as a
+named variant (:func:`semuq_eval.operators.resolve`)::
+
+    rescore(store, operators=["enc", "enc_nq", "lexical"],
+            operator_options={"enc_nq": {"operator": "enc", "model": "ops/enc-nq"}},
+            store_output="rescored/semuq/semuq_webquestions/gemma-3-270m")
+
+``store_output`` writes a complete run store there (answers and hidden vectors copied, the new scores and
+breakdown), which every store reader takes: ``semuq-eval leaderboard``, ``diagnose``, ``judge``.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -22,8 +33,8 @@ from semuq_eval.harness.label_sets import RUN_LABELS, read_label_set, slice_samp
 from semuq_eval.harness.pipeline import process_docs
 from semuq_eval.harness.report import summarize
 from semuq_eval.harness.settings import Settings
-from semuq_eval.harness.store import load_store
-from semuq_eval.jsonio import write_json
+from semuq_eval.harness.store import RunStore, load_store
+from semuq_eval.jsonio import read_json, write_json
 
 __all__ = ["docs_from_records", "rescore"]
 
@@ -49,6 +60,7 @@ def rescore(
     store_path: str | os.PathLike,
     *,
     operators: Sequence[str] | None = None,
+    operator_options: Mapping[str, Mapping[str, Any]] | None = None,
     estimator_names: Sequence[str] | None = None,
     n_samples: int | None = None,
     tau: float | None = None,
@@ -57,6 +69,7 @@ def rescore(
     labels: str | None = None,
     bootstrap: int | None = None,
     output: str | os.PathLike | None = None,
+    store_output: str | os.PathLike | None = None,
 ) -> dict:
     """The breakdown (as in ``breakdown.json``) recomputed from the store at ``store_path``.
 
@@ -66,6 +79,9 @@ def rescore(
         A run store directory (``<output_path>/semuq/<task>/<run_id>``).
     operators : sequence of str, optional
         Operators to compute (default: the stored run's).
+    operator_options : mapping, optional
+        ``{operator: {option: value}}`` over the stored run's (per operator, these win); a named variant
+        gives ``{"operator": <registered name>, ...}``.
     estimator_names : sequence of str, optional
         Keep only these estimators (e.g. ``["kle_heat@lexical", "te"]``).
     n_samples : int, optional
@@ -80,6 +96,10 @@ def rescore(
         ``n_samples`` stored per-sample labels.
     output : path-like, optional
         Write the breakdown there as JSON (a directory gets ``breakdown.rescore.json``).
+    store_output : path-like, optional
+        Write a complete run store there: the stored answers and hidden vectors, the new settings,
+        ``scores.jsonl`` and ``breakdown.json``; the labels scored become its run labels. It must not be the
+        source store.
     """
     manifest, records = load_store(store_path)
     stored = Settings.from_metadata(manifest.get("settings"), expand_profile=False)
@@ -89,6 +109,13 @@ def rescore(
         # the stored options of operators left out do not apply (e.g. the offline profile's encoder paths)
         settings.operator_options = {
             k: v for k, v in stored.operator_options.items() if k in settings.operators
+        }
+    for name, given in dict(operator_options or {}).items():
+        if not isinstance(given, Mapping):
+            raise ValueError(f"operator_options[{name!r}] must be a mapping, got {given!r}")
+        settings.operator_options = {
+            **settings.operator_options,
+            name: {**settings.operator_options.get(name, {}), **given},
         }
     if tau is not None:
         settings.tau = float(tau)
@@ -130,7 +157,24 @@ def rescore(
         if path.is_dir() or not path.suffix:
             path = path / "breakdown.rescore.json"
         write_json(path, breakdown)
+    if store_output is not None:
+        _write_store(store_path, store_output, settings, out.items, breakdown)
     return breakdown
+
+
+def _write_store(source, target, settings: Settings, items, breakdown: Mapping[str, Any]) -> None:
+    """A complete run store at ``target``: ``source``'s answers and hidden vectors, the rescored rest."""
+    source, target = Path(source), Path(target)
+    if target.resolve() == source.resolve():
+        raise ValueError(f"store_output {target} is the source store: give another folder")
+    manifest = read_json(source / "manifest.json")
+    store = RunStore(target)
+    store.begin(manifest.get("task", ""), settings.as_dict(), model=manifest.get("model"))
+    (target / "generations.rank0.jsonl").unlink()
+    for path in [*source.glob("generations.rank*.jsonl"), *source.glob("hidden.rank*.npz")]:
+        shutil.copyfile(path, target / path.name)
+    store.write_scores(items)
+    store.write_breakdown(breakdown)
 
 
 def _stored_labels(
@@ -182,6 +226,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--operators", type=_csv, help="comma-separated operators to (re)compute, e.g. lexical,enc"
     )
+    parser.add_argument(
+        "--operator_options",
+        type=json.loads,
+        help='JSON {operator: {option: value}}; a named variant: \'{"enc_nq": {"operator": "enc", "model": "ops/enc-nq"}}\'',
+    )
     parser.add_argument("--estimators", type=_csv, help="keep only these estimators, e.g. kle_heat@enc,te")
     parser.add_argument("--n_samples", type=int, help="use the first k stored samples (N-ablation)")
     parser.add_argument("--tau", type=float, help="threshold for clustering graded matrices")
@@ -198,6 +247,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--output", help="write the breakdown JSON here (a directory gets breakdown.rescore.json)"
     )
+    parser.add_argument(
+        "--store_output", help="write a complete run store there (answers copied, new scores and breakdown)"
+    )
     parser.add_argument("--json", action="store_true", help="print the breakdown JSON instead of the table")
     args = parser.parse_args(argv)
     judge, judge_options = args.judge, args.judge_options
@@ -208,6 +260,7 @@ def main(argv: list[str]) -> int:
     breakdown = rescore(
         args.store,
         operators=args.operators,
+        operator_options=args.operator_options,
         estimator_names=args.estimators,
         n_samples=args.n_samples,
         tau=args.tau,
@@ -216,6 +269,7 @@ def main(argv: list[str]) -> int:
         labels=args.labels,
         bootstrap=args.bootstrap,
         output=args.output,
+        store_output=args.store_output,
     )
     print(json.dumps(breakdown, indent=1) if args.json else breakdown_table(breakdown))
     return 0

@@ -9,10 +9,11 @@ key                    default                                      meaning
 profile                none                                         ``offline``: operators with a local model
                                                                     (:mod:`semuq_eval.harness.profiles`)
 n_samples              20                                           N sampled answers per question (App. E.2)
-operators              nli, nli_soft, cos_ext, cos_int, enc,        operators to run (registry names)
-                       lexical
+operators              nli, nli_soft, cos_ext, cos_int, enc,        operators to run (registry names, or
+                       lexical                                      named variants: see operator_options)
 operator_options       {}                                           ``{operator: {kwarg: value}}`` passed to
-                                                                    ``semuq_eval.operators.get``
+                                                                    ``semuq_eval.operators.get``; a variant's
+                                                                    own name gets ``{"operator": "enc", ...}``
 aggregators            null (all registered)                        aggregator names to score
 aggregator_options     {}                                           ``{aggregator: {kwarg: value}}``
 tau                    0.5                                          equivalence rule S_ij > tau for graded or
@@ -138,7 +139,6 @@ class Settings:
         if not math.isfinite(self.tau):
             raise ValueError(f"metadata tau must be a finite number, got {self.tau}")
         checks = (
-            ("operators", self.operators, operators.names()),
             ("aggregators", self.aggregators or (), aggregators.names()),
             ("operator_options", tuple(self.operator_options), self.operators),
             ("aggregator_options", tuple(self.aggregator_options), aggregators.names()),
@@ -158,6 +158,11 @@ class Settings:
                 raise ValueError(
                     f"metadata {key} must be a mapping{' of mappings' if key != 'judge_options' else ''}, got {value!r}"
                 )
+        for name in self.operators:  # registered, or a named variant of a registered operator
+            try:
+                operators.resolve(name, self.operator_options.get(name))
+            except ValueError as err:
+                raise ValueError(f"metadata operators: {err}") from None
 
     def make_judge(self):
         """The judge these settings name, built with ``judge_options``."""

@@ -1,6 +1,12 @@
 """Comparison operators: a question and its N answers -> an N x N matrix S (paper Eq. operator_S).
 
 ``get(name, **options)`` builds the operator registered under ``name``; ``names()`` lists them.
+
+A **named variant** runs a registered operator under a name of its own, so two configurations of one
+operator (e.g. a trained ``enc`` beside the untrained backbone) score side by side: its options name the
+registered operator, ``{"operator": "enc", "model": "ops/enc-nq"}``, and its estimators are called
+``cae@<variant>`` etc. (:func:`resolve`).
+
 Registration is lazy ("module:Class" targets), so importing this package loads neither torch
 nor transformers; models load on an operator's first call, once per process.
 
@@ -18,6 +24,10 @@ lexical      graded       ROUGE-L F (or Jaccard) between answers, no model
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
+from typing import Any
+
 from lm_eval.api.registry import Registry
 
 from semuq_eval.operators.base import Cost, Operator, OperatorOutput, normalize_answer
@@ -26,11 +36,13 @@ __all__ = [
     "Cost",
     "Operator",
     "OperatorOutput",
+    "VARIANT_KEY",
     "get",
     "names",
     "normalize_answer",
     "operator_registry",
     "register_operator",
+    "resolve",
 ]
 
 operator_registry: Registry[type[Operator]] = Registry("operator", base_cls=Operator)
@@ -61,9 +73,53 @@ def register_operator(name: str):
     return decorate
 
 
+VARIANT_KEY = "operator"
+"""The option that makes an operator name a named variant of the registered operator it gives."""
+
+_VARIANT_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+
+
+def resolve(name: str, options: Mapping[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+    """The registered operator behind ``name`` and its keyword options.
+
+    ``name`` is a registered operator, or a named variant whose ``options`` give the registered one under
+    ``"operator"`` (the rest are that operator's options). Raises ValueError naming what is wrong.
+
+    Examples
+    --------
+    >>> resolve("lexical")
+    ('lexical', {})
+    >>> resolve("enc_nq", {"operator": "enc", "model": "ops/enc-nq"})
+    ('enc', {'model': 'ops/enc-nq'})
+    """
+    options = dict(options or {})
+    base = options.pop(VARIANT_KEY, None)
+    known = names()
+    if base is None:
+        if name not in known:
+            raise ValueError(
+                f"unknown operator {name!r}; known: {known} (a named variant needs the option "
+                f'{{"{VARIANT_KEY}": <one of them>}})'
+            )
+        return name, options
+    if base not in known:
+        raise ValueError(
+            f"operator variant {name!r}: {VARIANT_KEY}={base!r} is not registered; known: {known}"
+        )
+    if name in known and name != base:
+        raise ValueError(f"operator variant {name!r} shadows the registered operator of that name")
+    if not _VARIANT_NAME.match(name):
+        raise ValueError(
+            f"operator variant name {name!r}: use letters, digits and underscores, starting with a letter"
+        )
+    return base, options
+
+
 def get(name: str, **options) -> Operator:
-    """Instantiate the operator registered as ``name`` with ``options`` (no model loads yet)."""
-    return operator_registry.get(name)(**options)
+    """Instantiate operator ``name`` (registered, or a named variant: :func:`resolve`) with ``options``
+    (no model loads yet)."""
+    base, kwargs = resolve(name, options)
+    return operator_registry.get(base)(**kwargs)
 
 
 def names() -> list[str]:
