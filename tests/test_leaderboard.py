@@ -503,3 +503,33 @@ def test_metrics_option(tmp_path, capsys):
     assert main([store, "-o", str(out), "--metrics", "auroc,brier"]) == 2
     err = capsys.readouterr().err
     assert "must start with 'auroc'" in err and "brier" in err
+
+
+def test_compare_option_pairs_an_operator_with_its_bases(tmp_path, capsys):
+    """--compare enc:lexical,cos_ext: one pair set per base, every aggregator both operators have, each row
+    the paired difference of the two estimators; a malformed spec is a clear error."""
+    out = tmp_path / "out"
+    store = str(_store("llm-alpha", "semuq_toy_a"))
+    argv = [store, "-o", str(out), "--bootstrap", "200", "--no-plots", "--compare", "enc:lexical,cos_ext"]
+    assert main(argv) == 0
+    assert "enc vs lexical pairs, greedy labels: improves in" in capsys.readouterr().out
+    doc = read_json(out / "leaderboard.json")
+    pairs = doc["comparisons"]["sets"]["enc vs lexical"]["pairs"]
+    run = load_runs([store])[0]
+    want = [[n, n.replace("@enc", "@lexical")] for n in run.estimators if n.endswith("@enc")]
+    assert sorted(pairs) == sorted(p for p in want if p[1] in run.estimators) and pairs
+    assert doc["settings"]["compare"] == {"enc": ["lexical", "cos_ext"]}
+    for name, base in pairs:
+        row = next(
+            r
+            for r in doc["comparisons"]["rows"]
+            if (r["set"], r["strategy"], r["estimator"]) == ("enc vs lexical", "greedy", name)
+        )
+        d = paired_difference(
+            run.scores[name], run.scores[base], run.labels["greedy"], bootstrap=Bootstrap(200, 0)
+        )
+        assert math.isclose(row["difference"], d.difference, rel_tol=1e-12)
+    assert "enc vs cos_ext" in doc["comparisons"]["sets"]
+    assert "`enc` against `lexical`" in (out / "leaderboard.md").read_text()
+    assert main([store, "-o", str(out), "--compare", "enc"]) == 2
+    assert "give OPERATOR:BASE" in capsys.readouterr().err

@@ -21,7 +21,9 @@ Examples
 
 from __future__ import annotations
 
-__all__ = ["PAIRS", "PAIR_SETS"]
+from collections.abc import Iterable, Sequence
+
+__all__ = ["PAIRS", "PAIR_SETS", "operator_pairs", "parse_compare"]
 
 PAIRS: dict[str, tuple[tuple[str, str], ...]] = {
     "paper": (
@@ -50,3 +52,51 @@ PAIR_SETS = {
     "offline": "offline base: nli / nli_soft replaced by lexical (ROUGE-L); cos and te pairs as in the paper",
 }
 """Comparison set -> what it compares, in words."""
+
+
+def operator_pairs(
+    operator: str, bases: Sequence[str], estimators: Iterable[str]
+) -> dict[str, tuple[str, tuple[tuple[str, str], ...]]]:
+    """Pair sets comparing ``operator`` with each of ``bases`` aggregator by aggregator (``--compare``).
+
+    One set per base, named ``"<operator> vs <base>"``: ``agg@operator`` against ``agg@base`` for every
+    aggregator both have among ``estimators`` (the board's), in the order the estimators come. Returns
+    ``{name: (description, pairs)}``. Made for a trained operator run as a named variant beside its
+    untrained backbone and the other operators.
+
+    Examples
+    --------
+    >>> sets = operator_pairs("enc_nq", ["enc"], ["cae@enc", "cos@enc", "cae@enc_nq", "cos@enc_nq", "te"])
+    >>> sets["enc_nq vs enc"][1]
+    (('cae@enc_nq', 'cae@enc'), ('cos@enc_nq', 'cos@enc'))
+    """
+    names = list(dict.fromkeys(estimators))
+    out = {}
+    for base in bases:
+        if base == operator:
+            raise ValueError(f"--compare {operator}: an operator is not compared with itself")
+        pairs = tuple(
+            (name, f"{name[: -len(operator)]}{base}")
+            for name in names
+            if name.endswith(f"@{operator}") and f"{name[: -len(operator)]}{base}" in names
+        )
+        out[f"{operator} vs {base}"] = (
+            f"`{operator}` against `{base}`, every aggregator both operators have",
+            pairs,
+        )
+    return out
+
+
+def parse_compare(spec: str) -> tuple[str, tuple[str, ...]]:
+    """``"OP:BASE1,BASE2"`` -> ``("OP", ("BASE1", "BASE2"))``, the ``--compare`` option.
+
+    Examples
+    --------
+    >>> parse_compare("enc_nq:enc,cos_ext")
+    ('enc_nq', ('enc', 'cos_ext'))
+    """
+    operator, sep, rest = spec.partition(":")
+    bases = tuple(b.strip() for b in rest.split(",") if b.strip())
+    if not sep or not operator.strip() or not bases:
+        raise ValueError(f"--compare {spec!r}: give OPERATOR:BASE[,BASE...], e.g. enc_nq:enc,cos_ext,lexical")
+    return operator.strip(), bases

@@ -124,6 +124,14 @@ def _parser() -> argparse.ArgumentParser:
         help="estimator for the LLM-vs-LLM tests (repeatable); default: the best mean AUROC per section",
     )
     p.add_argument(
+        "--compare",
+        action="append",
+        default=[],
+        metavar="OP:BASE[,BASE...]",
+        help="also compare operator OP with each BASE aggregator by aggregator (repeatable), e.g. a trained "
+        "variant: --compare enc_nq:enc,cos_ext,lexical,cos_int",
+    )
+    p.add_argument(
         "--strict", action="store_true", help="refuse runs of a task that cannot share one section"
     )
     p.add_argument("--on-duplicate", choices=("error", "latest"), default="error")
@@ -138,6 +146,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``semuq-eval leaderboard`` (module docstring); returns the exit status."""
+    from semuq_eval.leaderboard.baselines import parse_compare
     from semuq_eval.leaderboard.collect import LeaderboardInputError
     from semuq_eval.leaderboard.compute import LeaderboardConfig
 
@@ -154,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
             metrics=tuple(m.strip() for m in args.metrics.split(",") if m.strip()),
             llm_estimators=tuple(args.estimator),
             jobs=args.jobs,
+            compare=tuple(parse_compare(spec) for spec in args.compare),
         )
         start = time.perf_counter()
         document = build(

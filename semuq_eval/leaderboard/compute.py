@@ -39,7 +39,7 @@ import scipy.stats
 
 from semuq_eval.harness.reliability import MIN_MINORITY, assess
 from semuq_eval.judges import LABEL_STRATEGIES
-from semuq_eval.leaderboard.baselines import PAIRS
+from semuq_eval.leaderboard.baselines import PAIR_SETS, PAIRS, operator_pairs
 from semuq_eval.leaderboard.collect import Run, Section
 from semuq_eval.metrics import Bootstrap, CalibrationProtocol, MetricResult, evaluate, paired_difference
 from semuq_eval.metrics import get as get_metric
@@ -69,6 +69,9 @@ class LeaderboardConfig:
         the best mean AUROC among those every LLM of the section scored.
     jobs : int
         Worker processes for the per-run figures (1: in this process).
+    compare : tuple of (operator, bases)
+        Extra pair sets, one per base: ``agg@operator`` vs ``agg@base`` for every aggregator both have
+        (:func:`~semuq_eval.leaderboard.baselines.operator_pairs`; ``--compare OP:BASE,...``).
     """
 
     n_resamples: int = 1000
@@ -79,6 +82,7 @@ class LeaderboardConfig:
     metrics: tuple[str, ...] = METRICS
     llm_estimators: tuple[str, ...] = ()
     jobs: int = 1
+    compare: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def __post_init__(self):
         if not self.metrics or self.metrics[0] != "auroc":
@@ -107,6 +111,7 @@ class LeaderboardConfig:
             "ece": {"bins": self.ece_bins, "refit": self.ece_refit},
             "metrics": list(self.metrics),
             "llm_estimators": list(self.llm_estimators),
+            "compare": {operator: list(bases) for operator, bases in self.compare},
             "significance": f"the {self.confidence_level:.0%} paired bootstrap interval excludes 0",
         }
 
@@ -124,6 +129,8 @@ class Leaderboard:
     llm_ranks: list[dict[str, Any]] = field(default_factory=list)
     estimator_ranks: list[dict[str, Any]] = field(default_factory=list)
     heatmap: list[dict[str, Any]] = field(default_factory=list)
+    #: comparison set -> (description, (estimator, base) pairs): the paper's, the offline ones, ``compare``'s
+    pair_sets: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = field(default_factory=dict)
 
     @property
     def runs(self) -> list[Run]:
@@ -451,6 +458,10 @@ def compute(sections: Sequence[Section], config: LeaderboardConfig | None = None
     config = config or LeaderboardConfig()
     bootstrap, protocol = config.bootstrap, config.protocol
     board = Leaderboard(config=config, sections=list(sections))
+    board.pair_sets = {name: (PAIR_SETS[name], pairs) for name, pairs in PAIRS.items()}
+    every = [name for section in board.sections for name in section.estimators]
+    for operator, bases in config.compare:
+        board.pair_sets.update(operator_pairs(operator, bases, every))
     jobs: list[tuple[Section, Run, _Job | None]] = []
     for section in board.sections:
         for run in section.runs:
@@ -497,7 +508,7 @@ def _comparisons(board, section, figures, bootstrap, protocol) -> None:
     for run in section.runs:
         cached = figures[(section.id, run.llm)]["resampled"]
         for strategy in LABEL_STRATEGIES:
-            for pair_set, pairs in PAIRS.items():
+            for pair_set, (_, pairs) in board.pair_sets.items():
                 for name, base in pairs:
                     row = {
                         "set": pair_set,
@@ -647,7 +658,7 @@ def _estimator_ranks(board, section, figures) -> None:
 
 def _summaries(board: Leaderboard) -> None:
     """The "improves in X of Y cells" counts, and the mean AUROC heatmap (operator x aggregator)."""
-    for pair_set in PAIRS:
+    for pair_set in board.pair_sets:
         for strategy in LABEL_STRATEGIES:
             rows = [c for c in board.comparisons if c["set"] == pair_set and c["strategy"] == strategy]
             done = [c for c in rows if c["status"] == "ok"]

@@ -17,7 +17,6 @@ from typing import Any
 
 from semuq_eval.jsonio import json_safe, write_json
 from semuq_eval.judges import LABEL_STRATEGIES
-from semuq_eval.leaderboard.baselines import PAIR_SETS, PAIRS
 from semuq_eval.leaderboard.compute import Leaderboard
 from semuq_eval.leaderboard.schema import CELL_FIELDS, FORMAT, PROVENANCE_COLUMNS, SCHEMA_DOC
 
@@ -116,7 +115,8 @@ def to_document(
         "cells": [{k: c.get(k) for k in CELL_FIELDS} for c in board.cells],
         "comparisons": {
             "sets": {
-                k: {"description": PAIR_SETS[k], "pairs": [list(p) for p in v]} for k, v in PAIRS.items()
+                k: {"description": text, "pairs": [list(p) for p in pairs]}
+                for k, (text, pairs) in board.pair_sets.items()
             },
             "rows": board.comparisons,
             "summary": board.comparison_summary,
