@@ -25,7 +25,13 @@ from semuq_eval.models.generation import Generation
 from semuq_eval.operators.encoder import format_input
 from semuq_eval.training import card, overlap, recipe, stores
 from semuq_eval.training.stores import LabelledQuestion, question_key
-from semuq_eval.training.triplets import TrainingQuestion, TripletSampler, filter_questions, split_by_question
+from semuq_eval.training.triplets import (
+    TrainingQuestion,
+    TripletSampler,
+    filter_questions,
+    split_by_question,
+    validation_triplets,
+)
 from tests.fixtures.tiny_encoders import (  # noqa: F401  (pytest fixtures)
     tiny_st_encoder,
     tiny_wordpiece_dir,
@@ -162,6 +168,22 @@ def test_validation_split_is_by_question_and_seeded():
     with pytest.raises(ValueError, match="at least 2"):
         split_by_question(_kept(1), 0.2, seed=0)
     assert question_key(" Who  wrote IT? ") == question_key("who wrote it?")
+
+
+def test_validation_triplets_are_distinct_hard_triplets_per_question_capped_by_what_exists():
+    kept = _kept(3)  # 3 correct, 2 incorrect: 3 * 2 * 2 = 12 distinct (anchor, positive, negative)
+    one = validation_triplets(kept, seed=0, format_fn=sep_format)
+    assert len(one[0]) == 3
+    many = validation_triplets(kept, seed=0, format_fn=sep_format, per_question=5)
+    triplets = list(zip(*many, strict=True))
+    assert len(triplets) == 15 and len(set(triplets)) == 15
+    for a, p, n in triplets:
+        q = a.split(" [SEP] ")[0]
+        assert p.startswith(q) and n.startswith(q) and a != p  # one question; two distinct correct answers
+    assert len(validation_triplets(kept, seed=0, format_fn=sep_format, per_question=50)[0]) == 36
+    assert validation_triplets(kept, seed=0, format_fn=sep_format, per_question=5) == many  # seeded
+    with pytest.raises(ValueError, match="at least 1"):
+        validation_triplets(kept, seed=0, format_fn=sep_format, per_question=0)
 
 
 def test_random_negatives_come_from_another_question_with_the_anchor_question_prepended():
@@ -400,6 +422,7 @@ def test_the_card_records_data_counts_hyperparameters_and_validation(trained, tr
     assert (counts["seen"], counts["kept"], counts["fewer_than_2_correct"]) == (17, 16, 1)
     assert counts["train_questions"] == 12 and counts["val_questions"] == 4
     assert counts["triplets_per_epoch"] == 12 and counts["val_triplets"] == 4
+    assert saved["hyperparameters"]["val_triplets_per_question"] == 1
     hp = saved["hyperparameters"]
     assert hp["loss"] == "TripletLoss(distance=COSINE, margin=0.2)" and hp["margin"] == 0.2
     assert (hp["learning_rate"], hp["batch_size"], hp["max_epochs"], hp["early_stopping_patience"]) == (

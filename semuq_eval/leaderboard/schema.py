@@ -9,6 +9,7 @@ field does not. Numbers that are undefined (NaN) are ``null``. The document::
       "created": ISO time, "generator": {"semuq_eval", "numpy", "scipy", "python"},
       "settings": {"bootstrap": {"n_resamples", "seed", "confidence_level", "method"},
                    "ece": {"bins", "refit"}, "metrics": [...], "llm_estimators": [...], "significance": str,
+                   "compare": {operator: [bases]},          # --compare (added in place, no version bump)
                    "inputs": [the paths / globs given]},
       "sections": [{"id", "task", "n_questions", "question_set", "n_samples", "judge": {...},
                     "operators": {name: identity}, "paired": bool, "llms": [...], "notes": [...]}],

@@ -91,6 +91,12 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--val_fraction", type=float, default=0.1, help="share of the questions held out (0.1)")
     p.add_argument(
+        "--val_triplets",
+        type=int,
+        default=1,
+        help="distinct validation triplets per held-out question (1; more steady early stopping on few questions)",
+    )
+    p.add_argument(
         "--max_length", type=int, help="token limit of the encoder inputs (default: the backbone's)"
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the split, the triplets and the trainer (0)")
@@ -121,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         patience=args.patience,
         warmup_ratio=args.warmup_ratio,
         val_fraction=args.val_fraction,
+        val_triplets=args.val_triplets,
         max_length=args.max_length,
         seed=args.seed,
         device=args.device,

@@ -97,6 +97,7 @@ class TrainingConfig:
     patience: int = 3
     warmup_ratio: float = 0.1
     val_fraction: float = 0.1
+    val_triplets: int = 1
     seed: int = 0
     max_length: int | None = None
     device: str | None = None
@@ -117,6 +118,8 @@ class TrainingConfig:
             raise ValueError(f"margin must be >= 0, got {self.margin}")
         if not 0.0 <= self.warmup_ratio < 1.0:
             raise ValueError(f"warmup_ratio must be in [0, 1), got {self.warmup_ratio}")
+        if int(self.val_triplets) < 1:
+            raise ValueError(f"val_triplets must be at least 1, got {self.val_triplets}")
         if not 0.0 < self.val_fraction < 1.0:
             raise ValueError(f"val_fraction must be in (0, 1), got {self.val_fraction}")
 
@@ -322,7 +325,9 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
         return op._input(question, answer)[0]
 
     sampler = TripletSampler(data.train, seed=config.seed, format_fn=format_fn, negatives=config.negatives)
-    anchors, positives, negatives = validation_triplets(data.val, seed=config.seed, format_fn=format_fn)
+    anchors, positives, negatives = validation_triplets(
+        data.val, seed=config.seed, format_fn=format_fn, per_question=int(config.val_triplets)
+    )
     evaluator = TripletEvaluator(
         anchors,
         positives,
@@ -415,6 +420,7 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
         "early_stopping_patience": config.patience,
         "early_stopping_metric": f"validation triplet accuracy ({METRIC})",
         "val_fraction": config.val_fraction,
+        "val_triplets_per_question": int(config.val_triplets),
         "max_length": max_length,
         "optimizer": str(getattr(args.optim, "value", args.optim)),
         "weight_decay": args.weight_decay,
@@ -451,7 +457,8 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
         "hyperparameters": hyper,
         "validation": {
             "metric": "triplet accuracy: share of validation triplets with cos(anchor, positive) > "
-            "cos(anchor, negative); one hard-negative triplet per validation question, drawn once",
+            "cos(anchor, negative); up to val_triplets_per_question distinct hard-negative triplets per "
+            "validation question, drawn once",
             "before_training": before,
             "per_epoch": per_epoch,
             "best_epoch": best["epoch"] if best else None,

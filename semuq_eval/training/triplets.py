@@ -267,15 +267,32 @@ class TripletSampler:
 
 
 def validation_triplets(
-    questions: Sequence[TrainingQuestion], *, seed: int, format_fn: FormatFn
+    questions: Sequence[TrainingQuestion], *, seed: int, format_fn: FormatFn, per_question: int = 1
 ) -> tuple[list[str], list[str], list[str]]:
-    """(anchors, positives, negatives): one hard-negative triplet per validation question, drawn once with
-    ``seed`` (the evaluator compares the same triplets after every epoch)."""
+    """(anchors, positives, negatives): ``per_question`` distinct hard-negative triplets per validation
+    question (fewer when the question has fewer), drawn once with ``seed``: the evaluator compares the same
+    triplets after every epoch. More than one steadies the early-stopping signal when few questions are
+    held out; the paper does not say how many it draws.
+
+    Examples
+    --------
+    >>> q = TrainingQuestion(LabelledQuestion("s", 0, "q?", ("a", "b", "c"), (1, 1, 0)), (0, 1), (2,))
+    >>> validation_triplets([q], seed=0, format_fn=lambda q, a: a, per_question=5)
+    (['b', 'a'], ['a', 'b'], ['c', 'c'])
+    """
+    if per_question < 1:
+        raise ValueError(f"per_question must be at least 1, got {per_question}")
     rng = np.random.default_rng([seed, 0xE7A1])
     anchors, positives, negatives = [], [], []
     for qi, q in enumerate(questions):
-        d = _draw_hard(q, qi, rng)
-        anchors.append(format_fn(q.question, q.answer(d.anchor)))
-        positives.append(format_fn(q.question, q.answer(d.positive)))
-        negatives.append(format_fn(q.question, q.answer(d.negative)))
+        n_distinct = len(q.positives) * (len(q.positives) - 1) * len(q.negatives)
+        seen: set[tuple[int, int, int]] = set()
+        while len(seen) < min(per_question, n_distinct):
+            d = _draw_hard(q, qi, rng)
+            if (d.anchor, d.positive, d.negative) in seen:
+                continue
+            seen.add((d.anchor, d.positive, d.negative))
+            anchors.append(format_fn(q.question, q.answer(d.anchor)))
+            positives.append(format_fn(q.question, q.answer(d.positive)))
+            negatives.append(format_fn(q.question, q.answer(d.negative)))
     return anchors, positives, negatives

@@ -1,0 +1,469 @@
+"""The paper's central claim, reproduced offline by the tool itself: does an operator trained on one LLM's own
+labelled answers (Sec. 4, App. B-C) improve the aggregators of ANOTHER LLM on OTHER datasets (Tab. 1)?
+
+Every step is one of the project's own commands, run as a library:
+
+1. ``train-operator`` on the training LLM's NQ-Open samples (:func:`semuq_eval.training.recipe.train_operator`):
+   the paper's recipe (``enc_trained``) and, with ``--ablations``, random negatives (``enc_trained_random``),
+   positive pairs only (``enc_trained_pairs``) and answer-only (``enc_trained_answer_only``);
+2. ``rescore`` of every evaluation store with the operators side by side: the trained variants, the untrained
+   backbone as ``enc``, ``cos_ext``, ``lexical``, ``cos_int`` (:func:`semuq_eval.harness.rescore.rescore`,
+   named variants, ``store_output``): complete run stores under ``WORK/stores``;
+3. ``leaderboard`` over those stores with ``--compare enc_trained:enc,cos_ext,lexical,cos_int`` (and each
+   ablation against ``enc`` and ``enc_trained``): AUROC / ECE / PRR / AUARC with CIs, the paired
+   differences and the "improves in X of Y cells" counts;
+4. ``diagnose`` before / after training (the untrained ``enc`` and the trained variants in one report): the
+   four traps, wrong-answer clustering and token localization, per evaluation LLM;
+5. ``README.md`` in the report folder: the figures that answer the question, with the correct / incorrect
+   counts behind each, built from the files of steps 1-4 (nothing typed by hand).
+
+Each step is skipped when its output exists (``--force`` redoes steps 2-5), so a killed run resumes.
+
+    .venv/bin/python bench/reproduce.py \\
+        --train /work/runs/smollm2-nqopen_train \\
+        --eval '/work/runs/gemma-webquestions/semuq/*/*' '/work/runs/gemma-triviaqa/semuq/*/*' \\
+        --secondary '/work/runs/smollm2-webquestions/semuq/*/*' \\
+        --work /work/runs/reproduce --report leaderboards/reproduction
+
+``--eval``: stores of the OTHER LLM (the paper's setting); ``--secondary``: stores of the training LLM on
+other datasets (reported apart and labelled: the operator has seen this LLM's answers). The generation runs
+behind the stores are ``semuq-eval run --model semuq-hf ... --metadata '{"profile": "offline", "n_samples": 10}'``
+(see the report for the exact stores and their settings).
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import logging
+import math
+import os
+import platform
+import shlex
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from semuq_eval.jsonio import read_json, write_json
+
+log = logging.getLogger("reproduce")
+
+MAIN = "enc_trained"
+ABLATIONS = {
+    "random": ("enc_trained_random", {"negatives": "random"}),
+    "none": ("enc_trained_pairs", {"negatives": "none"}),
+    "answer_only": ("enc_trained_answer_only", {"question": False}),
+}
+"""``--ablations`` name -> (operator variant, training options over the recipe's)."""
+
+BASES = ("enc", "cos_ext", "lexical", "cos_int")
+"""What the trained operator is compared with: the untrained backbone first."""
+
+
+def _stores(patterns: Sequence[str]) -> list[Path]:
+    out: list[Path] = []
+    for pattern in patterns:
+        hits = sorted(
+            Path(p) for p in glob.glob(pattern, recursive=True) if (Path(p) / "manifest.json").is_file()
+        )
+        if not hits:
+            raise SystemExit(f"reproduce: {pattern!r} matches no run store (a folder with manifest.json)")
+        missing = [h for h in hits if not (h / "breakdown.json").is_file()]
+        if missing:
+            raise SystemExit(
+                f"reproduce: unfinished run store(s) {[str(m) for m in missing]} (no breakdown.json)"
+            )
+        out.extend(h for h in hits if h not in out)
+    return out
+
+
+def _load() -> dict[str, float]:
+    one, five, fifteen = os.getloadavg()
+    return {"load_1min": round(one, 2), "load_5min": round(five, 2), "load_15min": round(fifteen, 2)}
+
+
+def train(args, variants: Mapping[str, Mapping[str, Any]], timings: dict) -> dict[str, Path]:
+    """Step 1: one trained operator folder per variant (kept when already trained)."""
+    from semuq_eval.training.recipe import TrainingConfig, train_operator
+
+    folders = {}
+    for name, overrides in variants.items():
+        folder = Path(args.work) / "ops" / name
+        folders[name] = folder
+        if (folder / "semuq_training.json").is_file():
+            log.info("train %s: kept %s", name, folder)
+            continue
+        log.info("train %s -> %s", name, folder)
+        start, load = time.perf_counter(), _load()
+        config = TrainingConfig(
+            stores=[str(p) for p in args.train],
+            output=str(folder),
+            backbone=args.backbone,
+            epochs=args.epochs,
+            seed=args.seed,
+            val_triplets=args.val_triplets,
+            overwrite=True,
+            command=["bench/reproduce.py", *sys.argv[1:]],
+            **overrides,
+        )
+        train_operator(config)
+        timings[f"train {name}"] = {"seconds": round(time.perf_counter() - start, 1), "load_before": load}
+    return folders
+
+
+def operator_setup(backbone_path: str, folders: Mapping[str, Path]) -> tuple[list[str], dict[str, dict]]:
+    """The operators of steps 2 and 4 and their options: the untrained backbone as ``enc`` (and ``cos_ext``),
+    each trained folder as a named ``enc`` variant."""
+    names = [*folders, *BASES]
+    options = {name: {"operator": "enc", "model": str(folder)} for name, folder in folders.items()}
+    options["enc"] = {"model": backbone_path}
+    options["cos_ext"] = {"model": backbone_path}
+    return names, options
+
+
+def rescore_all(args, stores: Sequence[Path], names, options, timings: dict) -> list[Path]:
+    """Step 2: every evaluation store rescored with the operators side by side, as a complete store."""
+    from semuq_eval.harness.rescore import rescore
+
+    out = []
+    for store in stores:
+        target = Path(args.work) / "stores" / store.parent.name / store.name
+        out.append(target)
+        if (target / "breakdown.json").is_file() and not args.force:
+            log.info("rescore %s: kept %s", store, target)
+            continue
+        log.info("rescore %s -> %s", store, target)
+        start, load = time.perf_counter(), _load()
+        rescore(
+            store,
+            operators=names,
+            operator_options=options,
+            bootstrap=args.bootstrap,
+            store_output=target,
+        )
+        timings[f"rescore {store.parent.name}/{store.name}"] = {
+            "seconds": round(time.perf_counter() - start, 1),
+            "load_before": load,
+        }
+    return out
+
+
+def leaderboard(args, stores: Sequence[Path], variants: Sequence[str]) -> dict:
+    """Step 3: the leaderboard of the rescored stores, with the trained operator's comparisons."""
+    from semuq_eval.leaderboard.cli import build
+    from semuq_eval.leaderboard.compute import LeaderboardConfig
+
+    compare = [(MAIN, BASES)] + [(name, ("enc", MAIN)) for name in variants if name != MAIN]
+    output = Path(args.report) / "leaderboard"
+    return build(
+        [str(s) for s in stores],
+        output,
+        config=LeaderboardConfig(n_resamples=args.bootstrap, compare=tuple(compare), jobs=args.jobs),
+        title="Reproduction: a trained enc operator vs the untrained one, offline",
+        header="Built by `bench/reproduce.py` (see `../README.md`). Tiny CPU LLMs: read the counts and the "
+        "intervals before the point estimates.",
+        command="bench/reproduce.py " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
+        relative_to=output,
+    )
+
+
+def diagnose_all(
+    args, groups: Mapping[str, Sequence[Path]], names, options, timings: dict
+) -> dict[str, dict]:
+    """Step 4: traps, clustering and localization of every operator with a model, per group of stores."""
+    from semuq_eval.diagnose.diagnosis import diagnose
+    from semuq_eval.diagnose.report import write_report
+
+    results = {}
+    wanted = [n for n in names if n not in ("cos_int",)]
+    for group, stores in groups.items():
+        if not stores:
+            continue
+        folder = Path(args.report) / "diagnosis" / group
+        if (folder / "diagnosis.json").is_file() and not args.force:
+            results[group] = read_json(folder / "diagnosis.json")
+            continue
+        log.info("diagnose %s: %d stores", group, len(stores))
+        start, load = time.perf_counter(), _load()
+        result = diagnose(
+            [str(s) for s in stores],
+            wanted,
+            operator_options={k: v for k, v in options.items() if k in wanted},
+            max_questions=args.max_diagnose_questions,
+        )
+        write_report(result, folder)
+        results[group] = result
+        timings[f"diagnose {group}"] = {"seconds": round(time.perf_counter() - start, 1), "load_before": load}
+    return results
+
+
+# -- the report -----------------------------------------------------------------------------------------------
+
+
+def _f(x: float | None, digits: int = 3) -> str:
+    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+
+
+def _ci(cell: Mapping[str, Any] | None) -> str:
+    if cell is None or cell.get("status") not in ("ok",):
+        return "-" if cell is None else cell.get("status", "-")
+    flag = "" if cell.get("reliable", True) else " !"
+    return f"{_f(cell['value'])} [{_f(cell['ci_low'])}, {_f(cell['ci_high'])}]{flag}"
+
+
+def _diff(row: Mapping[str, Any] | None) -> str:
+    if row is None or row.get("status") != "ok":
+        return "-"
+    return f"{row['difference']:+.3f} [{_f(row['ci_low'])}, {_f(row['ci_high'])}]" + (
+        " *" if row["significant"] else ""
+    )
+
+
+def training_section(folders: Mapping[str, Path]) -> list[str]:
+    lines = ["## 1. Training", ""]
+    lines += [
+        "| operator | training LLM | data | questions kept / seen | triplets per epoch (train) | validation "
+        "triplets | validation triplet accuracy per epoch (epoch 0 = the backbone) | best epoch | options |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, folder in folders.items():
+        rec = read_json(folder / "semuq_training.json")
+        data, counts, hyper = rec["training_data"], rec["counts"], rec["hyperparameters"]
+        val = rec.get("validation") or {}
+        per_epoch = [val.get("before_training")] + [e.get("accuracy") for e in val.get("per_epoch") or []]
+        accs = ", ".join(_f(a, 2) for a in per_epoch)
+        options = f"negatives {hyper['negatives']}" + (
+            "" if rec.get("question_conditioned", True) else ", answer-only"
+        )
+        lines.append(
+            f"| `{name}` | {', '.join(data['llms'])} | {', '.join(data['datasets'])} | {counts['kept']} / "
+            f"{counts['seen']} | {counts['triplets_per_epoch']} | {counts['val_triplets']} | {accs} | "
+            f"{val.get('best_epoch', 'n/a')} | {options} |"
+        )
+    lines += [
+        "",
+        "Kept: questions with at least 2 correct and 1 incorrect of the N sampled answers (App. C). The cards "
+        "(`README.md`, `semuq_training.json` in each operator folder) give the hyperparameters, versions and seed.",
+        "",
+    ]
+    return lines
+
+
+def result_section(document: Mapping[str, Any], role: Mapping[tuple[str, str], str]) -> list[str]:
+    """Per evaluation run and label strategy: every aggregator of the trained operator against its bases."""
+    cells = {
+        (c["section"], c["llm"], c["strategy"], c["estimator"], c["metric"]): c for c in document["cells"]
+    }
+    rows = {
+        (r["set"], r["section"], r["llm"], r["strategy"], r["estimator"]): r
+        for r in document["comparisons"]["rows"]
+    }
+    lines = ["## 2. AUROC of every aggregator: trained vs untrained `enc` and the other operators", ""]
+    lines += [
+        "AUROC [95% CI] (`!`: small sample, fewer than 20 answers of the minority class); the last columns are "
+        "paired bootstrap differences trained minus base [95% CI] (`*`: the interval excludes 0). ECE of the "
+        "same estimators: `leaderboard/leaderboard.csv`.",
+        "",
+    ]
+    for run in document["runs"]:
+        sid, llm = run["section"], run["llm"]
+        for strategy, counts in run["labels"].items():
+            names = [
+                r["estimator"]
+                for r in document["comparisons"]["rows"]
+                if (r["set"], r["section"], r["llm"], r["strategy"], r["base"].split("@")[-1])
+                == (f"{MAIN} vs enc", sid, llm, strategy, "enc")
+            ]
+            if not names:
+                continue
+            lines += [
+                f"### {llm} on {run['task']} ({role.get((run['task'], llm), 'evaluation')}), {strategy} labels: "
+                f"{counts['n_correct']} correct / {counts['n_incorrect']} incorrect",
+                "",
+                "| aggregator | "
+                + " | ".join(f"`{o}`" for o in (MAIN, *BASES))
+                + " | "
+                + " | ".join(f"{MAIN} − {b}" for b in BASES)
+                + " |",
+                "|---|" + "---|" * (2 * len(BASES) + 1),
+            ]
+            for name in names:
+                agg = name.split("@")[0]
+                auroc = [_ci(cells.get((sid, llm, strategy, f"{agg}@{o}", "auroc"))) for o in (MAIN, *BASES)]
+                diffs = [_diff(rows.get((f"{MAIN} vs {b}", sid, llm, strategy, name))) for b in BASES]
+                lines.append(f"| {agg} | " + " | ".join(auroc + diffs) + " |")
+            lines.append("")
+    return lines
+
+
+def wins_section(document: Mapping[str, Any]) -> list[str]:
+    lines = ["## 3. Cells where the trained operator wins", ""]
+    lines += [
+        "A cell is one aggregator on one evaluation run under one label strategy. Counted by the leaderboard "
+        "(`leaderboard/leaderboard.json`, `comparisons.summary`).",
+        "",
+        "| comparison | labels | trained higher | of cells | significantly higher | significantly lower | "
+        "mean difference |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for s in document["comparisons"]["summary"]:
+        if " vs " not in s["set"]:
+            continue
+        lines.append(
+            f"| {s['set']} | {s['strategy']} | {s['n_improved']} | {s['n_cells']} | {s['n_improved_significant']} | "
+            f"{s['n_worse_significant']} | {_f(s['mean_difference'])} |"
+        )
+    lines.append("")
+    return lines
+
+
+def diagnosis_section(results: Mapping[str, Mapping[str, Any]], names: Sequence[str]) -> list[str]:
+    lines = ["## 4. Traps, clustering and localization before / after training", ""]
+    lines += [
+        "`enc` is the untrained backbone (before), the `enc_trained*` columns are after. Mean similarity [95% CI] "
+        "(pairs); `!`: fewer than 30 questions. Full reports, examples and plots: `diagnosis/<group>/`.",
+        "",
+    ]
+    for group, result in results.items():
+        ops = [n for n in names if n in result.get("operators", {}) or n in _trap_ops(result)]
+        counts = result.get("counts", {})
+        lines += [f"### {group}", "", f"Stores: {', '.join(f'`{s}`' for s in result.get('stores', []))}.", ""]
+        if counts:
+            lines += [f"Counts: `{counts}`", ""]
+        lines += [
+            "| trap | better | " + " | ".join(f"`{o}`" for o in ops) + " |",
+            "|---|---|" + "---|" * len(ops),
+        ]
+        for trap in result["traps"].values():
+            cells = []
+            for o in ops:
+                r = trap["results"].get(o) or {}
+                if r.get("mean") is None:
+                    cells.append("n/a (no pairs)" if not r.get("n_pairs") else "n/a")
+                else:
+                    flag = " !" if r.get("small_sample") else ""
+                    cells.append(
+                        f"{_f(r['mean'])} [{_f(r['ci_low'])}, {_f(r['ci_high'])}] ({r['n_pairs']}){flag}"
+                    )
+            lines.append(f"| {trap['title']} | {trap['better']} | " + " | ".join(cells) + " |")
+        loc = result.get("localization", {})
+        lines += ["", "Token localization (App. A.4): top-weight token inside the reference span.", ""]
+        lines += ["| operator | hit rate [95% CI] | uniform chance | answers |", "|---|---|---|---|"]
+        for o in ops:
+            r = loc.get(o) or {}
+            if "hit_rate" not in r:
+                continue
+            hit, chance = r["hit_rate"], r["chance_rate"]
+            lines.append(
+                f"| `{o}` | {_f(hit.get('mean'))} [{_f(hit.get('ci_low'))}, {_f(hit.get('ci_high'))}] | "
+                f"{_f(chance.get('mean'))} | {r['n_answers']} |"
+            )
+        lines.append("")
+    return lines
+
+
+def _trap_ops(result: Mapping[str, Any]) -> set[str]:
+    return {o for trap in result.get("traps", {}).values() for o in trap.get("results", {})}
+
+
+def write_readme(args, folders, document, diagnoses, names, role, timings) -> Path:
+    lines = [
+        "# Reproduction: does an operator trained on one LLM's answers help another LLM's uncertainty?",
+        "",
+        "The paper's claim (Sec. 4, Tab. 1): an operator trained with a contrastive objective on a generating "
+        "LLM's own correct / incorrect samples improves every aggregator, also for other LLMs and datasets. "
+        "Here, offline, with the tiny CPU LLMs this machine has. Made by `bench/reproduce.py`; every number "
+        "below comes from the files in this folder.",
+        "",
+        "```",
+        "bench/reproduce.py " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
+        "```",
+        "",
+        f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; backbone "
+        f"`{args.backbone}`; {args.bootstrap} bootstrap resamples; seed {args.seed}; up to {args.val_triplets} "
+        "validation triplets per held-out question.",
+        "",
+    ]
+    lines += training_section(folders)
+    lines += result_section(document, role)
+    lines += wins_section(document)
+    lines += diagnosis_section(diagnoses, names)
+    lines += ["## 5. Time and load", "", "| step | seconds | load (1 / 5 / 15 min) before |", "|---|---|---|"]
+    for step, t in timings.items():
+        load = t["load_before"]
+        lines.append(
+            f"| {step} | {t['seconds']} | {load['load_1min']} / {load['load_5min']} / {load['load_15min']} |"
+        )
+    lines.append("")
+    path = Path(args.report) / "README.md"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "--train", nargs="+", required=True, help="training run stores (or folders / globs), NQ-Open"
+    )
+    p.add_argument("--eval", nargs="+", required=True, help="evaluation stores of the OTHER LLM (globs)")
+    p.add_argument("--secondary", nargs="*", default=[], help="stores of the training LLM on other datasets")
+    p.add_argument("--work", required=True, help="folder for the trained operators and rescored stores")
+    p.add_argument("--report", required=True, help="folder of the committed report")
+    p.add_argument("--backbone", default="offline:all-minilm-l6-v2")
+    p.add_argument("--ablations", default="random,none,answer_only", help="comma-separated; '' for none")
+    p.add_argument("--epochs", type=int, default=30)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--val_triplets",
+        type=int,
+        default=10,
+        help="validation triplets per held-out question (10: with ~10 held-out questions, one each makes "
+        "early stopping a coin toss)",
+    )
+    p.add_argument("--bootstrap", type=int, default=1000)
+    p.add_argument("--jobs", type=int, default=1)
+    p.add_argument("--max_diagnose_questions", type=int, default=None)
+    p.add_argument("--force", action="store_true", help="redo the rescoring, leaderboard and diagnosis")
+    args = p.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    from semuq_eval.training.recipe import resolve_backbone
+
+    ablations = [a.strip() for a in args.ablations.split(",") if a.strip()]
+    unknown = [a for a in ablations if a not in ABLATIONS]
+    if unknown:
+        p.error(f"--ablations: unknown {unknown}; known: {sorted(ABLATIONS)}")
+    variants = {MAIN: {}, **{ABLATIONS[a][0]: ABLATIONS[a][1] for a in ablations}}
+    eval_stores, secondary = _stores(args.eval), _stores(args.secondary)
+    work, report = Path(args.work), Path(args.report)
+    work.mkdir(parents=True, exist_ok=True)
+    report.mkdir(parents=True, exist_ok=True)
+    timings_path = work / "timings.json"
+    timings = read_json(timings_path) if timings_path.is_file() else {}
+
+    folders = train(args, variants, timings)
+    write_json(timings_path, timings)
+    names, options = operator_setup(resolve_backbone(args.backbone)[1], folders)
+    rescored = rescore_all(args, [*eval_stores, *secondary], names, options, timings)
+    write_json(timings_path, timings)
+    role = {
+        (target.parent.name, target.name): "other LLM, other dataset"
+        if source in eval_stores
+        else "SAME LLM as training, other dataset"
+        for source, target in zip([*eval_stores, *secondary], rescored, strict=True)
+    }
+    document = leaderboard(args, rescored, list(variants))
+    diagnoses = diagnose_all(
+        args, {"other-llm": eval_stores, "training-llm": secondary}, names, options, timings
+    )
+    write_json(timings_path, timings)
+    path = write_readme(args, folders, document, diagnoses, names, role, timings)
+    print(f"reproduce: report -> {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
