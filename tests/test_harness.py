@@ -565,6 +565,7 @@ def test_named_operator_variant_scores_beside_its_operator_and_rescore_writes_a_
     )
     greedy = out["results"]["greedy"]
     assert "cae@lexical" in greedy and "cae@lex_jaccard" in greedy
+    assert set(greedy["cae@lex_jaccard"]) == {"auroc", "ece", "prr", "auarc"}  # the leaderboard reuses all four
     assert out["operators"]["lex_jaccard"]["info"]["measure"] == "jaccard"
     assert out["operators"]["lexical"]["info"]["measure"] != "jaccard"
     manifest, records = load_store(target)

@@ -8,7 +8,7 @@ read one scalar each (:func:`summary_scalars`). The full breakdown is a JSON-saf
      "operators": {op: {kind, status, info, cost, n_unavailable, reasons[, per_rank]}},
      "n_docs", "bad_docs": [{"doc_id", "id", "problems"}],
      "labels": {"greedy"|"majority": {"n", "n_correct", "n_missing", "accuracy"}},
-     "results": {"greedy"|"majority": {estimator: {"auroc"|"ece": MetricResult.as_dict()}}},
+     "results": {"greedy"|"majority": {estimator: {"auroc"|"ece"|"prr"|"auarc": MetricResult.as_dict()}}},
      "unavailable": {estimator: {"n_docs", "reasons": {reason: count}}},
      "best": {"greedy"|"majority": {"estimator", "auroc", "ece"}}}
 
@@ -50,7 +50,9 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 FORMAT = "semuq-breakdown/1"
-METRICS = ("auroc", "ece")
+METRICS = ("auroc", "ece", "prr", "auarc")
+"""Every breakdown's metrics: AUROC and ECE (the paper's), PRR and AUARC (LM-Polygraph's; the leaderboard reuses
+them instead of recomputing)."""
 
 
 def _f(x: float | None) -> float | None:
