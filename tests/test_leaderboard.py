@@ -22,9 +22,9 @@ from semuq_eval.leaderboard import (
     load_runs,
 )
 from semuq_eval.leaderboard.cli import build, main
-from semuq_eval.leaderboard.collect import expand_inputs, load_run
+from semuq_eval.leaderboard.collect import common_questions, expand_inputs, load_run
 from semuq_eval.leaderboard.compute import compute
-from semuq_eval.metrics import Bootstrap, paired_difference
+from semuq_eval.metrics import Bootstrap, auroc, paired_difference
 
 FIXTURES = Path(__file__).parent / "fixtures" / "leaderboard"
 STORES = FIXTURES / "stores"
@@ -406,6 +406,43 @@ def test_different_questions_are_separate_sections_or_refused(tmp_path):
     assert board.llm_pairs == []  # never paired across sections
     with pytest.raises(LeaderboardInputError, match="cannot be compared question by question"):
         group_sections(load_runs([a, b]), strict=True)
+
+
+def test_common_questions_lines_runs_of_different_question_sets_up(tmp_path, capsys):
+    """--common-questions: a run of 60 and one of 40 questions are compared on the 40 they share; every
+    figure is recomputed on those 40 (the 60-question breakdown is not reused)."""
+    a = _copy("llm-alpha", "semuq_toy_a", tmp_path)
+    b = _copy("llm-beta", "semuq_toy_a", tmp_path)
+    lines = (b / "scores.jsonl").read_text().splitlines()[:40]
+    (b / "scores.jsonl").write_text("\n".join(lines) + "\n")
+    bd = read_json(b / "breakdown.json")
+    bd["n_docs"] = 40
+    write_json(b / "breakdown.json", bd)
+    runs, notes = common_questions(load_runs([a, b]))
+    assert [len(r.doc_ids) for r in runs] == [40, 40]
+    assert notes["semuq_toy_a"].startswith("restricted to the 40 questions all 2 runs share")
+    full = load_runs([a])[0]
+    alpha = next(r for r in runs if r.llm == "llm-alpha")
+    keep = np.isin(full.doc_ids, alpha.doc_ids)
+    assert np.array_equal(alpha.scores["se@enc"], full.scores["se@enc"][keep], equal_nan=True)
+    out = tmp_path / "out"
+    argv = [str(a), str(b), "-o", str(out), "--bootstrap", "100", "--no-plots", "--common-questions"]
+    assert main(argv) == 0
+    doc = read_json(out / "leaderboard.json")
+    assert len(doc["sections"]) == 1 and doc["sections"][0]["notes"][0] == notes["semuq_toy_a"]
+    assert doc["llm_pairs"]  # the two LLMs are now compared
+    cell = next(
+        c
+        for c in doc["cells"]
+        if (c["llm"], c["estimator"], c["strategy"], c["metric"])
+        == ("llm-alpha", "se@enc", "greedy", "auroc")
+    )
+    assert cell["source"] == "computed" and cell["n"] == 40
+    y = alpha.labels["greedy"]
+    want = auroc(alpha.scores["se@enc"][np.isfinite(y)], y[np.isfinite(y)])
+    assert math.isclose(cell["value"], want, rel_tol=1e-12)
+    assert main([str(a), str(b), "-o", str(tmp_path / "split"), "--bootstrap", "50", "--no-plots"]) == 0
+    assert len(read_json(tmp_path / "split" / "leaderboard.json")["sections"]) == 2  # without the option
 
 
 def test_different_operator_models_are_separate_sections(tmp_path):

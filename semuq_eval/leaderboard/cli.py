@@ -32,6 +32,7 @@ def build(
     labels: tuple[str, ...] = ("run",),
     strict: bool = False,
     on_duplicate: str = "error",
+    common_questions: bool = False,
     config=None,
     header: str = "",
     title: str = "semuq-eval leaderboard",
@@ -50,6 +51,9 @@ def build(
         The folder to write (created).
     labels : tuple of str
         Label sets to read from each store (``run``: the run's own judge; ``all``: every set).
+    common_questions : bool
+        Restrict each task's runs to the questions they all share
+        (:func:`~semuq_eval.leaderboard.collect.common_questions`), noted in the section.
     strict, on_duplicate
         See :func:`semuq_eval.leaderboard.collect.group_sections`.
     config : LeaderboardConfig, optional
@@ -69,6 +73,7 @@ def build(
     ...
     semuq_eval.leaderboard.collect.LeaderboardInputError: '/nonexistent/*' matches no run store (a directory with manifest.json or breakdown.json) and no breakdown JSON file
     """
+    from semuq_eval.leaderboard import collect
     from semuq_eval.leaderboard.collect import expand_inputs, group_sections, load_runs
     from semuq_eval.leaderboard.compute import LeaderboardConfig, compute
     from semuq_eval.leaderboard.html import write_html
@@ -80,7 +85,13 @@ def build(
     for entry in skipped:
         log.warning("leaderboard: skipped %s (%s)", entry["path"], entry["reason"])
     runs = load_runs(paths, labels)
+    restricted: dict[str, str] = {}
+    if common_questions:
+        runs, restricted = collect.common_questions(runs)
     sections = group_sections(runs, strict=strict, on_duplicate=on_duplicate)
+    for section in sections:
+        if section.task in restricted:
+            section.notes.insert(0, restricted[section.task])
     board = compute(sections, config or LeaderboardConfig())
     output = Path(output)
     output.mkdir(parents=True, exist_ok=True)
@@ -134,6 +145,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--strict", action="store_true", help="refuse runs of a task that cannot share one section"
     )
+    p.add_argument(
+        "--common-questions",
+        action="store_true",
+        help="restrict each task's runs to the questions they all share (e.g. runs of 400 and 150 questions: "
+        "compared on the 150), instead of separate sections",
+    )
     p.add_argument("--on-duplicate", choices=("error", "latest"), default="error")
     p.add_argument("--jobs", "-j", type=int, default=1, help="worker processes (default 1)")
     p.add_argument(
@@ -172,6 +189,7 @@ def main(argv: list[str] | None = None) -> int:
             labels=tuple(s.strip() for s in args.labels.split(",") if s.strip()),
             strict=args.strict,
             on_duplicate=args.on_duplicate,
+            common_questions=args.common_questions,
             config=config,
             header=header,
             title=args.title,

@@ -22,7 +22,7 @@ import json
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ __all__ = [
     "LeaderboardInputError",
     "Run",
     "Section",
+    "common_questions",
     "expand_inputs",
     "group_sections",
     "load_run",
@@ -489,6 +490,65 @@ def load_runs(paths: Iterable[str | os.PathLike], label_sets: Sequence[str] = (R
             names = [n for n in names if n != "all"] + [n for n in found if n not in names]
         runs.extend(load_run(p, name) for name in names)
     return runs
+
+
+def common_questions(runs: Sequence[Run]) -> tuple[list[Run], dict[str, str]]:
+    """Restrict every task's paired runs to the questions they all share (``--common-questions``).
+
+    Runs of one task made on different question sets (e.g. the first 400 and the first 150) cannot share a
+    section; restricted to their common questions (doc id, and the question's own id when every run of the
+    task carries one) they can, so LLMs are compared on the same questions. A task whose runs share no
+    question, or already share all, is left as is; breakdown-only runs are never touched. Every figure of a
+    restricted run is recomputed from its scores (its own breakdown covers other questions). Returns the runs
+    and ``{task: note}`` for the tasks restricted.
+
+    Examples
+    --------
+    >>> def run(llm, n):
+    ...     return Run(path=llm, task="t", llm=llm, breakdown={}, settings={}, doc_ids=np.arange(n),
+    ...                scores={"u": np.arange(n) / n}, labels={"greedy": np.ones(n)})
+    >>> runs, notes = common_questions([run("a", 400), run("b", 150)])
+    >>> [len(r.doc_ids) for r in runs], notes["t"]
+    ([150, 150], 'restricted to the 150 questions all 2 runs share (--common-questions): a: 400 -> 150, b: 150')
+    """
+    by_task: dict[str, list[int]] = {}
+    for i, run in enumerate(runs):
+        if run.paired:
+            by_task.setdefault(run.task, []).append(i)
+    out, notes = list(runs), {}
+    for task, indices in by_task.items():
+        members = [runs[i] for i in indices]
+        with_ids = all(r.question_ids is not None for r in members)
+        keys = [_question_keys(r, with_ids) for r in members]
+        shared = set.intersection(*(set(k) for k in keys))
+        if not shared or all(len(r.doc_ids) == len(shared) for r in members):
+            continue
+        sizes = []
+        for i, run, run_keys in zip(indices, members, keys, strict=True):
+            keep = np.array([k in shared for k in run_keys])
+            sizes.append(
+                f"{run.llm}: {len(run.doc_ids)}" + (f" -> {int(keep.sum())}" if not keep.all() else "")
+            )
+            out[i] = replace(
+                run,
+                doc_ids=run.doc_ids[keep],
+                question_ids=[q for q, k in zip(run.question_ids, keep, strict=True) if k]
+                if with_ids
+                else None,
+                scores={name: values[keep] for name, values in run.scores.items()},
+                labels={name: values[keep] for name, values in run.labels.items()},
+            )
+        notes[task] = (
+            f"restricted to the {len(shared)} questions all {len(members)} runs share (--common-questions): "
+            + ", ".join(sizes)
+        )
+    return out, notes
+
+
+def _question_keys(run: Run, with_ids: bool) -> list[tuple[int, str | None]]:
+    """(doc id, question id or None) of every question of a paired run, in its order."""
+    ids = run.question_ids if with_ids and run.question_ids is not None else [None] * len(run.doc_ids)
+    return [(int(d), q) for d, q in zip(run.doc_ids, ids, strict=True)]
 
 
 def _question_set(run: Run) -> str:
