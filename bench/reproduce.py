@@ -409,7 +409,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--train", nargs="+", required=True, help="training run stores (or folders / globs), NQ-Open"
     )
-    p.add_argument("--eval", nargs="+", required=True, help="evaluation stores of the OTHER LLM (globs)")
+    p.add_argument(
+        "--eval",
+        nargs="*",
+        default=[],
+        help="evaluation stores of the OTHER LLM (globs; the paper's setting)",
+    )
     p.add_argument("--secondary", nargs="*", default=[], help="stores of the training LLM on other datasets")
     p.add_argument("--work", required=True, help="folder for the trained operators and rescored stores")
     p.add_argument("--report", required=True, help="folder of the committed report")
