@@ -5,7 +5,9 @@ Every step is one of the project's own commands, run as a library:
 
 1. ``train-operator`` on the training LLM's NQ-Open samples (:func:`semuq_eval.training.recipe.train_operator`):
    the paper's recipe (``enc_trained``) and, with ``--ablations``, random negatives (``enc_trained_random``),
-   positive pairs only (``enc_trained_pairs``) and answer-only (``enc_trained_answer_only``);
+   positive pairs only (``enc_trained_pairs``), answer-only (``enc_trained_answer_only``) and the whole epoch
+   budget without early stopping (``enc_trained_full_budget``: with a few held-out questions, early stopping
+   follows noise);
 2. ``rescore`` of every evaluation store with the operators side by side: the trained variants, the untrained
    backbone as ``enc``, ``cos_ext``, ``lexical``, ``cos_int`` (:func:`semuq_eval.harness.rescore.rescore`,
    named variants, ``store_output``): complete run stores under ``WORK/stores``;
@@ -55,6 +57,7 @@ ABLATIONS = {
     "random": ("enc_trained_random", {"negatives": "random"}),
     "none": ("enc_trained_pairs", {"negatives": "none"}),
     "answer_only": ("enc_trained_answer_only", {"question": False}),
+    "full_budget": ("enc_trained_full_budget", {"early_stopping": False}),
 }
 """``--ablations`` name -> (operator variant, training options over the recipe's)."""
 
@@ -419,7 +422,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--work", required=True, help="folder for the trained operators and rescored stores")
     p.add_argument("--report", required=True, help="folder of the committed report")
     p.add_argument("--backbone", default="offline:all-minilm-l6-v2")
-    p.add_argument("--ablations", default="random,none,answer_only", help="comma-separated; '' for none")
+    p.add_argument(
+        "--ablations", default="random,none,answer_only,full_budget", help="comma-separated; '' for none"
+    )
     p.add_argument("--epochs", type=int, default=30)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(

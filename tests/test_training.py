@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import math
 from collections import Counter
 from pathlib import Path
 
@@ -477,6 +478,19 @@ def test_same_seed_same_weights(train_store, tiny_st_encoder, tmp_path, trained)
     third = load_file(tmp_path / "other" / "model.safetensors")
     assert any(not np.array_equal(first[k], third[k]) for k in first)
     assert other["seed"] == 1
+
+
+def test_without_early_stopping_every_epoch_runs_and_the_last_is_kept(train_store, tiny_st_encoder, tmp_path):  # noqa: F811
+    out = tmp_path / "full"
+    record = recipe.train_operator(
+        config_for(train_store, out, tiny_st_encoder, epochs=3, patience=1, early_stopping=False)
+    )
+    val = record["validation"]
+    assert val["epochs_run"] == 3 and not val["stopped_early"]
+    assert math.isclose(val["final_accuracy"], val["per_epoch"][-1]["accuracy"])  # the last epoch's model
+    hp = record["hyperparameters"]
+    assert hp["kept_epoch"].startswith("last") and hp["early_stopping_patience"] is None
+    assert "the last epoch is kept" in (out / "README.md").read_text()
 
 
 def test_answer_only_operator_without_negatives_is_evaluated_answer_only(

@@ -184,7 +184,8 @@ def render_readme(record: Mapping[str, Any]) -> str:
         "## Validation triplet accuracy",
         "",
         f"Metric: {val.get('metric')}. Before training: {_fmt(val.get('before_training'))}. Best epoch: "
-        f"{val.get('best_epoch')} ({_fmt(val.get('best_accuracy'))}), kept; "
+        f"{val.get('best_epoch')} ({_fmt(val.get('best_accuracy'))})"
+        f"{', kept' if hp.get('kept_epoch', 'best validation epoch').startswith('best') else '; the last epoch is kept (early stopping off)'}; "
         f"{'stopped early' if val.get('stopped_early') else 'ran every epoch'} after {val.get('epochs_run')} epoch(s).",
         "",
         "| epoch | validation accuracy | training loss | training steps (s) |",

@@ -95,6 +95,7 @@ class TrainingConfig:
     epochs: int = 30
     batch_size: int = 32
     patience: int = 3
+    early_stopping: bool = True
     warmup_ratio: float = 0.1
     val_fraction: float = 0.1
     val_triplets: int = 1
@@ -361,9 +362,9 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
         lr_scheduler_type="linear",
         warmup_steps=float(config.warmup_ratio),
         eval_strategy="epoch",
-        save_strategy="epoch",
+        save_strategy="epoch" if config.early_stopping else "no",
         logging_strategy="epoch",
-        load_best_model_at_end=True,
+        load_best_model_at_end=config.early_stopping,
         metric_for_best_model=f"eval_{METRIC}",
         greater_is_better=True,
         save_total_limit=1,
@@ -382,7 +383,11 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
         loss=loss,
         evaluator=evaluator,
         callbacks=[
-            transformers.EarlyStoppingCallback(early_stopping_patience=config.patience),
+            *(
+                [transformers.EarlyStoppingCallback(early_stopping_patience=config.patience)]
+                if config.early_stopping
+                else []
+            ),
             _callbacks(rows, timings),
         ],
     )
@@ -417,7 +422,8 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
         "warmup_ratio": config.warmup_ratio,
         "batch_size": config.batch_size,
         "max_epochs": config.epochs,
-        "early_stopping_patience": config.patience,
+        "early_stopping_patience": config.patience if config.early_stopping else None,
+        "kept_epoch": "best validation epoch" if config.early_stopping else "last epoch (early stopping off)",
         "early_stopping_metric": f"validation triplet accuracy ({METRIC})",
         "val_fraction": config.val_fraction,
         "val_triplets_per_question": int(config.val_triplets),
