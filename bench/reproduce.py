@@ -186,8 +186,10 @@ def diagnose_all(
             continue
         folder = Path(args.report) / "diagnosis" / group
         if (folder / "diagnosis.json").is_file() and not args.force:
-            results[group] = read_json(folder / "diagnosis.json")
-            continue
+            done = read_json(folder / "diagnosis.json")
+            if sorted(done.get("stores", [])) == sorted(str(s) for s in stores):
+                results[group] = done
+                continue
         log.info("diagnose %s: %d stores", group, len(stores))
         start, load = time.perf_counter(), _load()
         result = diagnose(
@@ -228,8 +230,9 @@ def training_section(folders: Mapping[str, Path]) -> list[str]:
     lines = ["## 1. Training", ""]
     lines += [
         "| operator | training LLM | data | questions kept / seen | triplets per epoch (train) | validation "
-        "triplets | validation triplet accuracy per epoch (epoch 0 = the backbone) | best epoch | options |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "triplets | validation triplet accuracy per epoch (epoch 0 = the backbone) | kept epoch | optimizer steps "
+        "behind the kept weights | options |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, folder in folders.items():
         rec = read_json(folder / "semuq_training.json")
@@ -240,10 +243,18 @@ def training_section(folders: Mapping[str, Path]) -> list[str]:
         options = f"negatives {hyper['negatives']}" + (
             "" if rec.get("question_conditioned", True) else ", answer-only"
         )
+        last = str(hyper.get("kept_epoch", "best")).startswith("last")
+        kept = val.get("epochs_run") if last else val.get("best_epoch")
+        if last:
+            options += ", early stopping off"
+        steps = (
+            "n/a" if kept is None else kept * math.ceil(counts["triplets_per_epoch"] / hyper["batch_size"])
+        )
+        llms = ", ".join(Path(x).name for x in data["llms"])
         lines.append(
-            f"| `{name}` | {', '.join(data['llms'])} | {', '.join(data['datasets'])} | {counts['kept']} / "
+            f"| `{name}` | {llms} | {', '.join(data['datasets'])} | {counts['kept']} / "
             f"{counts['seen']} | {counts['triplets_per_epoch']} | {counts['val_triplets']} | {accs} | "
-            f"{val.get('best_epoch', 'n/a')} | {options} |"
+            f"{kept} | {steps} | {options} |"
         )
     lines += [
         "",
@@ -297,6 +308,49 @@ def result_section(document: Mapping[str, Any], role: Mapping[tuple[str, str], s
                 auroc = [_ci(cells.get((sid, llm, strategy, f"{agg}@{o}", "auroc"))) for o in (MAIN, *BASES)]
                 diffs = [_diff(rows.get((f"{MAIN} vs {b}", sid, llm, strategy, name))) for b in BASES]
                 lines.append(f"| {agg} | " + " | ".join(auroc + diffs) + " |")
+            lines.append("")
+    return lines
+
+
+def variants_section(document: Mapping[str, Any], variants: Sequence[str]) -> list[str]:
+    """Per evaluation run and label strategy: the AUROC of every trained variant beside the untrained ``enc``."""
+    cells = {
+        (c["section"], c["llm"], c["strategy"], c["estimator"], c["metric"]): c for c in document["cells"]
+    }
+    rows = {
+        (r["set"], r["section"], r["llm"], r["strategy"], r["estimator"]): r
+        for r in document["comparisons"]["rows"]
+    }
+    ops = ["enc", *variants]
+    lines = ["## 2b. The ablations: every trained variant against the untrained `enc`", ""]
+    lines += [
+        "AUROC [95% CI] and, below each variant, its paired difference from `enc` (`*`: the interval excludes 0).",
+        "",
+    ]
+    for run in document["runs"]:
+        sid, llm = run["section"], run["llm"]
+        for strategy, counts in run["labels"].items():
+            aggs = [
+                r["estimator"].split("@")[0]
+                for r in document["comparisons"]["rows"]
+                if (r["set"], r["section"], r["llm"], r["strategy"]) == (f"{MAIN} vs enc", sid, llm, strategy)
+            ]
+            if not aggs:
+                continue
+            lines += [
+                f"### {llm} on {run['task']}, {strategy} labels: {counts['n_correct']} correct / "
+                f"{counts['n_incorrect']} incorrect",
+                "",
+                "| aggregator | " + " | ".join(f"`{o}`" for o in ops) + " |",
+                "|---|" + "---|" * len(ops),
+            ]
+            for agg in aggs:
+                out = [_ci(cells.get((sid, llm, strategy, f"{agg}@enc", "auroc")))]
+                for v in variants:
+                    a = _ci(cells.get((sid, llm, strategy, f"{agg}@{v}", "auroc")))
+                    d = _diff(rows.get((f"{v} vs enc", sid, llm, strategy, f"{agg}@{v}")))
+                    out.append(f"{a}<br>{d}")
+                lines.append(f"| {agg} | " + " | ".join(out) + " |")
             lines.append("")
     return lines
 
@@ -391,6 +445,7 @@ def write_readme(args, folders, document, diagnoses, names, role, timings) -> Pa
     ]
     lines += training_section(folders)
     lines += result_section(document, role)
+    lines += variants_section(document, list(folders))
     lines += wins_section(document)
     lines += diagnosis_section(diagnoses, names)
     lines += ["## 5. Time and load", "", "| step | seconds | load (1 / 5 / 15 min) before |", "|---|---|---|"]
