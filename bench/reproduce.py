@@ -355,23 +355,38 @@ def variants_section(document: Mapping[str, Any], variants: Sequence[str]) -> li
     return lines
 
 
-def wins_section(document: Mapping[str, Any]) -> list[str]:
+def wins_section(document: Mapping[str, Any], role: Mapping[tuple[str, str], str]) -> list[str]:
+    """The "improves in X of Y cells" counts, apart for the other LLM and the training LLM."""
     lines = ["## 3. Cells where the trained operator wins", ""]
     lines += [
-        "A cell is one aggregator on one evaluation run under one label strategy. Counted by the leaderboard "
-        "(`leaderboard/leaderboard.json`, `comparisons.summary`).",
+        "A cell is one aggregator on one evaluation run under one label strategy; cells without a defined AUROC "
+        "(one class of labels) are left out. From the paired differences of `leaderboard/leaderboard.json`.",
         "",
-        "| comparison | labels | trained higher | of cells | significantly higher | significantly lower | "
+        "| evaluated on | comparison | labels | higher | of cells | significantly higher | significantly lower | "
         "mean difference |",
-        "|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|",
     ]
-    for s in document["comparisons"]["summary"]:
-        if " vs " not in s["set"]:
-            continue
-        lines.append(
-            f"| {s['set']} | {s['strategy']} | {s['n_improved']} | {s['n_cells']} | {s['n_improved_significant']} | "
-            f"{s['n_worse_significant']} | {_f(s['mean_difference'])} |"
-        )
+    sets = [name for name in document["comparisons"]["sets"] if " vs " in name]
+    groups = sorted(set(role.values()))
+    for group in groups:
+        for name in sets:
+            for strategy in ("greedy", "majority"):
+                rows = [
+                    r
+                    for r in document["comparisons"]["rows"]
+                    if r["set"] == name
+                    and r["strategy"] == strategy
+                    and r["status"] == "ok"
+                    and role.get((r["task"], r["llm"])) == group
+                ]
+                if not rows:
+                    continue
+                mean = sum(r["difference"] for r in rows) / len(rows)
+                lines.append(
+                    f"| {group} | {name} | {strategy} | {sum(bool(r['improved']) for r in rows)} | {len(rows)} | "
+                    f"{sum(bool(r['improved'] and r['significant']) for r in rows)} | "
+                    f"{sum(bool(not r['improved'] and r['significant']) for r in rows)} | {mean:+.3f} |"
+                )
     lines.append("")
     return lines
 
@@ -446,7 +461,7 @@ def write_readme(args, folders, document, diagnoses, names, role, timings) -> Pa
     lines += training_section(folders)
     lines += result_section(document, role)
     lines += variants_section(document, list(folders))
-    lines += wins_section(document)
+    lines += wins_section(document, role)
     lines += diagnosis_section(diagnoses, names)
     lines += ["## 5. Time and load", "", "| step | seconds | load (1 / 5 / 15 min) before |", "|---|---|---|"]
     for step, t in timings.items():

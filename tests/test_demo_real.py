@@ -35,7 +35,7 @@ def test_demo_on_ten_questions(real_asset, tmp_path, capsys):
     assert breakdown["operators"]["enc"]["info"]["dtype"] == "float32"
     greedy = breakdown["results"]["greedy"]
     for estimator in ("kle_heat@enc", "se@cos_ext", "cos@cos_int", "cae@lexical", "te", "te_enc@enc"):
-        assert set(greedy[estimator]) == {"auroc", "ece"}, estimator
+        assert set(greedy[estimator]) == {"auroc", "ece", "prr", "auarc"}, estimator
         assert greedy[estimator]["ece"]["n"] == 10
         assert greedy[estimator]["auroc"]["reliable"] is False  # 10 questions: always flagged
     generations = [
