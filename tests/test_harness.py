@@ -249,7 +249,7 @@ def test_settings_validation():
         ({"n_samples": "many"}, "not a number"),
         ({"tau": float("nan")}, "tau must be a finite"),
         ({"bootstrap": -1}, "bootstrap must be >= 0"),
-        ({"operators": ["lexical", "nope"]}, r"unknown operator 'nope'"),
+        ({"operators": ["lexical", "nope"]}, r"Unknown operator 'nope'"),
         ({"aggregators": ["kle"]}, "aggregators: unknown"),
         ({"operators": ["lexical"], "operator_options": {"enc": {}}}, "operator_options: unknown"),
         ({"operators": ["lexical", "lexical"]}, "repeated"),
@@ -565,7 +565,12 @@ def test_named_operator_variant_scores_beside_its_operator_and_rescore_writes_a_
     )
     greedy = out["results"]["greedy"]
     assert "cae@lexical" in greedy and "cae@lex_jaccard" in greedy
-    assert set(greedy["cae@lex_jaccard"]) == {"auroc", "ece", "prr", "auarc"}  # the leaderboard reuses all four
+    assert set(greedy["cae@lex_jaccard"]) == {
+        "auroc",
+        "ece",
+        "prr",
+        "auarc",
+    }  # the leaderboard reuses all four
     assert out["operators"]["lex_jaccard"]["info"]["measure"] == "jaccard"
     assert out["operators"]["lexical"]["info"]["measure"] != "jaccard"
     manifest, records = load_store(target)
@@ -581,7 +586,7 @@ def test_named_operator_variant_scores_beside_its_operator_and_rescore_writes_a_
         rescore(target, bootstrap=20, store_output=target)
     with pytest.raises(ValueError, match="'nope' is not registered"):
         rescore(source, operators=["lex2"], operator_options={"lex2": {"operator": "nope"}})
-    with pytest.raises(ValueError, match="unknown operator 'lex2'"):
+    with pytest.raises(ValueError, match="Unknown operator 'lex2'"):
         rescore(source, operators=["lex2"])
     with pytest.raises(ValueError, match="letters, digits and underscores"):
         rescore(source, operators=["lex@2"], operator_options={"lex@2": {"operator": "lexical"}})

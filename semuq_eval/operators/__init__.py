@@ -37,6 +37,7 @@ __all__ = [
     "Operator",
     "OperatorOutput",
     "VARIANT_KEY",
+    "UnknownOperatorError",
     "get",
     "names",
     "normalize_answer",
@@ -73,6 +74,14 @@ def register_operator(name: str):
     return decorate
 
 
+class UnknownOperatorError(KeyError, ValueError):
+    """An operator name that is neither registered nor a named variant: a KeyError (as the registry's lookups
+    raise) and a ValueError (as settings errors are), with a plain message."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
 VARIANT_KEY = "operator"
 """The option that makes an operator name a named variant of the registered operator it gives."""
 
@@ -97,8 +106,8 @@ def resolve(name: str, options: Mapping[str, Any] | None = None) -> tuple[str, d
     known = names()
     if base is None:
         if name not in known:
-            raise ValueError(
-                f"unknown operator {name!r}; known: {known} (a named variant needs the option "
+            raise UnknownOperatorError(
+                f"Unknown operator {name!r}; known: {known} (a named variant needs the option "
                 f'{{"{VARIANT_KEY}": <one of them>}})'
             )
         return name, options
