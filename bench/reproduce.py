@@ -265,8 +265,9 @@ def training_section(folders: Mapping[str, Path]) -> list[str]:
     return lines
 
 
-def result_section(document: Mapping[str, Any], role: Mapping[tuple[str, str], str]) -> list[str]:
-    """Per evaluation run and label strategy: every aggregator of the trained operator against its bases."""
+def _indexes(document: Mapping[str, Any]) -> tuple[dict[tuple, dict], dict[tuple, dict]]:
+    """The leaderboard's cells by (section, llm, strategy, estimator, metric), its comparison rows by (set,
+    section, llm, strategy, estimator)."""
     cells = {
         (c["section"], c["llm"], c["strategy"], c["estimator"], c["metric"]): c for c in document["cells"]
     }
@@ -274,6 +275,12 @@ def result_section(document: Mapping[str, Any], role: Mapping[tuple[str, str], s
         (r["set"], r["section"], r["llm"], r["strategy"], r["estimator"]): r
         for r in document["comparisons"]["rows"]
     }
+    return cells, rows
+
+
+def result_section(document: Mapping[str, Any], role: Mapping[tuple[str, str], str]) -> list[str]:
+    """Per evaluation run and label strategy: every aggregator of the trained operator against its bases."""
+    cells, rows = _indexes(document)
     lines = ["## 2. AUROC of every aggregator: trained vs untrained `enc` and the other operators", ""]
     lines += [
         "AUROC [95% CI] (`!`: small sample, fewer than 20 answers of the minority class); the last columns are "
@@ -314,13 +321,7 @@ def result_section(document: Mapping[str, Any], role: Mapping[tuple[str, str], s
 
 def variants_section(document: Mapping[str, Any], variants: Sequence[str]) -> list[str]:
     """Per evaluation run and label strategy: the AUROC of every trained variant beside the untrained ``enc``."""
-    cells = {
-        (c["section"], c["llm"], c["strategy"], c["estimator"], c["metric"]): c for c in document["cells"]
-    }
-    rows = {
-        (r["set"], r["section"], r["llm"], r["strategy"], r["estimator"]): r
-        for r in document["comparisons"]["rows"]
-    }
+    cells, rows = _indexes(document)
     ops = ["enc", *variants]
     lines = ["## 2b. The ablations: every trained variant against the untrained `enc`", ""]
     lines += [

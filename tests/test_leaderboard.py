@@ -391,7 +391,8 @@ def test_two_runs_of_the_same_llm(tmp_path):
     assert "kept" in sections[0].notes[0] and str(a) in sections[0].notes[0]
 
 
-def test_different_questions_are_separate_sections_or_refused(tmp_path):
+def _alpha_and_first_40_of_beta(tmp_path: Path) -> tuple[Path, Path]:
+    """Copies of llm-alpha's store (60 questions) and of llm-beta's cut to its first 40 questions."""
     a = _copy("llm-alpha", "semuq_toy_a", tmp_path)
     b = _copy("llm-beta", "semuq_toy_a", tmp_path)
     lines = (b / "scores.jsonl").read_text().splitlines()[:40]
@@ -399,6 +400,11 @@ def test_different_questions_are_separate_sections_or_refused(tmp_path):
     bd = read_json(b / "breakdown.json")
     bd["n_docs"] = 40
     write_json(b / "breakdown.json", bd)
+    return a, b
+
+
+def test_different_questions_are_separate_sections_or_refused(tmp_path):
+    a, b = _alpha_and_first_40_of_beta(tmp_path)
     sections = group_sections(load_runs([a, b]))
     assert [s.id for s in sections] == ["semuq_toy_a#1", "semuq_toy_a#2"]
     assert all("differ in question set" in s.notes[0] for s in sections)
@@ -411,13 +417,7 @@ def test_different_questions_are_separate_sections_or_refused(tmp_path):
 def test_common_questions_lines_runs_of_different_question_sets_up(tmp_path, capsys):
     """--common-questions: a run of 60 and one of 40 questions are compared on the 40 they share; every
     figure is recomputed on those 40 (the 60-question breakdown is not reused)."""
-    a = _copy("llm-alpha", "semuq_toy_a", tmp_path)
-    b = _copy("llm-beta", "semuq_toy_a", tmp_path)
-    lines = (b / "scores.jsonl").read_text().splitlines()[:40]
-    (b / "scores.jsonl").write_text("\n".join(lines) + "\n")
-    bd = read_json(b / "breakdown.json")
-    bd["n_docs"] = 40
-    write_json(b / "breakdown.json", bd)
+    a, b = _alpha_and_first_40_of_beta(tmp_path)
     runs, notes = common_questions(load_runs([a, b]))
     assert [len(r.doc_ids) for r in runs] == [40, 40]
     assert notes["semuq_toy_a"].startswith("restricted to the 40 questions all 2 runs share")
