@@ -34,7 +34,7 @@ from semuq_eval.harness.pipeline import process_docs
 from semuq_eval.harness.report import summarize
 from semuq_eval.harness.settings import Settings
 from semuq_eval.harness.store import RunStore, load_store
-from semuq_eval.jsonio import read_json, write_json
+from semuq_eval.jsonio import write_json
 
 __all__ = ["docs_from_records", "rescore"]
 
@@ -101,6 +101,8 @@ def rescore(
         ``scores.jsonl`` and ``breakdown.json``; the labels scored become its run labels. It must not be the
         source store.
     """
+    if store_output is not None and Path(store_output).resolve() == Path(store_path).resolve():
+        raise ValueError(f"store_output {store_output} is the source store: give another folder")
     manifest, records = load_store(store_path)
     stored = Settings.from_metadata(manifest.get("settings"), expand_profile=False)
     settings = replace(stored)
@@ -158,16 +160,15 @@ def rescore(
             path = path / "breakdown.rescore.json"
         write_json(path, breakdown)
     if store_output is not None:
-        _write_store(store_path, store_output, settings, out.items, breakdown)
+        _write_store(manifest, store_path, store_output, settings, out.items, breakdown)
     return breakdown
 
 
-def _write_store(source, target, settings: Settings, items, breakdown: Mapping[str, Any]) -> None:
+def _write_store(
+    manifest: Mapping[str, Any], source, target, settings: Settings, items, breakdown: Mapping[str, Any]
+) -> None:
     """A complete run store at ``target``: ``source``'s answers and hidden vectors, the rescored rest."""
     source, target = Path(source), Path(target)
-    if target.resolve() == source.resolve():
-        raise ValueError(f"store_output {target} is the source store: give another folder")
-    manifest = read_json(source / "manifest.json")
     store = RunStore(target)
     store.begin(manifest.get("task", ""), settings.as_dict(), model=manifest.get("model"))
     (target / "generations.rank0.jsonl").unlink()
