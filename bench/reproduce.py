@@ -278,6 +278,15 @@ def _indexes(document: Mapping[str, Any]) -> tuple[dict[tuple, dict], dict[tuple
     return cells, rows
 
 
+def _aggregators(document: Mapping[str, Any], section: str, llm: str, strategy: str) -> list[str]:
+    """The aggregators the trained operator is compared on for one run and label strategy."""
+    return [
+        r["estimator"].split("@")[0]
+        for r in document["comparisons"]["rows"]
+        if (r["set"], r["section"], r["llm"], r["strategy"]) == (f"{MAIN} vs enc", section, llm, strategy)
+    ]
+
+
 def result_section(document: Mapping[str, Any], role: Mapping[tuple[str, str], str]) -> list[str]:
     """Per evaluation run and label strategy: every aggregator of the trained operator against its bases."""
     cells, rows = _indexes(document)
@@ -291,13 +300,8 @@ def result_section(document: Mapping[str, Any], role: Mapping[tuple[str, str], s
     for run in document["runs"]:
         sid, llm = run["section"], run["llm"]
         for strategy, counts in run["labels"].items():
-            names = [
-                r["estimator"]
-                for r in document["comparisons"]["rows"]
-                if (r["set"], r["section"], r["llm"], r["strategy"], r["base"].split("@")[-1])
-                == (f"{MAIN} vs enc", sid, llm, strategy, "enc")
-            ]
-            if not names:
+            aggs = _aggregators(document, sid, llm, strategy)
+            if not aggs:
                 continue
             lines += [
                 f"### {llm} on {run['task']} ({role.get((run['task'], llm), 'evaluation')}), {strategy} labels: "
@@ -310,8 +314,8 @@ def result_section(document: Mapping[str, Any], role: Mapping[tuple[str, str], s
                 + " |",
                 "|---|" + "---|" * (2 * len(BASES) + 1),
             ]
-            for name in names:
-                agg = name.split("@")[0]
+            for agg in aggs:
+                name = f"{agg}@{MAIN}"
                 auroc = [_ci(cells.get((sid, llm, strategy, f"{agg}@{o}", "auroc"))) for o in (MAIN, *BASES)]
                 diffs = [_diff(rows.get((f"{MAIN} vs {b}", sid, llm, strategy, name))) for b in BASES]
                 lines.append(f"| {agg} | " + " | ".join(auroc + diffs) + " |")
@@ -331,11 +335,7 @@ def variants_section(document: Mapping[str, Any], variants: Sequence[str]) -> li
     for run in document["runs"]:
         sid, llm = run["section"], run["llm"]
         for strategy, counts in run["labels"].items():
-            aggs = [
-                r["estimator"].split("@")[0]
-                for r in document["comparisons"]["rows"]
-                if (r["set"], r["section"], r["llm"], r["strategy"]) == (f"{MAIN} vs enc", sid, llm, strategy)
-            ]
+            aggs = _aggregators(document, sid, llm, strategy)
             if not aggs:
                 continue
             lines += [
