@@ -278,13 +278,19 @@ def _indexes(document: Mapping[str, Any]) -> tuple[dict[tuple, dict], dict[tuple
     return cells, rows
 
 
-def _aggregators(document: Mapping[str, Any], section: str, llm: str, strategy: str) -> list[str]:
-    """The aggregators the trained operator is compared on for one run and label strategy."""
-    return [
-        r["estimator"].split("@")[0]
-        for r in document["comparisons"]["rows"]
-        if (r["set"], r["section"], r["llm"], r["strategy"]) == (f"{MAIN} vs enc", section, llm, strategy)
-    ]
+def _run_tables(document: Mapping[str, Any]):
+    """``(run, strategy, counts, aggregators)`` for every evaluation run and label strategy on which the trained
+    operator was compared: one table each in sections 2 and 2b."""
+    for run in document["runs"]:
+        for strategy, counts in run["labels"].items():
+            aggs = [
+                r["estimator"].split("@")[0]
+                for r in document["comparisons"]["rows"]
+                if (r["set"], r["section"], r["llm"], r["strategy"])
+                == (f"{MAIN} vs enc", run["section"], run["llm"], strategy)
+            ]
+            if aggs:
+                yield run, strategy, counts, aggs
 
 
 def result_section(document: Mapping[str, Any], role: Mapping[tuple[str, str], str]) -> list[str]:
@@ -297,29 +303,25 @@ def result_section(document: Mapping[str, Any], role: Mapping[tuple[str, str], s
         "same estimators: `leaderboard/leaderboard.csv`.",
         "",
     ]
-    for run in document["runs"]:
+    for run, strategy, counts, aggs in _run_tables(document):
         sid, llm = run["section"], run["llm"]
-        for strategy, counts in run["labels"].items():
-            aggs = _aggregators(document, sid, llm, strategy)
-            if not aggs:
-                continue
-            lines += [
-                f"### {llm} on {run['task']} ({role.get((run['task'], llm), 'evaluation')}), {strategy} labels: "
-                f"{counts['n_correct']} correct / {counts['n_incorrect']} incorrect",
-                "",
-                "| aggregator | "
-                + " | ".join(f"`{o}`" for o in (MAIN, *BASES))
-                + " | "
-                + " | ".join(f"{MAIN} − {b}" for b in BASES)
-                + " |",
-                "|---|" + "---|" * (2 * len(BASES) + 1),
-            ]
-            for agg in aggs:
-                name = f"{agg}@{MAIN}"
-                auroc = [_ci(cells.get((sid, llm, strategy, f"{agg}@{o}", "auroc"))) for o in (MAIN, *BASES)]
-                diffs = [_diff(rows.get((f"{MAIN} vs {b}", sid, llm, strategy, name))) for b in BASES]
-                lines.append(f"| {agg} | " + " | ".join(auroc + diffs) + " |")
-            lines.append("")
+        lines += [
+            f"### {llm} on {run['task']} ({role.get((run['task'], llm), 'evaluation')}), {strategy} labels: "
+            f"{counts['n_correct']} correct / {counts['n_incorrect']} incorrect",
+            "",
+            "| aggregator | "
+            + " | ".join(f"`{o}`" for o in (MAIN, *BASES))
+            + " | "
+            + " | ".join(f"{MAIN} − {b}" for b in BASES)
+            + " |",
+            "|---|" + "---|" * (2 * len(BASES) + 1),
+        ]
+        for agg in aggs:
+            name = f"{agg}@{MAIN}"
+            auroc = [_ci(cells.get((sid, llm, strategy, f"{agg}@{o}", "auroc"))) for o in (MAIN, *BASES)]
+            diffs = [_diff(rows.get((f"{MAIN} vs {b}", sid, llm, strategy, name))) for b in BASES]
+            lines.append(f"| {agg} | " + " | ".join(auroc + diffs) + " |")
+        lines.append("")
     return lines
 
 
@@ -332,27 +334,23 @@ def variants_section(document: Mapping[str, Any], variants: Sequence[str]) -> li
         "AUROC [95% CI] and, below each variant, its paired difference from `enc` (`*`: the interval excludes 0).",
         "",
     ]
-    for run in document["runs"]:
+    for run, strategy, counts, aggs in _run_tables(document):
         sid, llm = run["section"], run["llm"]
-        for strategy, counts in run["labels"].items():
-            aggs = _aggregators(document, sid, llm, strategy)
-            if not aggs:
-                continue
-            lines += [
-                f"### {llm} on {run['task']}, {strategy} labels: {counts['n_correct']} correct / "
-                f"{counts['n_incorrect']} incorrect",
-                "",
-                "| aggregator | " + " | ".join(f"`{o}`" for o in ops) + " |",
-                "|---|" + "---|" * len(ops),
-            ]
-            for agg in aggs:
-                out = [_ci(cells.get((sid, llm, strategy, f"{agg}@enc", "auroc")))]
-                for v in variants:
-                    a = _ci(cells.get((sid, llm, strategy, f"{agg}@{v}", "auroc")))
-                    d = _diff(rows.get((f"{v} vs enc", sid, llm, strategy, f"{agg}@{v}")))
-                    out.append(f"{a}<br>{d}")
-                lines.append(f"| {agg} | " + " | ".join(out) + " |")
-            lines.append("")
+        lines += [
+            f"### {llm} on {run['task']}, {strategy} labels: {counts['n_correct']} correct / "
+            f"{counts['n_incorrect']} incorrect",
+            "",
+            "| aggregator | " + " | ".join(f"`{o}`" for o in ops) + " |",
+            "|---|" + "---|" * len(ops),
+        ]
+        for agg in aggs:
+            out = [_ci(cells.get((sid, llm, strategy, f"{agg}@enc", "auroc")))]
+            for v in variants:
+                a = _ci(cells.get((sid, llm, strategy, f"{agg}@{v}", "auroc")))
+                d = _diff(rows.get((f"{v} vs enc", sid, llm, strategy, f"{agg}@{v}")))
+                out.append(f"{a}<br>{d}")
+            lines.append(f"| {agg} | " + " | ".join(out) + " |")
+        lines.append("")
     return lines
 
 
