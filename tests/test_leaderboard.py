@@ -8,7 +8,10 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +28,7 @@ from semuq_eval.leaderboard.cli import build, main
 from semuq_eval.leaderboard.collect import common_questions, expand_inputs, load_run
 from semuq_eval.leaderboard.compute import compute
 from semuq_eval.metrics import Bootstrap, auroc, paired_difference
+from tests.fixtures.tiny_encoders import tiny_st_encoder, tiny_wordpiece_dir  # noqa: F401  (fixtures)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "leaderboard"
 STORES = FIXTURES / "stores"
@@ -570,3 +574,68 @@ def test_compare_option_pairs_an_operator_with_its_bases(tmp_path, capsys):
     assert "`enc` against `lexical`" in (out / "leaderboard.md").read_text()
     assert main([store, "-o", str(out), "--compare", "enc"]) == 2
     assert "give OPERATOR:BASE" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------------- the committed board
+REGENERATE = Path(__file__).resolve().parents[1] / "leaderboards" / "offline" / "regenerate.sh"
+
+
+def _regenerate(env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["bash", str(REGENERATE)], env={**os.environ, **env}, capture_output=True, text=True, check=False
+    )
+
+
+def test_offline_board_command_rescores_the_run_stores_and_builds_the_board(tmp_path, tiny_st_encoder):  # noqa: F811
+    """leaderboards/offline/regenerate.sh, the committed board's one command, on a tiny run: every operator of the
+    board (mpnet and trained variants included) is rescored into a complete store, the board is built with both
+    comparisons, a second call keeps the finished store, and a missing model is a clear error."""
+    import lm_eval
+    from lm_eval.tasks import TaskManager
+
+    from tests.fixtures.tiny_harness import TASKS_DIR, CannedLM, write_qa
+
+    runs = tmp_path / "runs"
+    metadata = {
+        "n_samples": 4,
+        "operators": ["lexical"],
+        "bootstrap": 20,
+        "data_dir": str(write_qa(tmp_path / "data")),
+        "output_dir": str(runs / "smollm2-webquestions"),
+        "run_id": "canned",
+    }
+    tm = TaskManager(include_path=str(TASKS_DIR), include_defaults=False, metadata=metadata)
+    lm_eval.simple_evaluate(
+        model=CannedLM(white_box=True), tasks=["semuq_triviaqa_dpr"], task_manager=tm, bootstrap_iters=0
+    )
+    models = tmp_path / "models"
+    models.mkdir()
+    for name in ("all-minilm-l6-v2", "all-mpnet-base-v2"):
+        (models / name).symlink_to(tiny_st_encoder)
+    env = {
+        "RUNS": str(runs),
+        "WORK": str(tmp_path / "work"),
+        "OUTPUT": str(tmp_path / "board"),
+        "MODELS": str(models),
+        "TRAINED": str(tiny_st_encoder),
+        "SEMUQ": f"{sys.executable} -m semuq_eval",
+    }
+    done = _regenerate(env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (
+        "skip" in done.stderr and "smollm2-triviaqa" in done.stderr
+    )  # the board's other runs do not exist here
+    store = tmp_path / "work" / "stores" / "semuq_triviaqa_dpr" / "canned"
+    run = load_run(store)
+    for op in ("lexical", "cos_int", "cos_ext", "enc", "cos_ext_mpnet", "enc_mpnet", "enc_trained"):
+        assert f"cae@{op}" in run.estimators, op
+    doc = read_json(tmp_path / "board" / "leaderboard.json")
+    assert doc["settings"]["compare"] == {
+        "enc_trained": ["enc", "cos_ext", "lexical", "cos_int"],
+        "enc_mpnet": ["enc", "cos_ext_mpnet"],
+    }
+    assert {"enc_trained vs enc", "enc_mpnet vs cos_ext_mpnet"} <= set(doc["comparisons"]["sets"])
+    assert (tmp_path / "board" / "index.html").is_file()
+    assert f"kept {store}" in _regenerate(env).stdout  # an interrupted regeneration resumes
+    missing = _regenerate({**env, "TRAINED": str(tmp_path / "nowhere")})
+    assert missing.returncode == 1 and f"no model at {tmp_path / 'nowhere'}" in missing.stderr
