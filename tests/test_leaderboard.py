@@ -449,6 +449,51 @@ def test_common_questions_lines_runs_of_different_question_sets_up(tmp_path, cap
     assert len(read_json(tmp_path / "split" / "leaderboard.json")["sections"]) == 2  # without the option
 
 
+def test_common_questions_also_keeps_each_runs_own_section_and_adds_a_shared_one(tmp_path, capsys):
+    """--common-questions also: each LLM keeps its section on all its questions (alpha's figures on its 60),
+    a third section compares both on the 40 they share, and the summary counts leave that repeat out."""
+    a, b = _alpha_and_first_40_of_beta(tmp_path)
+    out = tmp_path / "out"
+    argv = [str(a), str(b), "-o", str(out), "--bootstrap", "100", "--no-plots", "--compare", "enc:lexical"]
+    assert main([*argv, "--common-questions", "also"]) == 0
+    doc = read_json(out / "leaderboard.json")
+    ids = [s["id"] for s in doc["sections"]]
+    assert ids == ["semuq_toy_a#1", "semuq_toy_a#2", "semuq_toy_a#common"]
+    sections = {s["id"]: s for s in doc["sections"]}
+    assert [sections[i]["repeats"] for i in ids] == [False, False, True]
+    assert sections["semuq_toy_a#common"]["llms"] == ["llm-alpha", "llm-beta"]
+    assert sections["semuq_toy_a#common"]["n_questions"] == 40
+    assert sections["semuq_toy_a#1"]["n_questions"] == 60
+    assert "semuq_toy_a#common compares the LLMs" in sections["semuq_toy_a#1"]["notes"][-1]
+    assert {p["section"] for p in doc["llm_pairs"]} == {"semuq_toy_a#common"}
+    alpha = load_runs([a])[0]
+    full = next(
+        c
+        for c in doc["cells"]
+        if (c["section"], c["llm"], c["estimator"], c["strategy"], c["metric"])
+        == ("semuq_toy_a#1", "llm-alpha", "se@enc", "greedy", "auroc")
+    )
+    y = alpha.labels["greedy"]
+    want = auroc(alpha.scores["se@enc"][np.isfinite(y)], y[np.isfinite(y)])
+    assert full["n"] == 60 and math.isclose(full["value"], want, rel_tol=1e-9)
+    rows = [
+        r for r in doc["comparisons"]["rows"] if r["set"] == "enc vs lexical" and r["strategy"] == "greedy"
+    ]
+    counted = [r for r in rows if r["section"] != "semuq_toy_a#common" and r["status"] == "ok"]
+    summary = next(
+        s for s in doc["comparisons"]["summary"] if (s["set"], s["strategy"]) == ("enc vs lexical", "greedy")
+    )
+    assert summary["n_cells"] == len(counted) < len([r for r in rows if r["status"] == "ok"])
+    # --common-questions alone is "only": one section
+    assert main([*argv, "--common-questions"]) == 0
+    assert [s["id"] for s in read_json(out / "leaderboard.json")["sections"]] == ["semuq_toy_a"]
+    with pytest.raises(SystemExit):
+        main([*argv, "--common-questions", "some"])
+    assert "invalid choice: 'some'" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="common_questions must be"):
+        build([str(a)], tmp_path / "x", common_questions=True)
+
+
 def test_different_operator_models_are_separate_sections(tmp_path):
     a = _copy("llm-alpha", "semuq_toy_a", tmp_path)
     b = _copy("llm-beta", "semuq_toy_a", tmp_path)

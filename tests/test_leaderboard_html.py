@@ -213,6 +213,14 @@ def _load(page: _Page, path: Path) -> None:
         time.sleep(0.1)
 
 
+def _choose(page: _Page, element: str, value: str, event: str = "change") -> None:
+    """Set a filter control and fire its event, as a user would."""
+    page.js(
+        f"(() => {{ const e = document.getElementById({element!r}); e.value = {value!r}; "
+        f"e.dispatchEvent(new Event({event!r})); }})()"
+    )
+
+
 def test_page_in_headless_chromium(browser, page_dir, tmp_path):
     page = browser
     index = page_dir / "index.html"
@@ -246,10 +254,7 @@ def test_page_in_headless_chromium(browser, page_dir, tmp_path):
 
     # filter: one LLM, then an estimator substring
     def choose(element: str, value: str, event: str = "change") -> None:
-        page.js(
-            f"(() => {{ const e = document.getElementById({element!r}); e.value = {value!r}; "
-            f"e.dispatchEvent(new Event({event!r})); }})()"
-        )
+        _choose(page, element, value, event)
 
     choose("f-llm", "llm-beta")
     llms = page.js("[...document.querySelectorAll('#cells tbody tr')].map(r => r.cells[1].textContent)")
@@ -276,4 +281,36 @@ def test_page_in_headless_chromium(browser, page_dir, tmp_path):
     (tmp_path / "leaderboard.png").write_bytes(png)
     print(f"screenshot: {tmp_path / 'leaderboard.png'}")
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
+    assert page.errors() == []
+
+
+def test_common_section_counts_in_the_heatmap_only_when_chosen(browser, tmp_path):
+    """--common-questions also: the #common section repeats its task's questions, so the page's heatmap and
+    delta counts leave it out unless it is the section chosen."""
+    stores = []
+    for llm in ("llm-alpha", "llm-beta"):
+        target = tmp_path / llm
+        shutil.copytree(STORES / llm / "semuq" / "semuq_toy_a" / llm, target)
+        stores.append(str(target))
+    scores = Path(stores[1]) / "scores.jsonl"
+    scores.write_text("\n".join(scores.read_text().splitlines()[:40]) + "\n")  # beta: the first 40 questions
+    breakdown = Path(stores[1]) / "breakdown.json"
+    breakdown.write_text(json.dumps({**json.loads(breakdown.read_text()), "n_docs": 40}))
+    out = tmp_path / "page"
+    build(stores, out, common_questions="also", config=LeaderboardConfig(n_resamples=50), plots=False)
+    page = browser
+    _load(page, out / "index.html")
+
+    def n_cells() -> int:
+        titles = page.js("[...document.querySelectorAll('#heatmap td')].map(td => td.title)")
+        return sum(int(t.split()[0]) for t in titles if t)
+
+    everything = n_cells()
+    chosen = {}
+    for section in ("semuq_toy_a#1", "semuq_toy_a#2", "semuq_toy_a#common"):
+        _choose(page, "f-section", section)
+        chosen[section] = n_cells()
+    assert chosen["semuq_toy_a#common"] > 0
+    assert everything == chosen["semuq_toy_a#1"] + chosen["semuq_toy_a#2"]
+    assert "but the #common ones" in page.js("document.getElementById('delta-summary').textContent")
     assert page.errors() == []

@@ -35,11 +35,13 @@ for name in $RUN_NAMES; do
         if [ -f "$target/breakdown.json" ]; then echo "kept $target"; continue; fi
         rm -rf "$target"  # an interrupted rescore left it half written
         echo "rescore $store -> $target"
+        start=$SECONDS
         "${SEMUQ[@]}" rescore "$store" --operators "$OPERATORS" --operator_options "$OPTIONS" \
             --store_output "$target" > /dev/null
+        echo "rescored in $((SECONDS - start)) s"
     done
 done
 
-"${SEMUQ[@]}" leaderboard "$WORK/stores/*/*" --output "$OUTPUT" --common-questions \
+"${SEMUQ[@]}" leaderboard "$WORK/stores/*/*" --output "$OUTPUT" --common-questions also \
     --compare enc_trained:enc,cos_ext,lexical,cos_int --compare enc_mpnet:enc,cos_ext_mpnet \
     --header @leaderboards/offline/HEADER.md --title "semuq-eval offline leaderboard (tiny CPU models)" --jobs 2

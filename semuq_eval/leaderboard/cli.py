@@ -32,7 +32,7 @@ def build(
     labels: tuple[str, ...] = ("run",),
     strict: bool = False,
     on_duplicate: str = "error",
-    common_questions: bool = False,
+    common_questions: str | None = None,
     config=None,
     header: str = "",
     title: str = "semuq-eval leaderboard",
@@ -51,9 +51,12 @@ def build(
         The folder to write (created).
     labels : tuple of str
         Label sets to read from each store (``run``: the run's own judge; ``all``: every set).
-    common_questions : bool
-        Restrict each task's runs to the questions they all share
-        (:func:`~semuq_eval.leaderboard.collect.common_questions`), noted in the section.
+    common_questions : {None, "only", "also"}
+        Runs of a task made on different question sets: None puts them in separate sections; ``"only"``
+        restricts them to the questions they all share
+        (:func:`~semuq_eval.leaderboard.collect.common_questions`), noted in the section; ``"also"`` keeps
+        the separate sections (each LLM on all its questions) and adds a ``<task>#common`` section on the
+        shared questions, which the summary counts leave out (``Section.repeats``).
     strict, on_duplicate
         See :func:`semuq_eval.leaderboard.collect.group_sections`.
     config : LeaderboardConfig, optional
@@ -73,8 +76,7 @@ def build(
     ...
     semuq_eval.leaderboard.collect.LeaderboardInputError: '/nonexistent/*' matches no run store (a directory with manifest.json or breakdown.json) and no breakdown JSON file
     """
-    from semuq_eval.leaderboard import collect
-    from semuq_eval.leaderboard.collect import expand_inputs, group_sections, load_runs
+    from semuq_eval.leaderboard.collect import expand_inputs, load_runs
     from semuq_eval.leaderboard.compute import LeaderboardConfig, compute
     from semuq_eval.leaderboard.html import write_html
     from semuq_eval.leaderboard.plots import plot_all
@@ -85,13 +87,7 @@ def build(
     for entry in skipped:
         log.warning("leaderboard: skipped %s (%s)", entry["path"], entry["reason"])
     runs = load_runs(paths, labels)
-    restricted: dict[str, str] = {}
-    if common_questions:
-        runs, restricted = collect.common_questions(runs)
-    sections = group_sections(runs, strict=strict, on_duplicate=on_duplicate)
-    for section in sections:
-        if section.task in restricted:
-            section.notes.insert(0, restricted[section.task])
+    sections = _sections(runs, common_questions, strict=strict, on_duplicate=on_duplicate)
     board = compute(sections, config or LeaderboardConfig())
     output = Path(output)
     output.mkdir(parents=True, exist_ok=True)
@@ -104,6 +100,39 @@ def build(
     figures = plot_all(document, output) if plots else []
     write_html(document, output / "index.html", header=header, plots=figures, title=title)
     return document
+
+
+COMMON_QUESTIONS = ("only", "also")
+"""The ``--common-questions`` modes (:func:`build`)."""
+
+
+def _sections(runs: list, common_questions: str | None, **grouping) -> list:
+    """The runs grouped into sections under a ``common_questions`` mode (:func:`build`)."""
+    from semuq_eval.leaderboard.collect import common_questions as restrict
+    from semuq_eval.leaderboard.collect import group_sections
+
+    if common_questions not in (None, *COMMON_QUESTIONS):
+        raise ValueError(
+            f"common_questions must be None or one of {COMMON_QUESTIONS}, got {common_questions!r}"
+        )
+    if common_questions is None:
+        return group_sections(runs, **grouping)
+    shared, restricted = restrict(runs)
+    if common_questions == "only":
+        sections = group_sections(shared, **grouping)
+        for section in sections:
+            if section.task in restricted:
+                section.notes.insert(0, restricted[section.task])
+        return sections
+    sections = group_sections(runs, **grouping)
+    common = group_sections([r for r in shared if r.task in restricted], **grouping)
+    for section in common:
+        section.id, section.repeats = f"{section.task}#common", True
+        section.notes.insert(0, restricted[section.task])
+    for section in sections:
+        if section.task in restricted:
+            section.notes.append(f"{section.task}#common compares the LLMs on the questions they share")
+    return sorted([*sections, *common], key=lambda section: section.task)  # stable: #common last
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -147,9 +176,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--common-questions",
-        action="store_true",
-        help="restrict each task's runs to the questions they all share (e.g. runs of 400 and 150 questions: "
-        "compared on the 150), instead of separate sections",
+        nargs="?",
+        const="only",
+        choices=COMMON_QUESTIONS,
+        help="runs of a task on different question sets (e.g. 400 and 150 questions): compare them on the "
+        "questions they all share instead of in separate sections; 'also' keeps the separate sections (each "
+        "LLM on all its questions) and adds a <task>#common section (default when given: only)",
     )
     p.add_argument("--on-duplicate", choices=("error", "latest"), default="error")
     p.add_argument("--jobs", "-j", type=int, default=1, help="worker processes (default 1)")

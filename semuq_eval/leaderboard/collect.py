@@ -143,6 +143,9 @@ class Section:
     paired: bool
     label_set: str = "run"
     notes: list[str] = field(default_factory=list)
+    #: its questions are also in the task's other sections (``--common-questions also``): shown, but left out of
+    #: the "improves in X of Y" counts and the heatmap, which would count them twice
+    repeats: bool = False
 
     @property
     def llms(self) -> list[str]:

@@ -657,10 +657,16 @@ def _estimator_ranks(board, section, figures) -> None:
 
 
 def _summaries(board: Leaderboard) -> None:
-    """The "improves in X of Y cells" counts, and the mean AUROC heatmap (operator x aggregator)."""
+    """The "improves in X of Y cells" counts, and the mean AUROC heatmap (operator x aggregator), over the
+    sections that do not repeat questions."""
+    repeated = {s.id for s in board.sections if s.repeats}
     for pair_set in board.pair_sets:
         for strategy in LABEL_STRATEGIES:
-            rows = [c for c in board.comparisons if c["set"] == pair_set and c["strategy"] == strategy]
+            rows = [
+                c
+                for c in board.comparisons
+                if c["set"] == pair_set and c["strategy"] == strategy and c["section"] not in repeated
+            ]
             done = [c for c in rows if c["status"] == "ok"]
             board.comparison_summary.append(
                 {
@@ -678,7 +684,7 @@ def _summaries(board: Leaderboard) -> None:
             )
     sums: dict[tuple[str, str, str], list[float]] = {}
     for c in board.cells:
-        if c["metric"] == "auroc" and c["value"] is not None:
+        if c["metric"] == "auroc" and c["value"] is not None and c["section"] not in repeated:
             sums.setdefault((c["strategy"], c["aggregator"], c["operator"]), []).append(c["value"])
     for (strategy, aggregator, operator), values in sorted(sums.items()):
         board.heatmap.append(

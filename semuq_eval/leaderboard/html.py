@@ -5,7 +5,8 @@ vanilla script renders, from it:
 
 - a sortable (click a column header; again to reverse) and filterable (section / task, LLM, label set, label
   strategy, metric, estimator text, reliable only) table of every cell, with a CI bar per figure;
-- the operator x aggregator heatmap of mean AUROC over the cells the filters keep;
+- the operator x aggregator heatmap of mean AUROC over the cells the filters keep (a ``#common`` section's
+  only when it is the section chosen: its questions are also in its task's other sections);
 - the Enc-minus-base AUROC deltas per cell (pair x LLM, like the paper's per-cell tables) with the
   "improves in X of Y cells" counts, for the label strategy chosen;
 - LLM rank intervals and LLM-vs-LLM differences; the runs' provenance; the PNG plots (relative links).
@@ -118,7 +119,9 @@ function color(v) {
   return "rgb(" + Math.round(255 - 180 * t) + "," + Math.round(255 - 110 * t) + "," + Math.round(255 - 40 * t) + ")";
 }
 function renderHeatmap() {
-  const rows = kept().filter(c => c.metric === "auroc" && c.value != null), acc = {};
+  // a #common section repeats questions of its task's other sections: counted only when chosen
+  const sec = $("f-section").value, repeated = new Set(D.repeats);
+  const rows = kept().filter(c => c.metric === "auroc" && c.value != null && (c.section === sec || !repeated.has(c.section))), acc = {};
   rows.forEach(c => { const [a, o] = c.estimator.includes("@") ? c.estimator.split("@") : [c.estimator, "-"];
     const k = a + "\u0000" + o; (acc[k] = acc[k] || []).push(c.value); });
   const aggs = [...new Set(Object.keys(acc).map(k => k.split("\u0000")[0]))].sort();
@@ -144,7 +147,8 @@ function renderDeltas() {
   $("delta-summary").innerHTML = D.comparisons.summary.filter(s => s.strategy === strategy).map(s =>
     "<li><b>" + esc(s.set) + "</b> (" + esc((D.comparisons.sets[s.set] || {}).description) + "): improves in " + s.n_improved + " of " +
     s.n_cells + " cells, " + s.n_improved_significant + " significantly; significantly worse in " + s.n_worse_significant +
-    "; unavailable " + s.n_unavailable + " (all sections and LLMs)</li>").join("");
+    "; unavailable " + s.n_unavailable + " (all sections and LLMs" +
+    (D.repeats.length ? " but the #common ones, whose questions are also in other sections" : "") + ")</li>").join("");
 }
 function renderRanks() {
   const strategy = $("f-strategy").value, sec = $("f-section").value, text = $("f-estimator").value.trim().toLowerCase();
@@ -184,6 +188,7 @@ def _compact(document: Mapping[str, Any]) -> dict[str, Any]:
 
     return {
         "cell_fields": _PAGE_FIELDS,
+        "repeats": [s["id"] for s in document["sections"] if s.get("repeats")],
         "cells": [[r(c.get(f)) for f in _PAGE_FIELDS] for c in document["cells"]],
         "comparisons": {
             "sets": document["comparisons"].get("sets", {}),

@@ -12,7 +12,8 @@ field does not. Numbers that are undefined (NaN) are ``null``. The document::
                    "compare": {operator: [bases]},          # --compare (added in place, no version bump)
                    "inputs": [the paths / globs given]},
       "sections": [{"id", "task", "n_questions", "question_set", "n_samples", "judge": {...},
-                    "operators": {name: identity}, "paired": bool, "llms": [...], "notes": [...]}],
+                    "operators": {name: identity}, "paired": bool, "llms": [...], "notes": [...],
+                    "repeats": bool}],   # questions also in the task's other sections (added in place)
       "runs": [{"section", "llm", "path", "task", "source": "store" | "breakdown",
                 "labels": {strategy: {"n", "n_correct", "n_incorrect", "n_missing", "accuracy"}},
                 "provenance": {"model": {"name", "pretrained", "revision", "sha", "model_args", "lm_eval_model"},

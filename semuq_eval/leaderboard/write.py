@@ -107,6 +107,7 @@ def to_document(
                 "llms": s.llms,
                 "estimators": s.estimators,
                 "notes": s.notes,
+                "repeats": s.repeats,
             }
             for s in board.sections
         ],
@@ -240,6 +241,13 @@ def write_markdown(
             ],
             rows,
         )
+        repeats = [sec["id"] for sec in document["sections"] if sec.get("repeats")]
+        if repeats:
+            lines += [
+                "",
+                f"The counts and the heatmap leave out {', '.join(f'`{i}`' for i in repeats)}: "
+                "its questions are also in its task's other sections.",
+            ]
         lines.append("")
     cells = document["cells"]
     by_key = {(c["section"], c["llm"], c["estimator"], c["strategy"], c["metric"]): c for c in cells}
