@@ -484,6 +484,7 @@ def test_common_questions_also_keeps_each_runs_own_section_and_adds_a_shared_one
         s for s in doc["comparisons"]["summary"] if (s["set"], s["strategy"]) == ("enc vs lexical", "greedy")
     )
     assert summary["n_cells"] == len(counted) < len([r for r in rows if r["status"] == "ok"])
+    assert "leave out the `#common` sections (`semuq_toy_a#common`)" in (out / "leaderboard.md").read_text()
     # --common-questions alone is "only": one section
     assert main([*argv, "--common-questions"]) == 0
     assert [s["id"] for s in read_json(out / "leaderboard.json")["sections"]] == ["semuq_toy_a"]

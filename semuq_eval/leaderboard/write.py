@@ -245,8 +245,9 @@ def write_markdown(
         if repeats:
             lines += [
                 "",
-                f"The counts and the heatmap leave out {', '.join(f'`{i}`' for i in repeats)}: "
-                "its questions are also in its task's other sections.",
+                "The counts and the heatmap leave out the `#common` sections "
+                f"({', '.join(f'`{i}`' for i in repeats)}): their questions are also in their task's other "
+                "sections.",
             ]
         lines.append("")
     cells = document["cells"]
