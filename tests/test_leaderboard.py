@@ -97,6 +97,24 @@ def test_golden_json(golden_build):
     _close(got, want)
 
 
+def test_comparisons_on_small_samples_are_flagged_and_counted(golden_build):
+    """A comparison is reliable when both its AUROC cells are; the summary counts the others."""
+    _, doc = golden_build
+    flag = {
+        (c["section"], c["llm"], c["strategy"], c["estimator"]): c["reliable"]
+        for c in doc["cells"]
+        if c["metric"] == "auroc"
+    }
+    done = [r for r in doc["comparisons"]["rows"] if r["status"] == "ok"]
+    for r in done:
+        key = (r["section"], r["llm"], r["strategy"])
+        assert r["reliable"] == (flag[(*key, r["estimator"])] and flag[(*key, r["base"])])
+    assert any(not r["reliable"] for r in done) and any(r["reliable"] for r in done)
+    for s in doc["comparisons"]["summary"]:
+        rows = [r for r in done if (r["set"], r["strategy"]) == (s["set"], s["strategy"])]
+        assert s["n_small_sample"] == sum(not r["reliable"] for r in rows)
+
+
 def test_golden_csv_and_markdown(golden_build):
     out, _ = golden_build
     with open(out / "leaderboard.csv") as a, open(GOLDEN / "leaderboard.csv") as b:

@@ -246,6 +246,6 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"  {s['set']} pairs, {s['strategy']} labels: improves in {s['n_improved']} of {s['n_cells']} cells "
             f"({s['n_improved_significant']} significant; {s['n_worse_significant']} significantly worse; "
-            f"{s['n_unavailable']} unavailable)"
+            f"{s['n_small_sample']} on small samples; {s['n_unavailable']} unavailable)"
         )
     return 0

@@ -505,6 +505,11 @@ def compute(sections: Sequence[Section], config: LeaderboardConfig | None = None
 
 
 def _comparisons(board, section, figures, bootstrap, protocol) -> None:
+    reliable = {
+        (c["llm"], c["strategy"], c["estimator"]): c["reliable"]
+        for c in board.cells
+        if c["section"] == section.id and c["metric"] == "auroc"
+    }
     for run in section.runs:
         cached = figures[(section.id, run.llm)]["resampled"]
         for strategy in LABEL_STRATEGIES:
@@ -543,6 +548,8 @@ def _comparisons(board, section, figures, bootstrap, protocol) -> None:
 
                     d = _difference(a, b, bootstrap, fallback)
                     _fill_difference(row, d)
+                    # both AUROCs without the small-sample flag (the cells' `reliable`)
+                    row["reliable"] = all(reliable.get((run.llm, strategy, x)) for x in (name, base))
                     board.comparisons.append(row)
 
 
@@ -676,6 +683,7 @@ def _summaries(board: Leaderboard) -> None:
                     "n_improved": sum(c["improved"] for c in done),
                     "n_improved_significant": sum(c["improved"] and c["significant"] for c in done),
                     "n_worse_significant": sum((not c["improved"]) and c["significant"] for c in done),
+                    "n_small_sample": sum(not c["reliable"] for c in done),
                     "n_unavailable": len(rows) - len(done),
                     "mean_difference": _num(float(np.mean([c["difference"] for c in done])))
                     if done

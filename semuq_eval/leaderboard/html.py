@@ -143,10 +143,11 @@ function renderDeltas() {
     pairs.map(p => "<tr><th>" + esc(p) + "</th>" + cols.map(c => { const r = at[p + "|" + c];
       if (!r || r.status !== "ok") return '<td title="' + esc(r ? r.note : "") + '">-</td>';
       return '<td class="num ' + (r.difference > 0 ? "delta-pos" : "delta-neg") + (r.significant ? " sig" : "") + '" title="p = ' + fmt(r.p_value) + '">' +
-        (r.difference > 0 ? "+" : "") + fmt(r.difference) + " [" + fmt(r.ci_low) + ", " + fmt(r.ci_high) + "]" + (r.significant ? " *" : "") + "</td>"; }).join("") + "</tr>").join("");
+        (r.difference > 0 ? "+" : "") + fmt(r.difference) + " [" + fmt(r.ci_low) + ", " + fmt(r.ci_high) + "]" + (r.significant ? " *" : "") + (r.reliable ? "" : " !") + "</td>"; }).join("") + "</tr>").join("");
   $("delta-summary").innerHTML = D.comparisons.summary.filter(s => s.strategy === strategy).map(s =>
     "<li><b>" + esc(s.set) + "</b> (" + esc((D.comparisons.sets[s.set] || {}).description) + "): improves in " + s.n_improved + " of " +
     s.n_cells + " cells, " + s.n_improved_significant + " significantly; significantly worse in " + s.n_worse_significant +
+    "; " + s.n_small_sample + " on small samples (!)" +
     "; unavailable " + s.n_unavailable + " (all sections and LLMs" +
     (D.repeats.length ? " but the #common ones, whose questions are also in other sections" : "") + ")</li>").join("");
 }

@@ -225,6 +225,7 @@ def write_markdown(
                     f"improves in {s['n_improved']} of {s['n_cells']} cells",
                     s["n_improved_significant"],
                     s["n_worse_significant"],
+                    s["n_small_sample"],
                     s["n_unavailable"],
                     "n/a" if s["mean_difference"] is None else f"{s['mean_difference']:+.3f}",
                 ]
@@ -236,6 +237,7 @@ def write_markdown(
                 "count",
                 "significantly better",
                 "significantly worse",
+                "on small samples (`!`)",
                 "unavailable",
                 "mean Δ",
             ],
@@ -299,7 +301,7 @@ def write_markdown(
         comps = [c for c in document["comparisons"]["rows"] if c["section"] == sid]
         if comps:
             lines += [
-                "### Enc minus base: AUROC difference [95% CI] (`*` significant)",
+                "### Enc minus base: AUROC difference [95% CI] (`*` significant, `!` on a small sample)",
                 "",
             ]
             columns = [(llm, s) for llm in section["llms"] for s in LABEL_STRATEGIES]
@@ -326,6 +328,7 @@ def write_markdown(
                             row.append(
                                 f"{c['difference']:+.3f} [{_fmt(c['ci_low'])}, {_fmt(c['ci_high'])}]"
                                 + (" *" if c["significant"] else "")
+                                + ("" if c["reliable"] else " !")
                             )
                     rows.append(row)
             lines += _table(["pair", *[f"{llm} ({s})" for llm, s in columns]], rows)
