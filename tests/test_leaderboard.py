@@ -98,7 +98,7 @@ def test_golden_json(golden_build):
 
 
 def test_comparisons_on_small_samples_are_flagged_and_counted(golden_build):
-    """A comparison is reliable when both its AUROC cells are; the summary counts the others."""
+    """A comparison is reliable when both its AUROC cells are; the summary repeats its counts over those."""
     _, doc = golden_build
     flag = {
         (c["section"], c["llm"], c["strategy"], c["estimator"]): c["reliable"]
@@ -112,7 +112,14 @@ def test_comparisons_on_small_samples_are_flagged_and_counted(golden_build):
     assert any(not r["reliable"] for r in done) and any(r["reliable"] for r in done)
     for s in doc["comparisons"]["summary"]:
         rows = [r for r in done if (r["set"], r["strategy"]) == (s["set"], s["strategy"])]
-        assert s["n_small_sample"] == sum(not r["reliable"] for r in rows)
+        kept = [r for r in rows if r["reliable"]]
+        assert s["n_cells"] == len(rows) and s["reliable"]["n_cells"] == len(kept)
+        assert s["reliable"]["n_improved"] == sum(r["improved"] for r in kept)
+        assert s["reliable"]["n_worse_significant"] == sum(
+            r["significant"] and not r["improved"] for r in kept
+        )
+        if kept:
+            assert math.isclose(s["reliable"]["mean_difference"], np.mean([r["difference"] for r in kept]))
 
 
 def test_golden_csv_and_markdown(golden_build):

@@ -246,6 +246,8 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"  {s['set']} pairs, {s['strategy']} labels: improves in {s['n_improved']} of {s['n_cells']} cells "
             f"({s['n_improved_significant']} significant; {s['n_worse_significant']} significantly worse; "
-            f"{s['n_small_sample']} on small samples; {s['n_unavailable']} unavailable)"
+            f"{s['n_unavailable']} unavailable; reliable cells only: improves in {s['reliable']['n_improved']} of "
+            f"{s['reliable']['n_cells']}, {s['reliable']['n_improved_significant']} significant, "
+            f"{s['reliable']['n_worse_significant']} significantly worse)"
         )
     return 0

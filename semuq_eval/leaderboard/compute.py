@@ -663,6 +663,17 @@ def _estimator_ranks(board, section, figures) -> None:
                 )
 
 
+def _counts(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The "improves in X of Y cells" counts of some comparison rows, and their mean difference."""
+    return {
+        "n_cells": len(rows),
+        "n_improved": sum(c["improved"] for c in rows),
+        "n_improved_significant": sum(c["improved"] and c["significant"] for c in rows),
+        "n_worse_significant": sum((not c["improved"]) and c["significant"] for c in rows),
+        "mean_difference": _num(float(np.mean([c["difference"] for c in rows]))) if rows else None,
+    }
+
+
 def _summaries(board: Leaderboard) -> None:
     """The "improves in X of Y cells" counts, and the mean AUROC heatmap (operator x aggregator), over the
     sections that do not repeat questions."""
@@ -679,15 +690,9 @@ def _summaries(board: Leaderboard) -> None:
                 {
                     "set": pair_set,
                     "strategy": strategy,
-                    "n_cells": len(done),
-                    "n_improved": sum(c["improved"] for c in done),
-                    "n_improved_significant": sum(c["improved"] and c["significant"] for c in done),
-                    "n_worse_significant": sum((not c["improved"]) and c["significant"] for c in done),
-                    "n_small_sample": sum(not c["reliable"] for c in done),
+                    **_counts(done),
                     "n_unavailable": len(rows) - len(done),
-                    "mean_difference": _num(float(np.mean([c["difference"] for c in done])))
-                    if done
-                    else None,
+                    "reliable": _counts([c for c in done if c["reliable"]]),
                 }
             )
     sums: dict[tuple[str, str, str], list[float]] = {}

@@ -147,7 +147,8 @@ function renderDeltas() {
   $("delta-summary").innerHTML = D.comparisons.summary.filter(s => s.strategy === strategy).map(s =>
     "<li><b>" + esc(s.set) + "</b> (" + esc((D.comparisons.sets[s.set] || {}).description) + "): improves in " + s.n_improved + " of " +
     s.n_cells + " cells, " + s.n_improved_significant + " significantly; significantly worse in " + s.n_worse_significant +
-    "; " + s.n_small_sample + " on small samples (!)" +
+    "; on reliable cells only (no !): improves in " + s.reliable.n_improved + " of " + s.reliable.n_cells + ", " +
+    s.reliable.n_improved_significant + " significantly, significantly worse in " + s.reliable.n_worse_significant +
     "; unavailable " + s.n_unavailable + " (all sections and LLMs" +
     (D.repeats.length ? " but the #common ones, whose questions are also in other sections" : "") + ")</li>").join("");
 }

@@ -31,7 +31,9 @@ field does not. Numbers that are undefined (NaN) are ``null``. The document::
                                 "reliable"}],   # both AUROCs reliable (added in place)
                       "summary": [{"set", "strategy", "n_cells", "n_improved", "n_improved_significant",
                                    "n_worse_significant", "n_unavailable", "mean_difference",
-                                   "n_small_sample"}]},   # counted cells that are not reliable (added in place)
+                                   "reliable": {"n_cells", "n_improved", "n_improved_significant",
+                                                "n_worse_significant", "mean_difference"}}]},
+                                   # "reliable" (added in place): the same counts over reliable rows only
       "llm_pairs": [{"section", "task", "strategy", "estimator", "llm_a", "llm_b", "chosen", "value_a",
                      "value_b", "difference", "ci_low", "ci_high", "p_value", "n", "status", "improved",
                      "significant", "note"}],

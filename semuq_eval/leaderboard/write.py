@@ -182,6 +182,10 @@ def _cell_text(cell: Mapping[str, Any] | None) -> str:
     return text if cell.get("reliable") else text + " !"
 
 
+def _delta(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:+.3f}"
+
+
 def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     out += ["| " + " | ".join(str(x).replace("|", "\\|") for x in row) + " |" for row in rows]
@@ -218,6 +222,7 @@ def write_markdown(
         lines += ["## Enc vs its base (AUROC, paired bootstrap)", ""]
         rows = []
         for s in summary:
+            r = s["reliable"]
             rows.append(
                 [
                     f"{s['set']}: {document['comparisons']['sets'][s['set']]['description']}",
@@ -225,9 +230,10 @@ def write_markdown(
                     f"improves in {s['n_improved']} of {s['n_cells']} cells",
                     s["n_improved_significant"],
                     s["n_worse_significant"],
-                    s["n_small_sample"],
                     s["n_unavailable"],
-                    "n/a" if s["mean_difference"] is None else f"{s['mean_difference']:+.3f}",
+                    _delta(s["mean_difference"]),
+                    f"improves in {r['n_improved']} of {r['n_cells']}; {r['n_improved_significant']} significantly "
+                    f"better, {r['n_worse_significant']} significantly worse; mean Δ {_delta(r['mean_difference'])}",
                 ]
             )
         lines += _table(
@@ -237,9 +243,9 @@ def write_markdown(
                 "count",
                 "significantly better",
                 "significantly worse",
-                "on small samples (`!`)",
                 "unavailable",
                 "mean Δ",
+                "reliable cells only (no `!`)",
             ],
             rows,
         )
