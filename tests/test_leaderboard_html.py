@@ -235,12 +235,17 @@ def test_page_in_headless_chromium(browser, page_dir, tmp_path):
     )
     assert {tuple(x) for x in shown} == {("greedy", "auroc")}
 
-    def values() -> list[float]:
+    def values(flagged: bool = False) -> list[float]:
+        """The shown values of the reliable cells, or of the small-sample ones (`!`)."""
         texts = page.js("[...document.querySelectorAll('#cells tbody tr')].map(r => r.cells[6].textContent)")
-        return [float(t.split()[0]) for t in texts if t and t[0].isdigit()]
+        return [float(t.split()[0]) for t in texts if t and t[0].isdigit() and t.endswith("!") == flagged]
 
+    texts = page.js("[...document.querySelectorAll('#cells tbody tr')].map(r => r.cells[6].textContent)")
+    flags = [t.endswith("!") for t in texts if t and t[0].isdigit()]
+    assert any(flags) and not all(flags) and flags == sorted(flags)  # reliable cells first, `!` after
     v = values()  # initially: best value first
     assert len(v) > 5 and v == sorted(v, reverse=True) and v[0] > v[-1]
+    assert values(flagged=True) == sorted(values(flagged=True), reverse=True)
     assert page.js("document.querySelector('#cells th[data-key=value]').className") == "desc"
     page.js("document.querySelector('#cells th[data-key=value]').click()")
     v = values()
@@ -249,8 +254,14 @@ def test_page_in_headless_chromium(browser, page_dir, tmp_path):
     page.js("document.querySelector('#cells th[data-key=value]').click()")
     assert values() == sorted(values(), reverse=True)
     page.js("document.querySelector('#cells th[data-key=estimator]').click()")
-    names = page.js("[...document.querySelectorAll('#cells tbody tr')].map(r => r.cells[2].textContent)")
-    assert names == sorted(names)
+    rows = page.js(
+        "[...document.querySelectorAll('#cells tbody tr')].map(r => [r.cells[2].textContent, r.cells[6].textContent])"
+    )
+    reliable = [bool(v) and v[0].isdigit() and not v.endswith("!") for _, v in rows]
+    assert reliable == sorted(reliable, reverse=True)  # then the `!` cells and those without a value
+    for group in (True, False):
+        names = [name for (name, _), r in zip(rows, reliable, strict=True) if r == group]
+        assert names and names == sorted(names)
 
     # filter: one LLM, then an estimator substring
     def choose(element: str, value: str, event: str = "change") -> None:

@@ -4,7 +4,8 @@ The leaderboard's data is embedded in the page as JSON (``<script type="applicat
 vanilla script renders, from it:
 
 - a sortable (click a column header; again to reverse) and filterable (section / task, LLM, label set, label
-  strategy, metric, estimator text, reliable only) table of every cell, with a CI bar per figure;
+  strategy, metric, estimator text, reliable only) table of every cell, with a CI bar per figure; whatever the
+  sort, the reliable cells come first and the small-sample ones (``!``) after them;
 - the operator x aggregator heatmap of mean AUROC over the cells the filters keep (a ``#common`` section's
   only when it is the section chosen: its questions are also in its task's other sections);
 - the Enc-minus-base AUROC deltas per cell (pair x LLM, like the paper's per-cell tables) with the
@@ -83,6 +84,8 @@ function kept() {
     && (!text || c.estimator.toLowerCase().includes(text)) && (!rel || c.reliable === true));
 }
 function cmp(a, b) {
+  // reliable cells first, whatever the sort: the top rows must not be small-sample noise (! cells follow)
+  const r = (b.reliable === true) - (a.reliable === true); if (r) return r;
   const x = a[sortKey], y = b[sortKey];
   if (x == null && y == null) return 0; if (x == null) return 1; if (y == null) return -1;
   return (typeof x === "number" && typeof y === "number" ? x - y : String(x).localeCompare(String(y))) * sortDir;
@@ -303,7 +306,7 @@ def render_html(
 {f'<div class="header">{head_text}</div>' if head_text else ""}
 <p class="meta">Built {html.escape(str(document.get("created")))}; format {html.escape(str(document.get("format")))};
 {html.escape(str(boot.get("method", "")))}, seed {html.escape(str(boot.get("seed", "")))}, shared by every LLM and estimator of a
-section. Grey rows and <span class="flag">!</span> = unreliable (small minority class or few valid resamples).
+section. Grey rows and <span class="flag">!</span> = unreliable (small minority class or few valid resamples), listed after the reliable cells whatever the sort.
 Data: leaderboard.json, leaderboard.csv, leaderboard.md.</p>
 <h2>Sections</h2><ul>{sections}</ul>{skipped}
 <div id="filters">
