@@ -529,7 +529,7 @@ def _comparisons(board, section, figures, bootstrap, protocol) -> None:
                     if a is None or b is None:
                         lacking = [x for x, c in ((name, a), (base, b)) if c is None]
                         row.update(status="unavailable", note=f"no AUROC for {', '.join(lacking)}")
-                        row.update(improved=None, significant=None)
+                        row.update(improved=None, significant=None, reliable=None)
                         board.comparisons.append(row)
                         continue
                     y = np.nan_to_num(run.labels[strategy])
