@@ -164,8 +164,8 @@ def write_csv(document: Mapping[str, Any], path: str | Path) -> Path:
     return path
 
 
-def _fmt(value: float | None, digits: int = 3) -> str:
-    return "n/a" if value is None else f"{value:.{digits}f}"
+def _fmt(value: float | None, digits: int = 3, *, signed: bool = False) -> str:
+    return "n/a" if value is None else f"{value:{'+' if signed else ''}.{digits}f}"
 
 
 def _cell_text(cell: Mapping[str, Any] | None) -> str:
@@ -180,10 +180,6 @@ def _cell_text(cell: Mapping[str, Any] | None) -> str:
     if cell.get("ci_low") is not None and cell.get("ci_high") is not None:
         text += f" [{cell['ci_low']:.3f}, {cell['ci_high']:.3f}]"
     return text if cell.get("reliable") else text + " !"
-
-
-def _delta(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:+.3f}"
 
 
 def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
@@ -231,9 +227,9 @@ def write_markdown(
                     s["n_improved_significant"],
                     s["n_worse_significant"],
                     s["n_unavailable"],
-                    _delta(s["mean_difference"]),
+                    _fmt(s["mean_difference"], signed=True),
                     f"improves in {r['n_improved']} of {r['n_cells']}; {r['n_improved_significant']} significantly "
-                    f"better, {r['n_worse_significant']} significantly worse; mean Δ {_delta(r['mean_difference'])}",
+                    f"better, {r['n_worse_significant']} significantly worse; mean Δ {_fmt(r['mean_difference'], signed=True)}",
                 ]
             )
         lines += _table(
@@ -332,7 +328,7 @@ def write_markdown(
                             row.append("-")
                         else:
                             row.append(
-                                f"{c['difference']:+.3f} [{_fmt(c['ci_low'])}, {_fmt(c['ci_high'])}]"
+                                f"{_fmt(c['difference'], signed=True)} [{_fmt(c['ci_low'])}, {_fmt(c['ci_high'])}]"
                                 + (" *" if c["significant"] else "")
                                 + ("" if c["reliable"] else " !")
                             )
@@ -349,7 +345,7 @@ def write_markdown(
                     f"{p['llm_a']} − {p['llm_b']}",
                     "-"
                     if p["status"] != "ok"
-                    else f"{p['difference']:+.3f} [{_fmt(p['ci_low'])}, {_fmt(p['ci_high'])}]"
+                    else f"{_fmt(p['difference'], signed=True)} [{_fmt(p['ci_low'])}, {_fmt(p['ci_high'])}]"
                     + (" *" if p["significant"] else ""),
                     "-" if p.get("p_value") is None else f"{p['p_value']:.3f}",
                 ]
