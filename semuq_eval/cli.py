@@ -35,6 +35,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "semuq_eval.diagnose.cli:check_main",
         "CI check: an operator's trap scores and AUROC on a frozen store vs a baseline",
     ),
+    "train-data": (
+        "semuq_eval.training.data_cli:main",
+        "export run stores' labelled answers to compact training-data files (text only); count them",
+    ),
     "train-operator": (
         "semuq_eval.training.cli:main",
         "train the enc operator on run stores with per-sample labels (the paper's recipe, App. B-C)",

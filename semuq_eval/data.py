@@ -74,20 +74,30 @@ def _available(folder: Path) -> str:
 
 
 def load_qa(
-    name: str, split: str, *, data_dir: str | os.PathLike | None = None, limit: int | None = None
+    name: str,
+    split: str,
+    *,
+    data_dir: str | os.PathLike | None = None,
+    limit: int | None = None,
+    offset: int = 0,
 ) -> list[dict[str, Any]]:
-    """Records ``{"id", "question", "answers"}`` of a QA set, in file order; the first ``limit`` usable ones if given.
+    """Records ``{"id", "question", "answers"}`` of a QA set, in file order; the first ``limit`` usable ones if given,
+    after skipping the first ``offset`` usable ones.
 
     ``load_qa("triviaqa", "test", limit=1000)`` is the paper's "TriviaQA validation, first 1,000" (see
-    :mod:`semuq_eval.assets`). Raises ``FileNotFoundError`` (missing file: names the path and the command to run)
+    :mod:`semuq_eval.assets`). ``offset`` cuts a long generation into chunks that finish (and can be kept) one by
+    one: ``offset=500, limit=500`` is the second chunk of 500. Raises ``FileNotFoundError`` (missing file: names the path and the command to run)
     and ``ValueError`` (a line that is not a JSON object: names file and line); skips, with one warning, records
     without a question or without answers.
     """
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
         raise ValueError(f"limit must be a non-negative integer or None, got {limit!r}")
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise ValueError(f"offset must be a non-negative integer, got {offset!r}")
     path = data_path(name, split, data_dir=data_dir)
     records: list[dict[str, Any]] = []
     skipped: list[int] = []
+    usable = 0
     if limit != 0:
         # stop as soon as `limit` records are kept: the lines after them are not even parsed
         with contextlib.closing(read_jsonl(path, on_error="raise")) as lines:
@@ -95,6 +105,9 @@ def load_qa(
                 rec = _clean(obj, f"{name}-{split}-{number - 1}")
                 if rec is None:
                     skipped.append(number)
+                    continue
+                usable += 1
+                if usable <= offset:
                     continue
                 records.append(rec)
                 if limit is not None and len(records) >= limit:
@@ -128,12 +141,19 @@ def _clean(obj: dict[str, Any], default_id: str) -> dict[str, Any] | None:
     }
 
 
-def qa_dataset(name: str, split: str, *, data_dir: str | os.PathLike | None = None, limit: int | None = None):
+def qa_dataset(
+    name: str,
+    split: str,
+    *,
+    data_dir: str | os.PathLike | None = None,
+    limit: int | None = None,
+    offset: int = 0,
+):
     """:func:`load_qa` as a ``datasets.Dataset`` with columns ``id`` (string), ``question`` (string) and
     ``answers`` (list of strings)."""
     import datasets
 
-    records = load_qa(name, split, data_dir=data_dir, limit=limit)
+    records = load_qa(name, split, data_dir=data_dir, limit=limit, offset=offset)
     features = datasets.Features(
         {
             "id": datasets.Value("string"),
@@ -150,6 +170,7 @@ def qa_datasets(
     splits: list[str] | str | None = None,
     data_dir: str | os.PathLike | None = None,
     limit: int | None = None,
+    offset: int | None = None,
     **_ignored: Any,
 ):
     """A ``datasets.DatasetDict`` of the given splits (default: every ``<split>.jsonl`` of the set).
@@ -161,7 +182,8 @@ def qa_datasets(
         custom_dataset: !function utils.qa_datasets
         dataset_kwargs: {qa_set: triviaqa, splits: [test]}
 
-    ``--metadata '{"data_dir": "/path"}'`` then points every such task at a local data directory.
+    ``--metadata '{"data_dir": "/path"}'`` then points every such task at a local data directory;
+    ``{"offset": K, "limit": M}`` takes the M usable questions after the first K (a chunk of a long run).
     """
     import datasets
 
@@ -174,7 +196,10 @@ def qa_datasets(
         splits = [s.strip() for s in splits.split(",") if s.strip()]
     if limit is not None:
         limit = int(limit)
-    return datasets.DatasetDict({s: qa_dataset(qa_set, s, data_dir=data_dir, limit=limit) for s in splits})
+    offset = int(offset or 0)
+    return datasets.DatasetDict(
+        {s: qa_dataset(qa_set, s, data_dir=data_dir, limit=limit, offset=offset) for s in splits}
+    )
 
 
 def _locate(name: str) -> Path:

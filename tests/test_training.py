@@ -107,6 +107,7 @@ def test_questions_are_kept_with_at_least_two_correct_and_one_incorrect_sample()
         "kept": 2,
         "fewer_than_2_correct": 3,
         "no_incorrect": 2,
+        "no_negative_in_style": 0,
         "unknown_verdicts": 3,
         "empty_answers": 1,
     }

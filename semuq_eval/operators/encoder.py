@@ -57,8 +57,11 @@ def format_input(question: str | None, answer: str, separator: str) -> tuple[str
 
 
 def pooling_mode(model: Any) -> str | None:
-    """The pooling of a sentence-transformers model ("mean", "cls", ...), if it has a Pooling module."""
+    """The pooling of a sentence-transformers model ("mean", "cls", ..., or "answer_mean" for
+    :class:`~semuq_eval.operators.pooling.AnswerMeanPooling`), if it has a Pooling module."""
     for module in model:
+        if type(module).__name__ == "AnswerMeanPooling":
+            return "answer_mean"
         if type(module).__name__ == "Pooling":
             mode = getattr(module, "pooling_mode", None)
             return str(mode if mode is not None else module.get_pooling_mode_str())
@@ -233,6 +236,11 @@ class EncoderOperator(_SentenceEncoderOperator):
     paper's answer-only ablation. Without a trained operator, the default is the untrained
     initialization (sentence-t5-large). The forward pass that builds S also keeps the norms of
     the answer tokens, so :meth:`token_weights` on the same answers needs no second pass.
+
+    ``pooling="answer"`` is a named variant (:mod:`semuq_eval.operators.pooling`): the mean over the answer's
+    tokens only, still contextualized by the question. A folder trained with it records it in its card and is
+    evaluated that way by default (the folder itself keeps sentence-transformers' standard mean Pooling, so it
+    loads anywhere without custom code).
     """
 
     name = "enc"
@@ -244,6 +252,7 @@ class EncoderOperator(_SentenceEncoderOperator):
         model: str | os.PathLike | Any = DEFAULT_SENTENCE_ENCODER,
         *,
         condition_on_question: bool | None = None,
+        pooling: str | None = None,
         **options,
     ) -> None:
         """``model``: sentence-transformers hub id, local folder, or a loaded SentenceTransformer.
@@ -265,13 +274,28 @@ class EncoderOperator(_SentenceEncoderOperator):
             )
         if options.get("separator") is None and trained.get("separator"):
             options["separator"] = trained["separator"]
+        from semuq_eval.operators.pooling import POOLINGS
+
+        if pooling is None:
+            pooling = trained.get("pooling", "all")
+        elif "pooling" in trained and pooling != trained["pooling"]:
+            warnings.warn(
+                f"enc: {model} was trained with pooling='answer' but is used with {pooling!r}", stacklevel=2
+            )
+        if pooling not in POOLINGS:
+            raise ValueError(f"enc: pooling must be one of {POOLINGS}, got {pooling!r}")
+        self.pooling = pooling
         super().__init__(model, condition_on_question=condition_on_question, **options)
 
     def _load(self) -> tuple[Any, int, str]:
         first = self._loaded is None
         loaded = super()._load()
+        if first and self.pooling == "answer":
+            from semuq_eval.operators.pooling import use_answer_pooling
+
+            use_answer_pooling(loaded[0])
         mode = pooling_mode(loaded[0])
-        if first and mode != "mean":
+        if first and mode not in ("mean", "answer_mean"):
             warnings.warn(
                 f"enc implements Eq. encoder (mean pooling) but {self.model} pools with {mode!r}",
                 stacklevel=2,

@@ -92,8 +92,9 @@ def write_record(folder: str | os.PathLike, record: Mapping[str, Any]) -> Path:
 
 def operator_defaults(model: Any) -> dict[str, Any]:
     """The ``enc`` options a trained operator folder fixes: ``condition_on_question`` (False for an
-    answer-only operator) and ``separator`` (when training recorded one). ``{}`` for anything else (a hub
-    id, an untrained folder, a loaded model)."""
+    answer-only operator), ``separator`` (when training recorded one) and ``pooling`` (``"answer"`` when it
+    was trained with answer-token pooling). ``{}`` for anything else (a hub id, an untrained folder, a loaded
+    model)."""
     if not isinstance(model, (str, os.PathLike)):
         return {}
     record = read_record(model)
@@ -102,6 +103,8 @@ def operator_defaults(model: Any) -> dict[str, Any]:
     out: dict[str, Any] = {"condition_on_question": bool(record.get("question_conditioned", True))}
     if out["condition_on_question"] and record.get("separator"):
         out["separator"] = record["separator"]
+    if (record.get("hyperparameters") or {}).get("pooling") == "answer":
+        out["pooling"] = "answer"
     return out
 
 

@@ -13,6 +13,8 @@ import logging
 import sys
 
 from semuq_eval.harness.label_sets import RUN_LABELS
+from semuq_eval.operators.pooling import POOLINGS
+from semuq_eval.training.mining import POSITIVES
 from semuq_eval.training.recipe import (
     DEFAULT_BACKBONE,
     TooFewQuestionsError,
@@ -53,7 +55,8 @@ def parser() -> argparse.ArgumentParser:
         "--stores",
         nargs="+",
         required=True,
-        help="run store folders, folders holding stores (an --output_path), or globs",
+        help="run store folders, folders holding stores (an --output_path), training-data files "
+        "(`semuq-eval train-data export`), or globs",
     )
     p.add_argument(
         "--output", required=True, help="folder to write the trained sentence-transformers model to"
@@ -78,6 +81,34 @@ def parser() -> argparse.ArgumentParser:
         "--no_question",
         action="store_true",
         help="answer-only ablation: no question prepended (recorded; enc evaluates it answer-only too)",
+    )
+    p.add_argument(
+        "--positives",
+        choices=POSITIVES,
+        default="samples",
+        help="where positives come from: the LLM's correct samples (App. C, default), the dataset's references "
+        "(raw and as a sentence, with wrong answers rendered alike as negatives), or both",
+    )
+    p.add_argument(
+        "--guided",
+        nargs="+",
+        default=[],
+        metavar="STORE",
+        help="run stores or training-data files of semuq_nqopen_train_guided: their correct answers that do not "
+        "echo the prompt join the same questions' positives",
+    )
+    p.add_argument(
+        "--fact_swap",
+        action="store_true",
+        help="add fact-swapped texts: correct answers with a wrong fact swapped in (negatives) and wrong answers "
+        "with the reference swapped in (positives)",
+    )
+    p.add_argument(
+        "--pooling",
+        choices=POOLINGS,
+        default="all",
+        help="all: Eq. encoder's mean over question and answer tokens (default); answer: mean over the answer's "
+        "tokens only (recorded in the trained folder)",
     )
     p.add_argument("--margin", type=float, default=0.2, help="triplet margin (default 0.2)")
     p.add_argument("--lr", type=float, default=2e-5, help="peak learning rate (default 2e-5)")
@@ -126,6 +157,10 @@ def main(argv: list[str] | None = None) -> int:
         backbone=args.backbone,
         negatives=args.negatives,
         question=not args.no_question,
+        positives=args.positives,
+        guided=args.guided,
+        fact_swap=args.fact_swap,
+        pooling=args.pooling,
         margin=args.margin,
         lr=args.lr,
         epochs=args.epochs,

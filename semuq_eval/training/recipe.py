@@ -34,6 +34,8 @@ from typing import Any
 
 from semuq_eval.harness.label_sets import RUN_LABELS
 from semuq_eval.training.card import package_versions, write_card
+from semuq_eval.training.data import is_training_file, read_training_file
+from semuq_eval.training.mining import POSITIVES, mine
 from semuq_eval.training.stores import (
     DEFAULT_TRAINING_TASK,
     StoreData,
@@ -67,6 +69,8 @@ DEFAULT_BACKBONE = "sentence-transformers/sentence-t5-large"
 
 OFFLINE_BACKBONES = ("all-minilm-l6-v2", "all-mpnet-base-v2")
 METRIC = "dev_cosine_accuracy"
+GUIDED_TASK = "semuq_nqopen_train_guided"
+"""The reference-guided variant of the training set (``--guided``)."""
 
 
 class TooFewQuestionsError(ValueError):
@@ -78,7 +82,8 @@ class TrainingConfig:
     """Everything a training run depends on (the CLI's options; recorded in the card).
 
     ``question=False`` is the answer-only ablation; ``negatives`` is ``hard`` (the paper), ``random`` or
-    ``none``; ``epochs`` is the budget (early stopping may end sooner); ``warmup_ratio`` is the share of the
+    ``none``; ``positives``, ``guided`` and ``fact_swap`` add mined texts (:mod:`semuq_eval.training.mining`;
+    the defaults are App. C exactly); ``pooling`` is Eq. encoder's ``all`` or the ``answer`` variant; ``epochs`` is the budget (early stopping may end sooner); ``warmup_ratio`` is the share of the
     budget's optimizer steps spent warming up.
     """
 
@@ -90,6 +95,10 @@ class TrainingConfig:
     backbone: str = DEFAULT_BACKBONE
     negatives: str = "hard"
     question: bool = True
+    positives: str = "samples"
+    guided: Sequence[str] = ()
+    fact_swap: bool = False
+    pooling: str = "all"
     margin: float = 0.2
     lr: float = 2e-5
     epochs: int = 30
@@ -108,8 +117,16 @@ class TrainingConfig:
 
     def check(self) -> None:
         """ValueError naming the first bad option."""
+        from semuq_eval.operators.pooling import POOLINGS
+
         if self.negatives not in NEGATIVES:
             raise ValueError(f"negatives must be one of {NEGATIVES}, got {self.negatives!r}")
+        if self.positives not in POSITIVES:
+            raise ValueError(f"positives must be one of {POSITIVES}, got {self.positives!r}")
+        if self.pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {POOLINGS}, got {self.pooling!r}")
+        if self.negatives != "hard" and (self.positives != "samples" or self.guided or self.fact_swap):
+            raise ValueError("mined texts (positives, guided, fact_swap) are drawn with hard negatives only")
         for name in ("epochs", "batch_size", "patience"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
@@ -169,8 +186,7 @@ def prepare_data(config: TrainingConfig) -> TrainingData:
         Fewer than 2 distinct usable questions (the message says how many were kept and why the others
         were not).
     """
-    paths = find_stores(config.stores, config.task)
-    stores = [read_store(p, config.labels, llm=config.llm) for p in paths]
+    stores = read_sources(config.stores, config.task, config.labels, llm=config.llm)
     for s in stores:
         if s.provenance.get("task") != DEFAULT_TRAINING_TASK:
             log.warning(
@@ -180,7 +196,15 @@ def prepare_data(config: TrainingConfig) -> TrainingData:
                 s.provenance.get("task"),
                 DEFAULT_TRAINING_TASK,
             )
-    kept, counts = filter_questions(labelled_questions(stores))
+    guided = read_sources(config.guided, GUIDED_TASK, config.labels, llm=config.llm) if config.guided else []
+    questions, mined = mine(
+        labelled_questions(stores),
+        labelled_questions(guided),
+        positives=config.positives,
+        fact_swap=config.fact_swap,
+    )
+    kept, counts = filter_questions(questions)
+    counts.update(mined)
     counts["seen"] += sum(s.n_unlabelled + s.n_label_mismatch for s in stores)
     counts["unlabelled"] = sum(s.n_unlabelled for s in stores)
     counts["label_mismatch"] = sum(s.n_label_mismatch for s in stores)
@@ -197,7 +221,51 @@ def prepare_data(config: TrainingConfig) -> TrainingData:
         )
     train, val = split_by_question(kept, config.val_fraction, config.seed)
     counts.update(train_questions=len(train), val_questions=len(val))
-    return TrainingData(stores, train, val, counts)
+    return TrainingData(stores + guided, train, val, counts)
+
+
+def read_sources(
+    patterns: Sequence[str], task: str | None, labels: str, *, llm: str | None = None
+) -> list[StoreData]:
+    """The labelled questions of run stores and training-data files (:mod:`semuq_eval.training.data`).
+
+    ``patterns`` may mix both (paths or globs): a ``.jsonl.gz`` file is read as training data, anything else
+    as in :func:`~semuq_eval.training.stores.find_stores` (folders searched for stores of ``task``). A file of
+    another task than ``task`` is used when named exactly, and skipped with a warning when a glob found it.
+
+    Raises
+    ------
+    FileNotFoundError
+        A pattern that matches nothing, or no store below a folder.
+    ValueError
+        A training-data file that cannot be read (naming the file and line).
+    """
+    import glob
+
+    files: dict[str, StoreData] = {}
+    others: list[str] = []
+    for pattern in patterns:
+        matches = sorted(glob.glob(os.path.expanduser(pattern)))
+        if not matches:
+            raise FileNotFoundError(f"{pattern!r}: no such file or folder")
+        for match in matches:
+            if not is_training_file(match):
+                others.append(match)
+                continue
+            data = files.get(match) or read_training_file(match)
+            if match == pattern or task is None or data.provenance.get("task") == task:
+                files[match] = data
+            else:
+                log.warning("%s: task %s, not %s: skipped", match, data.provenance.get("task"), task)
+    out = list(files.values())
+    if others:
+        out += [read_store(p, labels, llm=llm) for p in find_stores(others, task)]
+    if not out:
+        raise FileNotFoundError(f"no training data of task {task!r} in {list(patterns)}")
+    if llm:
+        for d in out:
+            d.provenance["llm"] = d.provenance.get("llm") or llm
+    return out
 
 
 def _new_output(path: Path, overwrite: bool) -> None:
@@ -313,13 +381,14 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
     )
 
     from semuq_eval.operators.encoder import EncoderOperator, pooling_mode
+    from semuq_eval.operators.pooling import use_mean_pooling
 
     backbone_name, backbone_path = resolve_backbone(config.backbone)
     transformers.set_seed(config.seed)
     model = SentenceTransformer(backbone_path, device=config.device)
     if config.max_length:
         model.max_seq_length = int(config.max_length)
-    op = EncoderOperator(model, condition_on_question=config.question, progress=False)
+    op = EncoderOperator(model, condition_on_question=config.question, pooling=config.pooling, progress=False)
     _, max_length, separator = op._load()
 
     def format_fn(question: str, answer: str) -> str:
@@ -398,6 +467,8 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
         model = trainer.model
         final = float(evaluator(model)[METRIC])
         per_epoch = _history(trainer.state.log_history, timings)
+        pooling_used = pooling_mode(model)
+        use_mean_pooling(model)  # the folder keeps the standard module; the card records the variant
         model.save(str(output), create_model_card=False)
     finally:
         shutil.rmtree(checkpoints, ignore_errors=True)
@@ -431,14 +502,40 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
         "optimizer": str(getattr(args.optim, "value", args.optim)),
         "weight_decay": args.weight_decay,
         "triplets_per_question_per_epoch": 1,
+        "positives": config.positives,
+        "guided": bool(config.guided),
+        "fact_swap": config.fact_swap,
+        "pooling": config.pooling,
     }
+    deviations = [
+        text
+        for applies, text in (
+            (
+                config.positives != "samples",
+                f"positives={config.positives}: the dataset's references (raw and "
+                "in a sentence template) are positives, with wrong answers rendered the same way as negatives",
+            ),
+            (bool(config.guided), "guided: correct reference-guided answers of the same LLM are positives"),
+            (
+                config.fact_swap,
+                "fact_swap: correct answers with their fact swapped are negatives, wrong answers "
+                "with the reference swapped in are positives",
+            ),
+            (
+                config.pooling != "all",
+                "pooling=answer: mean over the answer's tokens only (Eq. encoder: all tokens)",
+            ),
+            (not config.early_stopping, "no early stopping: the whole epoch budget, last epoch kept"),
+        )
+        if applies
+    ]
     config_record = {k: v for k, v in asdict(config).items() if k not in ("command",)}
     record = {
         "operator": "enc",
         "output": str(output),
         "question_conditioned": bool(config.question),
         "separator": separator if config.question else None,
-        "pooling": pooling_mode(model),
+        "pooling": pooling_used,
         "backbone": {
             "name": backbone_name,
             "path": backbone_path,
@@ -461,6 +558,7 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
         },
         "counts": counts,
         "hyperparameters": hyper,
+        "deviations_from_paper": deviations,
         "validation": {
             "metric": "triplet accuracy: share of validation triplets with cos(anchor, positive) > "
             "cos(anchor, negative); up to val_triplets_per_question distinct hard-negative triplets per "

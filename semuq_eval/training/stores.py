@@ -58,13 +58,21 @@ def question_key(question: str) -> str:
 
 @dataclass(frozen=True)
 class LabelledQuestion:
-    """One question of one store: its sampled answers and their verdicts (1 / 0 / None), in stored order."""
+    """One question of one store: its sampled answers and their verdicts (1 / 0 / None), in stored order, and
+    the dataset's reference answers (every alias). ``origins`` names where each answer came from when
+    :func:`semuq_eval.training.mining.mine` added texts (empty: every answer is a sample)."""
 
     store: str
     doc_id: int
     question: str
     answers: tuple[str, ...]
     labels: tuple[int | None, ...]
+    references: tuple[str, ...] = ()
+    origins: tuple[str, ...] = ()
+
+    def origin(self, index: int) -> str:
+        """Where answer ``index`` came from (``"sample"`` unless mined)."""
+        return self.origins[index] if self.origins else "sample"
 
     @property
     def key(self) -> str:
@@ -167,7 +175,12 @@ def read_store(path: str | os.PathLike, labels: str = RUN_LABELS, *, llm: str | 
             continue
         data.questions.append(
             LabelledQuestion(
-                str(root), int(rec["doc_id"]), str(rec["question"]), answers, tuple(label["samples"])
+                str(root),
+                int(rec["doc_id"]),
+                str(rec["question"]),
+                answers,
+                tuple(label["samples"]),
+                references=tuple(str(r) for r in rec.get("references") or ()),
             )
         )
     data.provenance["n_questions"] = len(records)

@@ -34,6 +34,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from semuq_eval.training.mining import style_of
 from semuq_eval.training.stores import LabelledQuestion
 
 __all__ = [
@@ -63,6 +64,21 @@ class TrainingQuestion:
     positives: tuple[int, ...]
     negatives: tuple[int, ...]
 
+    def style(self, index: int) -> str:
+        """The style of answer ``index`` (:func:`semuq_eval.training.mining.style_of` of its origin)."""
+        return style_of(self.source.origin(index))
+
+    @property
+    def one_style(self) -> bool:
+        """Whether every answer reads alike (App. C's samples only): no style matching is needed."""
+        return len({self.style(i) for i in (*self.positives, *self.negatives)}) <= 1
+
+    def matchable(self) -> tuple[int, ...]:
+        """The positives that have a negative of their own style (the only ones a triplet may use as its
+        positive, so that style never separates the positive from the negative)."""
+        styles = {self.style(i) for i in self.negatives}
+        return tuple(i for i in self.positives if self.style(i) in styles)
+
     @property
     def question(self) -> str:
         return self.source.question
@@ -76,6 +92,7 @@ def filter_questions(questions: Sequence[LabelledQuestion]) -> tuple[list[Traini
     """The questions usable for triplets (``|P| >= 2`` and ``|N| >= 1``) and the counts behind the choice.
 
     Counts: ``seen``, ``kept``, ``fewer_than_2_correct``, ``no_incorrect`` (with at least 2 correct),
+    ``no_negative_in_style`` (mined texts only: no positive has a negative written in its style),
     ``unknown_verdicts`` and ``empty_answers`` (sampled answers left out of P and N).
 
     Examples
@@ -87,7 +104,16 @@ def filter_questions(questions: Sequence[LabelledQuestion]) -> tuple[list[Traini
     (0, 1, 1, 1)
     """
     counts = dict.fromkeys(
-        ("seen", "kept", "fewer_than_2_correct", "no_incorrect", "unknown_verdicts", "empty_answers"), 0
+        (
+            "seen",
+            "kept",
+            "fewer_than_2_correct",
+            "no_incorrect",
+            "no_negative_in_style",
+            "unknown_verdicts",
+            "empty_answers",
+        ),
+        0,
     )
     kept = []
     for q in questions:
@@ -102,12 +128,15 @@ def filter_questions(questions: Sequence[LabelledQuestion]) -> tuple[list[Traini
                 pos.append(i)
             else:
                 neg.append(i)
+        candidate = TrainingQuestion(q, tuple(pos), tuple(neg))
         if len(pos) < 2:
             counts["fewer_than_2_correct"] += 1
         elif not neg:
             counts["no_incorrect"] += 1
+        elif not candidate.matchable():
+            counts["no_negative_in_style"] += 1
         else:
-            kept.append(TrainingQuestion(q, tuple(pos), tuple(neg)))
+            kept.append(candidate)
             counts["kept"] += 1
     return kept, counts
 
@@ -161,9 +190,20 @@ class Drawn:
 
 
 def _draw_hard(q: TrainingQuestion, qi: int, rng: np.random.Generator) -> Drawn:
-    a, p = rng.choice(len(q.positives), size=2, replace=False)
-    n = rng.integers(len(q.negatives))
-    return Drawn(qi, q.positives[a], q.positives[p], q.negatives[n], qi)
+    """anchor ~ P, positive ~ P minus the anchor, negative ~ N (App. C). With mined texts of several styles the
+    positive is drawn first among those with a negative of their style, the negative in that style, and the
+    anchor among the other positives (any style)."""
+    if q.one_style:
+        a, p = rng.choice(len(q.positives), size=2, replace=False)
+        n = rng.integers(len(q.negatives))
+        return Drawn(qi, q.positives[a], q.positives[p], q.negatives[n], qi)
+    matchable = q.matchable()
+    positive = matchable[int(rng.integers(len(matchable)))]
+    anchors = [i for i in q.positives if i != positive]
+    same = [i for i in q.negatives if q.style(i) == q.style(positive)]
+    return Drawn(
+        qi, anchors[int(rng.integers(len(anchors)))], positive, same[int(rng.integers(len(same)))], qi
+    )
 
 
 class TripletSampler:
@@ -285,7 +325,9 @@ def validation_triplets(
     rng = np.random.default_rng([seed, 0xE7A1])
     anchors, positives, negatives = [], [], []
     for qi, q in enumerate(questions):
-        n_distinct = len(q.positives) * (len(q.positives) - 1) * len(q.negatives)
+        n_distinct = sum(
+            (len(q.positives) - 1) * sum(q.style(n) == q.style(p) for n in q.negatives) for p in q.matchable()
+        )
         seen: set[tuple[int, int, int]] = set()
         while len(seen) < min(per_question, n_distinct):
             d = _draw_hard(q, qi, rng)

@@ -1,0 +1,219 @@
+"""Training data kept in the repository: a run store's labelled answers as one compact, text-only file.
+
+A run store holds hidden vectors, token log-probabilities and every estimator's score (megabytes per hundred
+questions), and it lives on the machine that generated it. Operator training needs none of that: only each
+question, its references, its sampled answers and their verdicts. :func:`export_store` writes exactly that as
+gzip JSON lines, small enough to commit (about 1 MB per 3,000 questions at N = 10), and :func:`read_training_file`
+reads it back as the same :class:`~semuq_eval.training.stores.StoreData` a store gives, so ``train-operator``
+takes either (``--stores out/ data/*.jsonl.gz``).
+
+Format ``semuq-training-data/1``; line 1 is the header, every other line one question::
+
+    {"format": "semuq-training-data/1", "provenance": {"task", "dataset", "split", "llm", "n_samples",
+     "decoding", "label_set", "judge", "source", "exported", "note", ...}, "n_questions": int}
+    {"doc_id": int, "question": str, "references": [str], "greedy": str, "greedy_label": 1 | 0 | null,
+     "answers": [str], "labels": [1 | 0 | null]}
+
+The file is written with a fixed gzip header (no name, mtime 0), so the same store exports to the same bytes.
+
+Examples
+--------
+>>> import tempfile, os
+>>> from semuq_eval.training.stores import LabelledQuestion, StoreData
+>>> q = LabelledQuestion("s", 3, "Capital of France?", ("Paris", "Lyon"), (1, 0), references=("Paris",))
+>>> path = os.path.join(tempfile.mkdtemp(), "x.jsonl.gz")
+>>> write_training_file(path, StoreData("s", {"task": "semuq_nqopen_train"}, [q]))
+1
+>>> read_training_file(path).questions[0].references
+('Paris',)
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+from collections.abc import Mapping
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from semuq_eval.harness.label_sets import RUN_LABELS
+from semuq_eval.training.stores import LabelledQuestion, StoreData, read_store
+
+__all__ = [
+    "TRAINING_DATA_FORMAT",
+    "TRAINING_DATA_SUFFIX",
+    "export_store",
+    "is_training_file",
+    "read_training_file",
+    "write_training_file",
+]
+
+TRAINING_DATA_FORMAT = "semuq-training-data/1"
+TRAINING_DATA_SUFFIX = ".jsonl.gz"
+
+
+def is_training_file(path: str | os.PathLike) -> bool:
+    """Whether ``path`` names a training-data file (by its suffix; the content is checked when read)."""
+    return str(path).endswith(TRAINING_DATA_SUFFIX) and Path(path).is_file()
+
+
+def _label(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def write_training_file(
+    path: str | os.PathLike, data: StoreData, *, greedy: Mapping[int, tuple[str, int | None]] | None = None
+) -> int:
+    """Write ``data`` (questions and provenance) to ``path`` atomically; returns the number of questions.
+
+    ``greedy`` maps a doc id to its greedy answer and verdict, kept for reference (training reads samples only).
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [
+        {
+            "format": TRAINING_DATA_FORMAT,
+            "provenance": dict(data.provenance),
+            "n_questions": len(data.questions),
+        }
+    ]
+    for q in data.questions:
+        text, verdict = (greedy or {}).get(q.doc_id, (None, None))
+        lines.append(
+            {
+                "doc_id": q.doc_id,
+                "question": q.question,
+                "references": list(q.references),
+                "greedy": text,
+                "greedy_label": _label(verdict),
+                "answers": list(q.answers),
+                "labels": [_label(v) for v in q.labels],
+            }
+        )
+    raw = "".join(json.dumps(line, ensure_ascii=False, allow_nan=False) + "\n" for line in lines)
+    buffer = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", fileobj=buffer, mtime=0, compresslevel=9) as gz:
+        gz.write(raw.encode("utf-8"))
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(buffer.getvalue())
+    tmp.replace(path)
+    return len(data.questions)
+
+
+def read_training_file(path: str | os.PathLike) -> StoreData:
+    """The questions and provenance of a training-data file.
+
+    Raises
+    ------
+    ValueError
+        Naming the file and line: not gzip, not JSON, another format, or a record whose fields are missing or
+        of the wrong type (``answers`` and ``labels`` of different lengths, a label other than 1 / 0 / null).
+    """
+    path = Path(path)
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            lines = fh.read().splitlines()
+    except (OSError, EOFError, UnicodeDecodeError) as err:
+        raise ValueError(f"{path}: not a gzip-compressed training-data file ({err})") from None
+    records = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{path}:{number}: malformed JSON line ({err.msg})") from None
+        if not isinstance(obj, dict):
+            raise ValueError(f"{path}:{number}: expected a JSON object, got {type(obj).__name__}")
+        records.append((number, obj))
+    if not records or records[0][1].get("format") != TRAINING_DATA_FORMAT:
+        found = records[0][1].get("format") if records else None
+        raise ValueError(f"{path}:1: format must be {TRAINING_DATA_FORMAT!r}, got {found!r}")
+    header = records[0][1]
+    provenance = header.get("provenance")
+    if not isinstance(provenance, dict):
+        raise ValueError(f"{path}:1: field 'provenance' must be an object")
+    data = StoreData(str(path), {**provenance, "path": str(path)})
+    for number, obj in records[1:]:
+        data.questions.append(_question(path, number, obj))
+    data.provenance["n_questions"] = len(data.questions)
+    return data
+
+
+def _question(path: Path, number: int, obj: Mapping[str, Any]) -> LabelledQuestion:
+    where = f"{path}:{number}"
+    doc_id, question = obj.get("doc_id"), obj.get("question")
+    if isinstance(doc_id, bool) or not isinstance(doc_id, int):
+        raise ValueError(f"{where}: field 'doc_id' must be an integer, got {doc_id!r}")
+    if not isinstance(question, str):
+        raise ValueError(f"{where}: field 'question' must be a string")
+    lists = {}
+    for key in ("references", "answers", "labels"):
+        value = obj.get(key)
+        if not isinstance(value, list):
+            raise ValueError(f"{where}: field {key!r} must be a list")
+        lists[key] = value
+    if not all(isinstance(a, str) for a in [*lists["references"], *lists["answers"]]):
+        raise ValueError(f"{where}: fields 'references' and 'answers' must hold strings")
+    if any(v not in (0, 1, None) or isinstance(v, float) for v in lists["labels"]):
+        raise ValueError(f"{where}: field 'labels' must hold 1, 0 or null, got {lists['labels']!r}")
+    if len(lists["labels"]) != len(lists["answers"]):
+        raise ValueError(
+            f"{where}: {len(lists['answers'])} answers but {len(lists['labels'])} labels (one verdict per answer)"
+        )
+    return LabelledQuestion(
+        str(path),
+        doc_id,
+        question,
+        tuple(lists["answers"]),
+        tuple(None if v is None else int(v) for v in lists["labels"]),
+        references=tuple(lists["references"]),
+    )
+
+
+def export_store(
+    store: str | os.PathLike,
+    output: str | os.PathLike,
+    *,
+    labels: str = RUN_LABELS,
+    llm: str | None = None,
+    note: str | None = None,
+    force: bool = False,
+) -> dict[str, Any]:
+    """Export a run store's labelled answers (label set ``labels``) to the training-data file ``output``.
+
+    Returns the header's provenance with the counts. Raises ``FileExistsError`` when ``output`` exists and
+    ``force`` is false, and what :func:`~semuq_eval.training.stores.read_store` raises for a bad store.
+    """
+    from semuq_eval.harness.label_sets import read_label_set
+    from semuq_eval.harness.store import load_store
+
+    output = Path(output)
+    if not str(output).endswith(TRAINING_DATA_SUFFIX):
+        raise ValueError(f"--output {output}: a training-data file ends with {TRAINING_DATA_SUFFIX}")
+    if output.exists() and not force:
+        raise FileExistsError(f"{output} exists; choose another --output or pass --force")
+    data = read_store(store, labels, llm=llm)
+    _, records = load_store(Path(store), hidden=False)
+    label_records = read_label_set(Path(store), labels).records
+    greedy = {
+        int(r["doc_id"]): (
+            str(getattr(r.get("greedy"), "text", "") or ""),
+            (label_records.get(int(r["doc_id"])) or {}).get("greedy"),
+        )
+        for r in records
+    }
+    provenance = {
+        **{k: v for k, v in data.provenance.items() if k != "path"},
+        "source": Path(store).name,
+        "exported": datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
+        "note": note,
+        "n_unlabelled": data.n_unlabelled,
+        "n_label_mismatch": data.n_label_mismatch,
+    }
+    data.provenance = provenance
+    write_training_file(output, data, greedy=greedy)
+    return {**provenance, "n_questions": len(data.questions), "output": str(output)}

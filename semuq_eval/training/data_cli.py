@@ -1,0 +1,96 @@
+"""``semuq-eval train-data``: keep an operator's training data as compact files, and count what they hold.
+
+``export STORE... --output F`` writes a run store's labelled answers (text only, :mod:`semuq_eval.training.data`)
+to ``F`` (one store) or to ``F/<task>.<run id>.jsonl.gz`` (several); ``stats FILE_OR_STORE...`` prints how many questions
+each holds and how many the paper's rule keeps (App. C), before any training.
+
+Examples
+--------
+>>> parser().parse_args(["export", "out/s", "--output", "d.jsonl.gz"]).output
+'d.jsonl.gz'
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from semuq_eval.harness.label_sets import RUN_LABELS
+
+__all__ = ["main", "parser"]
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command's argument parser."""
+    p = argparse.ArgumentParser(
+        prog="semuq-eval train-data",
+        description="Export run stores' labelled answers to compact training-data files; count what they hold.",
+    )
+    sub = p.add_subparsers(dest="action", required=True)
+    e = sub.add_parser("export", help="a run store's labelled answers -> one .jsonl.gz file (text only)")
+    e.add_argument("stores", nargs="+", help="run store folders")
+    e.add_argument("--output", required=True, help="a .jsonl.gz file (one store) or a folder (several)")
+    e.add_argument("--labels", default=RUN_LABELS, help="label set with per-sample verdicts (default: run)")
+    e.add_argument("--llm", help="name of the generating LLM, when the store cannot tell")
+    e.add_argument("--note", help="free text kept in the file's header (e.g. which chunk of questions)")
+    e.add_argument("--force", action="store_true", help="replace an existing output file")
+    s = sub.add_parser(
+        "stats", help="questions held and kept by the paper's rule (>= 2 correct, >= 1 incorrect)"
+    )
+    s.add_argument("inputs", nargs="+", help="training-data files or run store folders")
+    s.add_argument("--labels", default=RUN_LABELS, help="label set of the stores (default: run)")
+    return p
+
+
+def _export(args: argparse.Namespace) -> int:
+    from semuq_eval.training.data import TRAINING_DATA_SUFFIX, export_store
+
+    output = Path(args.output)
+    several = len(args.stores) > 1
+    if several and str(output).endswith(TRAINING_DATA_SUFFIX):
+        raise ValueError(f"--output {output}: several stores export into a folder, not one file")
+    # several stores: <output>/<task folder>.<run id>.jsonl.gz (a store lies at .../semuq/<task>/<run_id>)
+    targets = [
+        output / f"{Path(s).resolve().parent.name}.{Path(s).resolve().name}{TRAINING_DATA_SUFFIX}"
+        if several
+        else output
+        for s in args.stores
+    ]
+    if len(set(targets)) < len(targets):
+        raise ValueError(f"two stores would export to the same file under {output}; export them one by one")
+    for store, target in zip(args.stores, targets, strict=True):
+        info = export_store(store, target, labels=args.labels, llm=args.llm, note=args.note, force=args.force)
+        print(
+            f"{info['output']}: {info['n_questions']} questions of {info.get('task')} "
+            f"({info.get('llm')}, N = {info.get('n_samples')}), {target.stat().st_size:,} bytes"
+        )
+    return 0
+
+
+def _stats(args: argparse.Namespace) -> int:
+    from semuq_eval.training.data import is_training_file, read_training_file
+    from semuq_eval.training.stores import read_store
+    from semuq_eval.training.triplets import filter_questions
+
+    for item in args.inputs:
+        data = read_training_file(item) if is_training_file(item) else read_store(item, args.labels)
+        kept, counts = filter_questions(data.questions)
+        answers = sum(len(q.answers) for q in data.questions)
+        correct = sum(v == 1 for q in data.questions for v in q.labels)
+        print(
+            f"{item}: {counts['seen']} questions ({data.provenance.get('task')}, {data.provenance.get('llm')}), "
+            f"{correct} of {answers} sampled answers correct; kept {counts['kept']} "
+            f"(fewer than 2 correct: {counts['fewer_than_2_correct']}, no incorrect: {counts['no_incorrect']})"
+        )
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command; returns the exit code (2 for bad input, with the reason on stderr)."""
+    args = parser().parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        return _export(args) if args.action == "export" else _stats(args)
+    except (FileNotFoundError, FileExistsError, ValueError) as err:
+        print(f"semuq-eval train-data {args.action}: {err}", file=sys.stderr)
+        return 2

@@ -1,0 +1,252 @@
+"""More training signal per question than App. C's samples alone: guided answers, references, fact swaps.
+
+A weak LLM rarely gives two correct answers to one question (SmolLM2-135M: 43 of 999 NQ-Open dev questions pass
+App. C's ``|P| >= 2, |N| >= 1``), so the paper's triplets are too few to move the encoder. :func:`mine` adds
+correct and incorrect texts to each question, every one tagged with its **origin**, and every origin with a
+**style** (how the text reads). The sampler then draws the negative in the positive's style
+(:func:`style_of`), so that how a text is written never tells a positive from a negative; only its fact does.
+
+=====================  =========  ======  =====================================================================
+origin                 style      label   what it is (option that adds it)
+=====================  =========  ======  =====================================================================
+``sample``             llm        judge   a sampled answer of the natural run (always; App. C)
+``guided``             llm        1       a reference-guided answer the judge found correct, with no trace of
+                                          the prompt (``guided`` questions given)
+``reference``          raw        1       a reference alias as the dataset gives it (``positives`` references
+                                          / both)
+``reference_sentence`` sentence   1       the alias in the answer template (``"The answer is X."``)
+``wrong``              raw        0       a short incorrect sample, stripped to its words (references / both)
+``wrong_sentence``     sentence   0       that wrong answer in the template
+``swapped``            llm        0       a correct LLM answer with its reference mention replaced by a wrong
+                                          answer of the same question (``fact_swap``; the context trap of
+                                          :mod:`semuq_eval.diagnose.rewrite` as training data)
+``repaired``           llm        1       an incorrect sample whose wrong fact (aligned with a correct answer)
+                                          is replaced by the reference mention (``fact_swap``)
+=====================  =========  ======  =====================================================================
+
+``positives="samples"`` with no guided questions and no fact swaps leaves every question exactly as App. C has it.
+With ``positives="references"`` the LLM's own correct samples are not positives (only references are); with
+``"both"`` they are. Guided answers whose judge verdict is not "correct", or that echo the guiding prompt
+(:data:`ECHO`), are left out and counted.
+
+Examples
+--------
+>>> q = LabelledQuestion("s", 0, "Capital of France?", ("The capital is Paris.", "Lyon"), (1, 0),
+...                      references=("Paris",))
+>>> mined, counts = mine([q], positives="both", fact_swap=True)
+>>> mined[0].origins
+('sample', 'sample', 'reference', 'reference_sentence', 'wrong', 'wrong_sentence', 'swapped')
+>>> mined[0].answers[-3:]
+('Lyon', 'The answer is Lyon.', 'The capital is Lyon.')
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from semuq_eval.training.stores import LabelledQuestion
+
+__all__ = [
+    "ECHO",
+    "ORIGINS",
+    "POSITIVES",
+    "SENTENCE_TEMPLATE",
+    "MinedText",
+    "mine",
+    "style_of",
+]
+
+POSITIVES = ("samples", "references", "both")
+"""Where positives come from: the LLM's correct samples (App. C), the dataset's references, or both."""
+
+ORIGINS = {
+    "sample": "llm",
+    "guided": "llm",
+    "swapped": "llm",
+    "repaired": "llm",
+    "reference": "raw",
+    "wrong": "raw",
+    "reference_sentence": "sentence",
+    "wrong_sentence": "sentence",
+}
+"""origin -> style (module docstring)."""
+
+SENTENCE_TEMPLATE = "The answer is {}."
+"""How a bare answer is written as a sentence (references and short wrong answers alike)."""
+
+ECHO = re.compile(
+    r"\b(?:its answer|the answer is|correct answer|answer is given|you (?:said|told|mentioned|know)|"
+    r"as (?:given|stated|mentioned|you said)|i was told|hint)\b",
+    re.IGNORECASE,
+)
+"""A guided answer that matches this repeats the guiding prompt instead of answering in the LLM's own words."""
+
+MAX_WRONG_WORDS = 4
+"""An incorrect sample of at most this many words is a bare wrong answer (origins ``wrong`` / ``wrong_sentence``)."""
+
+_STRIP = " \t\n\"'`“”‘’.,;:!?"
+
+
+def style_of(origin: str) -> str:
+    """The style of an origin.
+
+    Examples
+    --------
+    >>> style_of("guided"), style_of("reference")
+    ('llm', 'raw')
+    """
+    try:
+        return ORIGINS[origin]
+    except KeyError:
+        raise ValueError(f"unknown origin {origin!r}; known: {sorted(ORIGINS)}") from None
+
+
+@dataclass(frozen=True)
+class MinedText:
+    """One text of a question: the answer, its verdict (1 / 0 / None) and its origin."""
+
+    text: str
+    label: int | None
+    origin: str
+
+    @property
+    def style(self) -> str:
+        return style_of(self.origin)
+
+
+def _echoes(text: str) -> bool:
+    return bool(ECHO.search(text))
+
+
+def _bare(text: str) -> str | None:
+    words = text.strip(_STRIP)
+    return words if words and len(words.split()) <= MAX_WRONG_WORDS else None
+
+
+def _fact_swaps(q: LabelledQuestion, texts: list[MinedText]) -> list[MinedText]:
+    """Swapped negatives of the correct LLM-style texts, and repaired positives of the incorrect samples."""
+    from semuq_eval.diagnose.rewrite import RewriteRequest, SampleSubstitution, substitute
+    from semuq_eval.diagnose.spans import alias_spans
+    from semuq_eval.judges.string import StringJudge
+
+    contains = StringJudge("contains")
+    rewriter = SampleSubstitution()
+    wrong = tuple(t.text for t in texts if t.origin == "sample" and t.label == 0 and t.text.strip())
+    out: list[MinedText] = []
+    seen = {t.text for t in texts}
+    for t in texts:
+        if t.label != 1 or t.style != "llm":
+            continue
+        mentions = tuple(alias_spans(t.text, q.references))
+        if not mentions or not wrong:
+            continue
+        request = RewriteRequest(q.question, t.text, q.references, mentions, wrong)
+        candidates = rewriter.candidates(request)
+        for fact, _ in candidates:  # the first wrong fact that gives a new, incorrect text
+            if not fact.strip() or contains(q.question, fact, q.references):
+                continue
+            swapped = substitute(t.text, mentions, fact)
+            if swapped not in seen and contains(q.question, swapped, q.references) is False:
+                seen.add(swapped)
+                out.append(MinedText(swapped, 0, "swapped"))
+                break
+        for fact, source in candidates:
+            if not source.startswith("aligned:"):
+                continue
+            repaired = wrong[int(source.split(":")[1])].replace(fact, mentions[0].text, 1)
+            if repaired not in seen and contains(q.question, repaired, q.references):
+                seen.add(repaired)
+                out.append(MinedText(repaired, 1, "repaired"))
+    return out
+
+
+def mine(
+    questions: Sequence[LabelledQuestion],
+    guided: Sequence[LabelledQuestion] = (),
+    *,
+    positives: str = "samples",
+    fact_swap: bool = False,
+    template: str = SENTENCE_TEMPLATE,
+) -> tuple[list[LabelledQuestion], dict[str, int]]:
+    """Every question of ``questions`` with the texts the options add (module docstring), and the counts.
+
+    Parameters
+    ----------
+    questions : sequence of LabelledQuestion
+        The natural run's questions (their samples keep their stored order and verdicts).
+    guided : sequence of LabelledQuestion
+        Reference-guided answers of the same LLM; matched to ``questions`` by
+        :attr:`~semuq_eval.training.stores.LabelledQuestion.key`. A guided question with no natural
+        counterpart is counted and left out (it has no incorrect answer of the LLM's own).
+    positives : {"samples", "references", "both"}
+        Where positives come from.
+    fact_swap : bool
+        Add swapped negatives and repaired positives.
+    template : str
+        The sentence template, with one ``{}``.
+
+    Returns
+    -------
+    (list of LabelledQuestion, dict)
+        Each question with the mined texts as its answers (natural samples first, in stored order) and their
+        ``origins``. The counts: texts added per origin (``added_<origin>``), guided answers left out
+        (``guided_incorrect``, ``guided_echo``, ``guided_unmatched``).
+    """
+    if positives not in POSITIVES:
+        raise ValueError(f"positives must be one of {POSITIVES}, got {positives!r}")
+    if template.count("{}") != 1:
+        raise ValueError(f"the sentence template needs exactly one '{{}}', got {template!r}")
+    counts = dict.fromkeys(
+        [*(f"added_{o}" for o in ORIGINS), "guided_incorrect", "guided_echo", "guided_unmatched"], 0
+    )
+    by_key: dict[str, list[LabelledQuestion]] = {}
+    for g in guided:
+        by_key.setdefault(g.key, []).append(g)
+    matched: set[str] = set()
+    out = []
+    for q in questions:
+        texts = []
+        for answer, label in zip(q.answers, q.labels, strict=True):
+            # with positives="references" the LLM's own correct samples are not positives
+            keep_label = None if (positives == "references" and label == 1) else label
+            texts.append(MinedText(answer, keep_label, "sample"))
+        seen = {t.text for t in texts}
+        for g in by_key.get(q.key, ()):
+            matched.add(q.key)
+            for answer, label in zip(g.answers, g.labels, strict=True):
+                if label != 1:
+                    counts["guided_incorrect"] += 1
+                elif _echoes(answer):
+                    counts["guided_echo"] += 1
+                elif answer.strip() and answer not in seen:
+                    seen.add(answer)
+                    texts.append(MinedText(answer, 1, "guided"))
+        if positives != "samples":
+            for ref in dict.fromkeys(r.strip() for r in q.references if r.strip()):
+                texts += [
+                    MinedText(ref, 1, "reference"),
+                    MinedText(template.format(ref), 1, "reference_sentence"),
+                ]
+            bare = [
+                b
+                for b in dict.fromkeys(_bare(t.text) for t in texts if t.label == 0 and t.origin == "sample")
+                if b
+            ]
+            for b in bare:
+                texts += [MinedText(b, 0, "wrong"), MinedText(template.format(b), 0, "wrong_sentence")]
+        if fact_swap and q.references:
+            texts += _fact_swaps(q, texts)
+        for t in texts[len(q.answers) :]:
+            counts[f"added_{t.origin}"] += 1
+        out.append(
+            replace(
+                q,
+                answers=tuple(t.text for t in texts),
+                labels=tuple(t.label for t in texts),
+                origins=tuple(t.origin for t in texts),
+            )
+        )
+    counts["guided_unmatched"] = len(set(by_key) - matched)
+    return out, counts
