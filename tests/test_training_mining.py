@@ -379,3 +379,29 @@ def test_read_sources_explains_a_pattern_that_matches_nothing(tmp_path):
     path = tmp_path / "empty.jsonl.gz"
     write_training_file(path, empty)
     assert recipe.read_sources([str(path)], "semuq_nqopen_train", "run")[0].questions == []
+
+
+def test_held_out_validation_files_select_on_natural_triplets_whatever_the_options(tmp_path, tiny_st_encoder):  # noqa: F811
+    train_rows = natural_rows(6)
+    held_rows = [
+        (f"Held-out question {i}?", [f"Answer {i}"],
+         [(f"It is Answer {i}.", 1), (f"Answer {i}, surely.", 1), (f"It is Other {i}.", 0)])
+        for i in range(3)
+    ]
+    natural = write_store(tmp_path / "n" / "llm", train_rows)
+    guided = write_store(tmp_path / "g" / "llm", guided_rows(6), task="semuq_nqopen_train_guided")
+    held = write_store(tmp_path / "h" / "llm", [*held_rows, train_rows[0]])
+    base = dict(output=str(tmp_path / "op"), backbone=str(tiny_st_encoder), device="cpu", progress=False)
+    counts = {}
+    for name, extra in (("samples", {}), ("mined", {"positives": "both", "fact_swap": True})):
+        config = recipe.TrainingConfig(stores=[str(natural)], guided=[str(guided)], validation=[str(held)],
+                                       **base, **extra)
+        data = recipe.prepare_data(config)
+        assert [q.source.question for q in data.val] == [r[0] for r in held_rows]  # natural App. C triplets
+        assert all(q.source.origins == () for q in data.val)
+        counts[name] = data.counts
+    assert counts["samples"]["train_questions"] == 6 and counts["mined"]["train_questions"] == 6
+    assert counts["samples"]["validation_seen"] == 4
+    config = recipe.TrainingConfig(stores=[str(natural)], guided=[str(guided)], validation=[str(natural)], **base)
+    with pytest.raises(recipe.TooFewQuestionsError, match="--validation keeps 0"):
+        recipe.prepare_data(config)  # App. C keeps none of the natural questions

@@ -128,6 +128,14 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--val_fraction", type=float, default=0.1, help="share of the questions held out (0.1)")
     p.add_argument(
+        "--validation",
+        nargs="+",
+        default=[],
+        metavar="STORE",
+        help="held-out stores or training-data files of the training distribution: their App. C triplets "
+        "(natural samples only, so the same whatever the options) select the epoch instead of --val_fraction",
+    )
+    p.add_argument(
         "--val_triplets",
         type=int,
         default=1,
@@ -161,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
         guided=args.guided,
         fact_swap=args.fact_swap,
         pooling=args.pooling,
+        validation=args.validation,
         margin=args.margin,
         lr=args.lr,
         epochs=args.epochs,

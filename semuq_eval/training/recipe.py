@@ -83,7 +83,9 @@ class TrainingConfig:
 
     ``question=False`` is the answer-only ablation; ``negatives`` is ``hard`` (the paper), ``random`` or
     ``none``; ``positives``, ``guided`` and ``fact_swap`` add mined texts (:mod:`semuq_eval.training.mining`;
-    the defaults are App. C exactly); ``pooling`` is Eq. encoder's ``all`` or the ``answer`` variant; ``epochs`` is the budget (early stopping may end sooner); ``warmup_ratio`` is the share of the
+    the defaults are App. C exactly); ``pooling`` is Eq. encoder's ``all`` or the ``answer`` variant;
+    ``validation`` names held-out stores or files whose App. C triplets (natural samples only, the same for
+    every option) select the epoch, instead of ``val_fraction`` of the training questions; ``epochs`` is the budget (early stopping may end sooner); ``warmup_ratio`` is the share of the
     budget's optimizer steps spent warming up.
     """
 
@@ -98,6 +100,7 @@ class TrainingConfig:
     positives: str = "samples"
     guided: Sequence[str] = ()
     fact_swap: bool = False
+    validation: Sequence[str] = ()
     pooling: str = "all"
     margin: float = 0.2
     lr: float = 2e-5
@@ -171,6 +174,7 @@ class TrainingData:
     train: list[TrainingQuestion]
     val: list[TrainingQuestion]
     counts: dict[str, int]
+    validation_stores: list[StoreData] = field(default_factory=list)
 
 
 def prepare_data(config: TrainingConfig) -> TrainingData:
@@ -219,9 +223,27 @@ def prepare_data(config: TrainingConfig) -> TrainingData:
             f"({counts['unknown_verdicts']} answers had an unknown verdict, {counts['empty_answers']} were empty). "
             "Use more questions, more samples per question (n_samples), or an LLM that is right more often."
         )
-    train, val = split_by_question(kept, config.val_fraction, config.seed)
+    if config.validation:
+        held_out = read_sources(config.validation, config.task, config.labels, llm=config.llm)
+        val, val_counts = filter_questions(labelled_questions(held_out))
+        keys = {q.source.key for q in val}
+        train = [q for q in kept if q.source.key not in keys]
+        counts.update(validation_seen=val_counts["seen"], train_dropped_as_validation=len(kept) - len(train))
+        if len(kept) > len(train):
+            log.warning(
+                "%d training question(s) are also validation questions: left out of training",
+                len(kept) - len(train),
+            )
+        if not val or not train:
+            raise TooFewQuestionsError(
+                f"--validation keeps {len(val)} question(s) under App. C and {len(train)} remain to train on; "
+                "both need at least one"
+            )
+    else:
+        held_out = []
+        train, val = split_by_question(kept, config.val_fraction, config.seed)
     counts.update(train_questions=len(train), val_questions=len(val))
-    return TrainingData(stores + guided, train, val, counts)
+    return TrainingData(stores + guided, train, val, counts, held_out)
 
 
 def read_sources(
@@ -496,7 +518,10 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
         "early_stopping_patience": config.patience if config.early_stopping else None,
         "kept_epoch": "best validation epoch" if config.early_stopping else "last epoch (early stopping off)",
         "early_stopping_metric": f"validation triplet accuracy ({METRIC})",
-        "val_fraction": config.val_fraction,
+        "val_fraction": None if config.validation else config.val_fraction,
+        "validation": "held-out stores (App. C triplets of their natural samples)"
+        if config.validation
+        else "val_fraction of the kept questions, split by question",
         "val_triplets_per_question": int(config.val_triplets),
         "max_length": max_length,
         "optimizer": str(getattr(args.optim, "value", args.optim)),
@@ -555,6 +580,7 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
                 }
             ),
             "label_set": config.labels,
+            "validation_stores": [s.provenance for s in data.validation_stores],
         },
         "counts": counts,
         "hyperparameters": hyper,
