@@ -52,12 +52,26 @@ from semuq_eval.jsonio import read_json, write_json
 
 log = logging.getLogger("reproduce")
 
-MAIN = "enc_trained"
+PAPER = "enc_trained"
+"""The paper's recipe exactly (App. B-C): the variant every other one is compared with, and the main operator
+unless ``--select`` picks another on the held-out validation questions."""
+GUIDED = "@guided"
+"""Stands for the ``--guided`` files in an ablation's options."""
 ABLATIONS = {
     "random": ("enc_trained_random", {"negatives": "random"}),
     "none": ("enc_trained_pairs", {"negatives": "none"}),
     "answer_only": ("enc_trained_answer_only", {"question": False}),
     "full_budget": ("enc_trained_full_budget", {"early_stopping": False}),
+    "guided": ("enc_trained_guided", {"guided": GUIDED}),
+    "references": ("enc_trained_references", {"positives": "references"}),
+    "both": ("enc_trained_both", {"positives": "both"}),
+    "fact_swap": ("enc_trained_fact_swap", {"fact_swap": True}),
+    "answer_pooling": ("enc_trained_answer_pooling", {"pooling": "answer"}),
+    "mined": ("enc_trained_mined", {"guided": GUIDED, "positives": "both", "fact_swap": True}),
+    "mined_answer_pooling": (
+        "enc_trained_mined_ap",
+        {"guided": GUIDED, "positives": "both", "fact_swap": True, "pooling": "answer"},
+    ),
 }
 """``--ablations`` name -> (operator variant, training options over the recipe's)."""
 
@@ -100,6 +114,9 @@ def train(args, variants: Mapping[str, Mapping[str, Any]], timings: dict) -> dic
             continue
         log.info("train %s -> %s", name, folder)
         start, load = time.perf_counter(), _load()
+        if overrides.get("guided") == GUIDED and not args.guided:
+            raise SystemExit(f"reproduce: variant {name} needs --guided files")
+        options = {k: (list(args.guided) if v == GUIDED else v) for k, v in overrides.items()}
         config = TrainingConfig(
             stores=[str(p) for p in args.train],
             output=str(folder),
@@ -107,9 +124,10 @@ def train(args, variants: Mapping[str, Mapping[str, Any]], timings: dict) -> dic
             epochs=args.epochs,
             seed=args.seed,
             val_triplets=args.val_triplets,
+            validation=list(args.validation),
             overwrite=True,
             command=["bench/reproduce.py", *sys.argv[1:]],
-            **overrides,
+            **options,
         )
         train_operator(config)
         timings[f"train {name}"] = {"seconds": round(time.perf_counter() - start, 1), "load_before": load}
@@ -153,12 +171,12 @@ def rescore_all(args, stores: Sequence[Path], names, options, timings: dict) -> 
     return out
 
 
-def leaderboard(args, stores: Sequence[Path], variants: Sequence[str]) -> dict:
-    """Step 3: the leaderboard of the rescored stores, with the trained operator's comparisons."""
+def leaderboard(args, stores: Sequence[Path], variants: Sequence[str], main: str) -> dict:
+    """Step 3: the leaderboard of the rescored stores, with the main trained operator's comparisons."""
     from semuq_eval.leaderboard.cli import build
     from semuq_eval.leaderboard.compute import LeaderboardConfig
 
-    compare = [(MAIN, BASES)] + [(name, ("enc", MAIN)) for name in variants if name != MAIN]
+    compare = [(main, BASES)] + [(name, ("enc", main)) for name in variants if name != main]
     output = Path(args.report) / "leaderboard"
     return build(
         [str(s) for s in stores],
@@ -243,6 +261,16 @@ def training_section(folders: Mapping[str, Path]) -> list[str]:
         options = f"negatives {hyper['negatives']}" + (
             "" if rec.get("question_conditioned", True) else ", answer-only"
         )
+        options += "".join(
+            f", {text}"
+            for applies, text in (
+                (hyper.get("positives", "samples") != "samples", f"positives {hyper.get('positives')}"),
+                (hyper.get("guided"), "guided"),
+                (hyper.get("fact_swap"), "fact swaps"),
+                (hyper.get("pooling", "all") != "all", f"pooling {hyper.get('pooling')}"),
+            )
+            if applies
+        )
         last = str(hyper.get("kept_epoch", "best")).startswith("last")
         kept = val.get("epochs_run") if last else val.get("best_epoch")
         if last:
@@ -265,6 +293,67 @@ def training_section(folders: Mapping[str, Path]) -> list[str]:
     return lines
 
 
+def select_main(folders: Mapping[str, Path]) -> tuple[str, list[str]]:
+    """The variant with the highest validation triplet accuracy at its kept epoch (ties: the earlier variant,
+    the paper's recipe first), and the report lines that say so. Only meaningful when every variant was
+    validated on the same held-out triplets (``--validation``)."""
+    scored = []
+    for name, folder in folders.items():
+        val = read_json(folder / "semuq_training.json").get("validation") or {}
+        last = val.get("best_epoch") is None
+        kept = val.get("final_accuracy") if last else val.get("best_accuracy")
+        scored.append((name, val.get("before_training"), kept))
+    best = max(scored, key=lambda x: -1.0 if x[2] is None else x[2])[0]
+    lines = [
+        "## 1b. Selection of the main operator (held-out NQ-Open dev questions, never an evaluation set)",
+        "",
+        "Every variant is validated on the same triplets: App. C triplets of the natural samples of held-out "
+        "NQ-Open dev questions of the training LLM (`--validation`), so their accuracies compare. The main operator "
+        f"is the one with the highest accuracy at its kept epoch: **`{best}`**.",
+        "",
+        "| variant | validation triplet accuracy, backbone | at the kept epoch |",
+        "|---|---|---|",
+        *(f"| `{n}` | {_f(b)} | {_f(k)} |" for n, b, k in scored),
+        "",
+    ]
+    return best, lines
+
+
+def mean_auroc_section(document: Mapping[str, Any], operators: Sequence[str], role) -> list[str]:
+    """Tab. 1's summary: each operator's mean AUROC over the reliable cells its aggregators share."""
+    lines = ["## 2a. Mean AUROC per operator over the reliable cells", ""]
+    lines += [
+        "A cell is one aggregator on one evaluation run under one label strategy. Reliable: at least 20 answers of "
+        "each class. Only the aggregators every operator below has are averaged (the graph, kernel and clustering "
+        "ones), so the means compare.",
+        "",
+        "| evaluated on | labels | cells | " + " | ".join(f"`{o}`" for o in operators) + " |",
+        "|---|---|---|" + "---|" * len(operators),
+    ]
+    by_key: dict[tuple, dict[str, float]] = {}
+    for c in document["cells"]:
+        if c["metric"] != "auroc" or c.get("status") != "ok" or not c.get("reliable", False):
+            continue
+        agg, _, op = c["estimator"].partition("@")
+        if op in operators:
+            by_key.setdefault((c["section"], c["llm"], c["task"], c["strategy"], agg), {})[op] = c["value"]
+    for group in sorted(set(role.values())):
+        for strategy in ("greedy", "majority"):
+            full = [
+                v
+                for (sec, llm, task, strat, _), v in by_key.items()
+                if strat == strategy and role.get((task, llm)) == group and len(v) == len(operators)
+            ]
+            if not full:
+                continue
+            means = [sum(v[o] for v in full) / len(full) for o in operators]
+            lines.append(f"| {group} | {strategy} | {len(full)} | " + " | ".join(_f(m) for m in means) + " |")
+    if not lines[-1].startswith("| ") or lines[-1].startswith("|---"):
+        lines.append("| (no reliable cell) | | 0 |" + " |" * len(operators))
+    lines.append("")
+    return lines
+
+
 def _indexes(document: Mapping[str, Any]) -> tuple[dict[tuple, dict], dict[tuple, dict]]:
     """The leaderboard's cells by (section, llm, strategy, estimator, metric), its comparison rows by (set,
     section, llm, strategy, estimator)."""
@@ -278,7 +367,7 @@ def _indexes(document: Mapping[str, Any]) -> tuple[dict[tuple, dict], dict[tuple
     return cells, rows
 
 
-def _run_tables(document: Mapping[str, Any]):
+def _run_tables(document: Mapping[str, Any], main: str):
     """``(run, strategy, counts, aggregators)`` for every evaluation run and label strategy on which the trained
     operator was compared: one table each in sections 2 and 2b."""
     for run in document["runs"]:
@@ -287,13 +376,13 @@ def _run_tables(document: Mapping[str, Any]):
                 r["estimator"].split("@")[0]
                 for r in document["comparisons"]["rows"]
                 if (r["set"], r["section"], r["llm"], r["strategy"])
-                == (f"{MAIN} vs enc", run["section"], run["llm"], strategy)
+                == (f"{main} vs enc", run["section"], run["llm"], strategy)
             ]
             if aggs:
                 yield run, strategy, counts, aggs
 
 
-def result_section(document: Mapping[str, Any], role: Mapping[tuple[str, str], str]) -> list[str]:
+def result_section(document: Mapping[str, Any], role: Mapping[tuple[str, str], str], main: str) -> list[str]:
     """Per evaluation run and label strategy: every aggregator of the trained operator against its bases."""
     cells, rows = _indexes(document)
     lines = ["## 2. AUROC of every aggregator: trained vs untrained `enc` and the other operators", ""]
@@ -303,29 +392,29 @@ def result_section(document: Mapping[str, Any], role: Mapping[tuple[str, str], s
         "same estimators: `leaderboard/leaderboard.csv`.",
         "",
     ]
-    for run, strategy, counts, aggs in _run_tables(document):
+    for run, strategy, counts, aggs in _run_tables(document, main):
         sid, llm = run["section"], run["llm"]
         lines += [
             f"### {llm} on {run['task']} ({role.get((run['task'], llm), 'evaluation')}), {strategy} labels: "
             f"{counts['n_correct']} correct / {counts['n_incorrect']} incorrect",
             "",
             "| aggregator | "
-            + " | ".join(f"`{o}`" for o in (MAIN, *BASES))
+            + " | ".join(f"`{o}`" for o in (main, *BASES))
             + " | "
-            + " | ".join(f"{MAIN} − {b}" for b in BASES)
+            + " | ".join(f"{main} − {b}" for b in BASES)
             + " |",
             "|---|" + "---|" * (2 * len(BASES) + 1),
         ]
         for agg in aggs:
-            name = f"{agg}@{MAIN}"
-            auroc = [_ci(cells.get((sid, llm, strategy, f"{agg}@{o}", "auroc"))) for o in (MAIN, *BASES)]
-            diffs = [_diff(rows.get((f"{MAIN} vs {b}", sid, llm, strategy, name))) for b in BASES]
+            name = f"{agg}@{main}"
+            auroc = [_ci(cells.get((sid, llm, strategy, f"{agg}@{o}", "auroc"))) for o in (main, *BASES)]
+            diffs = [_diff(rows.get((f"{main} vs {b}", sid, llm, strategy, name))) for b in BASES]
             lines.append(f"| {agg} | " + " | ".join(auroc + diffs) + " |")
         lines.append("")
     return lines
 
 
-def variants_section(document: Mapping[str, Any], variants: Sequence[str]) -> list[str]:
+def variants_section(document: Mapping[str, Any], variants: Sequence[str], main: str) -> list[str]:
     """Per evaluation run and label strategy: the AUROC of every trained variant beside the untrained ``enc``."""
     cells, rows = _indexes(document)
     ops = ["enc", *variants]
@@ -334,7 +423,7 @@ def variants_section(document: Mapping[str, Any], variants: Sequence[str]) -> li
         "AUROC [95% CI] and, below each variant, its paired difference from `enc` (`*`: the interval excludes 0).",
         "",
     ]
-    for run, strategy, counts, aggs in _run_tables(document):
+    for run, strategy, counts, aggs in _run_tables(document, main):
         sid, llm = run["section"], run["llm"]
         lines += [
             f"### {llm} on {run['task']}, {strategy} labels: {counts['n_correct']} correct / "
@@ -439,7 +528,7 @@ def _trap_ops(result: Mapping[str, Any]) -> set[str]:
     return {o for trap in result.get("traps", {}).values() for o in trap.get("results", {})}
 
 
-def write_readme(args, folders, document, diagnoses, names, role, timings) -> Path:
+def write_readme(args, folders, document, diagnoses, names, role, timings, main, selection) -> Path:
     lines = [
         "# Reproduction: does an operator trained on one LLM's answers help another LLM's uncertainty?",
         "",
@@ -458,8 +547,10 @@ def write_readme(args, folders, document, diagnoses, names, role, timings) -> Pa
         "",
     ]
     lines += training_section(folders)
-    lines += result_section(document, role)
-    lines += variants_section(document, list(folders))
+    lines += selection
+    lines += mean_auroc_section(document, [main, *(v for v in folders if v != main), *BASES], role)
+    lines += result_section(document, role, main)
+    lines += variants_section(document, list(folders), main)
     lines += wins_section(document, role)
     lines += diagnosis_section(diagnoses, names)
     lines += ["## 5. Time and load", "", "| step | seconds | load (1 / 5 / 15 min) before |", "|---|---|---|"]
@@ -479,7 +570,10 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument(
-        "--train", nargs="+", required=True, help="training run stores (or folders / globs), NQ-Open"
+        "--train",
+        nargs="+",
+        required=True,
+        help="training run stores, training-data files (.jsonl.gz) or folders / globs, NQ-Open",
     )
     p.add_argument(
         "--eval",
@@ -491,6 +585,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--work", required=True, help="folder for the trained operators and rescored stores")
     p.add_argument("--report", required=True, help="folder of the committed report")
     p.add_argument("--backbone", default="offline:all-minilm-l6-v2")
+    p.add_argument(
+        "--guided",
+        nargs="*",
+        default=[],
+        help="reference-guided training stores or files (the guided variants)",
+    )
+    p.add_argument(
+        "--validation",
+        nargs="*",
+        default=[],
+        help="held-out training-distribution stores or files: every variant selects its epoch on their App. C "
+        "triplets (the same for all), which makes --select fair",
+    )
+    p.add_argument(
+        "--select",
+        action="store_true",
+        help="the main operator is the variant with the best held-out validation accuracy (needs --validation)",
+    )
     p.add_argument(
         "--ablations", default="random,none,answer_only,full_budget", help="comma-separated; '' for none"
     )
@@ -511,11 +623,13 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     from semuq_eval.training.recipe import resolve_backbone
 
+    if args.select and not args.validation:
+        p.error("--select compares the variants on the same held-out triplets: give --validation")
     ablations = [a.strip() for a in args.ablations.split(",") if a.strip()]
     unknown = [a for a in ablations if a not in ABLATIONS]
     if unknown:
         p.error(f"--ablations: unknown {unknown}; known: {sorted(ABLATIONS)}")
-    variants = {MAIN: {}, **{ABLATIONS[a][0]: ABLATIONS[a][1] for a in ablations}}
+    variants = {PAPER: {}, **{ABLATIONS[a][0]: ABLATIONS[a][1] for a in ablations}}
     eval_stores, secondary = _stores(args.eval), _stores(args.secondary)
     work, report = Path(args.work), Path(args.report)
     work.mkdir(parents=True, exist_ok=True)
@@ -525,6 +639,7 @@ def main(argv: list[str] | None = None) -> int:
 
     folders = train(args, variants, timings)
     write_json(timings_path, timings)
+    main, selection = select_main(folders) if args.select else (PAPER, [])
     names, options = operator_setup(resolve_backbone(args.backbone)[1], folders)
     rescored = rescore_all(args, [*eval_stores, *secondary], names, options, timings)
     write_json(timings_path, timings)
@@ -534,12 +649,12 @@ def main(argv: list[str] | None = None) -> int:
         else "SAME LLM as training, other dataset"
         for source, target in zip([*eval_stores, *secondary], rescored, strict=True)
     }
-    document = leaderboard(args, rescored, list(variants))
+    document = leaderboard(args, rescored, list(variants), main)
     diagnoses = diagnose_all(
         args, {"other-llm": eval_stores, "training-llm": secondary}, names, options, timings
     )
     write_json(timings_path, timings)
-    path = write_readme(args, folders, document, diagnoses, names, role, timings)
+    path = write_readme(args, folders, document, diagnoses, names, role, timings, main, selection)
     print(f"reproduce: report -> {path}")
     return 0
 

@@ -1,0 +1,96 @@
+"""bench/reproduce.py, the reproduction's one command, on a tiny input: training variants from training-data files
+(guided and fact-swapped ablations), selection on held-out validation files, rescoring of an evaluation run, the
+leaderboard's comparisons, the diagnosis and the report with its selection and mean-AUROC tables."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from semuq_eval.jsonio import read_json
+from tests.fixtures.tiny_encoders import (  # noqa: F401  (pytest fixtures)
+    tiny_st_encoder,
+    tiny_wordpiece_dir,
+)
+from tests.test_training_mining import guided_rows, natural_rows, write_store
+
+REPRODUCE = Path(__file__).resolve().parents[1] / "bench" / "reproduce.py"
+
+
+def _reproduce():
+    spec = importlib.util.spec_from_file_location("reproduce", REPRODUCE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow
+def test_the_reproduction_trains_selects_rescores_and_reports(tmp_path, tiny_st_encoder):  # noqa: F811
+    import lm_eval
+    from lm_eval.tasks import TaskManager
+
+    from semuq_eval.training.data import export_store
+    from tests.fixtures.tiny_harness import TASKS_DIR, CannedLM, write_qa
+
+    data = tmp_path / "data"
+    rows = natural_rows(8)
+    for i in range(0, 8, 2):  # half the questions have two correct samples: App. C keeps them
+        rows[i][2][1] = (f"Author {i} wrote it.", 1)
+    export_store(write_store(tmp_path / "n" / "llm", rows), data / "natural.jsonl.gz")
+    export_store(
+        write_store(tmp_path / "g" / "llm", guided_rows(8), task="semuq_nqopen_train_guided"),
+        data / "guided.jsonl.gz",
+    )
+    held = [
+        (
+            f"Held-out {i}?",
+            [f"Answer {i}"],
+            [(f"It is Answer {i}.", 1), (f"Answer {i}.", 1), (f"It is X{i}.", 0)],
+        )
+        for i in range(4)
+    ]
+    export_store(write_store(tmp_path / "h" / "llm", held), data / "validation.jsonl.gz")
+    runs = tmp_path / "runs"
+    metadata = {
+        "n_samples": 4,
+        "operators": ["lexical"],
+        "bootstrap": 20,
+        "data_dir": str(write_qa(tmp_path / "qa")),
+        "output_dir": str(runs),
+        "run_id": "canned",
+    }
+    tm = TaskManager(include_path=str(TASKS_DIR), include_defaults=False, metadata=metadata)
+    lm_eval.simple_evaluate(
+        model=CannedLM(white_box=True), tasks=["semuq_triviaqa_dpr"], task_manager=tm, bootstrap_iters=0
+    )
+    report, work = tmp_path / "report", tmp_path / "work"
+    # fmt: off
+    args = [
+        "--train", str(data / "natural.jsonl.gz"), "--guided", str(data / "guided.jsonl.gz"),
+        "--validation", str(data / "validation.jsonl.gz"), "--select",
+        "--eval", str(runs / "semuq" / "semuq_triviaqa_dpr" / "canned"),
+        "--work", str(work), "--report", str(report), "--backbone", str(tiny_st_encoder),
+        "--ablations", "guided,fact_swap", "--epochs", "1", "--bootstrap", "20", "--val_triplets", "2",
+        "--max_diagnose_questions", "6",
+    ]
+    # fmt: on
+    assert _reproduce().main(args) == 0
+    ops = ("enc_trained", "enc_trained_guided", "enc_trained_fact_swap")
+    for name in ops:
+        card = read_json(work / "ops" / name / "semuq_training.json")
+        assert card["counts"]["val_questions"] == 4  # every variant validated on the same held-out questions
+    assert (
+        read_json(work / "ops" / "enc_trained_guided" / "semuq_training.json")["counts"]["added_guided"] == 16
+    )
+    text = (report / "README.md").read_text(encoding="utf-8")
+    assert "## 1b. Selection of the main operator" in text
+    selected = text.split("is the one with the highest accuracy at its kept epoch: **`")[1].split("`")[0]
+    assert selected in ops
+    assert "## 2a. Mean AUROC per operator over the reliable cells" in text and "(no reliable cell)" in text
+    board = read_json(report / "leaderboard" / "leaderboard.json")
+    assert f"{selected} vs enc" in board["comparisons"]["sets"]
+    assert {f"{o} vs {selected}" for o in ops if o != selected} <= set(board["comparisons"]["sets"])
+    with pytest.raises(SystemExit):  # --select needs held-out validation data
+        _reproduce().main(["--train", "x", "--work", str(work), "--report", str(report), "--select"])
