@@ -12,7 +12,7 @@ Per epoch the record gives the time of the training steps alone (``epoch_train_s
 optimizer); the full epoch adds the validation pass and the checkpoint write. Medians over the epochs (the
 first epoch included: nothing is compiled). examples/s = triplets per epoch / training-step seconds.
 
-    .venv/bin/python bench/training.py                          # MiniLM and mpnet, 3 epochs each
+    .venv/bin/python bench/training.py                          # MiniLM and mpnet, fp32 and bf16, 3 epochs
     .venv/bin/python bench/training.py --models all-minilm-l6-v2 --questions 640 --epochs 3
 
 Needs `semuq-eval assets --only all-minilm-l6-v2,all-mpnet-base-v2,nq-open`. Report ``uptime``'s load with
@@ -80,15 +80,19 @@ def main() -> None:
     )
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument(
+        "--precisions", default="fp32,bf16", help="fp32 and/or bf16 (mixed precision), side by side per model"
+    )
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} cores")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for name in args.models.split(","):
+        for name, precision in [(m, p) for m in args.models.split(",") for p in args.precisions.split(",")]:
             n_q = args.questions or (160 if "minilm" in name else 64)
             store = write_store(
-                Path(tmp) / f"store-{n_q}" / "semuq" / "semuq_nqopen_train" / "bench-llm", n_q
+                Path(tmp) / f"store-{n_q}-{name}-{precision}" / "semuq" / "semuq_nqopen_train" / "bench-llm",
+                n_q,
             )
             before = load_average()
             started = time.perf_counter()
@@ -101,6 +105,7 @@ def main() -> None:
                     patience=args.epochs + 1,
                     device="cpu",
                     overwrite=True,
+                    bf16=precision == "bf16",
                 )
             )
             wall = time.perf_counter() - started
@@ -111,6 +116,7 @@ def main() -> None:
             rows.append(
                 {
                     "model": name,
+                    "precision": precision,
                     "triplets/epoch": triplets,
                     "val triplets": counts["val_triplets"],
                     "examples/s": triplets / steps,

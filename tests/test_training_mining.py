@@ -405,3 +405,19 @@ def test_held_out_validation_files_select_on_natural_triplets_whatever_the_optio
     config = recipe.TrainingConfig(stores=[str(natural)], guided=[str(guided)], validation=[str(natural)], **base)
     with pytest.raises(recipe.TooFewQuestionsError, match="--validation keeps 0"):
         recipe.prepare_data(config)  # App. C keeps none of the natural questions
+
+
+def test_bf16_mixed_precision_training_is_recorded_as_a_deviation(tmp_path, tiny_st_encoder):  # noqa: F811
+    rows = natural_rows(6)
+    for i in range(6):
+        rows[i][2][1] = (f"Author {i} wrote it.", 1)
+    store = write_store(tmp_path / "n" / "llm", rows)
+    config = recipe.TrainingConfig(
+        stores=[str(store)], output=str(tmp_path / "op"), backbone=str(tiny_st_encoder), epochs=1, batch_size=4,
+        val_fraction=0.34, device="cpu", progress=False, bf16=True,
+    )
+    record = recipe.train_operator(config)
+    assert record["hyperparameters"]["precision"] == "bf16 mixed"
+    assert any(d.startswith("bf16") for d in record["deviations_from_paper"])
+    weights = EncoderOperator(config.output, progress=False)._load()[0]
+    assert next(weights.parameters()).dtype == torch.float32  # the saved weights stay float32

@@ -85,7 +85,8 @@ class TrainingConfig:
     ``none``; ``positives``, ``guided`` and ``fact_swap`` add mined texts (:mod:`semuq_eval.training.mining`;
     the defaults are App. C exactly); ``pooling`` is Eq. encoder's ``all`` or the ``answer`` variant;
     ``validation`` names held-out stores or files whose App. C triplets (natural samples only, the same for
-    every option) select the epoch, instead of ``val_fraction`` of the training questions; ``epochs`` is the budget (early stopping may end sooner); ``warmup_ratio`` is the share of the
+    every option) select the epoch, instead of ``val_fraction`` of the training questions; ``bf16`` trains in
+    bfloat16 mixed precision (autocast; the weights stay float32), for CPUs with native bf16; ``epochs`` is the budget (early stopping may end sooner); ``warmup_ratio`` is the share of the
     budget's optimizer steps spent warming up.
     """
 
@@ -101,6 +102,7 @@ class TrainingConfig:
     guided: Sequence[str] = ()
     fact_swap: bool = False
     validation: Sequence[str] = ()
+    bf16: bool = False
     pooling: str = "all"
     margin: float = 0.2
     lr: float = 2e-5
@@ -466,6 +468,7 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
         disable_tqdm=not config.progress,
         dataloader_num_workers=0,
         use_cpu=config.device == "cpu",
+        bf16=bool(config.bf16),
     )
     trainer = SentenceTransformerTrainer(
         model=model,
@@ -531,6 +534,7 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
         "guided": bool(config.guided),
         "fact_swap": config.fact_swap,
         "pooling": config.pooling,
+        "precision": "bf16 mixed" if config.bf16 else "fp32",
     }
     deviations = [
         text
@@ -551,6 +555,10 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
                 "pooling=answer: mean over the answer's tokens only (Eq. encoder: all tokens)",
             ),
             (not config.early_stopping, "no early stopping: the whole epoch budget, last epoch kept"),
+            (
+                config.bf16,
+                "bf16: bfloat16 mixed-precision training (this machine's CPU time; weights float32)",
+            ),
         )
         if applies
     ]
