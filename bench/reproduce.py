@@ -41,6 +41,7 @@ import logging
 import math
 import os
 import platform
+import re
 import shlex
 import sys
 import time
@@ -67,6 +68,7 @@ ABLATIONS = {
     "both": ("enc_trained_both", {"positives": "both"}),
     "fact_swap": ("enc_trained_fact_swap", {"fact_swap": True}),
     "answer_pooling": ("enc_trained_answer_pooling", {"pooling": "answer"}),
+    "mpnet": ("enc_trained_mpnet", {"backbone": "offline:all-mpnet-base-v2"}),
     "mined": ("enc_trained_mined", {"guided": GUIDED, "positives": "both", "fact_swap": True}),
     "mined_answer_pooling": (
         "enc_trained_mined_ap",
@@ -117,30 +119,57 @@ def train(args, variants: Mapping[str, Mapping[str, Any]], timings: dict) -> dic
         if overrides.get("guided") == GUIDED and not args.guided:
             raise SystemExit(f"reproduce: variant {name} needs --guided files")
         options = {k: (list(args.guided) if v == GUIDED else v) for k, v in overrides.items()}
+        settings = {
+            "backbone": args.backbone,
+            "epochs": args.epochs,
+            "seed": args.seed,
+            "val_triplets": args.val_triplets,
+            "validation": list(args.validation),
+            "bf16": args.bf16,
+            **options,
+        }
         config = TrainingConfig(
             stores=[str(p) for p in args.train],
             output=str(folder),
-            backbone=args.backbone,
-            epochs=args.epochs,
-            seed=args.seed,
-            val_triplets=args.val_triplets,
-            validation=list(args.validation),
             overwrite=True,
             command=["bench/reproduce.py", *sys.argv[1:]],
-            **options,
+            **settings,
         )
         train_operator(config)
         timings[f"train {name}"] = {"seconds": round(time.perf_counter() - start, 1), "load_before": load}
     return folders
 
 
-def operator_setup(backbone_path: str, folders: Mapping[str, Path]) -> tuple[list[str], dict[str, dict]]:
+def untrained_bases(args, variants: Mapping[str, Mapping[str, Any]]) -> dict[str, tuple[str, str]]:
+    """Each variant's untrained counterpart: ``variant -> (operator name, backbone)``; ``enc`` for the variants on
+    ``--backbone``, ``enc_<backbone>`` (e.g. ``enc_all_mpnet_base_v2``) for a variant on another backbone."""
+    out = {}
+    for name, overrides in variants.items():
+        backbone = overrides.get("backbone", args.backbone)
+        short = re.sub(r"\W+", "_", backbone.removeprefix("offline:").split("/")[-1]).strip("_")
+        out[name] = ("enc", backbone) if backbone == args.backbone else (f"enc_{short}", backbone)
+    return out
+
+
+def operator_setup(
+    backbone_path: str, folders: Mapping[str, Path], bases: Mapping[str, tuple[str, str]]
+) -> tuple[list[str], dict[str, dict]]:
     """The operators of steps 2 and 4 and their options: the untrained backbone as ``enc`` (and ``cos_ext``),
-    each trained folder as a named ``enc`` variant."""
+    each trained folder as a named ``enc`` variant, and the untrained counterpart of a variant on another
+    backbone (with its ``cos_ext``)."""
+    from semuq_eval.training.recipe import resolve_backbone
+
     names = [*folders, *BASES]
     options = {name: {"operator": "enc", "model": str(folder)} for name, folder in folders.items()}
     options["enc"] = {"model": backbone_path}
     options["cos_ext"] = {"model": backbone_path}
+    for base, backbone in sorted(set(bases.values())):
+        if base != "enc":
+            path = resolve_backbone(backbone)[1]
+            cos = base.replace("enc_", "cos_ext_", 1)
+            names += [base, cos]
+            options[base] = {"operator": "enc", "model": path}
+            options[cos] = {"operator": "cos_ext", "model": path}
     return names, options
 
 
@@ -171,12 +200,15 @@ def rescore_all(args, stores: Sequence[Path], names, options, timings: dict) -> 
     return out
 
 
-def leaderboard(args, stores: Sequence[Path], variants: Sequence[str], main: str) -> dict:
-    """Step 3: the leaderboard of the rescored stores, with the main trained operator's comparisons."""
+def leaderboard(args, stores: Sequence[Path], bases: Mapping[str, tuple[str, str]], main: str) -> dict:
+    """Step 3: the leaderboard of the rescored stores, with the main trained operator's comparisons (each other
+    variant against its untrained counterpart and the main operator)."""
     from semuq_eval.leaderboard.cli import build
     from semuq_eval.leaderboard.compute import LeaderboardConfig
 
-    compare = [(main, BASES)] + [(name, ("enc", main)) for name in variants if name != main]
+    compare = [(main, tuple(dict.fromkeys((bases[main][0], *BASES))))] + [
+        (name, tuple(dict.fromkeys((base, main)))) for name, (base, _) in bases.items() if name != main
+    ]
     output = Path(args.report) / "leaderboard"
     return build(
         [str(s) for s in stores],
@@ -414,10 +446,12 @@ def result_section(document: Mapping[str, Any], role: Mapping[tuple[str, str], s
     return lines
 
 
-def variants_section(document: Mapping[str, Any], variants: Sequence[str], main: str) -> list[str]:
+def variants_section(
+    document: Mapping[str, Any], bases: Mapping[str, tuple[str, str]], main: str
+) -> list[str]:
     """Per evaluation run and label strategy: the AUROC of every trained variant beside the untrained ``enc``."""
     cells, rows = _indexes(document)
-    ops = ["enc", *variants]
+    ops = ["enc", *bases]
     lines = ["## 2b. The ablations: every trained variant against the untrained `enc`", ""]
     lines += [
         "AUROC [95% CI] and, below each variant, its paired difference from `enc` (`*`: the interval excludes 0).",
@@ -434,9 +468,10 @@ def variants_section(document: Mapping[str, Any], variants: Sequence[str], main:
         ]
         for agg in aggs:
             out = [_ci(cells.get((sid, llm, strategy, f"{agg}@enc", "auroc")))]
-            for v in variants:
+            for v, (base, _) in bases.items():
                 a = _ci(cells.get((sid, llm, strategy, f"{agg}@{v}", "auroc")))
-                d = _diff(rows.get((f"{v} vs enc", sid, llm, strategy, f"{agg}@{v}")))
+                d = _diff(rows.get((f"{v} vs {base}", sid, llm, strategy, f"{agg}@{v}")))
+                d += "" if base == "enc" else f" (vs `{base}`)"
                 out.append(f"{a}<br>{d}")
             lines.append(f"| {agg} | " + " | ".join(out) + " |")
         lines.append("")
@@ -528,7 +563,7 @@ def _trap_ops(result: Mapping[str, Any]) -> set[str]:
     return {o for trap in result.get("traps", {}).values() for o in trap.get("results", {})}
 
 
-def write_readme(args, folders, document, diagnoses, names, role, timings, main, selection) -> Path:
+def write_readme(args, folders, bases, document, diagnoses, names, role, timings, main, selection) -> Path:
     lines = [
         "# Reproduction: does an operator trained on one LLM's answers help another LLM's uncertainty?",
         "",
@@ -550,7 +585,7 @@ def write_readme(args, folders, document, diagnoses, names, role, timings, main,
     lines += selection
     lines += mean_auroc_section(document, [main, *(v for v in folders if v != main), *BASES], role)
     lines += result_section(document, role, main)
-    lines += variants_section(document, list(folders), main)
+    lines += variants_section(document, bases, main)
     lines += wins_section(document, role)
     lines += diagnosis_section(diagnoses, names)
     lines += ["## 5. Time and load", "", "| step | seconds | load (1 / 5 / 15 min) before |", "|---|---|---|"]
@@ -607,6 +642,7 @@ def main(argv: list[str] | None = None) -> int:
         "--ablations", default="random,none,answer_only,full_budget", help="comma-separated; '' for none"
     )
     p.add_argument("--epochs", type=int, default=30)
+    p.add_argument("--bf16", action="store_true", help="train in bfloat16 mixed precision (recorded)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
         "--val_triplets",
@@ -640,7 +676,8 @@ def main(argv: list[str] | None = None) -> int:
     folders = train(args, variants, timings)
     write_json(timings_path, timings)
     main, selection = select_main(folders) if args.select else (PAPER, [])
-    names, options = operator_setup(resolve_backbone(args.backbone)[1], folders)
+    bases = untrained_bases(args, variants)
+    names, options = operator_setup(resolve_backbone(args.backbone)[1], folders, bases)
     rescored = rescore_all(args, [*eval_stores, *secondary], names, options, timings)
     write_json(timings_path, timings)
     role = {
@@ -649,12 +686,12 @@ def main(argv: list[str] | None = None) -> int:
         else "SAME LLM as training, other dataset"
         for source, target in zip([*eval_stores, *secondary], rescored, strict=True)
     }
-    document = leaderboard(args, rescored, list(variants), main)
+    document = leaderboard(args, rescored, bases, main)
     diagnoses = diagnose_all(
         args, {"other-llm": eval_stores, "training-llm": secondary}, names, options, timings
     )
     write_json(timings_path, timings)
-    path = write_readme(args, folders, document, diagnoses, names, role, timings, main, selection)
+    path = write_readme(args, folders, bases, document, diagnoses, names, role, timings, main, selection)
     print(f"reproduce: report -> {path}")
     return 0
 

@@ -72,12 +72,16 @@ def test_the_reproduction_trains_selects_rescores_and_reports(tmp_path, tiny_st_
         "--validation", str(data / "validation.jsonl.gz"), "--select",
         "--eval", str(runs / "semuq" / "semuq_triviaqa_dpr" / "canned"),
         "--work", str(work), "--report", str(report), "--backbone", str(tiny_st_encoder),
-        "--ablations", "guided,fact_swap", "--epochs", "1", "--bootstrap", "20", "--val_triplets", "2",
+        "--ablations", "guided,fact_swap,mpnet", "--epochs", "1", "--bootstrap", "20", "--val_triplets", "2",
         "--max_diagnose_questions", "6",
     ]
     # fmt: on
-    assert _reproduce().main(args) == 0
-    ops = ("enc_trained", "enc_trained_guided", "enc_trained_fact_swap")
+    reproduce = _reproduce()
+    other = tmp_path / "other-backbone"
+    other.symlink_to(tiny_st_encoder)
+    reproduce.ABLATIONS["mpnet"] = ("enc_trained_mpnet", {"backbone": str(other)})  # a second backbone
+    assert reproduce.main(args) == 0
+    ops = ("enc_trained", "enc_trained_guided", "enc_trained_fact_swap", "enc_trained_mpnet")
     for name in ops:
         card = read_json(work / "ops" / name / "semuq_training.json")
         assert card["counts"]["val_questions"] == 4  # every variant validated on the same held-out questions
@@ -92,5 +96,7 @@ def test_the_reproduction_trains_selects_rescores_and_reports(tmp_path, tiny_st_
     board = read_json(report / "leaderboard" / "leaderboard.json")
     assert f"{selected} vs enc" in board["comparisons"]["sets"]
     assert {f"{o} vs {selected}" for o in ops if o != selected} <= set(board["comparisons"]["sets"])
+    assert "enc_trained_mpnet vs enc_other_backbone" in board["comparisons"]["sets"]  # its own untrained base
+    assert "(vs `enc_other_backbone`)" in text
     with pytest.raises(SystemExit):  # --select needs held-out validation data
         _reproduce().main(["--train", "x", "--work", str(work), "--report", str(report), "--select"])
