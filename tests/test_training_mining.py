@@ -384,8 +384,11 @@ def test_read_sources_explains_a_pattern_that_matches_nothing(tmp_path):
 def test_held_out_validation_files_select_on_natural_triplets_whatever_the_options(tmp_path, tiny_st_encoder):  # noqa: F811
     train_rows = natural_rows(6)
     held_rows = [
-        (f"Held-out question {i}?", [f"Answer {i}"],
-         [(f"It is Answer {i}.", 1), (f"Answer {i}, surely.", 1), (f"It is Other {i}.", 0)])
+        (
+            f"Held-out question {i}?",
+            [f"Answer {i}"],
+            [(f"It is Answer {i}.", 1), (f"Answer {i}, surely.", 1), (f"It is Other {i}.", 0)],
+        )
         for i in range(3)
     ]
     natural = write_store(tmp_path / "n" / "llm", train_rows)
@@ -394,15 +397,18 @@ def test_held_out_validation_files_select_on_natural_triplets_whatever_the_optio
     base = dict(output=str(tmp_path / "op"), backbone=str(tiny_st_encoder), device="cpu", progress=False)
     counts = {}
     for name, extra in (("samples", {}), ("mined", {"positives": "both", "fact_swap": True})):
-        config = recipe.TrainingConfig(stores=[str(natural)], guided=[str(guided)], validation=[str(held)],
-                                       **base, **extra)
+        config = recipe.TrainingConfig(
+            stores=[str(natural)], guided=[str(guided)], validation=[str(held)], **base, **extra
+        )
         data = recipe.prepare_data(config)
         assert [q.source.question for q in data.val] == [r[0] for r in held_rows]  # natural App. C triplets
         assert all(q.source.origins == () for q in data.val)
         counts[name] = data.counts
     assert counts["samples"]["train_questions"] == 6 and counts["mined"]["train_questions"] == 6
     assert counts["samples"]["validation_seen"] == 4
-    config = recipe.TrainingConfig(stores=[str(natural)], guided=[str(guided)], validation=[str(natural)], **base)
+    config = recipe.TrainingConfig(
+        stores=[str(natural)], guided=[str(guided)], validation=[str(natural)], **base
+    )
     with pytest.raises(recipe.TooFewQuestionsError, match="--validation keeps 0"):
         recipe.prepare_data(config)  # App. C keeps none of the natural questions
 
@@ -413,11 +419,64 @@ def test_bf16_mixed_precision_training_is_recorded_as_a_deviation(tmp_path, tiny
         rows[i][2][1] = (f"Author {i} wrote it.", 1)
     store = write_store(tmp_path / "n" / "llm", rows)
     config = recipe.TrainingConfig(
-        stores=[str(store)], output=str(tmp_path / "op"), backbone=str(tiny_st_encoder), epochs=1, batch_size=4,
-        val_fraction=0.34, device="cpu", progress=False, bf16=True,
+        stores=[str(store)],
+        output=str(tmp_path / "op"),
+        backbone=str(tiny_st_encoder),
+        epochs=1,
+        batch_size=4,
+        val_fraction=0.34,
+        device="cpu",
+        progress=False,
+        bf16=True,
     )
     record = recipe.train_operator(config)
     assert record["hyperparameters"]["precision"] == "bf16 mixed"
     assert any(d.startswith("bf16") for d in record["deviations_from_paper"])
     weights = EncoderOperator(config.output, progress=False)._load()[0]
     assert next(weights.parameters()).dtype == torch.float32  # the saved weights stay float32
+
+
+def test_train_operator_command_takes_the_options_and_says_what_was_added(tmp_path, capsys, tiny_st_encoder):  # noqa: F811
+    natural = write_store(tmp_path / "n" / "llm", natural_rows(6))
+    guided = write_store(tmp_path / "g" / "llm", guided_rows(6), task="semuq_nqopen_train_guided")
+    argv = [
+        "train-operator",
+        "--stores",
+        str(natural),
+        "--guided",
+        str(guided),
+        "--fact_swap",
+        "--pooling",
+        "answer",
+        "--backbone",
+        str(tiny_st_encoder),
+        "--output",
+        str(tmp_path / "op"),
+        "--epochs",
+        "1",
+        "--batch_size",
+        "4",
+        "--val_fraction",
+        "0.34",
+        "--device",
+        "cpu",
+        "--no_progress",
+    ]
+    assert cli_main(argv) == 0
+    out = capsys.readouterr().out
+    assert "texts added to the samples: guided 12" in out
+    card = json.loads((tmp_path / "op" / "semuq_training.json").read_text())
+    assert card["hyperparameters"]["pooling"] == "answer" and card["hyperparameters"]["fact_swap"] is True
+    with pytest.raises(SystemExit) as err:  # argparse refuses an unknown choice
+        cli_main(
+            [
+                "train-operator",
+                "--stores",
+                str(natural),
+                "--output",
+                str(tmp_path / "x"),
+                "--positives",
+                "all",
+            ]
+        )
+    assert err.value.code == 2 and "invalid choice" in capsys.readouterr().err

@@ -206,12 +206,16 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     val = record["validation"]
     counts = record["counts"]
+    added = ", ".join(
+        f"{k.removeprefix('added_')} {v}" for k, v in counts.items() if k.startswith("added_") and v
+    )
     print(
         f"trained enc operator written to {record['output']}\n"
         f"  questions kept {counts['kept']} of {counts['seen']} (train {counts['train_questions']}, "
         f"validation {counts['val_questions']}); {val['epochs_run']} epoch(s)"
         f"{' (stopped early)' if val['stopped_early'] else ''}\n"
-        f"  validation triplet accuracy: {val['before_training']:.3f} before training, "
+        + (f"  texts added to the samples: {added}\n" if added else "")
+        + f"  validation triplet accuracy: {val['before_training']:.3f} before training, "
         f"{val['best_accuracy']:.3f} at the best epoch ({val['best_epoch']}), kept\n"
         f'  use it: --metadata \'{{"operator_options": {{"enc": {{"model": "{record["output"]}"}}}}}}\''
     )
