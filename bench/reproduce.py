@@ -81,12 +81,31 @@ BASES = ("enc", "cos_ext", "lexical", "cos_int")
 """What the trained operator is compared with: the untrained backbone first."""
 
 
-def _stores(patterns: Sequence[str]) -> list[Path]:
+def _unpack(archive: Path, work: Path) -> list[Path]:
+    """The run store(s) of a committed archive (``eval_runs.sh``: ``<task>/<run_id>/...`` packed with tar -J),
+    extracted once under ``WORK/runs/<archive name>``; members outside that folder are refused."""
+    import tarfile
+
+    target = work / "runs" / archive.name.removesuffix(".tar.xz")
+    if not target.is_dir():
+        tmp = target.with_name(target.name + ".tmp")
+        with tarfile.open(archive, "r:xz") as tar:
+            tar.extractall(
+                tmp, filter="data"
+            )  # the data filter refuses absolute paths, links out and devices
+        tmp.replace(target)
+    return sorted(p.parent for p in target.glob("*/*/manifest.json"))
+
+
+def _stores(patterns: Sequence[str], work: Path) -> list[Path]:
     out: list[Path] = []
     for pattern in patterns:
-        hits = sorted(
-            Path(p) for p in glob.glob(pattern, recursive=True) if (Path(p) / "manifest.json").is_file()
-        )
+        hits = []
+        for match in sorted(glob.glob(pattern, recursive=True)):
+            if match.endswith(".tar.xz"):
+                hits += _unpack(Path(match), work)
+            elif (Path(match) / "manifest.json").is_file():
+                hits.append(Path(match))
         if not hits:
             raise SystemExit(f"reproduce: {pattern!r} matches no run store (a folder with manifest.json)")
         missing = [h for h in hits if not (h / "breakdown.json").is_file()]
@@ -614,9 +633,15 @@ def main(argv: list[str] | None = None) -> int:
         "--eval",
         nargs="*",
         default=[],
-        help="evaluation stores of the OTHER LLM (globs; the paper's setting)",
+        help="evaluation stores of the OTHER LLM (folders, globs, or the .tar.xz archives eval_runs.sh commits; "
+        "the paper's setting)",
     )
-    p.add_argument("--secondary", nargs="*", default=[], help="stores of the training LLM on other datasets")
+    p.add_argument(
+        "--secondary",
+        nargs="*",
+        default=[],
+        help="stores (or archives) of the training LLM on other datasets",
+    )
     p.add_argument("--work", required=True, help="folder for the trained operators and rescored stores")
     p.add_argument("--report", required=True, help="folder of the committed report")
     p.add_argument("--backbone", default="offline:all-minilm-l6-v2")
@@ -666,7 +691,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         p.error(f"--ablations: unknown {unknown}; known: {sorted(ABLATIONS)}")
     variants = {PAPER: {}, **{ABLATIONS[a][0]: ABLATIONS[a][1] for a in ablations}}
-    eval_stores, secondary = _stores(args.eval), _stores(args.secondary)
+    eval_stores, secondary = _stores(args.eval, Path(args.work)), _stores(args.secondary, Path(args.work))
     work, report = Path(args.work), Path(args.report)
     work.mkdir(parents=True, exist_ok=True)
     report.mkdir(parents=True, exist_ok=True)

@@ -5,6 +5,7 @@ leaderboard's comparisons, the diagnosis and the report with its selection and m
 from __future__ import annotations
 
 import importlib.util
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -65,12 +66,15 @@ def test_the_reproduction_trains_selects_rescores_and_reports(tmp_path, tiny_st_
     lm_eval.simple_evaluate(
         model=CannedLM(white_box=True), tasks=["semuq_triviaqa_dpr"], task_manager=tm, bootstrap_iters=0
     )
+    archive = tmp_path / "canned-triviaqa.tar.xz"  # the form eval_runs.sh commits
+    with tarfile.open(archive, "w:xz") as tar:
+        tar.add(runs / "semuq" / "semuq_triviaqa_dpr" / "canned", arcname="semuq_triviaqa_dpr/canned")
     report, work = tmp_path / "report", tmp_path / "work"
     # fmt: off
     args = [
         "--train", str(data / "natural.jsonl.gz"), "--guided", str(data / "guided.jsonl.gz"),
         "--validation", str(data / "validation.jsonl.gz"), "--select",
-        "--eval", str(runs / "semuq" / "semuq_triviaqa_dpr" / "canned"),
+        "--eval", str(runs / "semuq" / "semuq_triviaqa_dpr" / "canned"), "--secondary", str(archive),
         "--work", str(work), "--report", str(report), "--backbone", str(tiny_st_encoder),
         "--ablations", "guided,fact_swap,mpnet", "--epochs", "1", "--bootstrap", "20", "--val_triplets", "2",
         "--max_diagnose_questions", "6",
@@ -98,5 +102,7 @@ def test_the_reproduction_trains_selects_rescores_and_reports(tmp_path, tiny_st_
     assert {f"{o} vs {selected}" for o in ops if o != selected} <= set(board["comparisons"]["sets"])
     assert "enc_trained_mpnet vs enc_other_backbone" in board["comparisons"]["sets"]  # its own untrained base
     assert "(vs `enc_other_backbone`)" in text
+    unpacked = work / "runs" / "canned-triviaqa" / "semuq_triviaqa_dpr" / "canned"
+    assert (unpacked / "breakdown.json").is_file() and "SAME LLM as training" in text
     with pytest.raises(SystemExit):  # --select needs held-out validation data
         _reproduce().main(["--train", "x", "--work", str(work), "--report", str(report), "--select"])
