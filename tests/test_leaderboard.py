@@ -661,24 +661,10 @@ def test_offline_board_command_rescores_the_run_stores_and_builds_the_board(tmp_
     """leaderboards/offline/regenerate.sh, the committed board's one command, on a tiny run: every operator of the
     board (mpnet and trained variants included) is rescored into a complete store, the board is built with both
     comparisons, a second call keeps the finished store, and a missing model is a clear error."""
-    import lm_eval
-    from lm_eval.tasks import TaskManager
-
-    from tests.fixtures.tiny_harness import TASKS_DIR, CannedLM, write_qa
+    from tests.fixtures.tiny_harness import canned_run
 
     runs = tmp_path / "runs"
-    metadata = {
-        "n_samples": 4,
-        "operators": ["lexical"],
-        "bootstrap": 20,
-        "data_dir": str(write_qa(tmp_path / "data")),
-        "output_dir": str(runs / "smollm2-webquestions"),
-        "run_id": "canned",
-    }
-    tm = TaskManager(include_path=str(TASKS_DIR), include_defaults=False, metadata=metadata)
-    lm_eval.simple_evaluate(
-        model=CannedLM(white_box=True), tasks=["semuq_triviaqa_dpr"], task_manager=tm, bootstrap_iters=0
-    )
+    canned_run(tmp_path, runs / "smollm2-webquestions")
     models = tmp_path / "models"
     models.mkdir()
     for name in ("all-minilm-l6-v2", "all-mpnet-base-v2"):

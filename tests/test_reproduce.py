@@ -15,7 +15,7 @@ from tests.fixtures.tiny_encoders import (  # noqa: F401  (pytest fixtures)
     tiny_st_encoder,
     tiny_wordpiece_dir,
 )
-from tests.test_training_mining import guided_rows, natural_rows, write_store
+from tests.fixtures.training_stores import guided_rows, natural_rows, write_store
 
 REPRODUCE = Path(__file__).resolve().parents[1] / "bench" / "reproduce.py"
 
@@ -29,11 +29,8 @@ def _reproduce():
 
 @pytest.mark.slow
 def test_the_reproduction_trains_selects_rescores_and_reports(tmp_path, tiny_st_encoder):  # noqa: F811
-    import lm_eval
-    from lm_eval.tasks import TaskManager
-
     from semuq_eval.training.data import export_store
-    from tests.fixtures.tiny_harness import TASKS_DIR, CannedLM, write_qa
+    from tests.fixtures.tiny_harness import canned_run
 
     data = tmp_path / "data"
     rows = natural_rows(8)
@@ -53,28 +50,16 @@ def test_the_reproduction_trains_selects_rescores_and_reports(tmp_path, tiny_st_
         for i in range(4)
     ]
     export_store(write_store(tmp_path / "h" / "llm", held), data / "validation.jsonl.gz")
-    runs = tmp_path / "runs"
-    metadata = {
-        "n_samples": 4,
-        "operators": ["lexical"],
-        "bootstrap": 20,
-        "data_dir": str(write_qa(tmp_path / "qa")),
-        "output_dir": str(runs),
-        "run_id": "canned",
-    }
-    tm = TaskManager(include_path=str(TASKS_DIR), include_defaults=False, metadata=metadata)
-    lm_eval.simple_evaluate(
-        model=CannedLM(white_box=True), tasks=["semuq_triviaqa_dpr"], task_manager=tm, bootstrap_iters=0
-    )
+    store = canned_run(tmp_path, tmp_path / "runs")
     archive = tmp_path / "canned-triviaqa.tar.xz"  # the form eval_runs.sh commits
     with tarfile.open(archive, "w:xz") as tar:
-        tar.add(runs / "semuq" / "semuq_triviaqa_dpr" / "canned", arcname="semuq_triviaqa_dpr/canned")
+        tar.add(store, arcname="semuq_triviaqa_dpr/canned")
     report, work = tmp_path / "report", tmp_path / "work"
     # fmt: off
     args = [
         "--train", str(data / "natural.jsonl.gz"), "--guided", str(data / "guided.jsonl.gz"),
         "--validation", str(data / "validation.jsonl.gz"), "--select",
-        "--eval", str(runs / "semuq" / "semuq_triviaqa_dpr" / "canned"), "--secondary", str(archive),
+        "--eval", str(store), "--secondary", str(archive),
         "--work", str(work), "--report", str(report), "--backbone", str(tiny_st_encoder),
         "--ablations", "guided,fact_swap,mpnet", "--epochs", "1", "--bootstrap", "20", "--val_triplets", "2",
         "--max_diagnose_questions", "6",

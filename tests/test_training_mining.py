@@ -16,10 +16,6 @@ import pytest
 import torch
 
 from semuq_eval.cli import main as cli_main
-from semuq_eval.harness.doc import Doc
-from semuq_eval.harness.store import RunStore
-from semuq_eval.jsonio import write_json
-from semuq_eval.models.generation import Generation
 from semuq_eval.operators.encoder import EncoderOperator
 from semuq_eval.operators.pooling import AnswerMeanPooling, answer_mask
 from semuq_eval.training import recipe
@@ -31,66 +27,7 @@ from tests.fixtures.tiny_encoders import (  # noqa: F401  (pytest fixtures)
     tiny_st_encoder,
     tiny_wordpiece_dir,
 )
-
-Row = tuple[str, list[str], list[tuple[str, int | None]]]  # question, references, [(answer, verdict)]
-
-
-def write_store(root: Path, rows: list[Row], *, task: str = "semuq_nqopen_train") -> Path:
-    """A run store at ``root``: one question per row, with its references and labelled samples."""
-    store = RunStore(root)
-    store.begin(task, {"n_samples": max(len(s) for _, _, s in rows), "judge": "string"})
-    docs, items = [], []
-    for i, (question, references, samples) in enumerate(rows):
-        greedy = Generation(samples[0][0], greedy=True)
-        docs.append(Doc(i, question, references, greedy, [Generation(a) for a, _ in samples]))
-        items.append(
-            {
-                "doc_id": i,
-                "labels": {"greedy": samples[0][1], "majority": 0},
-                "n_missing_verdicts": 0,
-                "sample_labels": [v for _, v in samples],
-            }
-        )
-    store.write_generations(docs, hidden=False)
-    store.write_scores(items)
-    write_json(root / "breakdown.json", {"judge": {"judge": "string", "mode": "contains"}, "created": "then"})
-    return root
-
-
-def natural_rows(n: int) -> list[Row]:
-    """n questions whose LLM is right once in five samples (App. C keeps none of them)."""
-    return [
-        (
-            f"Who wrote book {i}?",
-            [f"Author {i}", f"A. {i}"],
-            [
-                (f"It was Author {i}.", 1),
-                (f"It was Writer {i}.", 0),
-                (f"Writer {i}", 0),
-                ("Nobody.", 0),
-                (f"Someone named Writer {i} wrote it.", 0),
-            ],
-        )
-        for i in range(n)
-    ]
-
-
-def guided_rows(n: int) -> list[Row]:
-    """The same questions answered with the reference given: two correct, one echo, one incorrect."""
-    return [
-        (
-            f"Who wrote book {i}?",
-            [f"Author {i}", f"A. {i}"],
-            [
-                (f"Author {i} wrote book {i}.", 1),
-                (f"Book {i} is by Author {i}.", 1),
-                (f"The correct answer is Author {i}.", 1),
-                ("I do not know.", 0),
-            ],
-        )
-        for i in range(n)
-    ]
-
+from tests.fixtures.training_stores import guided_rows, natural_rows, write_store
 
 # -- the compact training-data file ----------------------------------------------------------------------------
 

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from semuq_eval.harness.label_sets import RUN_LABELS
+from semuq_eval.jsonio import parse_jsonl
 from semuq_eval.training.stores import LabelledQuestion, StoreData, read_store
 
 __all__ = [
@@ -118,17 +119,7 @@ def read_training_file(path: str | os.PathLike) -> StoreData:
             lines = fh.read().splitlines()
     except (OSError, EOFError, UnicodeDecodeError) as err:
         raise ValueError(f"{path}: not a gzip-compressed training-data file ({err})") from None
-    records = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise ValueError(f"{path}:{number}: malformed JSON line ({err.msg})") from None
-        if not isinstance(obj, dict):
-            raise ValueError(f"{path}:{number}: expected a JSON object, got {type(obj).__name__}")
-        records.append((number, obj))
+    records = list(parse_jsonl(lines, str(path)))
     if not records or records[0][1].get("format") != TRAINING_DATA_FORMAT:
         found = records[0][1].get("format") if records else None
         raise ValueError(f"{path}:1: format must be {TRAINING_DATA_FORMAT!r}, got {found!r}")
