@@ -50,6 +50,37 @@ def test_load_qa_from_data_dir(qa_dir):
             load_qa("myqa", "test", data_dir=qa_dir, limit=bad)
 
 
+def test_offset_and_limit_cut_a_set_into_chunks_of_usable_questions(qa_dir):
+    chunks = [load_qa("myqa", "test", data_dir=qa_dir, offset=k, limit=2) for k in (0, 2, 4)]
+    assert [[r["id"] for r in c] for c in chunks] == [["a", "myqa-test-1"], ["c"], []]
+    assert [r["id"] for r in load_qa("myqa", "test", data_dir=qa_dir, offset=1)] == ["myqa-test-1", "c"]
+    for bad in (-1, 1.5, None):
+        with pytest.raises(ValueError, match="offset"):
+            load_qa("myqa", "test", data_dir=qa_dir, offset=bad)
+
+
+def test_the_guided_training_task_tells_the_llm_the_first_reference(tmp_path):
+    from lm_eval.tasks import TaskManager
+
+    from tests.fixtures.tiny_harness import TASKS_DIR
+
+    _write(
+        tmp_path,
+        "nq-open",
+        "dev",
+        [{"id": f"n{i}", "question": f"q{i}?", "answers": [f"a{i}", "b"]} for i in range(5)],
+    )
+    tm = TaskManager(
+        include_path=str(TASKS_DIR),
+        include_defaults=False,
+        metadata={"data_dir": str(tmp_path), "offset": 1, "limit": 2},
+    )
+    task = tm.load_task_or_group(["semuq_nqopen_train_guided"])["semuq_nqopen_train_guided"]
+    docs = list(task.test_docs())
+    assert [d["question"] for d in docs] == ["q1?", "q2?"]  # the chunk: after the first, two questions
+    assert task.doc_to_text(docs[0]) == "Answer the following question. Its answer is a1.\nq1?"
+
+
 def test_missing_file_names_path_and_command(tmp_path):
     with pytest.raises(FileNotFoundError) as err:
         load_qa("triviaqa", "dev", data_dir=tmp_path)

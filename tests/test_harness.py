@@ -440,6 +440,7 @@ def test_all_tasks_and_groups_are_indexed():
         "semuq_triviaqa_dpr",
         "semuq_nqopen",
         "semuq_nqopen_train",
+        "semuq_nqopen_train_guided",
         "semuq_webquestions",
         "semuq_hotpotqa",
         "semuq_okvqa",
