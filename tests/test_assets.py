@@ -187,9 +187,20 @@ def test_asset_names_are_the_agreed_ones():
         "triviaqa",
         "nq-open",
         "webquestions",
+        "enc-trained",
     }
     for a in ASSETS.values():
+        if a.recipe == "trained-operator":  # built from the other assets and the package's training data
+            assert not a.wheels and not a.default
+            continue
         assert a.wheels and all(len(w.sha256) == 64 and w.filename.endswith(".whl") for w in a.wheels)
+    assert "enc-trained" not in recipes_default_names()
+
+
+def recipes_default_names() -> list[str]:
+    from semuq_eval.assets.catalogue import _resolve_names
+
+    return _resolve_names(None)
 
 
 def test_locate_missing_tells_the_command(cache):

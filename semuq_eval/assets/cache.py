@@ -103,6 +103,11 @@ def _sha256(path: Path, *, progress: bool = False, desc: str | None = None) -> s
 
 
 def _sources(asset: Asset) -> list[dict[str, str]]:
+    """The pinned wheels, or for a trained operator its recipe and training data (changed: rebuilt)."""
+    if asset.recipe == "trained-operator":
+        from semuq_eval.assets.trained import recipe_sources
+
+        return recipe_sources(asset)
     return [
         {"project": w.project, "version": w.version, "filename": w.filename, "sha256": w.sha256}
         for w in asset.wheels

@@ -33,6 +33,7 @@ class Asset:
 
     ``revision`` is bumped whenever the recipe changes its output, so prepared copies made by an older recipe are
     rebuilt. ``params`` are the recipe's inputs (member names, expected counts, checksums of inner files).
+    An asset that is not ``default`` is prepared only when named (``--only``).
     """
 
     name: str
@@ -44,6 +45,7 @@ class Asset:
     approx_size: int  # bytes of the prepared folder, shown by --list before it is prepared
     revision: int = 1
     params: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    default: bool = True  # prepared by `semuq-eval assets` without --only
 
     @property
     def subdir(self) -> str:
@@ -223,6 +225,18 @@ ASSETS: dict[str, Asset] = {
             },
         ),
         Asset(
+            "enc-trained",
+            "sentence-encoder",
+            (),
+            "trained-operator",
+            "enc trained on SmolLM2-135M-Instruct's NQ-Open dev answers (the committed training data), from "
+            "all-MiniLM-L6-v2; the recipe and its deviations: semuq_eval/assets/training_data/",
+            "Apache-2.0 (all-MiniLM-L6-v2's weights; NQ CC BY-SA 3.0)",
+            91_700_000,
+            params={"recipe": "nqopen-dev-smollm2/enc-trained.json"},
+            default=False,
+        ),
+        Asset(
             "triviaqa",
             "qa-data",
             (_W_PYSERINI,),
@@ -276,7 +290,7 @@ def _get_asset(name: str) -> Asset:
 
 def _resolve_names(names: str | Iterable[str] | None) -> list[str]:
     if names is None:
-        return list(ASSETS)
+        return [name for name, asset in ASSETS.items() if asset.default]
     if isinstance(names, str):
         names = names.split(",")
     out = []

@@ -30,6 +30,7 @@ def _print_list(root: Path) -> None:
         print(
             f"{r['name']:<{w}}  {r['kind']:<16}  {_human(r['download']):>9}  {size:>9}  {state:<12}  {r['path']}"
             + ("" if r["prepared"] or r["problem"] == "not found" else f"  ({r['problem']})")
+            + ("" if ASSETS[r["name"]].default else f"  (on demand: --only {r['name']})")
         )
 
 

