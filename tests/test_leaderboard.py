@@ -696,3 +696,26 @@ def test_offline_board_command_rescores_the_run_stores_and_builds_the_board(tmp_
     assert f"kept {store}" in _regenerate(env).stdout  # an interrupted regeneration resumes
     missing = _regenerate({**env, "TRAINED": str(tmp_path / "nowhere")})
     assert missing.returncode == 1 and f"no model at {tmp_path / 'nowhere'}" in missing.stderr
+
+
+def test_the_csv_never_starts_a_cell_with_a_formula(tmp_path):
+    from semuq_eval.leaderboard.schema import CELL_FIELDS
+    from semuq_eval.leaderboard.write import write_csv
+
+    hostile = {
+        "llm": '=HYPERLINK("http://x","y")',
+        "estimator": "+cmd|' /C calc'!A0",
+        "note": "@SUM(1)",
+        "operator": "-",
+        "value": -0.25,
+        "section": "-2+3",
+    }
+    path = write_csv({"cells": [hostile]}, tmp_path / "leaderboard.csv")
+    rows = list(csv.DictReader(path.open(encoding="utf-8")))
+    assert list(rows[0]) == list(CELL_FIELDS)
+    row = rows[0]
+    assert (
+        row["llm"] == "'" + hostile["llm"] and row["estimator"].startswith("'+") and row["note"] == "'@SUM(1)"
+    )
+    assert row["section"] == "'-2+3"  # text that a spreadsheet would compute
+    assert row["operator"] == "-" and row["value"] == "-0.25"  # "no operator" and numbers stay as they are

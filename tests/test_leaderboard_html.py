@@ -325,3 +325,45 @@ def test_common_section_counts_in_the_heatmap_only_when_chosen(browser, tmp_path
     assert everything == chosen["semuq_toy_a#1"] + chosen["semuq_toy_a#2"]
     assert "but the #common ones" in page.js("document.getElementById('delta-summary').textContent")
     assert page.errors() == []
+
+
+HOSTILE = '<img src=x onerror="window.__pwned = (window.__pwned || 0) + 1">'
+
+
+def test_hostile_values_in_a_board_run_no_script_and_the_rows_still_show(browser, page_dir, tmp_path):
+    """Script in every string the page shows (names, notes, counts that should be numbers, a task that would
+    close the data element or open a comment): the page escapes it all, runs no injected handler and renders."""
+    from semuq_eval.jsonio import read_json
+    from semuq_eval.leaderboard.html import write_html
+
+    doc = read_json(page_dir / "leaderboard.json")
+    for i, cell in enumerate(doc["cells"]):
+        cell["llm"] = f"{cell['llm']} {HOSTILE}"
+        cell["note"] = HOSTILE
+        if i % 3 == 0:
+            cell["n_correct"], cell["n_incorrect"] = HOSTILE, HOSTILE
+        if i % 5 == 0:
+            cell["section"] = "x </script><!--<script>" + HOSTILE
+    for section in doc["sections"]:
+        section["n_samples"] = HOSTILE
+        section["notes"] = [HOSTILE]
+    for summary in doc["comparisons"]["summary"]:
+        summary["n_improved"] = HOSTILE
+        summary["set"] = HOSTILE
+    for row in doc["comparisons"]["rows"]:
+        row["note"], row["estimator"] = HOSTILE, HOSTILE
+    for rank in doc["ranks"]["llms"]:
+        rank["rank"], rank["llm"] = HOSTILE, HOSTILE
+    index = write_html(doc, tmp_path / "index.html", title=HOSTILE, header=HOSTILE)
+    assert "<img" not in index.read_text(encoding="utf-8").split("<body>", 1)[1]  # built without plots
+    page = browser
+    _load(page, index)
+    page.js("document.querySelector('#cells th[data-key=llm]').click()")
+    _choose(page, "f-metric", "")
+    time.sleep(0.5)  # an injected image would fail to load and fire its handler by now
+    assert page.js("window.__pwned === undefined")
+    assert page.js("document.querySelectorAll('#cells tbody tr').length") > 0
+    assert page.js("document.querySelectorAll('img').length") == 0
+    shown = page.js("[...document.querySelectorAll('#cells tbody tr')].map(r => r.cells[1].textContent)")
+    assert all(HOSTILE in s for s in shown)  # shown as text, whole
+    assert page.errors() == []

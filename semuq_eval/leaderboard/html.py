@@ -60,19 +60,29 @@ tr.unreliable td{color:#888}tr.unreliable .bar span{background:#bbb}.flag{color:
 _JS = r"""
 (function(){
 "use strict";
+// Data never reaches the page as markup: every value is a text node or a property (el, below); styles and
+// classes come from numbers and fixed names only.
 const D = JSON.parse(document.getElementById("leaderboard-data").textContent);
 const F = D.cell_fields, cells = D.cells.map(r => Object.fromEntries(F.map((f, i) => [f, r[i]])));
 const $ = id => document.getElementById(id);
-const esc = s => String(s == null ? "" : s).replace(/[&<>"]/g, c => ({"&":"&amp;","<":"&lt;",">":"&gt;","\"":"&quot;"}[c]));
-const fmt = (v, d) => v == null ? "" : Number(v).toFixed(d == null ? 3 : d);
+const num = v => (typeof v === "number" && isFinite(v)) ? v : null;
+const fmt = (v, d) => num(v) == null ? "" : num(v).toFixed(d == null ? 3 : d);
+const int = v => num(v) == null ? "" : String(Math.round(num(v)));
+function el(tag, props, kids) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(props || {})) {
+    if (v == null || v === false) continue;
+    if (k === "class") e.className = v; else if (k === "style") e.style.cssText = v; else e.setAttribute(k, String(v));
+  }
+  for (const k of kids || []) e.append(k instanceof Node ? k : document.createTextNode(k == null ? "" : String(k)));
+  return e;
+}
 let sortKey = "value", sortDir = -1, limit = 200;
 const filters = {section: "f-section", llm: "f-llm", label_set: "f-labelset", strategy: "f-strategy", metric: "f-metric"};
 function options(id, values, all) {
-  const el = $(id);
-  el.innerHTML = (all ? '<option value="">all</option>' : "") +
-    values.map(v => '<option value="' + esc(v) + '">' + esc(v) + "</option>").join("");
+  $(id).replaceChildren(...(all ? [el("option", {value: ""}, ["all"])] : []), ...values.map(v => el("option", {value: v}, [v])));
 }
-const uniq = k => [...new Set(cells.map(c => c[k]))].sort();
+const uniq = k => [...new Set(cells.map(c => String(c[k])))].sort();
 options("f-section", uniq("section"), true); options("f-llm", uniq("llm"), true);
 options("f-labelset", uniq("label_set"), true);
 options("f-strategy", uniq("strategy"), true); options("f-metric", uniq("metric"), true);
@@ -80,8 +90,8 @@ if (uniq("metric").includes("auroc")) $("f-metric").value = "auroc";
 if (uniq("strategy").includes("greedy")) $("f-strategy").value = "greedy";
 function kept() {
   const text = $("f-estimator").value.trim().toLowerCase(), rel = $("f-reliable").checked;
-  return cells.filter(c => Object.entries(filters).every(([k, id]) => !$(id).value || c[k] === $(id).value)
-    && (!text || c.estimator.toLowerCase().includes(text)) && (!rel || c.reliable === true));
+  return cells.filter(c => Object.entries(filters).every(([k, id]) => !$(id).value || String(c[k]) === $(id).value)
+    && (!text || String(c.estimator).toLowerCase().includes(text)) && (!rel || c.reliable === true));
 }
 function cmp(a, b) {
   // reliable cells first, whatever the sort: the top rows must not be small-sample noise (! cells follow)
@@ -92,25 +102,29 @@ function cmp(a, b) {
 }
 const SCALE = {auroc: [0, 1, 0.5], auarc: [0, 1, null], ece: [0, 0.5, null], prr: [-1, 1, 0]};
 function bar(c) {
-  if (c.value == null) return "";
+  if (num(c.value) == null) return "";
   const [lo, hi, ref] = SCALE[c.metric] || [0, 1, null], w = v => Math.max(0, Math.min(100, 100 * (v - lo) / (hi - lo)));
-  let s = '<span class="bar">';
-  if (c.ci_low != null && c.ci_high != null) s += '<span style="left:' + w(c.ci_low) + '%;width:' + Math.max(0.5, w(c.ci_high) - w(c.ci_low)) + '%"></span>';
-  if (ref != null) s += '<b style="left:' + w(ref) + '%"></b>';
-  return s + '<i style="left:' + w(c.value) + '%"></i></span>';
+  const kids = [];
+  if (num(c.ci_low) != null && num(c.ci_high) != null)
+    kids.push(el("span", {style: "left:" + w(c.ci_low) + "%;width:" + Math.max(0.5, w(c.ci_high) - w(c.ci_low)) + "%"}));
+  if (ref != null) kids.push(el("b", {style: "left:" + w(ref) + "%"}));
+  kids.push(el("i", {style: "left:" + w(c.value) + "%"}));
+  return el("span", {class: "bar"}, kids);
 }
 function renderCells() {
   const rows = kept().sort(cmp), shown = rows.slice(0, limit);
   $("count").textContent = "Showing " + shown.length + " of " + rows.length + " cells (" + cells.length + " in all)";
   $("more").hidden = shown.length >= rows.length;
-  $("cells").querySelector("tbody").innerHTML = shown.map(c =>
-    '<tr class="' + (c.reliable === false ? "unreliable" : "") + '"><td>' + esc(c.section) + "</td><td>" + esc(c.llm) +
-    "</td><td>" + esc(c.estimator) + "</td><td>" + esc(c.label_set) + "</td><td>" + esc(c.strategy) + "</td><td>" + esc(c.metric) +
-    '</td><td class="num">' + (c.value == null ? '<span class="status">' + esc(c.status) + "</span>" : fmt(c.value) +
-    (c.reliable === false ? ' <span class="flag" title="unreliable">!</span>' : "")) +
-    '</td><td class="num">' + (c.ci_low == null ? "" : "[" + fmt(c.ci_low) + ", " + fmt(c.ci_high) + "]") + "</td><td>" + bar(c) +
-    '</td><td class="num">' + (c.n_correct == null ? "" : c.n_correct + "/" + c.n_incorrect) + '</td><td class="num">' +
-    fmt(c.accuracy) + '</td><td title="' + esc(c.note) + '">' + esc((c.note || "").slice(0, 60)) + "</td></tr>").join("");
+  $("cells").querySelector("tbody").replaceChildren(...shown.map(c => el("tr", {class: c.reliable === false ? "unreliable" : ""}, [
+    el("td", {}, [c.section]), el("td", {}, [c.llm]), el("td", {}, [c.estimator]), el("td", {}, [c.label_set]),
+    el("td", {}, [c.strategy]), el("td", {}, [c.metric]),
+    el("td", {class: "num"}, num(c.value) == null ? [el("span", {class: "status"}, [c.status])] :
+      [fmt(c.value), ...(c.reliable === false ? [" ", el("span", {class: "flag", title: "unreliable"}, ["!"])] : [])]),
+    el("td", {class: "num"}, [num(c.ci_low) == null ? "" : "[" + fmt(c.ci_low) + ", " + fmt(c.ci_high) + "]"]),
+    el("td", {}, [bar(c)]),
+    el("td", {class: "num"}, [num(c.n_correct) == null ? "" : int(c.n_correct) + "/" + int(c.n_incorrect)]),
+    el("td", {class: "num"}, [fmt(c.accuracy)]),
+    el("td", {title: c.note == null ? "" : String(c.note)}, [String(c.note == null ? "" : c.note).slice(0, 60)])])));
   document.querySelectorAll("#cells th[data-key]").forEach(th => {
     th.classList.toggle("asc", th.dataset.key === sortKey && sortDir > 0);
     th.classList.toggle("desc", th.dataset.key === sortKey && sortDir < 0);
@@ -124,17 +138,17 @@ function color(v) {
 function renderHeatmap() {
   // a #common section repeats questions of its task's other sections: counted only when chosen
   const sec = $("f-section").value, repeated = new Set(D.repeats);
-  const rows = kept().filter(c => c.metric === "auroc" && c.value != null && (c.section === sec || !repeated.has(c.section))), acc = {};
-  rows.forEach(c => { const [a, o] = c.estimator.includes("@") ? c.estimator.split("@") : [c.estimator, "-"];
+  const rows = kept().filter(c => c.metric === "auroc" && num(c.value) != null && (c.section === sec || !repeated.has(c.section))), acc = {};
+  rows.forEach(c => { const e = String(c.estimator), [a, o] = e.includes("@") ? e.split("@") : [e, "-"];
     const k = a + "\u0000" + o; (acc[k] = acc[k] || []).push(c.value); });
   const aggs = [...new Set(Object.keys(acc).map(k => k.split("\u0000")[0]))].sort();
   const ops = [...new Set(Object.keys(acc).map(k => k.split("\u0000")[1]))].sort();
   const t = $("heatmap");
-  if (!aggs.length) { t.innerHTML = "<tr><td>no AUROC under these filters (set metric to auroc or all)</td></tr>"; return; }
-  t.innerHTML = "<tr><th>aggregator \\ operator</th>" + ops.map(o => "<th>" + esc(o) + "</th>").join("") + "</tr>" +
-    aggs.map(a => "<tr><th>" + esc(a) + "</th>" + ops.map(o => { const v = acc[a + "\u0000" + o];
+  if (!aggs.length) { t.replaceChildren(el("tr", {}, [el("td", {}, ["no AUROC under these filters (set metric to auroc or all)"])])); return; }
+  t.replaceChildren(el("tr", {}, [el("th", {}, ["aggregator \\ operator"]), ...ops.map(o => el("th", {}, [o]))]),
+    ...aggs.map(a => el("tr", {}, [el("th", {}, [a]), ...ops.map(o => { const v = acc[a + "\u0000" + o];
       const m = v ? v.reduce((x, y) => x + y, 0) / v.length : null;
-      return '<td style="background:' + color(m) + '" title="' + (v ? v.length + " cells" : "") + '">' + (m == null ? "" : fmt(m)) + "</td>"; }).join("") + "</tr>").join("");
+      return el("td", {style: "background:" + color(m), title: v ? v.length + " cells" : ""}, [m == null ? "" : fmt(m)]); })])));
 }
 function renderDeltas() {
   const strategy = $("f-strategy").value || "greedy", sec = $("f-section").value, llm = $("f-llm").value;
@@ -142,33 +156,36 @@ function renderDeltas() {
   const cols = [...new Set(rows.map(r => r.section + " / " + r.llm))].sort();
   const pairs = [...new Set(rows.map(r => r.set + ": " + r.estimator + " \u2212 " + r.base))];
   const at = {}; rows.forEach(r => at[r.set + ": " + r.estimator + " \u2212 " + r.base + "|" + r.section + " / " + r.llm] = r);
-  $("deltas").innerHTML = "<tr><th>pair (" + esc(strategy) + " labels)</th>" + cols.map(c => "<th>" + esc(c) + "</th>").join("") + "</tr>" +
-    pairs.map(p => "<tr><th>" + esc(p) + "</th>" + cols.map(c => { const r = at[p + "|" + c];
-      if (!r || r.status !== "ok") return '<td title="' + esc(r ? r.note : "") + '">-</td>';
-      return '<td class="num ' + (r.difference > 0 ? "delta-pos" : "delta-neg") + (r.significant ? " sig" : "") + '" title="p = ' + fmt(r.p_value) + '">' +
-        (r.difference > 0 ? "+" : "") + fmt(r.difference) + " [" + fmt(r.ci_low) + ", " + fmt(r.ci_high) + "]" + (r.significant ? " *" : "") + (r.reliable ? "" : " !") + "</td>"; }).join("") + "</tr>").join("");
-  $("delta-summary").innerHTML = D.comparisons.summary.filter(s => s.strategy === strategy).map(s =>
-    "<li><b>" + esc(s.set) + "</b> (" + esc((D.comparisons.sets[s.set] || {}).description) + "): improves in " + s.n_improved + " of " +
-    s.n_cells + " cells, " + s.n_improved_significant + " significantly; significantly worse in " + s.n_worse_significant +
-    "; on reliable cells only (no !): improves in " + s.reliable.n_improved + " of " + s.reliable.n_cells + ", " +
-    s.reliable.n_improved_significant + " significantly, significantly worse in " + s.reliable.n_worse_significant +
-    "; unavailable " + s.n_unavailable + " (all sections and LLMs" +
-    (D.repeats.length ? " but the #common ones, whose questions are also in other sections" : "") + ")</li>").join("");
+  $("deltas").replaceChildren(el("tr", {}, [el("th", {}, ["pair (" + strategy + " labels)"]), ...cols.map(c => el("th", {}, [c]))]),
+    ...pairs.map(p => el("tr", {}, [el("th", {}, [p]), ...cols.map(c => { const r = at[p + "|" + c];
+      if (!r || r.status !== "ok" || num(r.difference) == null) return el("td", {title: r && r.note != null ? String(r.note) : ""}, ["-"]);
+      return el("td", {class: "num " + (r.difference > 0 ? "delta-pos" : "delta-neg") + (r.significant === true ? " sig" : ""), title: "p = " + fmt(r.p_value)},
+        [(r.difference > 0 ? "+" : "") + fmt(r.difference) + " [" + fmt(r.ci_low) + ", " + fmt(r.ci_high) + "]" +
+         (r.significant === true ? " *" : "") + (r.reliable === true ? "" : " !")]); })])));
+  $("delta-summary").replaceChildren(...D.comparisons.summary.filter(s => s.strategy === strategy).map(s => { const q = s.reliable || {};
+    return el("li", {}, [el("b", {}, [s.set]), " (" + ((D.comparisons.sets[s.set] || {}).description || "") + "): improves in " + int(s.n_improved) + " of " +
+      int(s.n_cells) + " cells, " + int(s.n_improved_significant) + " significantly; significantly worse in " + int(s.n_worse_significant) +
+      "; on reliable cells only (no !): improves in " + int(q.n_improved) + " of " + int(q.n_cells) + ", " +
+      int(q.n_improved_significant) + " significantly, significantly worse in " + int(q.n_worse_significant) +
+      "; unavailable " + int(s.n_unavailable) + " (all sections and LLMs" +
+      (D.repeats.length ? " but the #common ones, whose questions are also in other sections" : "") + ")"]); }));
 }
 function renderRanks() {
   const strategy = $("f-strategy").value, sec = $("f-section").value, text = $("f-estimator").value.trim().toLowerCase();
   const chosen = new Set(D.llm_pairs.map(p => p.section + "|" + p.strategy + "|" + p.estimator));
   const rows = D.ranks.llms.filter(r => (!strategy || r.strategy === strategy) && (!sec || r.section === sec) &&
-    (text ? r.estimator.toLowerCase().includes(text) : chosen.has(r.section + "|" + r.strategy + "|" + r.estimator)));
-  $("ranks").querySelector("tbody").innerHTML = rows.slice(0, 300).map(r => { const n = r.n_ranked, w = k => 100 * (k - 1) / n;
-    return "<tr><td>" + esc(r.section) + "</td><td>" + esc(r.strategy) + "</td><td>" + esc(r.estimator) + "</td><td>" + esc(r.llm) +
-    '</td><td class="num">' + fmt(r.auroc) + '</td><td class="num">' + (r.rank == null ? "" : r.rank) + '</td><td class="num">' +
-    (r.rank_low == null ? "" : r.rank_low + "\u2013" + r.rank_high) + ' of ' + n + '</td><td>' + (r.rank == null ? "" : '<span class="bar"><span style="left:' +
-    w(r.rank_low) + '%;width:' + (w(r.rank_high + 1) - w(r.rank_low)) + '%"></span><i style="left:' + (w(r.rank) + 50 / n) + '%"></i></span>') + '</td></tr>'; }).join("");
-  $("pairs").querySelector("tbody").innerHTML = D.llm_pairs.filter(p => (!strategy || p.strategy === strategy) && (!sec || p.section === sec)).map(p =>
-    "<tr><td>" + esc(p.section) + "</td><td>" + esc(p.strategy) + "</td><td>" + esc(p.estimator) + "</td><td>" + esc(p.llm_a) + " \u2212 " + esc(p.llm_b) +
-    '</td><td class="num">' + (p.status !== "ok" ? "-" : fmt(p.difference) + " [" + fmt(p.ci_low) + ", " + fmt(p.ci_high) + "]" + (p.significant ? " *" : "")) +
-    '</td><td class="num">' + fmt(p.p_value) + "</td></tr>").join("");
+    (text ? String(r.estimator).toLowerCase().includes(text) : chosen.has(r.section + "|" + r.strategy + "|" + r.estimator)));
+  $("ranks").querySelector("tbody").replaceChildren(...rows.slice(0, 300).map(r => { const n = num(r.n_ranked) || 1, w = k => 100 * (k - 1) / n;
+    const ranked = num(r.rank) != null && num(r.rank_low) != null && num(r.rank_high) != null;
+    return el("tr", {}, [el("td", {}, [r.section]), el("td", {}, [r.strategy]), el("td", {}, [r.estimator]), el("td", {}, [r.llm]),
+      el("td", {class: "num"}, [fmt(r.auroc)]), el("td", {class: "num"}, [ranked ? int(r.rank) : ""]),
+      el("td", {class: "num"}, [(ranked ? int(r.rank_low) + "\u2013" + int(r.rank_high) : "") + " of " + int(n)]),
+      el("td", {}, ranked ? [el("span", {class: "bar"}, [el("span", {style: "left:" + w(r.rank_low) + "%;width:" + (w(r.rank_high + 1) - w(r.rank_low)) + "%"}),
+        el("i", {style: "left:" + (w(r.rank) + 50 / n) + "%"})])] : [])]); }));
+  $("pairs").querySelector("tbody").replaceChildren(...D.llm_pairs.filter(p => (!strategy || p.strategy === strategy) && (!sec || p.section === sec)).map(p =>
+    el("tr", {}, [el("td", {}, [p.section]), el("td", {}, [p.strategy]), el("td", {}, [p.estimator]), el("td", {}, [p.llm_a + " \u2212 " + p.llm_b]),
+      el("td", {class: "num"}, [p.status !== "ok" ? "-" : fmt(p.difference) + " [" + fmt(p.ci_low) + ", " + fmt(p.ci_high) + "]" + (p.significant === true ? " *" : "")]),
+      el("td", {class: "num"}, [fmt(p.p_value)])])));
 }
 function render() { renderCells(); renderHeatmap(); renderDeltas(); renderRanks(); }
 document.querySelectorAll("#cells th[data-key]").forEach(th => th.addEventListener("click", () => {
@@ -183,6 +200,22 @@ render();
 document.body.dataset.ready = "1";
 })();
 """
+
+
+_SCRIPT_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
+def script_json(data: Any) -> str:
+    """``data`` as JSON safe to embed in a ``<script>`` element: ``<``, ``>``, ``&`` and the JavaScript line
+    separators are written as ``\\uXXXX`` escapes, so no string can close the element or open a comment.
+
+    Examples
+    --------
+    >>> script_json({"task": "x </script><!--"})
+    '{"task":"x \\\\u003c/script\\\\u003e\\\\u003c!--"}'
+    """
+    text = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    return re.sub("[<>&\u2028\u2029]", lambda m: _SCRIPT_ESCAPES[m.group()], text)
 
 
 def _compact(document: Mapping[str, Any]) -> dict[str, Any]:
@@ -260,14 +293,14 @@ def render_html(
     title: str = "semuq-eval leaderboard",
 ) -> str:
     """The page (module docstring) for a ``leaderboard.json`` document; ``plots`` are relative PNG paths."""
-    data = json.dumps(_compact(document), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    data = data.replace("</", "<\\/")  # no "</script>" inside the script element
+    data = script_json(_compact(document))
     boot = (document.get("settings") or {}).get("bootstrap") or {}
     head_text = "".join(f"<p>{_inline(p)}</p>" for p in header.strip().split("\n\n") if p.strip())
     sections = "".join(
-        f"<li><b>{html.escape(s['id'])}</b>: {html.escape(str(s['question_set']))}; N = {s['n_samples']}; "
-        f"label set {html.escape(s['label_set'])}; LLMs: {html.escape(', '.join(s['llms']))}"
-        + "".join(f"<br><i>{html.escape(n)}</i>" for n in s["notes"])
+        f"<li><b>{html.escape(str(s['id']))}</b>: {html.escape(str(s['question_set']))}; "
+        f"N = {html.escape(str(s['n_samples']))}; label set {html.escape(str(s['label_set']))}; "
+        f"LLMs: {html.escape(', '.join(map(str, s['llms'])))}"
+        + "".join(f"<br><i>{html.escape(str(n))}</i>" for n in s["notes"])
         + "</li>"
         for s in document["sections"]
     )

@@ -145,11 +145,25 @@ def write_json_document(document: Mapping[str, Any], path: str | Path) -> Path:
     return write_json(path, document, indent=1)
 
 
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
 def _csv_value(value: Any) -> Any:
+    """A cell of the CSV: numbers as written, undefined as empty, and a text that a spreadsheet would read as a
+    formula (starting with ``= + - @``, a tab or a carriage return; ``-`` alone, "no operator", is text) prefixed
+    with ``'`` (OWASP's CSV-injection rule), so opening the file never runs anything.
+
+    Examples
+    --------
+    >>> [_csv_value(v) for v in (None, -0.25, float("nan"), "=1+1", "-", "enc")]
+    ['', '-0.25', '', "'=1+1", '-', 'enc']
+    """
     if value is None:
         return ""
     if isinstance(value, float):
         return repr(value) if math.isfinite(value) else ""
+    if isinstance(value, str) and value.startswith(_FORMULA_START) and value != "-":  # "-": no operator
+        return "'" + value
     return value
 
 
