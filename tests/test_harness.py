@@ -246,9 +246,28 @@ def test_settings_validation():
     assert legacy.make_judge().info["mode"] == "em"
     bad = [
         ({"n_samples": 0}, "n_samples must be >= 1"),
-        ({"n_samples": "many"}, "not a number"),
+        ({"n_samples": "many"}, "n_samples must be a whole number"),
+        ({"n_samples": 2.7}, "n_samples must be a whole number"),
+        ({"n_samples": True}, "n_samples must be a whole number"),
         ({"tau": float("nan")}, "tau must be a finite"),
-        ({"bootstrap": -1}, "bootstrap must be >= 0"),
+        ({"tau": 0}, "strictly between 0 and 1"),
+        ({"tau": -0.3}, "strictly between 0 and 1"),
+        ({"tau": "half"}, "tau: a numeric setting is not a number"),
+        ({"bootstrap": -1}, "bootstrap must be >= 1"),
+        ({"bootstrap": 0}, "bootstrap must be >= 1"),  # crashed when the metrics ran, after generation
+        ({"seed": -1}, "seed must be >= 0"),  # the same
+        ({"store": "false"}, None),
+        ({"store": "no"}, "store must be true or false"),
+        ({"store_hidden": 0}, "store_hidden must be true or false"),
+        ({"n_smaples": 5}, "unknown setting 'n_smaples'; did you mean 'n_samples'"),
+        (
+            {"operators": ["lexical"], "operator_options": {"lexical": {"measure": "bogus"}}},
+            r"operator_options\['lexical'\]: unknown lexical measure 'bogus'",
+        ),
+        (
+            {"operators": ["lexical"], "operator_options": {"lexical": {"colour": "red"}}},
+            r"operator_options\['lexical'\]:.*colour",
+        ),
         ({"operators": ["lexical", "nope"]}, r"Unknown operator 'nope'"),
         ({"aggregators": ["kle"]}, "aggregators: unknown"),
         ({"operators": ["lexical"], "operator_options": {"enc": {}}}, "operator_options: unknown"),
@@ -257,8 +276,13 @@ def test_settings_validation():
         ({"operator_options": {"lexical": 3}}, "mapping of mappings"),
     ]
     for meta, message in bad:
+        if message is None:
+            assert Settings.from_metadata(meta).store is False  # the string "false" is false
+            continue
         with pytest.raises(ValueError, match=message):
             Settings.from_metadata(meta)
+    ok = Settings.from_metadata({"n_samples": "5", "seed": 3.0, "version": 1.0, "data_dir": "/x", "limit": 9})
+    assert (ok.n_samples, ok.seed) == (5, 3)  # integral values pass; unrelated keys are left alone
     with pytest.raises(ValueError, match="unknown label mode"):
         Settings.from_metadata({"label_mode": "fuzzy"}).make_judge()
 

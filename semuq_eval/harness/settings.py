@@ -1,7 +1,10 @@
 """Plugin settings of a semuq task, read from the task's ``metadata`` (YAML) and ``--metadata '{...}'``.
 
 lm-eval rejects unknown task-config keys, so every semuq setting lives under ``metadata``;
-``--metadata`` on the command line is merged over the YAML's (shallow merge).
+``--metadata`` on the command line is merged over the YAML's (shallow merge). Everything is validated when the
+task is built, before any model loads or generates: types and ranges, registry names, every operator built with
+its options (no model loads), the judge built with its options, and a key that looks like a misspelt setting
+(``n_smaples``) is refused with the setting it resembles; other keys (``version``, ``data_dir``, ``limit``) pass.
 
 =====================  ===========================================  =========================================
 key                    default                                      meaning
@@ -17,7 +20,7 @@ operator_options       {}                                           ``{operator:
 aggregators            null (all registered)                        aggregator names to score
 aggregator_options     {}                                           ``{aggregator: {kwarg: value}}``
 tau                    0.5                                          equivalence rule S_ij > tau for graded or
-                                                                    Gram matrices (hard NLI is boolean)
+                                                                    Gram matrices (hard NLI is boolean); in (0, 1)
 judge                  string                                       the judge that labels answers (registry
                                                                     name, :mod:`semuq_eval.judges`)
 judge_options          {}                                           its options, e.g. ``{"mode": "em"}``
@@ -25,8 +28,8 @@ label_mode             (shorthand)                                  ``judge_opti
                                                                     contains | em | f1
 f1_threshold           (shorthand)                                  ``judge_options.f1_threshold``
 question_field         question                                     doc field holding the bare question
-bootstrap              1000                                         bootstrap resamples for the CIs
-seed                   0                                            bootstrap seed
+bootstrap              1000                                         bootstrap resamples for the CIs (>= 1)
+seed                   0                                            bootstrap seed (>= 0)
 ece_bins               10                                           ECE bins
 ece_refit              once                                         ECE interval: calibrator fitted once, or
                                                                     refitted in every resample (per_resample)
@@ -44,6 +47,7 @@ table_estimators       []                                           extra estima
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -56,6 +60,30 @@ DEFAULT_OPERATORS = ("nli", "nli_soft", "cos_ext", "cos_int", "enc", "lexical")
 
 STRING_JUDGE_SHORTHANDS = {"label_mode": "mode", "f1_threshold": "f1_threshold"}
 """Metadata keys kept from before judges were a registry: options of the ``string`` judge."""
+
+
+def _whole_number(key: str, value: Any, low: int) -> int:
+    """``value`` as an int >= ``low``: ints, integral floats and their strings ("5", 5.0); anything else (2.7,
+    True, "many") is refused naming the key."""
+    try:
+        number = float(value) if isinstance(value, str) else value
+        if isinstance(number, bool) or not isinstance(number, (int, float)) or number != int(number):
+            raise ValueError
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"metadata {key} must be a whole number >= {low}, got {value!r}") from None
+    if int(number) < low:
+        raise ValueError(f"metadata {key} must be >= {low}, got {value!r}")
+    return int(number)
+
+
+def _boolean(key: str, value: Any) -> bool:
+    """``value`` as a bool: true / false, or the strings "true" / "false" (any case); anything else is refused
+    (the string "false" must not count as true)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise ValueError(f"metadata {key} must be true or false, got {value!r}")
 
 
 @dataclass
@@ -98,6 +126,12 @@ class Settings:
 
         metadata = apply_profile(metadata or {}) if expand_profile else dict(metadata or {})
         known = {f.name for f in fields(cls)}
+        for key in metadata:  # a typo of a setting is refused; other keys (version, data_dir, limit) pass
+            close = difflib.get_close_matches(
+                str(key), sorted(known | set(STRING_JUDGE_SHORTHANDS)), n=1, cutoff=0.8
+            )
+            if key not in known and key not in STRING_JUDGE_SHORTHANDS and close:
+                raise ValueError(f"metadata: unknown setting {key!r}; did you mean {close[0]!r}?")
         kwargs = {k: v for k, v in metadata.items() if k in known}
         for key in ("operators", "aggregators", "table_estimators"):
             if isinstance(kwargs.get(key), str):
@@ -119,25 +153,27 @@ class Settings:
         """Check types, ranges and registry names; normalize numbers. Raises ValueError naming the key."""
         from semuq_eval import aggregators, judges, operators
 
-        try:
-            self.n_samples, self.bootstrap = int(self.n_samples), int(self.bootstrap)
-            self.seed, self.ece_bins = int(self.seed), int(self.ece_bins)
-            self.min_minority = int(self.min_minority)
-            self.tau = float(self.tau)
-        except (TypeError, ValueError) as err:
-            raise ValueError(f"metadata: a numeric setting is not a number ({err})") from None
-        for key, value, low in (
-            ("n_samples", self.n_samples, 1),
-            ("bootstrap", self.bootstrap, 0),
-            ("ece_bins", self.ece_bins, 1),
-            ("min_minority", self.min_minority, 1),
+        for key, low in (
+            ("n_samples", 1),
+            ("bootstrap", 1),
+            ("seed", 0),
+            ("ece_bins", 1),
+            ("min_minority", 1),
         ):
-            if value < low:
-                raise ValueError(f"metadata {key} must be >= {low}, got {value}")
+            setattr(self, key, _whole_number(key, getattr(self, key), low))
+        try:
+            self.tau = float(self.tau)
+        except (TypeError, ValueError):
+            raise ValueError(f"metadata tau: a numeric setting is not a number, got {self.tau!r}") from None
+        if not (math.isfinite(self.tau) and 0.0 < self.tau < 1.0):
+            raise ValueError(
+                f"metadata tau must be a finite number strictly between 0 and 1 (similarities above it are "
+                f"equivalent), got {self.tau}"
+            )
+        for key in ("store", "store_hidden"):
+            setattr(self, key, _boolean(key, getattr(self, key)))
         if self.ece_refit not in ("once", "per_resample"):
             raise ValueError(f"metadata ece_refit must be 'once' or 'per_resample', got {self.ece_refit!r}")
-        if not math.isfinite(self.tau):
-            raise ValueError(f"metadata tau must be a finite number, got {self.tau}")
         checks = (
             ("aggregators", self.aggregators or (), aggregators.names()),
             ("operator_options", tuple(self.operator_options), self.operators),
@@ -163,6 +199,10 @@ class Settings:
                 operators.resolve(name, self.operator_options.get(name))
             except ValueError as err:
                 raise ValueError(f"metadata operators: {err}") from None
+            try:  # built now (no model loads): a bad option fails before any generation, not after
+                operators.get(name, **dict(self.operator_options.get(name) or {}))
+            except (TypeError, ValueError) as err:
+                raise ValueError(f"metadata operator_options[{name!r}]: {err}") from None
 
     def make_judge(self):
         """The judge these settings name, built with ``judge_options``."""
