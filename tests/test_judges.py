@@ -442,6 +442,33 @@ def test_label_set_round_trip_and_slicing(tmp_path):
         read_label_set(tmp_path, "other")
 
 
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ({"doc_id": 0, "greedy": "false", "samples": [1]}, r"llm.jsonl:2: field 'greedy' must be 1, 0, true"),
+        ({"doc_id": 0, "greedy": 1, "samples": [2]}, r"llm.jsonl:2: field 'samples' must be"),
+        ({"doc_id": 0, "greedy": 1, "samples": "1,0"}, r"llm.jsonl:2: field 'samples' must be a list"),
+        ({"greedy": 1, "samples": []}, r"llm.jsonl:2: field 'doc_id' must be an integer"),
+    ],
+)
+def test_a_label_value_that_is_not_a_verdict_is_refused_naming_file_line_and_field(tmp_path, line, message):
+    write_label_set(tmp_path, "llm", [{"doc_id": 1, "greedy": 1, "samples": [1]}], {})
+    path = tmp_path / "labels" / "llm.jsonl"
+    path.write_text(path.read_text() + json.dumps(line) + "\n")  # the string "false" used to count as correct
+    with pytest.raises(ValueError, match=message):
+        read_label_set(tmp_path, "llm")
+
+
+def test_a_label_set_name_is_never_a_path(tmp_path):
+    outside = tmp_path / "x.jsonl"
+    outside.write_text(json.dumps({"doc_id": 0, "greedy": 1}) + "\n")
+    store = tmp_path / "a" / "b"
+    (store / "labels").mkdir(parents=True)
+    for name in ("../../x", "/etc/passwd", "a/b", ""):
+        with pytest.raises(ValueError, match="no path"):
+            read_label_set(store, name)
+
+
 def test_judge_command_relabels_a_store_and_rescore_uses_the_labels(stub, tmp_path, capsys):
     from semuq_eval.harness.rescore import rescore
     from semuq_eval.judges.cli import main
@@ -515,3 +542,17 @@ def test_llm_judge_inside_a_run_keeps_probabilities_and_sample_labels(stub, tmp_
     assert paris["labels"] == {"greedy": 1, "majority": 1} and paris["p_correct"]["greedy"] == pytest.approx(
         0.8
     )
+
+
+def test_a_local_judge_model_retrained_to_the_same_shape_gets_a_new_identity(tmp_path):
+    """The verdict cache is keyed by the judge's identity: weights that change keep their size, so the identity
+    must follow their content, or retrained weights would reuse the old verdicts."""
+    from semuq_eval.judges.hf import _folder_revision
+
+    (tmp_path / "config.json").write_text('{"model_type": "tiny"}')
+    weights = tmp_path / "model.safetensors"
+    weights.write_bytes(b"\x00" * 4096)
+    before = _folder_revision(tmp_path)
+    assert _folder_revision(tmp_path) == before
+    weights.write_bytes(b"\x01" + b"\x00" * 4095)  # same size, other weights
+    assert _folder_revision(tmp_path) != before

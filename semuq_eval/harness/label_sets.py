@@ -70,16 +70,30 @@ class LabelSet:
         return dict(self.provenance.get("judge") or {})
 
 
-def _int_label(v: Any) -> int | None:
-    return None if v is None else int(bool(v))
+def _int_label(v: Any, field: str = "label") -> int | None:
+    """A verdict as 1 / 0 / None: true, false, 1, 0 (also 1.0, 0.0) or null; anything else (the string "false",
+    2, "yes") is refused, so no value is silently taken for "correct"."""
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        return int(v)
+    if isinstance(v, (int, float)) and v in (0, 1):
+        return int(v)
+    raise ValueError(f"field {field!r} must be 1, 0, true, false or null, got {v!r}")
 
 
 def _clean(record: Mapping[str, Any]) -> dict[str, Any]:
-    samples = [_int_label(v) for v in record.get("samples", [])]
+    raw_samples = record.get("samples", [])
+    if not isinstance(raw_samples, list):
+        raise ValueError(f"field 'samples' must be a list of verdicts, got {raw_samples!r}")
+    samples = [_int_label(v, "samples") for v in raw_samples]
+    doc_id = record.get("doc_id")
+    if isinstance(doc_id, bool) or not isinstance(doc_id, int):
+        raise ValueError(f"field 'doc_id' must be an integer, got {doc_id!r}")
     out = {
-        "doc_id": int(record["doc_id"]),
-        "greedy": _int_label(record.get("greedy")),
-        "majority": _int_label(record.get("majority")),
+        "doc_id": doc_id,
+        "greedy": _int_label(record.get("greedy"), "greedy"),
+        "majority": _int_label(record.get("majority"), "majority"),
         "samples": samples,
         "n_missing_verdicts": int(
             record.get("n_missing_verdicts", sum(v is None for v in [record.get("greedy"), *samples]))
@@ -147,6 +161,10 @@ def read_label_set(store: str | os.PathLike, name: str = RUN_LABELS) -> LabelSet
         When the store has no such label set (the message lists the ones it has).
     """
     root = Path(store)
+    if not isinstance(name, str) or not (name == RUN_LABELS or _NAME.match(name)):
+        raise ValueError(
+            f"label set name {name!r}: a name of 1-64 letters, digits, '_', '.' or '-' (no path)"
+        )
     if name == RUN_LABELS:
         path = root / "scores.jsonl"
         if not path.is_file():
@@ -154,19 +172,22 @@ def read_label_set(store: str | os.PathLike, name: str = RUN_LABELS) -> LabelSet
                 f"{root}: no scores.jsonl, so no run labels; label sets: {label_set_names(root)}"
             )
         records = {}
-        for _, item in read_jsonl(path):
+        for number, item in read_jsonl(path):
             labels = item.get("labels") or {}
-            records[int(item["doc_id"])] = _clean(
+            rec = _located(
+                path,
+                number,
                 {
-                    "doc_id": item["doc_id"],
+                    "doc_id": item.get("doc_id"),
                     "greedy": labels.get("greedy"),
                     "majority": labels.get("majority"),
                     "samples": item.get("sample_labels", []),
                     "n_missing_verdicts": item.get("n_missing_verdicts", 0),
                     "p_correct": item.get("p_correct"),
                     "errors": item.get("errors"),
-                }
+                },
             )
+            records[rec["doc_id"]] = rec
         return LabelSet(RUN_LABELS, _run_provenance(root), records)
     path = root / "labels" / f"{name}.jsonl"
     if not path.is_file():
@@ -175,8 +196,19 @@ def read_label_set(store: str | os.PathLike, name: str = RUN_LABELS) -> LabelSet
     provenance = read_json(meta_path) if meta_path.is_file() else {"name": name}
     if provenance.get("format", LABEL_SET_FORMAT) != LABEL_SET_FORMAT:
         raise ValueError(f"{meta_path}: unknown label set format {provenance.get('format')!r}")
-    records = {int(r["doc_id"]): _clean(r) for _, r in read_jsonl(path)}
+    records = {}
+    for number, raw in read_jsonl(path):
+        rec = _located(path, number, raw)
+        records[rec["doc_id"]] = rec
     return LabelSet(name, provenance, records)
+
+
+def _located(path: Path, number: int, record: Mapping[str, Any]) -> dict[str, Any]:
+    """:func:`_clean` with a bad field reported as ``file:line: ...``."""
+    try:
+        return _clean(record)
+    except ValueError as err:
+        raise ValueError(f"{path}:{number}: {err}") from None
 
 
 def _run_provenance(root: Path) -> dict[str, Any]:
