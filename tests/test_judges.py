@@ -346,6 +346,45 @@ def test_openai_judge_retries_500_and_garbage_then_succeeds(stub):
     assert len(server.requests) == 4
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"choices": ["x"]},
+        {"choices": [{"message": "hi"}]},
+        {"choices": [{"message": {"content": 3}}]},
+        {"choices": [{"message": {"content": "yes"}, "logprobs": {"content": ["?"]}}]},
+        {"choices": None},
+        ["not", "an", "object"],
+        {"choices": [{"text": None}]},
+    ],
+)
+def test_openai_judge_turns_a_well_formed_but_wrong_reply_into_an_unknown_verdict(stub, body):
+    server = stub(lambda _body, n: (200, body, 0))
+    judge = OpenAIJudge(server.base_url, "m", max_retries=1, backoff=0.01, cache=None, progress=False)
+    (verdict,) = judge.batch(["q"], ["Paris"], [["Paris"]])
+    if body == {"choices": [{"message": {"content": "yes"}, "logprobs": {"content": ["?"]}}]}:
+        assert verdict.label is True  # unreadable log-probabilities: the text decides
+    else:
+        assert verdict.label is None and "after 1 retries" in verdict.error  # a reason, no crash
+
+
+@pytest.mark.parametrize("code", [301, 302, 303])
+def test_openai_judge_never_sends_its_key_to_another_host(stub, monkeypatch, code):
+    """urllib follows a redirected POST as a GET and copies every header; the key must stay on its host."""
+    monkeypatch.setenv("MY_KEY", "sk-secret")
+    elsewhere = stub(_rule)
+    for host in ("localhost", "127.0.0.1"):  # another host name; the same host on another port
+        base = elsewhere.base_url.replace("127.0.0.1", host)
+        hop = stub(lambda body, n, base=base: (code, {"location": base + "/v1/chat/completions"}, 0))
+        judge = OpenAIJudge(
+            hop.base_url, "m", api_key_env="MY_KEY", max_retries=0, cache=None, progress=False
+        )
+        (verdict,) = judge.batch(["q"], ["Paris"], [["Paris"]])
+        assert hop.requests[-1]["auth"] == "Bearer sk-secret"  # the configured server gets the key
+        assert elsewhere.requests[-1]["auth"] is None  # the one it redirects to does not
+        assert verdict.label is None and "HTTP 405" in verdict.error
+
+
 def test_openai_judge_timeout_gives_unknown_not_incorrect(stub, tmp_path):
     server = stub(lambda body, n: (200, completion(body, "no", 0.1), 2.0))
     judge = OpenAIJudge(

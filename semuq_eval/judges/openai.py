@@ -28,6 +28,7 @@ import os
 import random
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -182,7 +183,7 @@ class OpenAIJudge(PromptedJudge):
         request = urllib.request.Request(
             self.url, data=json.dumps(body).encode(), headers=headers, method="POST"
         )
-        with urllib.request.urlopen(request, timeout=self.timeout) as response:
+        with _OPENER.open(request, timeout=self.timeout) as response:
             return json.loads(response.read().decode("utf-8"))
 
     def _ask(self, prompt: str) -> Verdict:
@@ -213,8 +214,15 @@ class OpenAIJudge(PromptedJudge):
             choice = payload["choices"][0]
         except (KeyError, IndexError, TypeError):
             raise _Unreadable("the server's reply has no choices") from None
+        if not isinstance(choice, Mapping):
+            raise _Unreadable(
+                f"the server's reply has a choice that is not an object ({type(choice).__name__})"
+            )
         if self.endpoint == "chat":
-            text = (choice.get("message") or {}).get("content")
+            message = choice.get("message")
+            if not isinstance(message, Mapping):
+                raise _Unreadable("the server's reply has no message object")
+            text = message.get("content")
             top = _chat_top(choice.get("logprobs"))
         else:
             text = choice.get("text")
@@ -238,13 +246,30 @@ class _Unreadable(ValueError):
     """A reply whose structure is not an OpenAI completion (retried like a failed request)."""
 
 
+class _NoCredentialsAcrossHosts(urllib.request.HTTPRedirectHandler):
+    """Follows a redirect, but never sends the API key to another host (urllib copies every header)."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if (
+            new is not None
+            and urllib.parse.urlsplit(newurl).netloc != urllib.parse.urlsplit(req.full_url).netloc
+        ):
+            new.headers.pop("Authorization", None)
+            new.unredirected_hdrs.pop("Authorization", None)
+        return new
+
+
+_OPENER = urllib.request.build_opener(_NoCredentialsAcrossHosts)
+
+
 def _chat_top(logprobs: Any) -> dict[str, float]:
     """``{token: logprob}`` of the first position of a chat reply's ``logprobs.content``."""
     try:
         first = logprobs["content"][0]
         top = first.get("top_logprobs") or [first]
         return {str(t["token"]): float(t["logprob"]) for t in top}
-    except (KeyError, IndexError, TypeError, ValueError):
+    except (AttributeError, KeyError, IndexError, TypeError, ValueError):
         return {}
 
 
