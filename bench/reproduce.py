@@ -211,6 +211,7 @@ def rescore_all(args, stores: Sequence[Path], names, options, timings: dict) -> 
             operator_options=options,
             bootstrap=args.bootstrap,
             store_output=target,
+            force=True,  # a half-written store of an interrupted run, or --force
         )
         timings[f"rescore {store.parent.name}/{store.name}"] = {
             "seconds": round(time.perf_counter() - start, 1),

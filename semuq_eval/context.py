@@ -66,14 +66,25 @@ def resolve_output_dir(
 
 
 def safe_name(value: object) -> str:
-    """A file-name-safe form of any string (runs of other characters become ``__``).
+    """A file-name-safe form of any string (runs of other characters become ``__``), never ``.``, ``..`` nor a
+    hidden name: leading dots are dropped.
+
+    Raises
+    ------
+    ValueError
+        When nothing usable is left (``..``, ``/``, an empty string).
 
     Examples
     --------
     >>> safe_name("HuggingFaceTB/SmolLM2-135M")
     'HuggingFaceTB__SmolLM2-135M'
+    >>> safe_name("../x")
+    'x'
     """
-    return re.sub(r"[^A-Za-z0-9._-]+", "__", str(value)).strip("_")
+    name = re.sub(r"^[._]+", "", re.sub(r"[^A-Za-z0-9._-]+", "__", str(value))).rstrip("_")
+    if not re.search(r"[A-Za-z0-9]", name):
+        raise ValueError(f"{value!r} leaves no usable folder name (use letters, digits, '.', '_' or '-')")
+    return name
 
 
 def model_slug(model: object) -> str:
@@ -88,7 +99,8 @@ def model_slug(model: object) -> str:
     """
     text = str(model).rstrip("/\\")
     is_path = os.path.isabs(text) or text.startswith((".", "~")) or Path(text).expanduser().is_dir()
-    return safe_name(Path(text).name if is_path else text)
+    # a relative path ("..", "./m") is named by the folder it points to (symlinks not followed)
+    return safe_name(Path(os.path.abspath(os.path.expanduser(text))).name if is_path else text)
 
 
 @dataclass(frozen=True)

@@ -70,6 +70,7 @@ def rescore(
     bootstrap: int | None = None,
     output: str | os.PathLike | None = None,
     store_output: str | os.PathLike | None = None,
+    force: bool = False,
 ) -> dict:
     """The breakdown (as in ``breakdown.json``) recomputed from the store at ``store_path``.
 
@@ -99,10 +100,19 @@ def rescore(
     store_output : path-like, optional
         Write a complete run store there: the stored answers and hidden vectors, the new settings,
         ``scores.jsonl`` and ``breakdown.json``; the labels scored become its run labels. It must not be the
-        source store.
+        source store, and a folder that is not empty is refused unless ``force`` (then it is emptied first:
+        nothing of an older store, such as its label sets, survives into the new one).
+    force : bool
+        Replace a non-empty ``store_output``.
     """
-    if store_output is not None and Path(store_output).resolve() == Path(store_path).resolve():
-        raise ValueError(f"store_output {store_output} is the source store: give another folder")
+    if store_output is not None:
+        target = Path(store_output)
+        if target.resolve() == Path(store_path).resolve():
+            raise ValueError(f"store_output {store_output} is the source store: give another folder")
+        if target.exists() and (not target.is_dir() or any(target.iterdir())) and not force:
+            raise FileExistsError(
+                f"store_output {store_output} exists and is not empty; give another folder or --force"
+            )
     manifest, records = load_store(store_path)
     stored = Settings.from_metadata(manifest.get("settings"), expand_profile=False)
     settings = replace(stored)
@@ -160,7 +170,12 @@ def rescore(
             path = path / "breakdown.rescore.json"
         write_json(path, breakdown)
     if store_output is not None:
-        _write_store(manifest, store_path, store_output, settings, out.items, breakdown)
+        target = Path(store_output)
+        if target.is_dir():
+            shutil.rmtree(target)  # refused above unless empty or forced
+        elif target.exists():
+            target.unlink()
+        _write_store(manifest, store_path, target, settings, out.items, breakdown)
     return breakdown
 
 
@@ -215,6 +230,7 @@ def main(argv: list[str]) -> int:
     """`semuq-eval rescore STORE ...`: recompute matrices, scores and metrics from a run store."""
     import argparse
     import json
+    import sys
 
     from semuq_eval.harness.report import breakdown_table
     from semuq_eval.judges import MODES
@@ -251,6 +267,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--store_output", help="write a complete run store there (answers copied, new scores and breakdown)"
     )
+    parser.add_argument(
+        "--force", action="store_true", help="replace a --store_output folder that is not empty"
+    )
     parser.add_argument("--json", action="store_true", help="print the breakdown JSON instead of the table")
     args = parser.parse_args(argv)
     judge, judge_options = args.judge, args.judge_options
@@ -258,19 +277,24 @@ def main(argv: list[str]) -> int:
         if judge not in (None, "string"):
             parser.error("--label_mode is an option of the string judge")
         judge, judge_options = "string", {**(judge_options or {}), "mode": args.label_mode}
-    breakdown = rescore(
-        args.store,
-        operators=args.operators,
-        operator_options=args.operator_options,
-        estimator_names=args.estimators,
-        n_samples=args.n_samples,
-        tau=args.tau,
-        judge=judge,
-        judge_options=judge_options,
-        labels=args.labels,
-        bootstrap=args.bootstrap,
-        output=args.output,
-        store_output=args.store_output,
-    )
+    try:  # bad input: one line, no traceback
+        breakdown = rescore(
+            args.store,
+            operators=args.operators,
+            operator_options=args.operator_options,
+            estimator_names=args.estimators,
+            n_samples=args.n_samples,
+            tau=args.tau,
+            judge=judge,
+            judge_options=judge_options,
+            labels=args.labels,
+            bootstrap=args.bootstrap,
+            output=args.output,
+            store_output=args.store_output,
+            force=args.force,
+        )
+    except (FileNotFoundError, FileExistsError, ValueError) as err:
+        print(f"semuq-eval rescore: {err}", file=sys.stderr)
+        return 2
     print(json.dumps(breakdown, indent=1) if args.json else breakdown_table(breakdown))
     return 0

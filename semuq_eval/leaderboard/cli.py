@@ -20,6 +20,8 @@ import sys
 import time
 from pathlib import Path
 
+from semuq_eval.jsonio import read_json
+
 __all__ = ["build", "main"]
 
 log = logging.getLogger("semuq_eval.leaderboard")
@@ -40,6 +42,7 @@ def build(
     created: str | None = None,
     command: str = "",
     relative_to: str | Path | None = None,
+    force: bool = False,
 ) -> dict:
     """Build a leaderboard folder from run stores (paths or globs); returns the ``leaderboard.json`` document.
 
@@ -68,6 +71,9 @@ def build(
         Fixed build time (golden files); default now.
     relative_to : path-like, optional
         Run paths in the outputs are relative to this folder; default ``output``.
+    force : bool
+        Write into an ``output`` folder that holds other files than a leaderboard (refused otherwise: a folder
+        holding an earlier leaderboard is rebuilt in place, and only the plots that build wrote are replaced).
 
     Examples
     --------
@@ -82,6 +88,8 @@ def build(
     from semuq_eval.leaderboard.plots import plot_all
     from semuq_eval.leaderboard.write import to_document, write_csv, write_json_document, write_markdown
 
+    output = Path(output)
+    _check_output(output, force)
     skipped: list[dict[str, str]] = []
     paths = expand_inputs(inputs, skipped)
     for entry in skipped:
@@ -89,7 +97,6 @@ def build(
     runs = load_runs(paths, labels)
     sections = _sections(runs, common_questions, strict=strict, on_duplicate=on_duplicate)
     board = compute(sections, config or LeaderboardConfig())
-    output = Path(output)
     output.mkdir(parents=True, exist_ok=True)
     document = to_document(
         board, inputs=inputs, created=created, relative_to=relative_to or output, skipped=skipped
@@ -190,7 +197,31 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--title", default="semuq-eval leaderboard")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="write into an --output folder that holds other files than an earlier leaderboard",
+    )
     return p
+
+
+def _check_output(output: Path, force: bool) -> None:
+    """Refuse an ``output`` that is a file, or a folder of someone else's files (without ``force``)."""
+    if output.exists() and not output.is_dir():
+        raise ValueError(f"--output {output} is a file, not a folder")
+    if not output.is_dir() or force or not any(output.iterdir()):
+        return
+    previous = output / "leaderboard.json"
+    try:
+        ours = previous.is_file() and str(read_json(previous).get("format", "")).startswith(
+            "semuq-leaderboard"
+        )
+    except (OSError, ValueError, AttributeError):
+        ours = False
+    if not ours:
+        raise FileExistsError(
+            f"--output {output} holds files that are not a leaderboard; choose an empty folder or pass --force"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -202,7 +233,11 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     header = args.header
     if header.startswith("@"):
-        header = Path(header[1:]).read_text(encoding="utf-8")
+        try:
+            header = Path(header[1:]).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as err:
+            print(f"semuq-eval leaderboard: --header {args.header}: cannot read it ({err})", file=sys.stderr)
+            return 2
     try:
         config = LeaderboardConfig(
             n_resamples=args.bootstrap,
@@ -226,10 +261,11 @@ def main(argv: list[str] | None = None) -> int:
             header=header,
             title=args.title,
             plots=not args.no_plots,
+            force=args.force,
             command="semuq-eval leaderboard "
             + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[2:])),
         )
-    except (LeaderboardInputError, ValueError, KeyError) as err:
+    except (LeaderboardInputError, ValueError, KeyError, FileExistsError, OSError) as err:
         print(f"semuq-eval leaderboard: {err}", file=sys.stderr)
         return 2
     n_runs, n_cells = len(document["runs"]), len(document["cells"])

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from semuq_eval.jsonio import read_json, write_json
+
 __all__ = ["plot_all", "plot_auroc", "plot_heatmap", "plot_ranks"]
 
 
@@ -167,13 +169,17 @@ def plot_ranks(document: Mapping[str, Any], section: Mapping[str, Any], path: st
     return path
 
 
+WRITTEN = ".semuq-plots.json"
+"""The list of the plots a build wrote into ``plots/`` (the next build replaces these and nothing else)."""
+
+
 def plot_all(document: Mapping[str, Any], folder: str | Path) -> list[str]:
     """Every plot into ``folder/plots/``; returns their paths relative to ``folder`` (for the page)."""
     folder = Path(folder)
     out = folder / "plots"
     out.mkdir(parents=True, exist_ok=True)
-    for old in out.glob("*.png"):
-        old.unlink()
+    for old in _written_before(out):  # only the plots an earlier build wrote; any other file stays
+        old.unlink(missing_ok=True)
     written = []
     if document["heatmap"]:
         written.append(plot_heatmap(document, out / "heatmap_operator_x_aggregator.png"))
@@ -183,4 +189,16 @@ def plot_all(document: Mapping[str, Any], folder: str | Path) -> list[str]:
         ranks = plot_ranks(document, section, out / f"ranks_{_slug(section['id'])}.png")
         if ranks is not None:
             written.append(ranks)
+    write_json(out / WRITTEN, {"plots": [p.name for p in written]})
     return [str(p.relative_to(folder)) for p in written]
+
+
+def _written_before(out: Path) -> list[Path]:
+    """The plots the previous build listed; without a list (a build before it was kept), the files named as
+    builds name them."""
+    try:
+        names = read_json(out / WRITTEN).get("plots") or []
+        return [out / Path(str(n)).name for n in names]
+    except (OSError, ValueError, AttributeError):
+        patterns = ("heatmap_operator_x_aggregator.png", "auroc_*.png", "ranks_*.png")
+        return [p for pattern in patterns for p in out.glob(pattern)]

@@ -1,0 +1,87 @@
+"""Nothing a user wrote is replaced without --force, and no run writes outside its folder (issue 20, finding 3):
+`rescore --store_output` into a non-empty folder, `leaderboard --output` into a folder of other files (and its
+plots folder), and a run id that would climb out of the task folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from semuq_eval.cli import main as cli_main
+from semuq_eval.context import RunContext, model_slug, safe_name
+from semuq_eval.harness.label_sets import write_label_set
+from tests.fixtures.tiny_harness import canned_run
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("overwrites")
+    return canned_run(tmp, tmp / "runs")
+
+
+def test_rescore_refuses_a_non_empty_store_output_and_force_leaves_nothing_of_the_old_store(
+    store, tmp_path, capsys
+):
+    target = tmp_path / "rescored"
+    assert cli_main(["rescore", str(store), "--store_output", str(target), "--bootstrap", "20"]) == 0
+    write_label_set(
+        target, "old", [{"doc_id": 0, "greedy": 1, "samples": [1]}], {}
+    )  # labels of the old answers
+    before = {p: p.read_bytes() for p in target.rglob("*") if p.is_file()}
+    capsys.readouterr()
+    assert cli_main(["rescore", str(store), "--store_output", str(target), "--bootstrap", "20"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "exists and is not empty" in err and "--force" in err
+    assert {p: p.read_bytes() for p in target.rglob("*") if p.is_file()} == before  # untouched
+    argv = ["rescore", str(store), "--store_output", str(target), "--bootstrap", "20", "--force"]
+    assert cli_main(argv) == 0
+    assert not (target / "labels").exists()  # the old label set cannot pass for the new store's
+    assert cli_main(["rescore", str(target), "--labels", "old", "--bootstrap", "20"]) == 2
+
+
+def test_leaderboard_refuses_a_folder_of_other_files_and_keeps_a_users_plots(store, tmp_path, capsys):
+    out = tmp_path / "board"
+    out.mkdir()
+    (out / "notes.md").write_text("mine")
+    capsys.readouterr()
+    assert cli_main(["leaderboard", str(store), "--output", str(out), "--bootstrap", "20"]) == 2
+    assert "not a leaderboard" in capsys.readouterr().err and (out / "notes.md").read_text() == "mine"
+    assert cli_main(["leaderboard", str(store), "--output", str(out), "--bootstrap", "20", "--force"]) == 0
+    mine = out / "plots" / "my-figure.png"
+    mine.write_bytes(b"\x89PNG mine")
+    built = sorted(p.name for p in (out / "plots").glob("*.png") if p != mine)
+    assert built
+    assert (
+        cli_main(["leaderboard", str(store), "--output", str(out), "--bootstrap", "20"]) == 0
+    )  # its own: rebuilt
+    assert mine.read_bytes() == b"\x89PNG mine"  # a file the build did not write stays
+    assert sorted(p.name for p in (out / "plots").glob("*.png") if p != mine) == built
+    file_output = tmp_path / "a-file"
+    file_output.write_text("x")
+    assert cli_main(["leaderboard", str(store), "--output", str(file_output)]) == 2
+    assert "is a file" in capsys.readouterr().err and file_output.read_text() == "x"
+    assert cli_main(["leaderboard", str(store), "--output", str(out), "--header", "@/nonexistent"]) == 2
+    assert "--header @/nonexistent" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("run_id", ["..", ".", "/", "../..", ""])
+def test_a_run_id_never_climbs_out_of_its_task_folder(tmp_path, run_id):
+    if not run_id:
+        assert (
+            RunContext.resolve(output_dir=tmp_path, run_id=run_id).store_dir("t") == tmp_path / "semuq" / "t"
+        )
+        return
+    with pytest.raises(ValueError, match="no usable folder name"):
+        RunContext.resolve(output_dir=tmp_path, run_id=run_id)
+
+
+def test_names_made_from_paths_stay_inside(tmp_path, monkeypatch):
+    assert safe_name("../../etc/x") == "etc__x"
+    assert safe_name(".hidden") == "hidden"
+    monkeypatch.chdir(tmp_path / ".")
+    (tmp_path / "models" / "m1").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "models" / "m1")
+    assert model_slug("..") == "models"  # pretrained=.. names the folder it points to
+    store = RunContext.resolve(output_dir=tmp_path, model="..").store_dir("semuq_x")
+    assert store == tmp_path / "semuq" / "semuq_x" / "models"
