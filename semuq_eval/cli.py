@@ -7,7 +7,9 @@ remaining arguments, and the one line ``semuq-eval --help`` shows.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
+import zipfile
 
 __all__ = ["COMMANDS", "LM_EVAL_COMMANDS", "main"]
 
@@ -62,7 +64,8 @@ lm-eval's commands (same flags as `lm_eval`):
 semuq-eval's commands:
 {own}
 
-`semuq-eval COMMAND --help` shows a command's options. Example:
+`semuq-eval COMMAND --help` shows a command's options. Bad input ends in one line and exit 2; add --debug
+(or SEMUQ_DEBUG=1) for the traceback. Example:
   semuq-eval run --model semuq-hf --model_args pretrained=HuggingFaceTB/SmolLM2-135M-Instruct \\
       --tasks semuq_triviaqa --limit 20 --output_path out
 """
@@ -85,9 +88,51 @@ def print_tasks_dir(argv: list[str]) -> int:
     return 0
 
 
+INPUT_ERRORS: tuple[type[BaseException], ...] = (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile)
+"""What bad input raises (ValueError and its JSON / Unicode errors, OSError and its FileNotFoundError /
+FileExistsError / PermissionError, truncated archives): one line and exit 2 at the boundary. Anything else is a
+bug and keeps its traceback."""
+
+
+def one_line(err: BaseException) -> str:
+    """The message of an input error on one line (an OSError with its file).
+
+    Examples
+    --------
+    >>> one_line(FileNotFoundError(2, "No such file or directory", "x.json"))
+    'x.json: No such file or directory'
+    >>> one_line(ValueError("a\\nb"))
+    'a b'
+    """
+    if isinstance(err, OSError) and err.filename is not None and err.strerror:
+        text = f"{err.filename}: {err.strerror}"
+    elif isinstance(err, KeyError) and len(err.args) == 1:
+        text = f"missing {err.args[0]!r}"
+    else:
+        text = str(err) or type(err).__name__
+    return " ".join(text.split())
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``semuq-eval`` console script (and ``python -m semuq_eval``)."""
+    """Entry point of the ``semuq-eval`` console script (and ``python -m semuq_eval``).
+
+    The error boundary of every command: bad input (:data:`INPUT_ERRORS`) ends in one line naming the file,
+    record and field, and exit 2; ``--debug`` (anywhere on the line) or ``SEMUQ_DEBUG=1`` shows the traceback.
+    """
     argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv or os.environ.get("SEMUQ_DEBUG") == "1"
+    argv = [a for a in argv if a != "--debug"]
+    try:
+        return _dispatch(argv)
+    except INPUT_ERRORS as err:
+        if debug:
+            raise
+        command = argv[0] if argv else ""
+        print(f"semuq-eval {command}: {one_line(err)} (--debug shows the traceback)", file=sys.stderr)
+        return 2
+
+
+def _dispatch(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(_usage())
         return 0

@@ -197,8 +197,21 @@ def test_no_reference_is_unknown_without_asking():
 def test_corrupt_cache_file_is_a_clear_error(tmp_path):
     bad = tmp_path / "c.sqlite"
     bad.write_bytes(b"not a database" * 100)
-    with pytest.raises(RuntimeError, match="cache=none"):
+    with pytest.raises(ValueError, match="cache=none"):
         CountingJudge(cache=bad)
+
+
+def test_a_valid_sqlite_file_of_another_schema_is_refused_not_used(tmp_path):
+    import sqlite3
+
+    other = tmp_path / "other.sqlite"
+    with sqlite3.connect(other) as db:
+        db.execute("CREATE TABLE verdicts (id INTEGER, verdict TEXT)")
+        db.execute("INSERT INTO verdicts VALUES (1, 'yes')")
+    before = other.read_bytes()
+    with pytest.raises(ValueError, match=r"another schema.*\['id', 'verdict'\]"):
+        CountingJudge(cache=other)
+    assert other.read_bytes() == before  # not a byte written
 
 
 # ---------------------------------------------------------------------------------------------- hf judge

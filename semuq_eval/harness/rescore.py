@@ -114,6 +114,8 @@ def rescore(
                 f"store_output {store_output} exists and is not empty; give another folder or --force"
             )
     manifest, records = load_store(store_path)
+    if not records:
+        raise ValueError(f"{store_path}: the store holds no answers (generations.rank*.jsonl empty or missing)")
     stored = Settings.from_metadata(manifest.get("settings"), expand_profile=False)
     settings = replace(stored)
     if operators is not None:

@@ -136,10 +136,21 @@ class Settings:
         for key in ("operators", "aggregators", "table_estimators"):
             if isinstance(kwargs.get(key), str):
                 kwargs[key] = [s.strip() for s in kwargs[key].split(",") if s.strip()]
-            if kwargs.get(key) is not None:
-                kwargs[key] = tuple(kwargs[key])
+            value = kwargs.get(key)
+            if value is None and key == "aggregators":  # null: every registered aggregator
+                continue
+            if key in kwargs and not (
+                isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
+            ):
+                raise ValueError(
+                    f"metadata {key} must be a list of names (or one comma-separated string), got {value!r}"
+                )
+            if key in kwargs:
+                kwargs[key] = tuple(value)
         shorthand = {new: metadata[old] for old, new in STRING_JUDGE_SHORTHANDS.items() if old in metadata}
         if shorthand:
+            if not isinstance(kwargs.get("judge_options") or {}, Mapping):
+                raise ValueError(f"metadata judge_options must be a mapping, got {kwargs['judge_options']!r}")
             if kwargs.get("judge", "string") != "string":
                 raise ValueError(
                     f"metadata {sorted(STRING_JUDGE_SHORTHANDS)} are options of the string judge only"
@@ -174,6 +185,16 @@ class Settings:
             setattr(self, key, _boolean(key, getattr(self, key)))
         if self.ece_refit not in ("once", "per_resample"):
             raise ValueError(f"metadata ece_refit must be 'once' or 'per_resample', got {self.ece_refit!r}")
+        for key in ("operator_options", "aggregator_options", "judge_options"):
+            value = getattr(self, key)
+            if not isinstance(value, Mapping) or (
+                key != "judge_options" and not all(isinstance(v, Mapping) for v in value.values())
+            ):
+                raise ValueError(
+                    f"metadata {key} must be a mapping{' of mappings' if key != 'judge_options' else ''}, got {value!r}"
+                )
+        if not isinstance(self.judge, str):
+            raise ValueError(f"metadata judge must be a judge's name, got {self.judge!r}")
         checks = (
             ("aggregators", self.aggregators or (), aggregators.names()),
             ("operator_options", tuple(self.operator_options), self.operators),
@@ -186,14 +207,6 @@ class Settings:
                 raise ValueError(f"metadata {key}: unknown name(s) {unknown}; known: {sorted(known)}")
         if len(set(self.operators)) != len(self.operators):
             raise ValueError(f"metadata operators: names repeated in {list(self.operators)}")
-        for key in ("operator_options", "aggregator_options", "judge_options"):
-            value = getattr(self, key)
-            if not isinstance(value, Mapping) or (
-                key != "judge_options" and not all(isinstance(v, Mapping) for v in value.values())
-            ):
-                raise ValueError(
-                    f"metadata {key} must be a mapping{' of mappings' if key != 'judge_options' else ''}, got {value!r}"
-                )
         for name in self.operators:  # registered, or a named variant of a registered operator
             try:
                 operators.resolve(name, self.operator_options.get(name))

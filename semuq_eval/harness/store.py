@@ -29,6 +29,7 @@ generates only the missing ones, then writes this store in full.
 from __future__ import annotations
 
 import os
+import zipfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -127,29 +128,62 @@ def load_store(
     if not manifest_path.is_file():
         raise FileNotFoundError(f"{root} is not a semuq run store (no manifest.json)")
     manifest = read_json(manifest_path)
+    if not isinstance(manifest, dict):
+        raise ValueError(f"{manifest_path}: a manifest is a JSON object, got {type(manifest).__name__}")
     if manifest.get("format") != STORE_FORMAT:
         raise ValueError(f"{manifest_path}: unknown store format {manifest.get('format')!r}")
     vectors: dict[str, np.ndarray] = {}
     for npz in sorted(root.glob("hidden.rank*.npz")) if hidden else []:
-        with np.load(npz, allow_pickle=False) as data:
-            vectors.update({k: data[k] for k in data.files})
+        try:
+            with np.load(npz, allow_pickle=False) as data:
+                vectors.update({k: data[k] for k in data.files})
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
+            raise ValueError(f"{npz}: unreadable hidden vectors ({type(err).__name__}: {err})") from None
     items = {}
     if (root / "scores.jsonl").is_file():
-        items = {it["doc_id"]: it for _, it in read_jsonl(root / "scores.jsonl")}
+        for number, it in read_jsonl(root / "scores.jsonl"):
+            _check_fields(
+                root / "scores.jsonl", number, it, {"doc_id": int}, {"scores": dict, "labels": dict}
+            )
+            items[it["doc_id"]] = it
     records: dict[int, dict[str, Any]] = {}
     for gen_file in sorted(root.glob("generations.rank*.jsonl")):
-        for _, rec in read_jsonl(gen_file):
+        for number, rec in read_jsonl(gen_file):
+            _check_fields(gen_file, number, rec, {"doc_id": int, "greedy": dict, "samples": list}, {})
             did = rec["doc_id"]
-            greedy = dict(rec["greedy"], hidden=_as_list(vectors.get(f"d{did}.greedy")))
-            rec["greedy"] = Generation.from_record(greedy)
-            stack = vectors.get(f"d{did}.samples")
-            rec["samples"] = [
-                Generation.from_record(dict(s, hidden=_as_list(stack[i]) if stack is not None else None))
-                for i, s in enumerate(rec["samples"])
-            ]
+            try:
+                greedy = dict(rec["greedy"], hidden=_as_list(vectors.get(f"d{did}.greedy")))
+                rec["greedy"] = Generation.from_record(greedy)
+                stack = vectors.get(f"d{did}.samples")
+                rec["samples"] = [
+                    Generation.from_record(dict(s, hidden=_as_list(stack[i]) if stack is not None else None))
+                    for i, s in enumerate(rec["samples"])
+                ]
+            except (KeyError, TypeError, ValueError, IndexError) as err:
+                raise ValueError(
+                    f"{gen_file}:{number}: doc {did}: a malformed answer ({type(err).__name__}: {err})"
+                ) from None
             rec["item"] = items.get(did)
             records[did] = rec  # a later line for the same doc wins
     return manifest, [records[k] for k in sorted(records)]
+
+
+def _check_fields(
+    path: Path,
+    number: int,
+    record: Mapping[str, Any],
+    required: Mapping[str, type],
+    optional: Mapping[str, type],
+) -> None:
+    """ValueError naming ``path:number`` and the field, for a missing required field or a field of another type."""
+    for key, kind in {**required, **optional}.items():
+        if key not in record:
+            if key in required:
+                raise ValueError(f"{path}:{number}: field {key!r} is missing")
+            continue
+        value = record[key]
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise ValueError(f"{path}:{number}: field {key!r} must be {kind.__name__}, got {value!r:.60}")
 
 
 def _as_list(arr: np.ndarray | None):

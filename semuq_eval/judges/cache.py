@@ -49,6 +49,9 @@ CREATE TABLE IF NOT EXISTS verdicts (
 """
 
 
+_COLUMNS = ["key", "label", "p_correct", "reply", "error", "judge", "created"]
+
+
 def default_cache_path() -> Path:
     """``<cache dir>/judge-cache.sqlite``, the cache dir being the assets' (``SEMUQ_EVAL_CACHE`` or ~/.cache)."""
     from semuq_eval.assets import cache_dir
@@ -83,13 +86,22 @@ class JudgeCache:
         self._lock = threading.Lock()
         try:
             self._db = sqlite3.connect(str(self.path), timeout=60, check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute(_SCHEMA)
-            self._db.commit()
+            columns = [row[1] for row in self._db.execute("PRAGMA table_info(verdicts)")]  # before any write
+            if not columns:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute(_SCHEMA)
+                self._db.commit()
+                columns = _COLUMNS
         except sqlite3.DatabaseError as exc:
-            raise RuntimeError(
+            raise ValueError(
                 f"judge cache {self.path} cannot be used ({exc}); delete the file or pass cache=none"
             ) from exc
+        if columns != _COLUMNS:
+            self._db.close()
+            raise ValueError(
+                f"judge cache {self.path} is an SQLite file of another schema (table verdicts has columns "
+                f"{columns}, expected {_COLUMNS}); delete the file, point cache= elsewhere or pass cache=none"
+            )
 
     def get(self, keys: Iterable[str]) -> dict[str, Verdict]:
         """The cached verdicts among ``keys``."""

@@ -399,6 +399,10 @@ def load_run(path: str | os.PathLike, label_set: str = RUN_LABELS) -> Run:
     if not manifest_file.is_file():
         raise LeaderboardInputError(f"{manifest_file} is missing: {store} is not a complete run store")
     manifest = read_json(manifest_file)
+    if not isinstance(manifest, Mapping):
+        raise LeaderboardInputError(
+            f"{manifest_file}: a manifest is a JSON object, got {type(manifest).__name__}"
+        )
     if manifest.get("format") != STORE_FORMAT:
         raise LeaderboardInputError(
             f"{manifest_file}: store format {manifest.get('format')!r}, expected {STORE_FORMAT!r}"
@@ -415,10 +419,15 @@ def load_run(path: str | os.PathLike, label_set: str = RUN_LABELS) -> Run:
         )
     items = {}
     for line, item in read_jsonl(scores_file):
-        for key in ("doc_id", "scores", "labels"):
+        for key, kind in (("doc_id", int), ("scores", Mapping), ("labels", Mapping)):
             if key not in item:
                 raise LeaderboardInputError(f"{scores_file}:{line}: no {key!r} in the item")
-        items[int(item["doc_id"])] = item  # a later line for the same doc wins, as in load_store
+            if not isinstance(item[key], kind) or isinstance(item[key], bool):
+                raise LeaderboardInputError(
+                    f"{scores_file}:{line}: field {key!r} must be {'an integer' if kind is int else 'an object'}, "
+                    f"got {item[key]!r:.60}"
+                )
+        items[item["doc_id"]] = item  # a later line for the same doc wins, as in load_store
     if not items:
         raise LeaderboardInputError(f"{scores_file} holds no questions")
     if breakdown.get("n_docs") is not None and int(breakdown["n_docs"]) != len(items):

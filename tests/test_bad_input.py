@@ -1,0 +1,217 @@
+"""The bad-input suite (issue 20): broken and hostile run stores through every command that reads a store, and
+property-based checks of the settings, the label reader and the judge's reply parser.
+
+For every (command, broken store): no traceback, an exit code of 0 (the command had no use for the broken part)
+or 2 with ONE line naming the file (and the record and field where there is one), and not a byte of the input
+changed. A store broken where every reader needs it (its manifest, its answers) must end in exit 2.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from semuq_eval.cli import main as cli_main
+from tests.fixtures.tiny_harness import canned_run
+
+HOSTILE = '<img src=x onerror="alert(1)">'
+
+
+def _truncate(path: Path) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+def _first_line(path: Path, obj) -> None:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    lines[0] = json.dumps(obj) if not isinstance(obj, str) else obj
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _scores(path: Path, change) -> None:
+    lines = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+    change(lines[0])
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+
+
+BREAKS = {  # name -> (what it does to the store, every reader must refuse it)
+    "manifest is a list": (lambda s: (s / "manifest.json").write_text("[1, 2]"), True),
+    "manifest is not JSON": (lambda s: (s / "manifest.json").write_text("{not json"), True),
+    "manifest missing": (lambda s: (s / "manifest.json").unlink(), True),
+    "answers cut short": (lambda s: _truncate(s / "generations.rank0.jsonl"), True),
+    "answers: a doc id alone": (lambda s: _first_line(s / "generations.rank0.jsonl", {"doc_id": 0}), True),
+    "answers: garbage": (lambda s: _first_line(s / "generations.rank0.jsonl", "\x00\x01garbage"), True),
+    "answers: wrong types": (
+        lambda s: _first_line(s / "generations.rank0.jsonl", {"doc_id": "zero", "greedy": [], "samples": {}}),
+        True,
+    ),
+    "hidden vectors cut short": (lambda s: _truncate(next(s.glob("hidden.rank*.npz"))), False),
+    "scores null": (lambda s: _scores(s / "scores.jsonl", lambda x: x.update(scores=None)), False),
+    "labels: the string false": (
+        lambda s: _scores(s / "scores.jsonl", lambda x: x["labels"].update(greedy="false")),
+        False,
+    ),
+    "script in the question": (
+        lambda s: _first_line(
+            s / "generations.rank0.jsonl",
+            {**json.loads((s / "generations.rank0.jsonl").read_text().splitlines()[0]), "question": HOSTILE},
+        ),
+        False,
+    ),
+}
+
+COMMANDS = {
+    "rescore": lambda store, out: ["rescore", str(store), "--bootstrap", "20"],
+    "judge": lambda store, out: ["judge", str(store), "--judge", "string", "--name", "again"],
+    "diagnose": lambda store, out: [
+        "diagnose",
+        str(store),
+        "--operators",
+        "lexical",
+        "--output",
+        str(out / "d"),
+        "--bootstrap",
+        "20",
+        "--no_progress",
+    ],
+    "leaderboard": lambda store, out: [
+        "leaderboard",
+        str(store),
+        "--output",
+        str(out / "b"),
+        "--bootstrap",
+        "20",
+        "--no-plots",
+    ],
+    "train-data": lambda store, out: [
+        "train-data",
+        "export",
+        str(store),
+        "--output",
+        str(out / "t.jsonl.gz"),
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def good_store(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("bad-input")
+    return canned_run(tmp, tmp / "runs")
+
+
+def _snapshot(root: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in root.rglob("*")
+        if p.is_file()
+    }
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+@pytest.mark.parametrize("broken", sorted(BREAKS))
+def test_a_broken_store_ends_in_one_line_or_is_not_needed_and_nothing_changes(
+    good_store, tmp_path, capsys, command, broken
+):
+    store = tmp_path / "semuq" / "semuq_triviaqa_dpr" / "canned"
+    shutil.copytree(good_store, store)
+    change, fatal = BREAKS[broken]
+    change(store)
+    before = _snapshot(store)
+    out = tmp_path / "out"
+    out.mkdir()
+    capsys.readouterr()
+    try:
+        code = cli_main(COMMANDS[command](store, out))
+    except SystemExit as exit_:  # argparse's parser.exit(2, message): the same one line
+        code = exit_.code
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err + captured.out
+    if command == "judge" and (store / "labels").exists():
+        shutil.rmtree(store / "labels")  # its own output (the label set asked for), not an input
+    assert _snapshot(store) == before, "the input was changed"
+    assert code in (0, 2), captured.err
+    if code == 2:
+        lines = [
+            line
+            for line in captured.err.splitlines()
+            if line.strip() and not line.startswith(("WARNING", "INFO"))
+        ]
+        assert len(lines) == 1, captured.err
+        assert str(store) in lines[0] or "manifest" in lines[0] or "store" in lines[0], lines[0]
+    if fatal and command != "leaderboard":  # the leaderboard reads breakdowns and scores, not the answers
+        assert code == 2, f"{command} accepted a store with {broken}"
+
+
+# -- properties ---------------------------------------------------------------------------------------------------
+
+from semuq_eval.harness.label_sets import read_label_set, write_label_set  # noqa: E402
+from semuq_eval.harness.settings import Settings  # noqa: E402
+from semuq_eval.judges.prompts import parse_yes_no  # noqa: E402
+
+JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=20),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3)
+    ),
+    max_leaves=8,
+)
+KEYS = st.sampled_from(
+    [
+        "n_samples",
+        "bootstrap",
+        "seed",
+        "tau",
+        "store",
+        "store_hidden",
+        "ece_bins",
+        "min_minority",
+        "operators",
+        "operator_options",
+        "judge",
+        "aggregators",
+        "n_smaples",
+        "version",
+        "limit",
+    ]
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(KEYS, JSONISH, max_size=4))
+def test_settings_either_validate_into_sane_values_or_raise_a_value_error(metadata):
+    try:
+        s = Settings.from_metadata(metadata)
+    except ValueError:
+        return
+    assert isinstance(s.n_samples, int) and s.n_samples >= 1 and s.bootstrap >= 1 and s.seed >= 0
+    assert 0 < s.tau < 1 and isinstance(s.store, bool) and isinstance(s.store_hidden, bool)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.lists(st.fixed_dictionaries({"doc_id": JSONISH, "greedy": JSONISH, "samples": JSONISH}), max_size=3)
+)
+def test_a_label_set_reads_back_as_verdicts_or_a_located_error(tmp_path_factory, records):
+    root = tmp_path_factory.mktemp("labels")
+    (root / "labels").mkdir()
+    (root / "labels" / "x.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    try:
+        labels = read_label_set(root, "x")
+    except ValueError as err:
+        assert "x.jsonl:" in str(err)
+        return
+    for rec in labels.records.values():
+        assert rec["greedy"] in (0, 1, None) and all(v in (0, 1, None) for v in rec["samples"])
+    write_label_set(root, "y", list(labels.records.values()), {})
+    assert read_label_set(root, "y").records == labels.records
+
+
+@given(st.text(max_size=60))
+def test_the_reply_parser_answers_yes_no_or_unknown(text):
+    assert parse_yes_no(text) in (True, False, None)
