@@ -64,8 +64,15 @@ def write_json(path: str | os.PathLike, obj: Any, *, indent: int | None = 1) -> 
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f"{path.suffix}.{os.getpid()}.tmp")
     text = json.dumps(json_safe(obj), indent=indent, allow_nan=False, ensure_ascii=False)
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     return path
 
 
@@ -138,11 +145,21 @@ def read_jsonl(
 
 
 def write_jsonl(path: str | os.PathLike, records: Iterable[Any]) -> None:
-    """Write ``records`` (made JSON-safe) to ``path``, one per line, replacing the file."""
+    """Write ``records`` (made JSON-safe) to ``path``, one per line, replacing the file atomically: the lines go
+    to a temporary file beside it, flushed to disk, then renamed over ``path``, so a writer killed half-way
+    leaves the old file whole (and a stray ``*.tmp`` at most)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8", newline="\n") as fh:
-        fh.writelines(_line(r) for r in records)
+    tmp = path.with_suffix(f"{path.suffix}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
+            fh.writelines(_line(r) for r in records)
+            fh.flush()
+            os.fsync(fh.fileno())
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def append_jsonl(path: str | os.PathLike, records: Iterable[Any], *, durable: bool = False) -> None:

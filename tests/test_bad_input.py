@@ -40,6 +40,13 @@ def _scores(path: Path, change) -> None:
     path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
 
 
+def _with(store: Path, change) -> dict:
+    """The store's first answer record, changed."""
+    record = json.loads((store / "generations.rank0.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    change(record)
+    return record
+
+
 BREAKS = {  # name -> (what it does to the store, every reader must refuse it)
     "manifest is a list": (lambda s: (s / "manifest.json").write_text("[1, 2]"), True),
     "manifest is not JSON": (lambda s: (s / "manifest.json").write_text("{not json"), True),
@@ -55,6 +62,28 @@ BREAKS = {  # name -> (what it does to the store, every reader must refuse it)
     "scores null": (lambda s: _scores(s / "scores.jsonl", lambda x: x.update(scores=None)), False),
     "labels: the string false": (
         lambda s: _scores(s / "scores.jsonl", lambda x: x["labels"].update(greedy="false")),
+        False,
+    ),
+    "NaN and infinities in the scores": (
+        lambda s: (s / "scores.jsonl").write_text(
+            (s / "scores.jsonl").read_text().replace('"labels"', '"nan": NaN, "inf": Infinity, "labels"', 1)
+        ),
+        False,
+    ),
+    "a huge answer": (
+        lambda s: _first_line(
+            s / "generations.rank0.jsonl",
+            _with(s, lambda r: r["samples"][0].update(text="word " * 200_000)),
+        ),
+        False,
+    ),
+    "unicode everywhere": (
+        lambda s: _first_line(
+            s / "generations.rank0.jsonl",
+            _with(
+                s, lambda r: r.update(question="\u202e\u0000 Ünïcødé 🙂 \ud7ff?", references=["\u2028", "🙂"])
+            ),
+        ),
         False,
     ),
     "script in the question": (
@@ -95,6 +124,16 @@ COMMANDS = {
         str(store),
         "--output",
         str(out / "t.jsonl.gz"),
+    ],
+    "train-operator": lambda store, out: [
+        "train-operator",
+        "--stores",
+        str(store),
+        "--output",
+        str(out / "op"),
+        "--backbone",
+        str(out / "no-backbone"),
+        "--no_progress",
     ],
 }
 
@@ -143,9 +182,12 @@ def test_a_broken_store_ends_in_one_line_or_is_not_needed_and_nothing_changes(
             if line.strip() and not line.startswith(("WARNING", "INFO"))
         ]
         assert len(lines) == 1, captured.err
-        assert str(store) in lines[0] or "manifest" in lines[0] or "store" in lines[0], lines[0]
+        if fatal:  # the broken file is named
+            assert str(store) in lines[0] or "manifest" in lines[0], lines[0]
     if fatal and command != "leaderboard":  # the leaderboard reads breakdowns and scores, not the answers
         assert code == 2, f"{command} accepted a store with {broken}"
+    if command == "train-operator":  # the canned store has too few usable questions (or no backbone): refused
+        assert code == 2
 
 
 # -- properties ---------------------------------------------------------------------------------------------------
@@ -215,3 +257,27 @@ def test_a_label_set_reads_back_as_verdicts_or_a_located_error(tmp_path_factory,
 @given(st.text(max_size=60))
 def test_the_reply_parser_answers_yes_no_or_unknown(text):
     assert parse_yes_no(text) in (True, False, None)
+
+
+from semuq_eval.harness.store import load_store  # noqa: E402
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.lists(
+        st.one_of(JSONISH, st.fixed_dictionaries({"doc_id": JSONISH, "greedy": JSONISH, "samples": JSONISH})),
+        min_size=1,
+        max_size=3,
+    )
+)
+def test_a_store_reads_as_records_or_a_located_error(tmp_path_factory, good_store, lines):
+    store = tmp_path_factory.mktemp("store")
+    shutil.copy(good_store / "manifest.json", store / "manifest.json")
+    (store / "generations.rank0.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    try:
+        _, records = load_store(store, hidden=False)
+    except ValueError as err:
+        assert "generations.rank0.jsonl:" in str(err)
+        return
+    for rec in records:
+        assert isinstance(rec["doc_id"], int) and isinstance(rec["samples"], list)

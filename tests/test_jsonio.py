@@ -54,3 +54,39 @@ def test_append_after_a_torn_line_keeps_the_new_record(tmp_path):
     assert [obj["k"] for _, obj in read_jsonl(path, on_error="skip")] == [1, 3]
     append_jsonl(path, [])  # nothing to append: the file is left as it is
     assert path.read_text().endswith('{"k": 3}\n')
+
+
+@pytest.mark.parametrize("writer", ["write_jsonl", "write_json"])
+def test_a_writer_killed_half_way_leaves_the_old_file_whole(tmp_path, writer):
+    """SIGKILL while the new content is being written: the file keeps its old content, readable."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    path = tmp_path / ("x.jsonl" if writer == "write_jsonl" else "x.json")
+    old = [{"old": i} for i in range(3)]
+    write_jsonl(path, old) if writer == "write_jsonl" else write_json(path, old)
+    before = path.read_bytes()
+    code = (
+        "import sys, time\n"
+        f"from semuq_eval.jsonio import {writer}\n"
+        "def slow():\n"
+        "    for i in range(10**6):\n"
+        "        if i == 2000: print('writing', flush=True); time.sleep(60)\n"
+        "        yield {'new': i, 'pad': 'x' * 100}\n"
+        f"{writer}(sys.argv[1], " + ("slow())" if writer == "write_jsonl" else "list(slow()))") + "\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code, str(path)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "writing"  # half-way: its generator is sleeping
+    if writer == "write_jsonl":
+        deadline = time.time() + 10
+        while not list(tmp_path.glob("*.tmp")) and time.time() < deadline:
+            time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    assert path.read_bytes() == before
+    if writer == "write_jsonl":
+        assert [obj for _, obj in read_jsonl(path)] == old
+    else:
+        assert read_json(path) == old
