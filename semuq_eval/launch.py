@@ -96,6 +96,17 @@ def share_lm_eval_logging() -> None:
     ours.propagate = not source.handlers
 
 
+def check_settings_early(args) -> None:
+    """Validate the semuq settings of ``--metadata`` before lm-eval loads the model (it builds the tasks, which
+    validate them again with their YAML's metadata, only after the model): a bad setting costs no model load.
+    Raises ValueError naming the setting."""
+    metadata = getattr(args, "metadata", None)
+    if isinstance(metadata, dict) and metadata and "semuq" in str(getattr(args, "tasks", "")):
+        from semuq_eval.harness.settings import Settings
+
+        Settings.from_metadata(metadata)
+
+
 def run_lm_eval(argv: list[str]) -> int:
     """Run lm-eval's CLI on ``argv`` (e.g. ``["run", "--model", "semuq-hf", ...]``) with the plugin registered.
 
@@ -124,6 +135,7 @@ def run_lm_eval(argv: list[str]) -> int:
             )
             args.include_path = [str(tasks_dir()), *extra]
         set_output_dir(getattr(args, "output_path", None))
+        check_settings_early(args)
         cli.execute(args)
     finally:
         sys.argv = saved

@@ -69,3 +69,25 @@ def test_every_command_target_resolves():
     for target, _ in cli.COMMANDS.values():
         module, function = target.split(":")
         assert callable(getattr(importlib.import_module(module), function))
+
+
+def test_a_bad_setting_is_refused_in_one_line_before_the_model_loads(tmp_path, capsys):
+    from semuq_eval.cli import main as cli_main
+
+    argv = [
+        "run",
+        "--model",
+        "hf",
+        "--model_args",
+        f"pretrained={tmp_path / 'no-such-model'}",
+        "--tasks",
+        "semuq_webquestions",
+        "--metadata",
+        '{"bootstrap": 0}',
+        "--limit",
+        "2",
+    ]
+    assert cli_main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == "semuq-eval run: metadata bootstrap must be >= 1, got 0 (--debug shows the traceback)"
+    assert not any("Traceback" in line for line in err)  # and no word about the model that does not exist

@@ -1,8 +1,9 @@
 """Plugin settings of a semuq task, read from the task's ``metadata`` (YAML) and ``--metadata '{...}'``.
 
 lm-eval rejects unknown task-config keys, so every semuq setting lives under ``metadata``;
-``--metadata`` on the command line is merged over the YAML's (shallow merge). Everything is validated when the
-task is built, before any model loads or generates: types and ranges, registry names, every operator built with
+``--metadata`` on the command line is merged over the YAML's (shallow merge). Everything is validated before any
+generation (``semuq-eval run`` checks ``--metadata`` before the model even loads; the task checks the merged
+settings when it is built): types and ranges, registry names, every operator built with
 its options (no model loads), the judge built with its options, and a key that looks like a misspelt setting
 (``n_smaples``) is refused with the setting it resembles; other keys (``version``, ``data_dir``, ``limit``) pass.
 
