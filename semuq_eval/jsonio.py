@@ -55,18 +55,15 @@ def _line(obj: Any) -> str:
     return json.dumps(json_safe(obj), ensure_ascii=False, allow_nan=False) + "\n"
 
 
-def write_json(path: str | os.PathLike, obj: Any, *, indent: int | None = 1) -> Path:
-    """Write ``obj`` (made JSON-safe) to ``path`` atomically; returns the path.
-
-    The temporary file is per process, so ranks writing the same file never clash.
-    """
+def _replace_atomically(path: str | os.PathLike, chunks: Iterable[str]) -> Path:
+    """Write ``chunks`` to a per-process temporary file beside ``path``, flush it to disk and rename it over
+    ``path``: readers see the old file or the new one, never a part (ranks writing one file never clash)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f"{path.suffix}.{os.getpid()}.tmp")
-    text = json.dumps(json_safe(obj), indent=indent, allow_nan=False, ensure_ascii=False)
     try:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
+            fh.writelines(chunks)
             fh.flush()
             os.fsync(fh.fileno())
         tmp.replace(path)
@@ -74,6 +71,15 @@ def write_json(path: str | os.PathLike, obj: Any, *, indent: int | None = 1) -> 
         tmp.unlink(missing_ok=True)
         raise
     return path
+
+
+def write_json(path: str | os.PathLike, obj: Any, *, indent: int | None = 1) -> Path:
+    """Write ``obj`` (made JSON-safe) to ``path`` atomically; returns the path.
+
+    The temporary file is per process, so ranks writing the same file never clash.
+    """
+    text = json.dumps(json_safe(obj), indent=indent, allow_nan=False, ensure_ascii=False)
+    return _replace_atomically(path, [text])
 
 
 def read_json(path: str | os.PathLike) -> Any:
@@ -148,18 +154,7 @@ def write_jsonl(path: str | os.PathLike, records: Iterable[Any]) -> None:
     """Write ``records`` (made JSON-safe) to ``path``, one per line, replacing the file atomically: the lines go
     to a temporary file beside it, flushed to disk, then renamed over ``path``, so a writer killed half-way
     leaves the old file whole (and a stray ``*.tmp`` at most)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f"{path.suffix}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
-            fh.writelines(_line(r) for r in records)
-            fh.flush()
-            os.fsync(fh.fileno())
-        tmp.replace(path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    _replace_atomically(path, (_line(r) for r in records))
 
 
 def append_jsonl(path: str | os.PathLike, records: Iterable[Any], *, durable: bool = False) -> None:
