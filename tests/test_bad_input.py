@@ -125,6 +125,17 @@ COMMANDS = {
         "--output",
         str(out / "t.jsonl.gz"),
     ],
+    "check-operator": lambda store, out: [
+        "check-operator",
+        "lexical",
+        "--store",
+        str(store),
+        "--write-baseline",
+        str(out / "baseline.json"),
+        "--report",
+        str(out / "r"),
+        "--no_progress",
+    ],
     "train-operator": lambda store, out: [
         "train-operator",
         "--stores",

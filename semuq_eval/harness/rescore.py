@@ -115,7 +115,9 @@ def rescore(
             )
     manifest, records = load_store(store_path)
     if not records:
-        raise ValueError(f"{store_path}: the store holds no answers (generations.rank*.jsonl empty or missing)")
+        raise ValueError(
+            f"{store_path}: the store holds no answers (generations.rank*.jsonl empty or missing)"
+        )
     stored = Settings.from_metadata(manifest.get("settings"), expand_profile=False)
     settings = replace(stored)
     if operators is not None:

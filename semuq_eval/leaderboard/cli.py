@@ -250,6 +250,8 @@ def main(argv: list[str] | None = None) -> int:
             compare=tuple(parse_compare(spec) for spec in args.compare),
         )
         start = time.perf_counter()
+        if (Path(args.output) / "leaderboard.json").is_file():
+            print(f"semuq-eval leaderboard: replacing the leaderboard in {args.output}")
         document = build(
             args.inputs,
             args.output,
