@@ -86,8 +86,9 @@ class TrainingConfig:
     the defaults are App. C exactly); ``pooling`` is Eq. encoder's ``all`` or the ``answer`` variant;
     ``validation`` names held-out stores or files whose App. C triplets (natural samples only, the same for
     every option) select the epoch, instead of ``val_fraction`` of the training questions; ``bf16`` trains in
-    bfloat16 mixed precision (autocast; the weights stay float32), for CPUs with native bf16; ``epochs`` is the budget (early stopping may end sooner); ``warmup_ratio`` is the share of the
-    budget's optimizer steps spent warming up.
+    bfloat16 mixed precision (autocast; the weights stay float32), for CPUs with native bf16; ``epochs`` is the
+    budget (early stopping may end sooner); ``warmup_ratio`` is the share of the budget's optimizer steps spent
+    warming up.
     """
 
     stores: Sequence[str]
