@@ -351,6 +351,7 @@ def test_held_out_validation_files_select_on_natural_triplets_whatever_the_optio
 
 
 def test_bf16_mixed_precision_training_is_recorded_as_a_deviation(tmp_path, tiny_st_encoder):  # noqa: F811
+    """No device given on a machine without a GPU: the trainer runs bf16 on the CPU (it refuses unless told)."""
     rows = natural_rows(6)
     for i in range(6):
         rows[i][2][1] = (f"Author {i} wrote it.", 1)
@@ -362,7 +363,6 @@ def test_bf16_mixed_precision_training_is_recorded_as_a_deviation(tmp_path, tiny
         epochs=1,
         batch_size=4,
         val_fraction=0.34,
-        device="cpu",
         progress=False,
         bf16=True,
     )

@@ -468,7 +468,7 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
         report_to="none",
         disable_tqdm=not config.progress,
         dataloader_num_workers=0,
-        use_cpu=config.device == "cpu",
+        use_cpu=config.device == "cpu" or (config.device is None and not torch.cuda.is_available()),
         bf16=bool(config.bf16),
     )
     trainer = SentenceTransformerTrainer(
