@@ -4,6 +4,7 @@ plots folder), and a run id that would climb out of the task folder."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -85,3 +86,58 @@ def test_names_made_from_paths_stay_inside(tmp_path, monkeypatch):
     assert model_slug("..") == "models"  # pretrained=.. names the folder it points to
     store = RunContext.resolve(output_dir=tmp_path, model="..").store_dir("semuq_x")
     assert store == tmp_path / "semuq" / "semuq_x" / "models"
+
+
+def test_judge_replaces_a_label_set_only_with_force(store, tmp_path, capsys):
+    copy = tmp_path / "store"
+    shutil.copytree(store, copy)
+    argv = ["judge", str(copy), "--judge", "string", "--name", "mine"]
+    assert cli_main(argv) == 0
+    before = (copy / "labels" / "mine.jsonl").read_bytes()
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_:
+        cli_main(argv)
+    assert exit_.value.code == 2 and "label set 'mine' exists" in capsys.readouterr().err
+    assert (copy / "labels" / "mine.jsonl").read_bytes() == before
+    assert cli_main([*argv, "--force"]) == 0
+
+
+def test_check_operator_never_replaces_a_baseline_without_force(store, tmp_path, capsys):
+    baseline = tmp_path / "baseline.json"
+    baseline.write_text('{"mine": true}')
+    argv = [
+        "check-operator",
+        "lexical",
+        "--store",
+        str(store),
+        "--write-baseline",
+        str(baseline),
+        "--no_progress",
+    ]
+    assert cli_main(argv) == 2
+    assert "exists; pass --force" in capsys.readouterr().err and baseline.read_text() == '{"mine": true}'
+    assert cli_main([*argv, "--force"]) == 0 and "mine" not in baseline.read_text()
+
+
+def test_diagnose_refuses_a_folder_of_other_files_before_any_work(store, tmp_path, capsys):
+    out = tmp_path / "diag"
+    out.mkdir()
+    (out / "notes.md").write_text("mine")
+    argv = [
+        "diagnose",
+        str(store),
+        "--operators",
+        "lexical",
+        "--output",
+        str(out),
+        "--bootstrap",
+        "20",
+        "--no_progress",
+    ]
+    assert cli_main(argv) == 2
+    assert "holds other files" in capsys.readouterr().err and sorted(p.name for p in out.iterdir()) == [
+        "notes.md"
+    ]
+    assert cli_main([*argv, "--force"]) == 0 and (out / "diagnosis.json").is_file()
+    assert cli_main(argv) == 0  # its own earlier diagnosis: rebuilt in place
+    assert (out / "notes.md").read_text() == "mine"

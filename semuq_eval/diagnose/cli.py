@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 __all__ = ["check_main", "diagnose_main"]
@@ -57,6 +58,11 @@ def diagnose_main(argv: list[str]) -> int:
     p.add_argument("--operators", default="enc,cos_ext,lexical", help="comma-separated operators")
     p.add_argument("--operator_options", default=None, help='JSON, e.g. \'{"enc": {"model": "/path"}}\'')
     p.add_argument("--output", default="diagnosis", help="output folder (default ./diagnosis)")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="write into an --output folder that holds other files than a diagnosis",
+    )
     p.add_argument("--labels", default="run", help="label set to read (default: the run's own labels)")
     p.add_argument(
         "--judge", default=None, help="label every answer now with this judge instead (e.g. string)"
@@ -90,6 +96,20 @@ def diagnose_main(argv: list[str]) -> int:
     p.add_argument("--min_pairs", type=int, default=30, help="fewer questions flag a small sample")
     p.add_argument("--no_progress", action="store_true")
     args = p.parse_args(argv)
+    output = Path(args.output)
+    problem = None
+    if output.exists() and not output.is_dir():
+        problem = "is a file, not a folder"
+    elif (
+        output.is_dir()
+        and any(output.iterdir())
+        and not (output / "diagnosis.json").is_file()
+        and not args.force
+    ):
+        problem = "holds other files than a diagnosis; choose an empty folder or pass --force"
+    if problem:  # checked before any work: nothing of the user's is replaced
+        print(f"semuq-eval diagnose: --output {output} {problem}", file=sys.stderr)
+        return 2
     from semuq_eval.diagnose.diagnosis import diagnose
     from semuq_eval.diagnose.report import markdown, write_report
     from semuq_eval.judges import get_judge
@@ -150,8 +170,18 @@ def check_main(argv: list[str]) -> int:
     p.add_argument("--estimators", default=None, help="comma-separated estimators whose AUROC is tracked")
     p.add_argument("--max_questions", type=int, default=None)
     p.add_argument("--report", default=None, help="also write the report as JSON here")
+    p.add_argument(
+        "--force", action="store_true", help="replace an existing --write-baseline or --report file"
+    )
     p.add_argument("--no_progress", action="store_true")
     args = p.parse_args(argv)
+    for flag, path in (("--write-baseline", args.write_baseline), ("--report", args.report)):
+        if path and Path(path).exists() and not args.force:  # a committed baseline is the user's
+            print(
+                f"semuq-eval check-operator: {flag} {path} exists; pass --force to replace it",
+                file=sys.stderr,
+            )
+            return 2
     from semuq_eval.diagnose.check import check_operator
     from semuq_eval.jsonio import write_json
 

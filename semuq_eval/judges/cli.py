@@ -56,13 +56,17 @@ def judge_store(
     judge_options: Mapping[str, Any] | None = None,
     *,
     name: str,
+    force: bool = False,
 ) -> dict[str, Any]:
-    """Judge every stored answer with ``judge_name`` and write label set ``name``; returns its provenance."""
-    from semuq_eval.harness.label_sets import check_name, write_label_set
+    """Judge every stored answer with ``judge_name`` and write label set ``name``; returns its provenance.
+    An existing label set of that name is replaced only with ``force`` (FileExistsError otherwise)."""
+    from semuq_eval.harness.label_sets import check_name, label_set_names, write_label_set
     from semuq_eval.harness.store import load_store
     from semuq_eval.judges import get_judge, label_answers
 
     check_name(name)
+    if name in label_set_names(store) and not force:
+        raise FileExistsError(f"{store}: label set {name!r} exists; choose another --name or pass --force")
     _, records = load_store(store)
     if not records:
         raise ValueError(f"{store}: the store has no questions")
@@ -174,11 +178,12 @@ def main(argv: list[str]) -> int:
         "--strategy", default="greedy", choices=("greedy", "majority"), help="for the AUROC table"
     )
     parser.add_argument("--top", type=int, default=15, help="estimators shown in the AUROC table")
+    parser.add_argument("--force", action="store_true", help="replace a label set of the same name")
     args = parser.parse_args(argv)
     name = args.name or _default_name(args.judge, args.judge_args)
     try:
-        provenance = judge_store(args.store, args.judge, args.judge_args, name=name)
-    except (ValueError, FileNotFoundError, RuntimeError) as exc:
+        provenance = judge_store(args.store, args.judge, args.judge_args, name=name, force=args.force)
+    except (ValueError, FileNotFoundError, FileExistsError, RuntimeError) as exc:
         parser.exit(2, f"semuq-eval judge: {exc}\n")
     stats = provenance["judge_stats"]
     print(

@@ -151,7 +151,13 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="bfloat16 mixed-precision training (faster on CPUs and GPUs with native bf16; recorded)",
     )
-    p.add_argument("--overwrite", action="store_true", help="replace a non-empty --output folder")
+    p.add_argument(
+        "--force",
+        "--overwrite",
+        dest="overwrite",
+        action="store_true",
+        help="replace a non-empty --output folder",
+    )
     p.add_argument("--no_progress", action="store_true", help="no progress bars")
     return p
 

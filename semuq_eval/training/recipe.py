@@ -296,9 +296,7 @@ def read_sources(
 def _new_output(path: Path, overwrite: bool) -> None:
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
         if not overwrite:
-            raise FileExistsError(
-                f"{path} exists and is not empty; choose another --output or pass --overwrite"
-            )
+            raise FileExistsError(f"{path} exists and is not empty; choose another --output or pass --force")
         if path.is_dir():
             shutil.rmtree(path)
         else:
