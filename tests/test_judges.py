@@ -551,8 +551,8 @@ def test_judge_command_relabels_a_store_and_rescore_uses_the_labels(stub, tmp_pa
     assert meta["agreement"]["greedy"]["n"] == 6 and meta["agreement"]["greedy"]["kappa"] is not None
     n_requests = len(server.requests)
     assert n_requests < 6 * 5  # identical answers were judged once
-    assert main([str(store), "--judge", "openai", "--judge_args", args, "--name", "stub"]) == 0
-    assert len(server.requests) == n_requests  # the re-run came from the cache
+    assert main([str(store), "--judge", "openai", "--judge_args", args, "--name", "stub", "--force"]) == 0
+    assert len(server.requests) == n_requests  # the re-run (replacing the label set) came from the cache
     again = rescore(store, labels="stub", bootstrap=20)
     assert again["label_set"] == "stub" and again["judge"]["judge"] == "openai"
     stub_labels = read_label_set(store, "stub").records
