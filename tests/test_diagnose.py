@@ -538,7 +538,7 @@ def test_localization_on_encoder_tokens(questions, tiny_st_encoder):  # noqa: F8
 
 def test_cli_llm_rewrite_needs_a_server(store, tmp_path, capsys):
     code = cli_main(
-        ["diagnose", str(store), "--operators", "lexical", "--rewrite", "llm", "--output", str(tmp_path)]
+        ["diagnose", str(store), "--operators", "lexical", "--rewrite", "llm", "--output", str(tmp_path / "out")]
     )
     assert code == 2 and "base_url" in capsys.readouterr().err
 
