@@ -53,7 +53,6 @@ __all__ = [
     "ORIGINS",
     "POSITIVES",
     "SENTENCE_TEMPLATE",
-    "MinedText",
     "mine",
     "style_of",
 ]
@@ -114,10 +113,6 @@ class MinedText:
     @property
     def style(self) -> str:
         return style_of(self.origin)
-
-
-def _echoes(text: str) -> bool:
-    return bool(ECHO.search(text))
 
 
 def _bare(text: str) -> str | None:
@@ -218,7 +213,7 @@ def mine(
             for answer, label in zip(g.answers, g.labels, strict=True):
                 if label != 1:
                     counts["guided_incorrect"] += 1
-                elif _echoes(answer):
+                elif ECHO.search(answer):
                     counts["guided_echo"] += 1
                 elif answer.strip() and answer not in seen:
                     seen.add(answer)
