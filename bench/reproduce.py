@@ -68,6 +68,7 @@ ABLATIONS = {
     "both": ("enc_trained_both", {"positives": "both"}),
     "fact_swap": ("enc_trained_fact_swap", {"fact_swap": True}),
     "answer_pooling": ("enc_trained_answer_pooling", {"pooling": "answer"}),
+    "guided_answer_pooling": ("enc_trained_guided_ap", {"guided": GUIDED, "pooling": "answer"}),
     "mpnet": ("enc_trained_mpnet", {"backbone": "offline:all-mpnet-base-v2"}),
     "mined": ("enc_trained_mined", {"guided": GUIDED, "positives": "both", "fact_swap": True}),
     "mined_answer_pooling": (
@@ -159,35 +160,42 @@ def train(args, variants: Mapping[str, Mapping[str, Any]], timings: dict) -> dic
     return folders
 
 
-def untrained_bases(args, variants: Mapping[str, Mapping[str, Any]]) -> dict[str, tuple[str, str]]:
-    """Each variant's untrained counterpart: ``variant -> (operator name, backbone)``; ``enc`` for the variants on
-    ``--backbone``, ``enc_<backbone>`` (e.g. ``enc_all_mpnet_base_v2``) for a variant on another backbone."""
+def untrained_bases(args, variants: Mapping[str, Mapping[str, Any]]) -> dict[str, tuple[str, str, str]]:
+    """Each variant's untrained counterpart: ``variant -> (operator name, backbone, pooling)``. ``enc`` for the
+    variants on ``--backbone`` with Eq. encoder's pooling, ``enc_<backbone>`` (e.g. ``enc_all_mpnet_base_v2``)
+    for a variant on another backbone, and ``..._answer_pooling`` for an answer-pooled variant: the same
+    untrained weights pooled the same way, so a difference is what training did, not what pooling did."""
     out = {}
     for name, overrides in variants.items():
         backbone = overrides.get("backbone", args.backbone)
+        pooling = overrides.get("pooling", "all")
         short = re.sub(r"\W+", "_", backbone.removeprefix("offline:").split("/")[-1]).strip("_")
-        out[name] = ("enc", backbone) if backbone == args.backbone else (f"enc_{short}", backbone)
+        base = "enc" if backbone == args.backbone else f"enc_{short}"
+        out[name] = (base if pooling == "all" else f"{base}_{pooling}_pooling", backbone, pooling)
     return out
 
 
 def operator_setup(
-    backbone_path: str, folders: Mapping[str, Path], bases: Mapping[str, tuple[str, str]]
+    backbone_path: str, folders: Mapping[str, Path], bases: Mapping[str, tuple[str, str, str]]
 ) -> tuple[list[str], dict[str, dict]]:
     """The operators of steps 2 and 4 and their options: the untrained backbone as ``enc`` (and ``cos_ext``),
-    each trained folder as a named ``enc`` variant, and the untrained counterpart of a variant on another
-    backbone (with its ``cos_ext``)."""
+    each trained folder as a named ``enc`` variant, and every other untrained counterpart (another backbone,
+    with its ``cos_ext``; another pooling)."""
     from semuq_eval.training.recipe import resolve_backbone
 
     names = [*folders, *BASES]
     options = {name: {"operator": "enc", "model": str(folder)} for name, folder in folders.items()}
     options["enc"] = {"model": backbone_path}
     options["cos_ext"] = {"model": backbone_path}
-    for base, backbone in sorted(set(bases.values())):
-        if base != "enc":
-            path = resolve_backbone(backbone)[1]
-            cos = base.replace("enc_", "cos_ext_", 1)
-            names += [base, cos]
-            options[base] = {"operator": "enc", "model": path}
+    for base, backbone, pooling in sorted(set(bases.values())):
+        if base == "enc":
+            continue
+        path = resolve_backbone(backbone)[1]
+        names.append(base)
+        options[base] = {"operator": "enc", "model": path, **({} if pooling == "all" else {"pooling": pooling})}
+        cos = "cos_ext" + base.removeprefix("enc").removesuffix(f"_{pooling}_pooling")
+        if cos not in options:
+            names.append(cos)
             options[cos] = {"operator": "cos_ext", "model": path}
     return names, options
 
@@ -220,14 +228,14 @@ def rescore_all(args, stores: Sequence[Path], names, options, timings: dict) -> 
     return out
 
 
-def leaderboard(args, stores: Sequence[Path], bases: Mapping[str, tuple[str, str]], main: str) -> dict:
+def leaderboard(args, stores: Sequence[Path], bases: Mapping[str, tuple[str, str, str]], main: str) -> dict:
     """Step 3: the leaderboard of the rescored stores, with the main trained operator's comparisons (each other
     variant against its untrained counterpart and the main operator)."""
     from semuq_eval.leaderboard.cli import build
     from semuq_eval.leaderboard.compute import LeaderboardConfig
 
     compare = [(main, tuple(dict.fromkeys((bases[main][0], *BASES))))] + [
-        (name, tuple(dict.fromkeys((base, main)))) for name, (base, _) in bases.items() if name != main
+        (name, tuple(dict.fromkeys((base, main)))) for name, (base, *_) in bases.items() if name != main
     ]
     output = Path(args.report) / "leaderboard"
     return build(
@@ -467,7 +475,7 @@ def result_section(document: Mapping[str, Any], role: Mapping[tuple[str, str], s
 
 
 def variants_section(
-    document: Mapping[str, Any], bases: Mapping[str, tuple[str, str]], main: str
+    document: Mapping[str, Any], bases: Mapping[str, tuple[str, str, str]], main: str
 ) -> list[str]:
     """Per evaluation run and label strategy: the AUROC of every trained variant beside the untrained ``enc``."""
     cells, rows = _indexes(document)
@@ -488,7 +496,7 @@ def variants_section(
         ]
         for agg in aggs:
             out = [_ci(cells.get((sid, llm, strategy, f"{agg}@enc", "auroc")))]
-            for v, (base, _) in bases.items():
+            for v, (base, *_) in bases.items():
                 a = _ci(cells.get((sid, llm, strategy, f"{agg}@{v}", "auroc")))
                 d = _diff(rows.get((f"{v} vs {base}", sid, llm, strategy, f"{agg}@{v}")))
                 d += "" if base == "enc" else f" (vs `{base}`)"
@@ -603,7 +611,7 @@ def write_readme(args, folders, bases, document, diagnoses, names, role, timings
     ]
     lines += training_section(folders)
     lines += selection
-    lines += mean_auroc_section(document, [main, *(v for v in folders if v != main), *BASES], role)
+    lines += mean_auroc_section(document, [main, *(n for n in names if n != main)], role)
     lines += result_section(document, role, main)
     lines += variants_section(document, bases, main)
     lines += wins_section(document, role)

@@ -61,7 +61,7 @@ def test_the_reproduction_trains_selects_rescores_and_reports(tmp_path, tiny_st_
         "--validation", str(data / "validation.jsonl.gz"), "--select",
         "--eval", str(store), "--secondary", str(archive),
         "--work", str(work), "--report", str(report), "--backbone", str(tiny_st_encoder),
-        "--ablations", "guided,fact_swap,mpnet", "--epochs", "1", "--bootstrap", "20", "--val_triplets", "2",
+        "--ablations", "guided,fact_swap,answer_pooling,mpnet", "--epochs", "1", "--bootstrap", "20", "--val_triplets", "2",
         "--max_diagnose_questions", "6",
     ]
     # fmt: on
@@ -87,6 +87,9 @@ def test_the_reproduction_trains_selects_rescores_and_reports(tmp_path, tiny_st_
     assert {f"{o} vs {selected}" for o in ops if o != selected} <= set(board["comparisons"]["sets"])
     assert "enc_trained_mpnet vs enc_other_backbone" in board["comparisons"]["sets"]  # its own untrained base
     assert "(vs `enc_other_backbone`)" in text
+    # an answer-pooled variant is compared with the same untrained weights pooled the same way
+    assert "enc_trained_answer_pooling vs enc_answer_pooling" in board["comparisons"]["sets"]
+    assert "`enc_answer_pooling`" in text.split("## 2a.")[1].split("## 2.")[0]
     unpacked = work / "runs" / "canned-triviaqa" / "semuq_triviaqa_dpr" / "canned"
     assert (unpacked / "breakdown.json").is_file() and "SAME LLM as training" in text
     with pytest.raises(SystemExit):  # --select needs held-out validation data
