@@ -49,6 +49,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from semuq_eval.diagnose.report import comparison_lines
 from semuq_eval.jsonio import read_json, write_json
 
 log = logging.getLogger("reproduce")
@@ -192,7 +193,11 @@ def operator_setup(
             continue
         path = resolve_backbone(backbone)[1]
         names.append(base)
-        options[base] = {"operator": "enc", "model": path, **({} if pooling == "all" else {"pooling": pooling})}
+        options[base] = {
+            "operator": "enc",
+            "model": path,
+            **({} if pooling == "all" else {"pooling": pooling}),
+        }
         cos = "cos_ext" + base.removeprefix("enc").removesuffix(f"_{pooling}_pooling")
         if cos not in options:
             names.append(cos)
@@ -251,9 +256,10 @@ def leaderboard(args, stores: Sequence[Path], bases: Mapping[str, tuple[str, str
 
 
 def diagnose_all(
-    args, groups: Mapping[str, Sequence[Path]], names, options, timings: dict
+    args, groups: Mapping[str, Sequence[Path]], names, options, compare, timings: dict
 ) -> dict[str, dict]:
-    """Step 4: traps, clustering and localization of every operator with a model, per group of stores."""
+    """Step 4: traps, clustering and localization of every operator with a model, per group of stores, and
+    the paired differences of ``compare`` (each trained variant minus its untrained counterpart)."""
     from semuq_eval.diagnose.diagnosis import diagnose
     from semuq_eval.diagnose.report import write_report
 
@@ -265,7 +271,8 @@ def diagnose_all(
         folder = Path(args.report) / "diagnosis" / group
         if (folder / "diagnosis.json").is_file() and not args.force:
             done = read_json(folder / "diagnosis.json")
-            if sorted(done.get("stores", [])) == sorted(str(s) for s in stores):
+            same = sorted(done.get("stores", [])) == sorted(str(s) for s in stores)
+            if same and set(done.get("comparisons") or {}) == {f"{a} vs {b}" for a, b in compare}:
                 results[group] = done
                 continue
         log.info("diagnose %s: %d stores", group, len(stores))
@@ -275,6 +282,7 @@ def diagnose_all(
             wanted,
             operator_options={k: v for k, v in options.items() if k in wanted},
             max_questions=args.max_diagnose_questions,
+            compare=compare,
         )
         write_report(result, folder)
         results[group] = result
@@ -583,6 +591,10 @@ def diagnosis_section(results: Mapping[str, Mapping[str, Any]], names: Sequence[
                 f"| `{o}` | {_f(hit.get('mean'))} [{_f(hit.get('ci_low'))}, {_f(hit.get('ci_high'))}] | "
                 f"{_f(chance.get('mean'))} | {r['n_answers']} |"
             )
+        lines += comparison_lines(
+            result,
+            heading="Paired differences, trained minus untrained (and the main operator minus `cos_ext`):",
+        )
         lines.append("")
     return lines
 
@@ -721,8 +733,9 @@ def main(argv: list[str] | None = None) -> int:
         for source, target in zip([*eval_stores, *secondary], rescored, strict=True)
     }
     document = leaderboard(args, rescored, bases, main)
+    compare = [(v, base) for v, (base, *_) in bases.items()] + [(main, "cos_ext")]
     diagnoses = diagnose_all(
-        args, {"other-llm": eval_stores, "training-llm": secondary}, names, options, timings
+        args, {"other-llm": eval_stores, "training-llm": secondary}, names, options, compare, timings
     )
     write_json(timings_path, timings)
     path = write_readme(args, folders, bases, document, diagnoses, names, role, timings, main, selection)

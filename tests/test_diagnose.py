@@ -297,6 +297,38 @@ def test_diagnose_named_variant_beside_its_operator(store):
     assert ood["lexical"]["mean"] != ood["lex_jaccard"]["mean"]
 
 
+def test_paired_comparisons_are_the_difference_of_the_same_pairs(store, tmp_path, tiny_st_encoder):  # noqa: F811
+    enc = str(tiny_st_encoder)
+    options = {"enc": {"model": enc}, "enc_answer": {"operator": "enc", "model": enc, "pooling": "answer"}}
+    result = diagnose(
+        store,
+        "enc,enc_answer,lexical",
+        operator_options=options,
+        bootstrap=Bootstrap(200),
+        progress=False,
+        compare=[("enc_answer", "enc"), ("lexical", "enc")],
+    )
+    row = result["comparisons"]["enc_answer vs enc"]
+    for trap, t in result["traps"].items():
+        d = row[f"trap:{trap}"]
+        if t["n_pairs"] == 0:
+            assert d["difference"] is None and d["n_pairs"] == 0
+            continue
+        # every pair scored by both: the difference of the two means, with an interval around it
+        expected = t["results"]["enc_answer"]["mean"] - t["results"]["enc"]["mean"]
+        assert d["difference"] == pytest.approx(expected) and d["n_pairs"] == t["n_pairs"]
+        assert d["ci_low"] <= d["difference"] + 1e-12 and d["difference"] - 1e-12 <= d["ci_high"]
+    loc = row["localization"]
+    hit_a = result["localization"]["enc_answer"]["hit_rate"]["mean"]
+    hit_b = result["localization"]["enc"]["hit_rate"]["mean"]
+    assert loc["n_answers"] == 2 and loc["difference"] == pytest.approx(hit_a - hit_b)
+    assert "localization" not in result["comparisons"]["lexical vs enc"]  # lexical yields no token weights
+    text = write_report(result, tmp_path / "out")["markdown"].read_text()
+    assert "## Paired differences" in text and "`enc_answer vs enc`" in text
+    with pytest.raises(ValueError, match="not diagnosed"):
+        diagnose(store, "lexical", compare=[("lexical", "enc")], progress=False)
+
+
 def test_diagnose_bad_input(store, tmp_path):
     with pytest.raises(ValueError, match="unknown operator"):
         diagnose(store, "nope", progress=False)
@@ -331,6 +363,13 @@ def test_cli_diagnose(store, tmp_path, capsys):
     assert "per-sample labels" in capsys.readouterr().err
     assert cli_main(["diagnose", str(store), "--operator_options", "{bad", "--operators", "lexical"]) == 2
     assert "not valid JSON" in capsys.readouterr().err
+    for bad, message in (
+        ("lexical", "give two diagnosed operators as A:B"),
+        ("lexical:nope", "not diagnosed"),
+    ):
+        argv = ["diagnose", str(store), "--operators", "lexical", "--compare", bad, "--output", str(out)]
+        assert cli_main(argv) == 2
+        assert message in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------------------------------------- check-operator
@@ -538,7 +577,16 @@ def test_localization_on_encoder_tokens(questions, tiny_st_encoder):  # noqa: F8
 
 def test_cli_llm_rewrite_needs_a_server(store, tmp_path, capsys):
     code = cli_main(
-        ["diagnose", str(store), "--operators", "lexical", "--rewrite", "llm", "--output", str(tmp_path / "out")]
+        [
+            "diagnose",
+            str(store),
+            "--operators",
+            "lexical",
+            "--rewrite",
+            "llm",
+            "--output",
+            str(tmp_path / "out"),
+        ]
     )
     assert code == 2 and "base_url" in capsys.readouterr().err
 

@@ -90,6 +90,11 @@ def test_the_reproduction_trains_selects_rescores_and_reports(tmp_path, tiny_st_
     # an answer-pooled variant is compared with the same untrained weights pooled the same way
     assert "enc_trained_answer_pooling vs enc_answer_pooling" in board["comparisons"]["sets"]
     assert "`enc_answer_pooling`" in text.split("## 2a.")[1].split("## 2.")[0]
+    # traps and localization: each trained variant minus its untrained counterpart, paired
+    diagnosis = read_json(report / "diagnosis" / "training-llm" / "diagnosis.json")
+    assert "enc_trained_answer_pooling vs enc_answer_pooling" in diagnosis["comparisons"]
+    assert f"{selected} vs cos_ext" in diagnosis["comparisons"]
+    assert "Paired differences, trained minus untrained" in text
     unpacked = work / "runs" / "canned-triviaqa" / "semuq_triviaqa_dpr" / "canned"
     assert (unpacked / "breakdown.json").is_file() and "SAME LLM as training" in text
     with pytest.raises(SystemExit):  # --select needs held-out validation data

@@ -350,8 +350,9 @@ def test_held_out_validation_files_select_on_natural_triplets_whatever_the_optio
         recipe.prepare_data(config)  # App. C keeps none of the natural questions
 
 
-def test_bf16_mixed_precision_training_is_recorded_as_a_deviation(tmp_path, tiny_st_encoder):  # noqa: F811
-    """No device given on a machine without a GPU: the trainer runs bf16 on the CPU (it refuses unless told)."""
+def test_bf16_mixed_precision_training_is_recorded_as_a_deviation(tmp_path, tiny_st_encoder, monkeypatch):  # noqa: F811
+    """No device given on a machine without a GPU: the trainer runs bf16 on the CPU (it refuses unless told);
+    on a CPU without native bfloat16 the run is refused before anything is read or written."""
     rows = natural_rows(6)
     for i in range(6):
         rows[i][2][1] = (f"Author {i} wrote it.", 1)
@@ -366,6 +367,11 @@ def test_bf16_mixed_precision_training_is_recorded_as_a_deviation(tmp_path, tiny
         progress=False,
         bf16=True,
     )
+    monkeypatch.setattr(recipe, "native_cpu_bf16", lambda: False)
+    with pytest.raises(ValueError, match="no native bfloat16.*without --bf16"):
+        recipe.train_operator(config)
+    assert not (tmp_path / "op").exists()
+    monkeypatch.setattr(recipe, "native_cpu_bf16", lambda: True)  # the tiny encoder trains either way
     record = recipe.train_operator(config)
     assert record["hyperparameters"]["precision"] == "bf16 mixed"
     assert any(d.startswith("bf16") for d in record["deviations_from_paper"])

@@ -94,6 +94,13 @@ def diagnose_main(argv: list[str]) -> int:
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (default 1000)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--min_pairs", type=int, default=30, help="fewer questions flag a small sample")
+    p.add_argument(
+        "--compare",
+        nargs="*",
+        default=[],
+        metavar="A:B",
+        help="paired differences A minus B of two diagnosed operators (e.g. enc:enc_untrained)",
+    )
     p.add_argument("--no_progress", action="store_true")
     args = p.parse_args(argv)
     output = Path(args.output)
@@ -137,6 +144,7 @@ def diagnose_main(argv: list[str]) -> int:
             bootstrap=Bootstrap(args.bootstrap, seed=args.seed),
             min_pairs=args.min_pairs,
             progress=not args.no_progress,
+            compare=[_pair(c) for c in args.compare],
         )
     except (ValueError, FileNotFoundError, KeyError, RuntimeError) as err:
         print(f"semuq-eval diagnose: {err}", file=sys.stderr)
@@ -145,6 +153,13 @@ def diagnose_main(argv: list[str]) -> int:
     print(markdown(result))
     print("written: " + ", ".join(str(v) for v in paths.values()))
     return 0
+
+
+def _pair(spec: str) -> tuple[str, str]:
+    a, sep, b = spec.partition(":")
+    if not (sep and a and b):
+        raise ValueError(f"--compare {spec!r}: give two diagnosed operators as A:B, e.g. enc:enc_untrained")
+    return a, b
 
 
 def check_main(argv: list[str]) -> int:

@@ -4,7 +4,9 @@ One call builds every pair set once from the questions (:mod:`~semuq_eval.diagno
 :mod:`~semuq_eval.diagnose.clustering`), then for each operator scores all pairs in one batched call
 (:func:`~semuq_eval.diagnose.scoring.score_pairs`) and, when the operator yields token weights, measures
 token localization (:mod:`~semuq_eval.diagnose.localization`). The result is one JSON-safe dict (format
-``semuq-diagnose/1``) that :mod:`~semuq_eval.diagnose.report` turns into Markdown and a plot.
+``semuq-diagnose/1``) that :mod:`~semuq_eval.diagnose.report` turns into Markdown and a plot. ``compare``
+asks for paired differences between operators (a trained operator minus its untrained backbone): the same pairs
+and answers scored by both, questions resampled together (:func:`paired_comparisons`).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from semuq_eval.diagnose.traps import TRAPS, PairSet, build_traps
 from semuq_eval.judges import Judge
 from semuq_eval.metrics import Bootstrap
 
-__all__ = ["DIAGNOSE_FORMAT", "build_pair_sets", "diagnose", "resolve_operators"]
+__all__ = ["DIAGNOSE_FORMAT", "build_pair_sets", "diagnose", "paired_comparisons", "resolve_operators"]
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +125,7 @@ def diagnose(
     min_pairs: int = 30,
     progress: bool = True,
     docs_out: dict[str, list[Any]] | None = None,
+    compare: Sequence[tuple[str, str]] = (),
 ) -> dict[str, Any]:
     """Diagnose operators on run stores (module docstring); returns the JSON-safe result.
 
@@ -155,19 +158,23 @@ def diagnose(
     docs_out : dict, optional
         Filled with ``{operator: docs}``: the pipeline docs holding each operator's sample matrices (what
         ``check-operator`` scores estimators on without a second pass).
+    compare : sequence of (str, str)
+        Operator pairs ``(a, b)``, both among ``operators``: ``a`` minus ``b`` on every trap, the clustering
+        groups and localization, paired (:func:`paired_comparisons`).
 
     Returns
     -------
     dict
         ``{"format", "created", "stores", "labels", "counts", "operators", "unavailable", "traps",
-        "clustering", "localization", "settings", "timing"}``; an operator that cannot run (its model does
+        "clustering", "localization", "comparisons", "settings", "timing"}``; an operator that cannot run (its model does
         not load, no hidden states for ``cos_int``) is listed in ``unavailable`` with the reason and has no
         figures, while the others run.
 
     Raises
     ------
     ValueError
-        Unknown operators, no questions, or no correct answer at all (every trap would be empty).
+        Unknown operators, a comparison of an operator not diagnosed, no questions, or no correct answer at all
+        (every trap would be empty).
 
     Examples
     --------
@@ -181,6 +188,11 @@ def diagnose(
     start = time.perf_counter()
     bootstrap = bootstrap or Bootstrap()
     built = resolve_operators(operators, operator_options)
+    missing = sorted({n for pair in compare for n in pair} - set(built))
+    if missing:
+        raise ValueError(
+            f"diagnose: compare names operator(s) {missing} that are not diagnosed ({sorted(built)})"
+        )
     for op in built.values():
         if hasattr(op, "progress"):
             op.progress = bool(progress)
@@ -236,6 +248,8 @@ def diagnose(
     out_loc: dict[str, Any] = {}
     infos, timing = {}, {"pairs_s": t_pairs}
     out_unavailable: dict[str, str] = {}
+    scored: dict[str, Mapping[str, np.ndarray]] = {}
+    located: dict[str, Any] = {}
     for name, op in tqdm(built.items(), desc="diagnose operators", disable=not progress):
         t0 = time.perf_counter()
         try:
@@ -252,6 +266,7 @@ def diagnose(
         if docs_out is not None:
             docs_out[name] = docs
         infos[name] = dict(op.info)
+        scored[name] = sims
         for trap, ps in traps.items():
             s = sims[f"trap:{trap}"]
             stat = mean_with_ci(s, [p.uid for p in ps.pairs], bootstrap=bootstrap, min_pairs=min_pairs)
@@ -274,6 +289,7 @@ def diagnose(
         if "token_weights" in getattr(op, "extras", ()):
             loc = localization(op, questions, unit=token_unit, bootstrap=bootstrap, min_answers=min_pairs)
             out_loc[name] = loc.as_dict()
+            located[name] = loc
         else:
             out_loc[name] = {"unavailable": f"{name} yields no token weights (only enc does)"}
         timing[f"{name}_s"] = time.perf_counter() - t0
@@ -297,6 +313,7 @@ def diagnose(
         "traps": out_traps,
         "clustering": out_groups,
         "localization": out_loc,
+        "comparisons": paired_comparisons(compare, pair_sets, scored, located, bootstrap=bootstrap),
         "settings": {
             "bootstrap": {
                 "n_resamples": bootstrap.n_resamples,
@@ -310,3 +327,59 @@ def diagnose(
         },
         "timing": timing,
     }
+
+
+def paired_comparisons(
+    compare: Sequence[tuple[str, str]],
+    pair_sets: Mapping[str, Sequence[Any]],
+    scored: Mapping[str, Mapping[str, np.ndarray]],
+    located: Mapping[str, Any],
+    *,
+    bootstrap: Bootstrap,
+) -> dict[str, dict[str, Any]]:
+    """``a`` minus ``b`` for each pair of ``compare``: the mean similarity of every pair set (``trap:<name>``,
+    ``cluster:<group>``) over the pairs both operators scored, and the localization hit rate over the answers
+    both localized; a percentile bootstrap over questions, both operators' values resampled with the same draw.
+
+    ``pair_sets`` maps a set's key to its pairs, ``scored`` an operator to its similarities per set (as
+    :func:`~semuq_eval.diagnose.scoring.score_diagnostics` returns them), ``located`` an operator to its
+    :class:`~semuq_eval.diagnose.localization.Localization`. An operator that did not run gives an entry with
+    ``unavailable``.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as P
+    >>> pairs = {"trap:context": [P(uid="q1"), P(uid="q1"), P(uid="q2")]}
+    >>> sims = {"a": {"trap:context": np.array([0.5, 0.6, 0.4])}, "b": {"trap:context": np.array([0.7, 0.8, 0.6])}}
+    >>> out = paired_comparisons([("a", "b")], pairs, sims, {}, bootstrap=Bootstrap(100))
+    >>> row = out["a vs b"]["trap:context"]
+    >>> round(row["difference"], 3), row["n_pairs"], row["ci_high"] < 0
+    (-0.2, 3, True)
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for a, b in compare:
+        key = f"{a} vs {b}"
+        if a not in scored or b not in scored:
+            out[key] = {"unavailable": f"{a if a not in scored else b} did not run"}
+            continue
+        row: dict[str, Any] = {}
+        for name, pairs in pair_sets.items():
+            sa, sb = (
+                np.asarray(scored[a][name], dtype=np.float64),
+                np.asarray(scored[b][name], dtype=np.float64),
+            )
+            both = np.isfinite(sa) & np.isfinite(sb)
+            uids = [str(p.uid) for p, keep in zip(pairs, both, strict=True) if keep]
+            d = difference_with_ci(sa[both], uids, sb[both], uids, bootstrap=bootstrap)
+            row[name] = {**d, "n_pairs": int(both.sum()), "n_questions": len(set(uids))}
+        if a in located and b in located:
+            # one localized answer per question (its greedy answer); an answer without tokens is left out by both
+            hits_b = dict(zip(located[b].uids, located[b].hits, strict=True))
+            common = [(u, h) for u, h in zip(located[a].uids, located[a].hits, strict=True) if u in hits_b]
+            uids = [u for u, _ in common]
+            d = difference_with_ci(
+                [h for _, h in common], uids, [hits_b[u] for u in uids], uids, bootstrap=bootstrap
+            )
+            row["localization"] = {**d, "n_answers": len(common), "n_questions": len(set(uids))}
+        out[key] = row
+    return out

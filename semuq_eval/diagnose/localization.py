@@ -66,6 +66,10 @@ class Localization:
     n_eligible: int
     skipped: dict[str, int] = field(default_factory=dict)
     examples: list[dict[str, Any]] = field(default_factory=list)
+    hits: list[float] = field(default_factory=list, repr=False)
+    """Per kept answer: 1.0 when its top-weight token is inside the reference span (paired comparisons)."""
+    uids: list[str] = field(default_factory=list, repr=False)
+    """The question of each kept answer."""
 
     @property
     def ratio(self) -> float:
@@ -160,4 +164,6 @@ def localization(
         n_eligible,
         dict(skipped),
         examples,
+        hits,
+        [str(u) for u in uids],
     )

@@ -117,6 +117,7 @@ def markdown(result: Mapping[str, Any]) -> str:
             f"({loc['n_hits']}/{loc['n_answers']}){flag} | {_num(ch['mean'])} | {_num(loc['ratio_over_chance'], 1)}x "
             f"| {loc['n_answers']} of {loc['n_eligible']} eligible |"
         )
+    lines += comparison_lines(result)
     lines += ["", "## Examples", ""]
     for trap in result["traps"].values():
         ex = next(iter(trap.get("examples", {}).values()), [])
@@ -128,6 +129,49 @@ def markdown(result: Mapping[str, Any]) -> str:
         )
         lines += [f"- **{trap['title']}** ({e['question']}): A: {e['a']!r} / B: {e['b']!r}: {sims}"]
     return "\n".join(lines) + "\n"
+
+
+def comparison_lines(result: Mapping[str, Any], heading: str = "## Paired differences") -> list[str]:
+    """The paired differences (``diagnose(compare=...)``) under ``heading`` as a table: one row per trap,
+    clustering group and localization, one column per comparison; ``*``: the interval excludes 0. Empty without
+    comparisons."""
+    comparisons = result.get("comparisons") or {}
+    if not comparisons:
+        return []
+    rows = [
+        *((f"trap:{k}", f"{t['title']} (better: {t['better']})") for k, t in result["traps"].items()),
+        *(
+            (f"cluster:{k}", f"{result['clustering'][k]['pair']} (clustering)")
+            for k in ("incorrect_equivalent", "correct_equivalent", "incorrect_different")
+        ),
+        ("localization", "token localization hit rate (better: higher)"),
+    ]
+    lines = [
+        "",
+        heading,
+        "",
+        "First operator minus second on the same pairs (answers for localization): difference [95% CI] (pairs / "
+        "questions), questions resampled together for both; `*`: the interval excludes 0.",
+        "",
+        "| figure | " + " | ".join(f"`{k}`" for k in comparisons) + " |",
+        "|---|" + "---|" * len(comparisons),
+    ]
+    for key, title in rows:
+        cells = []
+        for row in comparisons.values():
+            d = row.get(key)
+            if "unavailable" in row:
+                cells.append(f"n/a ({row['unavailable']})")
+            elif not d or d.get("difference") is None:
+                cells.append("n/a")
+            else:
+                n = d.get("n_pairs", d.get("n_answers"))
+                sig = " *" if d["ci_low"] is not None and (d["ci_low"] > 0 or d["ci_high"] < 0) else ""
+                cells.append(
+                    f"{d['difference']:+.3f} [{_num(d['ci_low'])}, {_num(d['ci_high'])}] ({n} / {d['n_questions']}){sig}"
+                )
+        lines.append(f"| {title} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def plot(result: Mapping[str, Any], path: str | os.PathLike) -> Path:
