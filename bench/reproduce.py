@@ -701,6 +701,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=1)
     p.add_argument("--max_diagnose_questions", type=int, default=None)
     p.add_argument("--force", action="store_true", help="redo the rescoring, leaderboard and diagnosis")
+    p.add_argument(
+        "--train_only", action="store_true", help="train the variants (step 1) and stop; a later run reuses them"
+    )
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     from semuq_eval.training.recipe import resolve_backbone
@@ -721,6 +724,9 @@ def main(argv: list[str] | None = None) -> int:
 
     folders = train(args, variants, timings)
     write_json(timings_path, timings)
+    if args.train_only:
+        print(f"reproduce: trained {len(folders)} variant(s) under {work / 'ops'}")
+        return 0
     main, selection = select_main(folders) if args.select else (PAPER, [])
     bases = untrained_bases(args, variants)
     names, options = operator_setup(resolve_backbone(args.backbone)[1], folders, bases)

@@ -35,7 +35,7 @@ from semuq_eval.harness.doc import Doc
 from semuq_eval.harness.store import RunStore
 from semuq_eval.jsonio import write_json
 from semuq_eval.models.generation import Generation
-from semuq_eval.training.recipe import TrainingConfig, train_operator
+from semuq_eval.training.recipe import TrainingConfig, native_cpu_bf16, train_operator
 
 CORRECT = (
     "I think the answer is {a}. The question asks {q} and as far as I know the answer would be {a}.",
@@ -81,14 +81,22 @@ def main() -> None:
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument(
-        "--precisions", default="fp32,bf16", help="fp32 and/or bf16 (mixed precision), side by side per model"
+        "--precisions",
+        default=None,
+        help="fp32 and/or bf16 (mixed precision), side by side per model (default: both where the CPU computes "
+        "bfloat16 natively, else fp32; train-operator refuses emulated bf16)",
     )
     args = p.parse_args()
     torch.set_num_threads(args.threads)
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} cores")
+    native = native_cpu_bf16()
+    precisions = args.precisions or ("fp32,bf16" if native else "fp32")
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} cores, CPU capability "
+        f"{torch.backends.cpu.get_cpu_capability()}, native bf16: {native}"
+    )
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for name, precision in [(m, p) for m in args.models.split(",") for p in args.precisions.split(",")]:
+        for name, precision in [(m, p) for m in args.models.split(",") for p in precisions.split(",")]:
             n_q = args.questions or (160 if "minilm" in name else 64)
             store = write_store(
                 Path(tmp) / f"store-{n_q}-{name}-{precision}" / "semuq" / "semuq_nqopen_train" / "bench-llm",
