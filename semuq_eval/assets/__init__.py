@@ -21,7 +21,7 @@ cache dir (:func:`cache_dir`):
 ``webquestions``           same jar: WebQuestions ``test`` (2,032).                            -> ``data/<name>/``
 ``enc-trained``            no wheel: ``enc`` trained on the committed SmolLM2 NQ-Open answers from
                            all-MiniLM-L6-v2 by the recipe beside the data
-                           (:mod:`~semuq_eval.assets.trained`); prepared only with ``--only``. -> ``models/<name>/``
+                           (:mod:`~semuq_eval.assets.trained`); the offline profile's ``enc``. -> ``models/<name>/``
 =========================  ======================================================================================
 
 A prepared asset is a folder holding a manifest (``.semuq-asset.json``) with the size and sha256 of every file

@@ -234,7 +234,6 @@ ASSETS: dict[str, Asset] = {
             "Apache-2.0 (all-MiniLM-L6-v2's weights; NQ CC BY-SA 3.0)",
             91_700_000,
             params={"recipe": "nqopen-dev-smollm2/enc-trained.json"},
-            default=False,
         ),
         Asset(
             "triviaqa",

