@@ -550,6 +550,76 @@ def wins_section(document: Mapping[str, Any], role: Mapping[tuple[str, str], str
     return lines
 
 
+def criteria_section(
+    document: Mapping[str, Any],
+    diagnoses: Mapping[str, Mapping[str, Any]],
+    bases: Mapping[str, tuple[str, str, str]],
+    main: str,
+) -> list[str]:
+    """Issue 18's "what must show", measured from the leaderboard and the diagnoses (nothing typed by hand):
+    over the reliable cells (at least 20 answers of each class), the main operator against its untrained
+    counterparts (higher in at least two thirds, significantly in at least a third) and its mean AUROC against
+    ``cos_ext``'s; the context trap (lower is better) and token localization (higher) with paired intervals."""
+    cells, rows = _indexes(document)
+    lines = [
+        "## 0. What must show, and whether it does",
+        "",
+        "Reliable cells only: one aggregator on one evaluation run under one label strategy, with at least 20 "
+        "correct and 20 incorrect answers; significant: the paired 95% bootstrap interval excludes 0.",
+        "",
+        "| criterion | target | measured | reached |",
+        "|---|---|---|---|",
+    ]
+
+    def reliable(row: Mapping[str, Any]) -> bool:
+        cell = cells.get((row["section"], row["llm"], row["strategy"], row["estimator"], "auroc")) or {}
+        return row["status"] == "ok" and bool(cell.get("reliable"))
+
+    for base in dict.fromkeys(("enc", bases[main][0])):
+        kept = [r for r in rows.values() if r["set"] == f"{main} vs {base}" and reliable(r)]
+        higher = sum(bool(r["improved"]) for r in kept)
+        better = sum(bool(r["improved"] and r["significant"]) for r in kept)
+        worse = sum(bool(not r["improved"] and r["significant"]) for r in kept)
+        ok = bool(kept) and 3 * higher >= 2 * len(kept) and 3 * better >= len(kept)
+        lines.append(
+            f"| `{main}` beats the untrained `{base}` | higher in >= 2/3 of the cells, significantly in >= 1/3 | "
+            f"higher in {higher} of {len(kept)}, significantly in {better} (significantly lower in {worse}) | "
+            f"{'yes' if ok else 'no'} |"
+        )
+    pairs = []
+    for (sid, llm, strategy, estimator, metric), cell in cells.items():
+        agg, _, op = estimator.partition("@")
+        other = cells.get((sid, llm, strategy, f"{agg}@cos_ext", metric))
+        if op == main and metric == "auroc" and cell.get("status") == "ok" and cell.get("reliable") and other:
+            if other.get("status") == "ok":
+                pairs.append((cell["value"], other["value"]))
+    if pairs:
+        ours, theirs = (sum(x) / len(pairs) for x in zip(*pairs, strict=True))
+        lines.append(
+            f"| mean AUROC of `{main}` vs `cos_ext` | at least `cos_ext`'s | {_f(ours)} vs {_f(theirs)} over "
+            f"{len(pairs)} cells | {'yes' if ours >= theirs else 'no'} |"
+        )
+    for group, result in diagnoses.items():
+        for base in dict.fromkeys(("enc", bases[main][0])):
+            row = (result.get("comparisons") or {}).get(f"{main} vs {base}") or {}
+            for key, title, sign in (
+                ("trap:context", "context trap (lower is better)", -1),
+                ("localization", "token localization hit rate (higher is better)", 1),
+            ):
+                d = row.get(key) or {}
+                if d.get("difference") is None:
+                    continue
+                n = d.get("n_pairs", d.get("n_answers"))
+                ok = (d["ci_high"] < 0) if sign < 0 else (d["ci_low"] > 0)
+                lines.append(
+                    f"| {title}, `{main}` minus `{base}` ({group}) | the paper's direction, interval excluding 0 | "
+                    f"{d['difference']:+.3f} [{_f(d['ci_low'])}, {_f(d['ci_high'])}] ({n} / {d['n_questions']} "
+                    f"questions) | {'yes' if ok else 'no'} |"
+                )
+    lines.append("")
+    return lines
+
+
 def diagnosis_section(results: Mapping[str, Mapping[str, Any]], names: Sequence[str]) -> list[str]:
     lines = ["## 4. Traps, clustering and localization before / after training", ""]
     lines += [
@@ -621,6 +691,7 @@ def write_readme(args, folders, bases, document, diagnoses, names, role, timings
         "validation triplets per held-out question.",
         "",
     ]
+    lines += criteria_section(document, diagnoses, bases, main)
     lines += training_section(folders)
     lines += selection
     lines += mean_auroc_section(document, [main, *(n for n in names if n != main)], role)
@@ -702,7 +773,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max_diagnose_questions", type=int, default=None)
     p.add_argument("--force", action="store_true", help="redo the rescoring, leaderboard and diagnosis")
     p.add_argument(
-        "--train_only", action="store_true", help="train the variants (step 1) and stop; a later run reuses them"
+        "--train_only",
+        action="store_true",
+        help="train the variants (step 1) and stop; a later run reuses them",
     )
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")

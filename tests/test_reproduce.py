@@ -95,7 +95,60 @@ def test_the_reproduction_trains_selects_rescores_and_reports(tmp_path, tiny_st_
     assert "enc_trained_answer_pooling vs enc_answer_pooling" in diagnosis["comparisons"]
     assert f"{selected} vs cos_ext" in diagnosis["comparisons"]
     assert "Paired differences, trained minus untrained" in text
+    criteria = text.split("## 0. What must show")[1].split("## 1.")[0]
+    assert f"| `{selected}` beats the untrained `enc` |" in criteria  # tiny runs: no reliable cell, so "no"
+    assert "higher in 0 of 0" in criteria and "| no |" in criteria
     unpacked = work / "runs" / "canned-triviaqa" / "semuq_triviaqa_dpr" / "canned"
     assert (unpacked / "breakdown.json").is_file() and "SAME LLM as training" in text
     with pytest.raises(SystemExit):  # --select needs held-out validation data
         _reproduce().main(["--train", "x", "--work", str(work), "--report", str(report), "--select"])
+
+
+def test_criteria_count_reliable_cells_only_and_read_the_paired_diagnosis():
+    reproduce = _reproduce()
+
+    def cell(op, agg, value, reliable=True):
+        return {"section": "s", "llm": "l", "strategy": "greedy", "estimator": f"{agg}@{op}", "metric": "auroc",
+                "status": "ok", "value": value, "reliable": reliable}  # fmt: skip
+
+    def row(agg, improved, significant):
+        return {"set": "main vs enc", "section": "s", "task": "t", "llm": "l", "strategy": "greedy",
+                "estimator": f"{agg}@main", "status": "ok", "improved": improved, "significant": significant}  # fmt: skip
+
+    document = {
+        "cells": [cell("main", a, v) for a, v in (("se", 0.7), ("cae", 0.6), ("cos", 0.8))]
+        + [cell("cos_ext", a, v) for a, v in (("se", 0.6), ("cae", 0.7), ("cos", 0.7))]
+        + [cell("main", "deg", 0.9, reliable=False), cell("cos_ext", "deg", 0.1, reliable=False)],
+        "comparisons": {
+            "rows": [row("se", True, True), row("cae", False, False), row("cos", True, False)]
+            + [row("deg", False, True)]  # its cell is a small sample: left out
+        },
+    }
+    diagnoses = {
+        "training-llm": {
+            "comparisons": {
+                "main vs enc": {
+                    "trap:context": {
+                        "difference": -0.05,
+                        "ci_low": -0.08,
+                        "ci_high": -0.02,
+                        "n_pairs": 40,
+                        "n_questions": 30,
+                    },  # fmt: skip
+                    "localization": {
+                        "difference": 0.1,
+                        "ci_low": -0.01,
+                        "ci_high": 0.2,
+                        "n_answers": 50,
+                        "n_questions": 50,
+                    },  # fmt: skip
+                }
+            }
+        }
+    }
+    text = "\n".join(reproduce.criteria_section(document, diagnoses, {"main": ("enc", "b", "all")}, "main"))
+    assert "higher in 2 of 3, significantly in 1 (significantly lower in 0) | yes |" in text
+    assert "0.700 vs 0.667 over 3 cells | yes |" in text  # the small-sample cell is not averaged
+    assert "context trap (lower is better), `main` minus `enc` (training-llm)" in text
+    assert "-0.050 [-0.080, -0.020] (40 / 30 questions) | yes |" in text
+    assert "+0.100 [-0.010, 0.200] (50 / 50 questions) | no |" in text
