@@ -235,12 +235,15 @@ def rescore_all(args, stores: Sequence[Path], names, options, timings: dict) -> 
 
 def leaderboard(args, stores: Sequence[Path], bases: Mapping[str, tuple[str, str, str]], main: str) -> dict:
     """Step 3: the leaderboard of the rescored stores, with the main trained operator's comparisons (each other
-    variant against its untrained counterpart and the main operator)."""
+    variant against its untrained counterpart, the main operator and ``cos_ext``, the bar every variant must
+    clear)."""
     from semuq_eval.leaderboard.cli import build
     from semuq_eval.leaderboard.compute import LeaderboardConfig
 
     compare = [(main, tuple(dict.fromkeys((bases[main][0], *BASES))))] + [
-        (name, tuple(dict.fromkeys((base, main)))) for name, (base, *_) in bases.items() if name != main
+        (name, tuple(dict.fromkeys((base, main, "cos_ext"))))
+        for name, (base, *_) in bases.items()
+        if name != main
     ]
     output = Path(args.report) / "leaderboard"
     return build(

@@ -89,6 +89,9 @@ def test_the_reproduction_trains_selects_rescores_and_reports(tmp_path, tiny_st_
     assert "(vs `enc_other_backbone`)" in text
     # an answer-pooled variant is compared with the same untrained weights pooled the same way
     assert "enc_trained_answer_pooling vs enc_answer_pooling" in board["comparisons"]["sets"]
+    assert {f"{o} vs cos_ext" for o in ops} <= set(
+        board["comparisons"]["sets"]
+    )  # every variant against cos_ext
     assert "`enc_answer_pooling`" in text.split("## 2a.")[1].split("## 2.")[0]
     # traps and localization: each trained variant minus its untrained counterpart, paired
     diagnosis = read_json(report / "diagnosis" / "training-llm" / "diagnosis.json")
