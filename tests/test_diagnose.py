@@ -325,6 +325,8 @@ def test_paired_comparisons_are_the_difference_of_the_same_pairs(store, tmp_path
     assert "localization" not in result["comparisons"]["lexical vs enc"]  # lexical yields no token weights
     text = write_report(result, tmp_path / "out")["markdown"].read_text()
     assert "## Paired differences" in text and "`enc_answer vs enc`" in text
+    table = text.split("## Paired differences")[1].split("## Examples")[0]
+    assert " !" in table and " *" not in table  # 3 questions: small samples, flagged and never starred
     with pytest.raises(ValueError, match="not diagnosed"):
         diagnose(store, "lexical", compare=[("lexical", "enc")], progress=False)
 

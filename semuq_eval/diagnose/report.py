@@ -138,6 +138,7 @@ def comparison_lines(result: Mapping[str, Any], heading: str = "## Paired differ
     comparisons = result.get("comparisons") or {}
     if not comparisons:
         return []
+    min_questions = result["settings"]["min_pairs"]
     rows = [
         *((f"trap:{k}", f"{t['title']} (better: {t['better']})") for k, t in result["traps"].items()),
         *(
@@ -151,7 +152,8 @@ def comparison_lines(result: Mapping[str, Any], heading: str = "## Paired differ
         heading,
         "",
         "First operator minus second on the same pairs (answers for localization): difference [95% CI] (pairs / "
-        "questions), questions resampled together for both; `*`: the interval excludes 0.",
+        "questions), questions resampled together for both; `*`: the interval excludes 0; `!`: fewer than "
+        f"{min_questions} questions (small sample, never starred).",
         "",
         "| figure | " + " | ".join(f"`{k}`" for k in comparisons) + " |",
         "|---|" + "---|" * len(comparisons),
@@ -166,7 +168,12 @@ def comparison_lines(result: Mapping[str, Any], heading: str = "## Paired differ
                 cells.append("n/a")
             else:
                 n = d.get("n_pairs", d.get("n_answers"))
-                sig = " *" if d["ci_low"] is not None and (d["ci_low"] > 0 or d["ci_high"] < 0) else ""
+                if d["n_questions"] < min_questions:
+                    sig = " !"
+                elif d["ci_low"] is not None and (d["ci_low"] > 0 or d["ci_high"] < 0):
+                    sig = " *"
+                else:
+                    sig = ""
                 cells.append(
                     f"{d['difference']:+.3f} [{_num(d['ci_low'])}, {_num(d['ci_high'])}] ({n} / {d['n_questions']}){sig}"
                 )

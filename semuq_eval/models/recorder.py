@@ -80,6 +80,13 @@ def _causal_lm(model: torch.nn.Module) -> torch.nn.Module:
 
 
 _COMPACTABLE_KWARGS = frozenset({"input_ids", "attention_mask", "position_ids", "cache_position"})
+_CACHE_KWARGS = ("cache", "past_key_values")
+"""Where a model's forward receives the key-value cache: ``cache`` since transformers 5.x, ``past_key_values``
+before (still accepted, deprecated)."""
+
+
+def _kv_cache(kwargs: dict[str, Any]) -> Any:
+    return next((kwargs[k] for k in _CACHE_KWARGS if kwargs.get(k) is not None), None)
 
 
 class StepRecorder:
@@ -171,7 +178,7 @@ class StepRecorder:
         self.logprobs.append(self._full(lp, prev))
 
     def _can_compact(self, args, kwargs) -> bool:
-        cache = kwargs.get("past_key_values")
+        cache = _kv_cache(kwargs)
         tensors = {k for k, v in kwargs.items() if torch.is_tensor(v)}
         pos = kwargs.get("position_ids")
         ids = kwargs.get("input_ids")
@@ -207,7 +214,7 @@ class StepRecorder:
         if len(keep) < len(current):
             position = {r: j for j, r in enumerate(current)}
             rel = torch.tensor([position[r] for r in keep], device=ids.device)
-            kwargs["past_key_values"].batch_select_indices(rel)
+            _kv_cache(kwargs).batch_select_indices(rel)
             self.active = torch.tensor(keep, device=ids.device)
         if self.active is None:
             return None
