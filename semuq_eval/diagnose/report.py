@@ -133,8 +133,8 @@ def markdown(result: Mapping[str, Any]) -> str:
 
 def comparison_lines(result: Mapping[str, Any], heading: str = "## Paired differences") -> list[str]:
     """The paired differences (``diagnose(compare=...)``) under ``heading`` as a table: one row per trap,
-    clustering group and localization, one column per comparison; ``*``: the interval excludes 0. Empty without
-    comparisons."""
+    clustering group and localization, one column per comparison; ``*``: the interval excludes 0, ``!``: fewer
+    questions than the diagnosis's ``min_pairs`` (never starred). Empty without comparisons."""
     comparisons = result.get("comparisons") or {}
     if not comparisons:
         return []
