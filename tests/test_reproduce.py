@@ -155,3 +155,31 @@ def test_criteria_count_reliable_cells_only_and_read_the_paired_diagnosis():
     assert "context trap (lower is better), `main` minus `enc` (training-llm)" in text
     assert "-0.050 [-0.080, -0.020] (40 / 30 questions) | yes |" in text
     assert "+0.100 [-0.010, 0.200] (50 / 50 questions) | no |" in text
+
+
+def test_heldout_questions_keep_each_answer_its_verdict_and_the_greedy_label(tmp_path):
+    from semuq_eval.training.data import export_store
+
+    rows = [
+        ("Q0?", ["A0"], [("A0.", 1), ("A0 it is.", 1), ("B0.", 0)]),
+        ("Q1?", ["A1"], [("B1.", 0), ("A1.", 1), ("C1.", None)]),
+    ]
+    path = tmp_path / "validation.jsonl.gz"
+    export_store(write_store(tmp_path / "h" / "llm", rows), path)
+    docs, labels = _reproduce().heldout_questions([str(path)])
+    assert [d.question for d in docs] == ["Q0?", "Q1?"]
+    assert [list(d.samples) for d in docs] == [["A0.", "A0 it is.", "B0."], ["B1.", "A1.", "C1."]]
+    assert docs[0].greedy == "A0." and docs[0].greedy.greedy  # write_store's greedy is the first sample
+    assert labels[0] == {"greedy": True, "majority": True, "samples": [True, True, False], "n_missing_verdicts": 0}
+    # a missing verdict stays missing; the majority is over the judged samples (1 of 2: not a majority)
+    assert labels[1] == {"greedy": False, "majority": False, "samples": [False, True, None], "n_missing_verdicts": 1}
+
+
+def test_auroc_selection_ships_a_variant_only_above_its_base_and_the_untrained_enc():
+    choose = _reproduce().choose_by_auroc
+    bases = {"enc_trained": ("enc", "", "all"), "ap": ("enc_ap", "", "answer"), "r": ("enc", "", "all")}
+    scores = {"enc_trained": 0.60, "ap": 0.70, "r": 0.66, "enc": 0.65, "enc_ap": 0.68}
+    assert choose(scores, list(bases), bases) == ("ap", "ap")
+    assert choose({**scores, "enc_ap": 0.71}, list(bases), bases) == ("ap", "enc_trained")  # training did not help
+    assert choose({**scores, "enc": 0.75}, list(bases), bases) == ("ap", "enc_trained")  # below the untrained enc
+    assert choose({**scores, "ap": None}, list(bases), bases) == ("r", "r")  # no score: never chosen
