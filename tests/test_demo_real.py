@@ -31,7 +31,8 @@ def test_demo_on_ten_questions(real_asset, tmp_path, capsys):
     assert breakdown["n_docs"] == 10
     operators = {op: v["status"] for op, v in breakdown["operators"].items()}
     assert operators == dict.fromkeys(["lexical", "cos_int", "cos_ext", "enc", "enc_untrained"], "ok")
-    trained = breakdown["operators"]["enc"]["info"]  # the offline profile's enc is the shipped trained operator
+    # the offline profile's enc is the shipped trained operator
+    trained = breakdown["operators"]["enc"]["info"]
     assert trained["model"].rstrip("/").endswith("enc-trained")
     assert breakdown["operators"]["enc_untrained"]["info"]["model"].rstrip("/").endswith("all-minilm-l6-v2")
     assert breakdown["settings"]["profile"] == "offline" and breakdown["decoding"]["sampled"]["top_p"] == 0.9

@@ -170,9 +170,19 @@ def test_heldout_questions_keep_each_answer_its_verdict_and_the_greedy_label(tmp
     assert [d.question for d in docs] == ["Q0?", "Q1?"]
     assert [list(d.samples) for d in docs] == [["A0.", "A0 it is.", "B0."], ["B1.", "A1.", "C1."]]
     assert docs[0].greedy == "A0." and docs[0].greedy.greedy  # write_store's greedy is the first sample
-    assert labels[0] == {"greedy": True, "majority": True, "samples": [True, True, False], "n_missing_verdicts": 0}
+    assert labels[0] == {
+        "greedy": True,
+        "majority": True,
+        "samples": [True, True, False],
+        "n_missing_verdicts": 0,
+    }
     # a missing verdict stays missing; the majority is over the judged samples (1 of 2: not a majority)
-    assert labels[1] == {"greedy": False, "majority": False, "samples": [False, True, None], "n_missing_verdicts": 1}
+    assert labels[1] == {
+        "greedy": False,
+        "majority": False,
+        "samples": [False, True, None],
+        "n_missing_verdicts": 1,
+    }
 
 
 def test_auroc_selection_ships_a_variant_only_above_its_base_and_the_untrained_enc():
@@ -180,6 +190,12 @@ def test_auroc_selection_ships_a_variant_only_above_its_base_and_the_untrained_e
     bases = {"enc_trained": ("enc", "", "all"), "ap": ("enc_ap", "", "answer"), "r": ("enc", "", "all")}
     scores = {"enc_trained": 0.60, "ap": 0.70, "r": 0.66, "enc": 0.65, "enc_ap": 0.68}
     assert choose(scores, list(bases), bases) == ("ap", "ap")
-    assert choose({**scores, "enc_ap": 0.71}, list(bases), bases) == ("ap", "enc_trained")  # training did not help
-    assert choose({**scores, "enc": 0.75}, list(bases), bases) == ("ap", "enc_trained")  # below the untrained enc
+    assert choose({**scores, "enc_ap": 0.71}, list(bases), bases) == (
+        "ap",
+        "enc_trained",
+    )  # training did not help
+    assert choose({**scores, "enc": 0.75}, list(bases), bases) == (
+        "ap",
+        "enc_trained",
+    )  # below the untrained enc
     assert choose({**scores, "ap": None}, list(bases), bases) == ("r", "r")  # no score: never chosen
