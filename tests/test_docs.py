@@ -1,0 +1,45 @@
+"""The README is a front door and every link in the documentation resolves (CONTRIBUTING, "Where documentation
+and figures go")."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parents[1]
+PAGES = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def _prose(page: Path) -> str:
+    """The page without its fenced code blocks (a link inside one is an example, not a link)."""
+    return re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.S)
+
+
+def _anchors(page: Path) -> set[str]:
+    """GitHub's anchors of the page's headings: lower case, punctuation dropped, spaces as hyphens."""
+    headings = re.findall(r"^#+\s+(.*)$", _prose(page), flags=re.M)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in headings}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_every_relative_link_resolves(page):
+    broken = []
+    for target in re.findall(r"\]\(([^)\s]+)\)", _prose(page)):
+        if re.match(r"[a-z]+:", target):
+            continue
+        path, _, anchor = target.partition("#")
+        linked = (page.parent / path) if path else page
+        if not linked.exists():
+            broken.append(f"{target}: no such file")
+        elif anchor and linked.suffix == ".md" and anchor not in _anchors(linked):
+            broken.append(f"{target}: no such heading")
+    assert not broken, broken
+
+
+def test_the_readme_is_a_front_door():
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 250, "figures and details go to docs/ (CONTRIBUTING.md)"
+    text = "\n".join(lines)
+    assert "bash .ci/demo" in text and "bash .ci/test" in text
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        assert f"(docs/{page.name})" in text, f"the README does not link docs/{page.name}"
