@@ -121,3 +121,12 @@ def test_the_committed_recipe_reads_committed_files_only():
     assert files["train"] and files["validation"]
     assert not set(files["train"]) & set(files["validation"])
     assert all(f.is_relative_to(trained.TRAINING_DATA) for fs in files.values() for f in fs)
+    # the guided answers of the held-out questions are never trained on either
+    ranges = {f.name.split("-", 1)[1] for f in files["validation"]}
+    assert files["guided"] and not {f.name.split("-", 1)[1] for f in files["guided"]} & ranges
+
+
+def test_the_untrained_counterpart_pools_as_the_committed_recipe_trains():
+    assert trained.trained_pooling("enc-trained") == "answer"
+    with pytest.raises(KeyError, match="not a trained-operator asset"):
+        trained.trained_pooling("all-minilm-l6-v2")

@@ -547,9 +547,10 @@ def test_offline_profile(monkeypatch, tmp_path):
     assert s.operators == ("lexical", "cos_int", "cos_ext", "enc", "enc_untrained") and s.profile == "offline"
     # enc is the shipped trained operator; the untrained encoder stays under its own name (the paper's ablation)
     assert s.operator_options["enc"] == {"model": str(tmp_path / "enc-trained")}
-    assert s.operator_options["enc_untrained"] == {
+    assert s.operator_options["enc_untrained"] == {  # pooled as the shipped weights were trained (the recipe)
         "operator": "enc",
         "model": str(tmp_path / "all-minilm-l6-v2"),
+        "pooling": "answer",
     }
     assert s.operator_options["cos_ext"] == {"model": str(tmp_path / "all-minilm-l6-v2")}
     mpnet = Settings.from_metadata(

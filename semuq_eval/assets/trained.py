@@ -25,7 +25,14 @@ from typing import Any
 from semuq_eval.assets.catalogue import Asset
 from semuq_eval.jsonio import read_json
 
-__all__ = ["TRAINING_DATA", "build_trained_operator", "load_recipe", "recipe_files", "recipe_sources"]
+__all__ = [
+    "TRAINING_DATA",
+    "build_trained_operator",
+    "load_recipe",
+    "recipe_files",
+    "recipe_sources",
+    "trained_pooling",
+]
 
 TRAINING_DATA = Path(__file__).resolve().parent / "training_data"
 """The committed training data and the recipes (package data)."""
@@ -63,6 +70,23 @@ def load_recipe(path: str | os.PathLike) -> dict[str, Any]:
     if not isinstance(recipe.setdefault("options", {}), dict):
         raise ValueError(f"{path}: field 'options' must be an object of train-operator options")
     return recipe
+
+
+def trained_pooling(name: str) -> str:
+    """The pooling (``"all"`` or ``"answer"``) that the recipe of the trained-operator asset ``name`` trains with:
+    its untrained counterpart must pool the same way for a comparison to measure training alone.
+
+    Raises
+    ------
+    KeyError
+        For an asset that is not a trained operator.
+    """
+    from semuq_eval.assets.catalogue import ASSETS
+
+    asset = ASSETS.get(name)
+    if asset is None or asset.recipe != "trained-operator":
+        raise KeyError(f"{name!r} is not a trained-operator asset")
+    return str(load_recipe(_recipe_path(asset))["options"].get("pooling", "all"))
 
 
 def recipe_files(path: str | os.PathLike) -> dict[str, list[Path]]:

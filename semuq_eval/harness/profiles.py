@@ -4,7 +4,8 @@
 model hub: ``lexical``, ``cos_int`` (the generating model's own hidden states), ``cos_ext`` on the sentence
 encoder that ``semuq-eval assets`` prepares (all-MiniLM-L6-v2), ``enc`` with the trained weights built from it
 (the ``enc-trained`` asset: the paper's operator, trained on the committed SmolLM2 NQ-Open answers), and
-``enc_untrained``, the same question-conditioned encoder before training (the paper's ablation).
+``enc_untrained``, the same question-conditioned encoder before training, pooled as the trained one is (the
+paper's ablation).
 ``"offline:all-mpnet-base-v2"`` chooses mpnet, for which no trained weights ship: there ``enc`` is the
 untrained encoder. ``nli`` / ``nli_soft`` are left out: no NLI cross-encoder ships on PyPI. Keys given
 explicitly in the metadata win over the profile's (``operator_options`` are merged per operator).
@@ -47,12 +48,20 @@ def offline_profile(encoder: str = "all-minilm-l6-v2") -> dict[str, Any]:
             "operators": ["lexical", "cos_int", "cos_ext", "enc"],
             "operator_options": {"cos_ext": {"model": path}, "enc": {"model": path}},
         }
+    from semuq_eval.assets.trained import trained_pooling
+
+    pooling = trained_pooling(trained)
     return {
         "operators": ["lexical", "cos_int", "cos_ext", "enc", "enc_untrained"],
         "operator_options": {
             "cos_ext": {"model": path},
             "enc": {"model": str(locate(trained))},
-            "enc_untrained": {"operator": "enc", "model": path},
+            # pooled as the trained weights are, so enc vs enc_untrained measures the training alone
+            "enc_untrained": {
+                "operator": "enc",
+                "model": path,
+                **({"pooling": pooling} if pooling != "all" else {}),
+            },
         },
     }
 
