@@ -82,7 +82,7 @@ def _usage() -> str:
 
 def print_tasks_dir(argv: list[str]) -> int:
     """`semuq-eval tasks-dir`: print the folder of the shipped task YAMLs (for ``--include_path``)."""
-    from semuq_eval.launch import tasks_dir
+    from semuq_eval.task_files import tasks_dir
 
     print(tasks_dir())
     return 0
@@ -138,7 +138,7 @@ def _dispatch(argv: list[str]) -> int:
         return 0
     command = argv[0]
     if argv == ["ls", "tasks"]:
-        from semuq_eval.launch import list_tasks
+        from semuq_eval.task_files import list_tasks
 
         print(list_tasks())
         return 0
