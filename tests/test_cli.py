@@ -6,7 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from semuq_eval import cli, task_files
+from semuq_eval import commands as cli
+from semuq_eval import task_files
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -72,7 +73,7 @@ def test_every_command_target_resolves():
 
 
 def test_a_bad_setting_is_refused_in_one_line_before_the_model_loads(tmp_path, capsys):
-    from semuq_eval.cli import main as cli_main
+    from semuq_eval.commands import main as cli_main
 
     argv = [
         "run",

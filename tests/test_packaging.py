@@ -87,7 +87,7 @@ def test_wheel_installs_and_lists_semuq_tasks(wheel, fresh):
 
     python, site = fresh["python"], fresh["site"]
     listed = subprocess.run(
-        [python, "-c", "import sys; from semuq_eval.cli import main; sys.exit(main(sys.argv[1:]))", "ls", "tasks"],
+        [python, "-c", "import sys; from semuq_eval.commands import main; sys.exit(main(sys.argv[1:]))", "ls", "tasks"],
         capture_output=True, text=True, cwd=fresh["root"], check=True,
     )  # fmt: skip
     where = _python(python, "import semuq_eval.task_files as m; print(m.tasks_dir())").stdout.strip()

@@ -255,7 +255,7 @@ def test_a_named_label_set_is_read_with_its_judge(tmp_path):
 
 
 def test_bad_input_gives_clear_errors(tmp_path, capsys):
-    from semuq_eval.training.cli import main
+    from semuq_eval.commands.train_operator import main
 
     with pytest.raises(FileNotFoundError, match="no such file"):
         stores.find_stores([str(tmp_path / "nope")])
@@ -503,8 +503,8 @@ def test_answer_only_operator_without_negatives_is_evaluated_answer_only(
 ):
     from sentence_transformers import SentenceTransformer
 
+    from semuq_eval.commands.train_operator import main
     from semuq_eval.operators import get
-    from semuq_eval.training.cli import main
 
     output = tmp_path / "answer-only"
     code = main(
