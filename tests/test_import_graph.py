@@ -4,8 +4,8 @@ and no cycle between packages.
 The layers, lowest first (a unit is a subpackage or top-level module of ``semuq_eval``; it may import its own
 layer and the layers below):
 
-0. base: ``semuq_eval`` (the version), ``jsonio``, ``distributed``, ``context``, ``logs``, ``task_files``
-   (the shipped task YAMLs), ``assets`` (the asset cache and its builders; the trained operator's training is
+0. base: ``semuq_eval`` (the version), ``jsonio``, ``cell_text``, ``distributed``, ``context``, ``logs``,
+   ``task_files`` (the shipped task YAMLs), ``assets`` (the asset cache and its builders; the trained operator's training is
    passed in) and ``data`` (QA sets, read from the assets);
 1. the math: ``aggregators``, ``metrics``;
 2. ``operators`` (their matrix kinds come from ``aggregators``; the trained operator's record is
@@ -37,7 +37,19 @@ PACKAGE = "semuq_eval"
 LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     (
         "base",
-        frozenset({"semuq_eval", "jsonio", "distributed", "context", "logs", "task_files", "assets", "data"}),
+        frozenset(
+            {
+                "semuq_eval",
+                "jsonio",
+                "cell_text",
+                "distributed",
+                "context",
+                "logs",
+                "task_files",
+                "assets",
+                "data",
+            }
+        ),
     ),
     ("math", frozenset({"aggregators", "metrics"})),
     ("operators", frozenset({"operators"})),

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from semuq_eval.cell_text import cell_text
 
 __all__ = ["main", "parse_judge_args"]
 
@@ -46,11 +47,10 @@ def parse_judge_args(text: str) -> dict[str, Any]:
 
 
 def _fmt(r: Mapping[str, Any] | None) -> str:
-    if not r or r.get("value") is None or not math.isfinite(r["value"]):
-        return "-"
-    lo, hi = r.get("ci_low"), r.get("ci_high")
-    ci = f" [{lo:.2f}, {hi:.2f}]" if lo is not None and hi is not None else ""
-    return f"{r['value']:.3f}{ci}{'' if r.get('reliable', True) else ' !'}"
+    r = r or {}
+    return cell_text(
+        r.get("value"), r.get("ci_low"), r.get("ci_high"), reliable=r.get("reliable", True), missing="-"
+    )
 
 
 def main(argv: list[str]) -> int:
