@@ -16,12 +16,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from semuq_eval.harness.label_sets import check_name, label_set_names, read_label_set, write_label_set
+from semuq_eval.harness.label_sets import (
+    check_name,
+    label_records,
+    label_set_names,
+    read_label_set,
+    write_label_set,
+)
 from semuq_eval.harness.report import summarize
 from semuq_eval.harness.settings import Settings
 from semuq_eval.harness.store import load_store
 from semuq_eval.jsonio import read_json, read_jsonl
-from semuq_eval.judges import get_judge, label_answers
+from semuq_eval.judges import get_judge
 from semuq_eval.judges.agreement import agreement
 
 __all__ = ["auroc_side_by_side", "compare_label_sets", "judge_store"]
@@ -45,13 +51,7 @@ def judge_store(
         raise ValueError(f"{store}: the store has no questions")
     judge = get_judge(judge_name, **dict(judge_options or {}))
     start = time.perf_counter()
-    labels = label_answers(
-        judge,
-        [r["question"] for r in records],
-        [r["greedy"].text for r in records],
-        [[g.text for g in r["samples"]] for r in records],
-        [r["references"] for r in records],
-    )
+    labels = label_records(judge, records)
     seconds = time.perf_counter() - start
     rows = [{"doc_id": r["doc_id"], **lab} for r, lab in zip(records, labels, strict=True)]
     errors: dict[str, int] = {}
