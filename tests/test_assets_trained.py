@@ -117,6 +117,16 @@ def test_a_broken_recipe_is_a_clear_error(data_dir, change, message):
         assets.prepare(["enc-tiny"], progress=False, train=build_trained_operator)
 
 
+def test_without_a_train_function_a_trained_operator_is_not_built_but_a_prepared_one_is_found(data_dir):
+    with pytest.raises(AssetError, match="built by training.*build_trained_operator") as err:
+        assets.prepare(["enc-tiny"], progress=False)
+    assert err.value.prepared == {}
+    with pytest.raises(FileNotFoundError, match="not prepared"):
+        assets.locate("enc-tiny")
+    path = assets.prepare(["enc-tiny"], progress=False, train=build_trained_operator)["enc-tiny"]
+    assert assets.prepare(["enc-tiny"], progress=False) == {"enc-tiny": path}  # verified, not rebuilt
+
+
 def test_the_committed_recipe_reads_committed_files_only():
     files = trained.recipe_files(trained.TRAINING_DATA / ASSETS["enc-trained"].params["recipe"])
     assert files["train"] and files["validation"]
