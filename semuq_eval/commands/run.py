@@ -1,4 +1,5 @@
-"""Run lm-eval's own CLI (run / ls / validate, same flags) with semuq-eval's models and tasks registered.
+"""``semuq-eval run`` / ``ls`` / ``validate``: lm-eval's own CLI (same flags) with semuq-eval's models and tasks
+registered.
 
 lm-eval 0.4.13 has no plugin discovery, so :func:`run_lm_eval` imports the plugin's models (registering
 them lazily) and prepends the shipped task folder to ``--include_path`` before handing over to lm-eval's
