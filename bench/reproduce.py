@@ -237,7 +237,7 @@ def leaderboard(args, stores: Sequence[Path], bases: Mapping[str, tuple[str, str
     """Step 3: the leaderboard of the rescored stores, with the main trained operator's comparisons (each other
     variant against its untrained counterpart, the main operator and ``cos_ext``, the bar every variant must
     clear)."""
-    from semuq_eval.leaderboard.cli import build
+    from semuq_eval.leaderboard.build import build
     from semuq_eval.leaderboard.compute import LeaderboardConfig
 
     compare = [(main, tuple(dict.fromkeys((bases[main][0], *BASES))))] + [

@@ -2,6 +2,6 @@
 
 import sys
 
-from semuq_eval.cli import main
+from semuq_eval.commands import main
 
 sys.exit(main())

@@ -44,7 +44,7 @@ def _with_semuq_tasks(include_path) -> list | None:
     """``include_path`` with the semuq task folder first, or None when it already covers that folder."""
     global _tasks_dir
     if _tasks_dir is None:
-        from semuq_eval.launch import tasks_dir
+        from semuq_eval.task_files import tasks_dir
 
         _tasks_dir = str(tasks_dir())
     if not include_path:

@@ -3,7 +3,7 @@
 Resolved in one place for the tasks (run store, breakdown) and the models (generation journal):
 
 - **output directory**: an explicit value (task metadata ``output_dir``, model argument ``journal``) >
-  ``$SEMUQ_OUTPUT_DIR`` > the ``--output_path`` that :func:`semuq_eval.launch.run_lm_eval` registered >
+  ``$SEMUQ_OUTPUT_DIR`` > the ``--output_path`` that :func:`semuq_eval.commands.run.run_lm_eval` registered >
   lm-eval's ``--output_path`` read from the command line (plain ``lm_eval`` runs) > none (nothing written).
   lm-eval accepts a ``.json`` file for ``--output_path``: its folder is used.
 - **run id**: metadata ``run_id``, else :func:`model_slug` of the model (``pretrained``), so that
@@ -30,7 +30,7 @@ _registered_output: str | None = None
 
 
 def set_output_dir(path: str | os.PathLike | None) -> None:
-    """Register the run's ``--output_path`` (called by :func:`semuq_eval.launch.run_lm_eval`)."""
+    """Register the run's ``--output_path`` (called by :func:`semuq_eval.commands.run.run_lm_eval`)."""
     global _registered_output
     _registered_output = None if path is None else str(path)
 

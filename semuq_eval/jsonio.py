@@ -3,8 +3,8 @@
 Run stores, breakdowns, generation journals, QA sets and asset manifests are JSON or JSON lines. They
 share three rules, kept here once:
 
-- what is written is JSON-safe: NaN / inf become ``null``, numpy scalars and arrays become Python values
-  (:func:`json_safe`);
+- what is written is JSON-safe: NaN / inf become ``null`` (:func:`finite_or_none`, also for a figure kept in
+  a record before it is written), numpy scalars and arrays become Python values (:func:`json_safe`);
 - a JSON document is replaced atomically (:func:`write_json`), so a reader never sees half a file, even
   when several ranks of a data-parallel run write the same manifest;
 - a malformed JSON line is an error naming the file and the line, unless the caller says the file may end
@@ -23,9 +23,29 @@ from typing import Any, Literal
 
 import numpy as np
 
-__all__ = ["append_jsonl", "json_safe", "parse_jsonl", "read_json", "read_jsonl", "write_json", "write_jsonl"]
+__all__ = [
+    "append_jsonl",
+    "finite_or_none",
+    "json_safe",
+    "parse_jsonl",
+    "read_json",
+    "read_jsonl",
+    "write_json",
+    "write_jsonl",
+]
 
 log = logging.getLogger(__name__)
+
+
+def finite_or_none(x: float | None) -> float | None:
+    """``x`` as a float, or None when it is None, NaN or infinite (what JSON keeps of a number).
+
+    Examples
+    --------
+    >>> finite_or_none(np.float32(0.5)), finite_or_none(float("nan")), finite_or_none(None)
+    (0.5, None, None)
+    """
+    return float(x) if x is not None and math.isfinite(x) else None
 
 
 def json_safe(obj: Any) -> Any:
@@ -43,7 +63,7 @@ def json_safe(obj: Any) -> Any:
     if isinstance(obj, np.ndarray):
         return json_safe(obj.tolist())
     if isinstance(obj, (np.floating, float)):
-        return float(obj) if math.isfinite(obj) else None
+        return finite_or_none(obj)
     if isinstance(obj, np.bool_):
         return bool(obj)
     if isinstance(obj, np.integer):

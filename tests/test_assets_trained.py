@@ -13,6 +13,7 @@ from semuq_eval import assets
 from semuq_eval.assets import ASSETS, Asset, AssetError, trained
 from semuq_eval.assets import cache as asset_cache
 from semuq_eval.training.data import export_store
+from semuq_eval.training.shipped import build_trained_operator
 from tests.fixtures.tiny_encoders import (  # noqa: F401  (pytest fixtures)
     tiny_st_encoder,
     tiny_wordpiece_dir,
@@ -69,7 +70,7 @@ def _weights(path: Path) -> dict[str, str]:
 
 
 def test_the_trained_operator_is_rebuilt_from_the_recipe_the_same_bytes_every_time(data_dir):
-    path = assets.prepare(["enc-tiny"], progress=False)["enc-tiny"]
+    path = assets.prepare(["enc-tiny"], progress=False, train=build_trained_operator)["enc-tiny"]
     manifest = json.loads((path / ".semuq-asset.json").read_text())
     assert manifest["recipe"]["selected"] == "a test"
     assert manifest["training"]["counts"]["train_questions"] == 8  # the validation file is never trained on
@@ -85,12 +86,12 @@ def test_the_trained_operator_is_rebuilt_from_the_recipe_the_same_bytes_every_ti
     first = _weights(path)
     assert any(k.endswith(".safetensors") for k in first)
     assert assets.locate("enc-tiny") == path
-    again = assets.prepare(["enc-tiny"], progress=False, force=True)["enc-tiny"]
+    again = assets.prepare(["enc-tiny"], progress=False, train=build_trained_operator, force=True)["enc-tiny"]
     assert _weights(again) == first  # seeded: byte-identical on the same machine
 
 
 def test_more_data_or_another_recipe_rebuilds_it(data_dir):
-    path = assets.prepare(["enc-tiny"], progress=False)["enc-tiny"]
+    path = assets.prepare(["enc-tiny"], progress=False, train=build_trained_operator)["enc-tiny"]
     asset = ASSETS["enc-tiny"]
     assert asset_cache._check(path, asset, deep=False) is None
     (data_dir / "natural-0.jsonl.gz").replace(data_dir / "natural-00.jsonl.gz")
@@ -113,7 +114,17 @@ def test_a_broken_recipe_is_a_clear_error(data_dir, change, message):
     recipe = json.loads((data_dir / "enc.json").read_text())
     (data_dir / "enc.json").write_text(json.dumps({**recipe, **change}), encoding="utf-8")
     with pytest.raises((AssetError, ValueError, FileNotFoundError), match=message):
+        assets.prepare(["enc-tiny"], progress=False, train=build_trained_operator)
+
+
+def test_without_a_train_function_a_trained_operator_is_not_built_but_a_prepared_one_is_found(data_dir):
+    with pytest.raises(AssetError, match="built by training.*build_trained_operator") as err:
         assets.prepare(["enc-tiny"], progress=False)
+    assert err.value.prepared == {}
+    with pytest.raises(FileNotFoundError, match="not prepared"):
+        assets.locate("enc-tiny")
+    path = assets.prepare(["enc-tiny"], progress=False, train=build_trained_operator)["enc-tiny"]
+    assert assets.prepare(["enc-tiny"], progress=False) == {"enc-tiny": path}  # verified, not rebuilt
 
 
 def test_the_committed_recipe_reads_committed_files_only():

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from semuq_eval.cli import main as cli_main
+from semuq_eval.commands import main as cli_main
 from tests.fixtures.tiny_harness import canned_run
 
 HOSTILE = '<img src=x onerror="alert(1)">'

@@ -6,7 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from semuq_eval import cli, launch
+from semuq_eval import commands as cli
+from semuq_eval import task_files
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -14,7 +15,7 @@ REPO = Path(__file__).resolve().parents[1]
 def test_tasks_dir_is_the_shipped_task_folder(capsys):
     assert cli.main(["tasks-dir"]) == 0
     printed = Path(capsys.readouterr().out.strip())
-    assert printed == launch.tasks_dir() and printed.resolve() == (REPO / "tasks").resolve()
+    assert printed == task_files.tasks_dir() and printed.resolve() == (REPO / "tasks").resolve()
 
 
 def test_assets_list_on_an_empty_cache(tmp_path, monkeypatch, capsys):
@@ -37,7 +38,7 @@ def test_semuq_info_messages_are_shown_like_lm_evals():
     code = (
         "import logging\n"
         "from lm_eval.utils import setup_logging\n"
-        "from semuq_eval.launch import share_lm_eval_logging\n"
+        "from semuq_eval.logs import share_lm_eval_logging\n"
         "setup_logging()\n"
         "logging.getLogger('semuq_eval.models.hf').info('before: lost')\n"
         "share_lm_eval_logging()\n"
@@ -72,7 +73,7 @@ def test_every_command_target_resolves():
 
 
 def test_a_bad_setting_is_refused_in_one_line_before_the_model_loads(tmp_path, capsys):
-    from semuq_eval.cli import main as cli_main
+    from semuq_eval.commands import main as cli_main
 
     argv = [
         "run",

@@ -101,7 +101,7 @@ def test_store_begin_removes_files_of_ranks_the_run_does_not_have(tmp_path):
 def test_multi_process_launch_without_gpu_selects_the_cpu(monkeypatch):
     import torch
 
-    from semuq_eval import launch
+    from semuq_eval.commands import run as launch
 
     accel = getattr(torch, "accelerator", None)
     if accel.is_available() if accel is not None else torch.cuda.is_available():

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from semuq_eval import demo
+from semuq_eval.commands import demo
 from semuq_eval.harness.rescore import rescore
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from semuq_eval.cli import main as cli_main
+from semuq_eval.commands import main as cli_main
 from semuq_eval.diagnose.check import (
     check_operator,
     frozen_store_path,

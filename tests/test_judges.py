@@ -522,8 +522,8 @@ def test_a_label_set_name_is_never_a_path(tmp_path):
 
 
 def test_judge_command_relabels_a_store_and_rescore_uses_the_labels(stub, tmp_path, capsys):
+    from semuq_eval.commands.judge import main
     from semuq_eval.harness.rescore import rescore
-    from semuq_eval.judges.cli import main
     from tests.fixtures.tiny_harness import CannedLM
     from tests.test_harness import run
 
@@ -566,7 +566,7 @@ def test_judge_command_relabels_a_store_and_rescore_uses_the_labels(stub, tmp_pa
 
 
 def test_judge_command_errors(tmp_path, capsys):
-    from semuq_eval.judges.cli import main, parse_judge_args
+    from semuq_eval.commands.judge import main, parse_judge_args
 
     with pytest.raises(SystemExit) as exit_info:
         main([str(tmp_path), "--judge", "string", "--name", "x"])

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from semuq_eval.commands.leaderboard import main
 from semuq_eval.jsonio import read_json, write_json
 from semuq_eval.leaderboard import (
     LeaderboardConfig,
@@ -24,7 +25,7 @@ from semuq_eval.leaderboard import (
     group_sections,
     load_runs,
 )
-from semuq_eval.leaderboard.cli import build, main
+from semuq_eval.leaderboard.build import build
 from semuq_eval.leaderboard.collect import common_questions, expand_inputs, load_run
 from semuq_eval.leaderboard.compute import compute
 from semuq_eval.metrics import Bootstrap, auroc, paired_difference
@@ -591,10 +592,10 @@ def test_label_sets(tmp_path):
 
 
 def test_cli_registered_and_jobs(tmp_path, capsys):
-    from semuq_eval.cli import COMMANDS
-    from semuq_eval.cli import main as cli_main
+    from semuq_eval.commands import COMMANDS
+    from semuq_eval.commands import main as cli_main
 
-    assert COMMANDS["leaderboard"][0] == "semuq_eval.leaderboard.cli:main"
+    assert COMMANDS["leaderboard"][0] == "semuq_eval.commands.leaderboard:main"
     out = tmp_path / "out"
     glob = str(STORES / "**" / "semuq" / "*" / "*")
     assert cli_main(["leaderboard", glob, "-o", str(out), "--bootstrap", "200", "-j", "2", "--no-plots"]) == 0

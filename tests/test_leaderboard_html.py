@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from semuq_eval.leaderboard.cli import build
+from semuq_eval.leaderboard.build import build
 from semuq_eval.leaderboard.compute import LeaderboardConfig
 
 STORES = Path(__file__).parent / "fixtures" / "leaderboard" / "stores"

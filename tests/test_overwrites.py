@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from semuq_eval.cli import main as cli_main
+from semuq_eval.commands import main as cli_main
 from semuq_eval.context import RunContext, model_slug, safe_name
 from semuq_eval.harness.label_sets import write_label_set
 from tests.fixtures.tiny_harness import canned_run

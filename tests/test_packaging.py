@@ -87,10 +87,10 @@ def test_wheel_installs_and_lists_semuq_tasks(wheel, fresh):
 
     python, site = fresh["python"], fresh["site"]
     listed = subprocess.run(
-        [python, "-c", "import sys; from semuq_eval.cli import main; sys.exit(main(sys.argv[1:]))", "ls", "tasks"],
+        [python, "-c", "import sys; from semuq_eval.commands import main; sys.exit(main(sys.argv[1:]))", "ls", "tasks"],
         capture_output=True, text=True, cwd=fresh["root"], check=True,
     )  # fmt: skip
-    where = _python(python, "import semuq_eval.launch as m; print(m.tasks_dir())").stdout.strip()
+    where = _python(python, "import semuq_eval.task_files as m; print(m.tasks_dir())").stdout.strip()
     assert str(site) in where, "the tasks must come from the installed wheel, not the checkout"
     for task in SEMUQ_TASKS:
         assert task in listed.stdout, task
@@ -174,7 +174,7 @@ import lm_eval.tasks.manager as manager
 from lm_eval.api.registry import model_registry
 from lm_eval.tasks import TaskManager
 
-from semuq_eval.launch import tasks_dir
+from semuq_eval.task_files import tasks_dir
 
 ours, other = str(tasks_dir()), sys.argv[1]
 count = lambda tm: tm.all_tasks.count("semuq_triviaqa")
@@ -192,12 +192,12 @@ out = {
 }
 if out["default"]:  # a failure inside the hook: TaskManager still works, one warning in all
     import semuq_eval._lm_eval_plugin as plugin
-    import semuq_eval.launch
+    import semuq_eval.task_files
 
     def broken():
         raise OSError("no tasks here")
 
-    plugin._tasks_dir, semuq_eval.launch.tasks_dir = None, broken
+    plugin._tasks_dir, semuq_eval.task_files.tasks_dir = None, broken
     out["broken"] = [count(TaskManager()), count(TaskManager())]
     out["broken_warnings"] = [m for m in messages if "start-up hook" in m]
 print(json.dumps(out))
@@ -250,7 +250,7 @@ def test_hook_switch_off(tmp_path):
 
 def test_with_semuq_tasks_paths(tmp_path):
     from semuq_eval._lm_eval_plugin import _with_semuq_tasks
-    from semuq_eval.launch import tasks_dir
+    from semuq_eval.task_files import tasks_dir
 
     ours = str(tasks_dir())
     assert _with_semuq_tasks(None) == [ours]

@@ -18,13 +18,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from semuq_eval.harness import overlap
 from semuq_eval.harness.doc import Doc
 from semuq_eval.harness.label_sets import write_label_set
 from semuq_eval.harness.store import RunStore
 from semuq_eval.jsonio import write_json
 from semuq_eval.models.generation import Generation
+from semuq_eval.operators import card as operator_card
 from semuq_eval.operators.encoder import format_input
-from semuq_eval.training import card, overlap, recipe, stores
+from semuq_eval.training import card, recipe, stores
 from semuq_eval.training.stores import LabelledQuestion, question_key
 from semuq_eval.training.triplets import (
     TrainingQuestion,
@@ -253,7 +255,7 @@ def test_a_named_label_set_is_read_with_its_judge(tmp_path):
 
 
 def test_bad_input_gives_clear_errors(tmp_path, capsys):
-    from semuq_eval.training.cli import main
+    from semuq_eval.commands.train_operator import main
 
     with pytest.raises(FileNotFoundError, match="no such file"):
         stores.find_stores([str(tmp_path / "nope")])
@@ -319,7 +321,7 @@ def test_the_harness_warns_when_a_run_shares_the_operators_training(tmp_path, ca
     settings = Settings.from_metadata(
         {"operators": ["enc", "lexical"], "operator_options": {"enc": {"model": str(folder)}}}
     )
-    with caplog.at_level(logging.WARNING, logger="semuq_eval.training.overlap"):
+    with caplog.at_level(logging.WARNING, logger="semuq_eval.harness.overlap"):
         messages = overlap.warn_training_overlap(
             settings, llm="/m/smollm2-135m-instruct", task="semuq_nqopen"
         )
@@ -409,8 +411,8 @@ def test_the_trainer_sees_each_epochs_fresh_triplets(trained, tiny_st_encoder): 
 
 def test_the_card_records_data_counts_hyperparameters_and_validation(trained, train_store):
     output, record, data, _ = trained
-    saved = json.loads((output / card.RECORD_FILE).read_text())
-    assert saved["format"] == card.RECORD_FORMAT and saved["seed"] == 0
+    saved = json.loads((output / operator_card.RECORD_FILE).read_text())
+    assert saved["format"] == operator_card.RECORD_FORMAT and saved["seed"] == 0
     assert saved["question_conditioned"] is True and saved["separator"] == "[SEP]"
     store = saved["training_data"]["stores"][0]
     assert (store["llm"], store["task"], store["dataset"], store["split"]) == (
@@ -501,8 +503,8 @@ def test_answer_only_operator_without_negatives_is_evaluated_answer_only(
 ):
     from sentence_transformers import SentenceTransformer
 
+    from semuq_eval.commands.train_operator import main
     from semuq_eval.operators import get
-    from semuq_eval.training.cli import main
 
     output = tmp_path / "answer-only"
     code = main(
@@ -511,7 +513,7 @@ def test_answer_only_operator_without_negatives_is_evaluated_answer_only(
          "--no_progress"]
     )  # fmt: skip
     assert code == 0
-    saved = card.read_record(output)
+    saved = operator_card.read_record(output)
     assert saved["question_conditioned"] is False and saved["separator"] is None
     assert (
         saved["hyperparameters"]["loss"].startswith("CosineSimilarityLoss")

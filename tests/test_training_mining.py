@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from semuq_eval.cli import main as cli_main
+from semuq_eval.commands import main as cli_main
 from semuq_eval.operators.encoder import EncoderOperator
 from semuq_eval.operators.pooling import AnswerMeanPooling, answer_mask
 from semuq_eval.training import recipe

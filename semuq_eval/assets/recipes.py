@@ -8,7 +8,7 @@ One function per ``Asset.recipe``, registered in ``_RECIPES``:
   (``keep_gguf``: the GGUF stays in the folder too, for llama.cpp);
 - ``dpr-topics``: read DPR topic files from the anserini jar inside pyserini and write ``<split>.jsonl``;
 - ``trained-operator``: train ``enc`` from the committed training data with the recipe beside it
-  (:mod:`semuq_eval.assets.trained`).
+  (:mod:`semuq_eval.assets.trained`), by the ``train`` function given to :func:`~semuq_eval.assets.prepare`.
 
 A recipe writes into ``_Build.out`` (renamed into place by :func:`~semuq_eval.assets.prepare` once the
 manifest is written), keeps scratch files in ``_Build.work`` and adds facts for the manifest to
@@ -34,6 +34,10 @@ from semuq_eval.assets.gguf import convert_gguf_to_hf
 from semuq_eval.assets.progress import _log
 from semuq_eval.jsonio import write_jsonl
 
+OperatorTrainer = Callable[..., dict[str, Any]]
+"""Trains a ``trained-operator`` asset: ``train(asset, out, *, cache_dir, progress) -> facts for the manifest``
+(:func:`semuq_eval.training.shipped.build_trained_operator`; the asset cache imports no training code)."""
+
 
 @dataclass
 class _Build:
@@ -41,6 +45,7 @@ class _Build:
     session: _Session
     out: Path  # the folder being built (renamed into place at the end)
     work: Path  # scratch for this asset
+    train: OperatorTrainer | None = None  # builds a trained-operator asset
     extra: dict[str, Any] = field(default_factory=dict)  # goes into the manifest
 
     @property
@@ -141,10 +146,13 @@ def _recipe_dpr_topics(b: _Build) -> None:
 
 
 def _recipe_trained_operator(b: _Build) -> None:
-    from semuq_eval.assets.trained import build_trained_operator
-
+    if b.train is None:
+        raise AssetError(
+            "a trained operator is built by training: `semuq-eval assets` does it, or pass "
+            "train=semuq_eval.training.shipped.build_trained_operator to prepare()"
+        )
     b.log("training the operator from the committed training data (minutes on a CPU)")
-    b.extra.update(build_trained_operator(b.asset, b.out, cache_dir=b.session.root, progress=b.progress))
+    b.extra.update(b.train(b.asset, b.out, cache_dir=b.session.root, progress=b.progress))
 
 
 _RECIPES: dict[str, Callable[[_Build], None]] = {

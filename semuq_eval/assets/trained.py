@@ -1,4 +1,4 @@
-"""The shipped trained operator: rebuilt from the committed training data by the recipe committed beside it.
+"""The shipped trained operator's recipe: the committed training data it is rebuilt from, and how.
 
 An asset of recipe ``trained-operator`` names a recipe file under ``training_data/`` (package data, so it ships in
 the wheel with the data it reads). The recipe says which training-data files to train on, which reference-guided
@@ -12,7 +12,9 @@ files to add, which held-out files select the epoch, the backbone (an asset name
 
 Globs are relative to the recipe's folder; a validation file is never trained on. :func:`recipe_sources` lists the
 recipe and every file it reads with its sha256: they are the asset's sources, so committing more data or another
-recipe rebuilds the asset. The build is seeded: on one machine it gives the same bytes every time.
+recipe rebuilds the asset. The training itself is :func:`semuq_eval.training.shipped.build_trained_operator`,
+which the commands pass to :func:`~semuq_eval.assets.prepare`; it is seeded: on one machine it gives the same bytes
+every time.
 """
 
 from __future__ import annotations
@@ -25,14 +27,7 @@ from typing import Any
 from semuq_eval.assets.catalogue import Asset
 from semuq_eval.jsonio import read_json
 
-__all__ = [
-    "TRAINING_DATA",
-    "build_trained_operator",
-    "load_recipe",
-    "recipe_files",
-    "recipe_sources",
-    "trained_pooling",
-]
+__all__ = ["TRAINING_DATA", "load_recipe", "recipe_files", "recipe_path", "recipe_sources", "trained_pooling"]
 
 TRAINING_DATA = Path(__file__).resolve().parent / "training_data"
 """The committed training data and the recipes (package data)."""
@@ -40,7 +35,8 @@ TRAINING_DATA = Path(__file__).resolve().parent / "training_data"
 _KEYS = {"backbone", "train", "guided", "validation", "options", "selected"}
 
 
-def _recipe_path(asset: Asset) -> Path:
+def recipe_path(asset: Asset) -> Path:
+    """The recipe file of a ``trained-operator`` asset."""
     return TRAINING_DATA / asset.params["recipe"]
 
 
@@ -86,7 +82,7 @@ def trained_pooling(name: str) -> str:
     asset = ASSETS.get(name)
     if asset is None or asset.recipe != "trained-operator":
         raise KeyError(f"{name!r} is not a trained-operator asset")
-    return str(load_recipe(_recipe_path(asset))["options"].get("pooling", "all"))
+    return str(load_recipe(recipe_path(asset))["options"].get("pooling", "all"))
 
 
 def recipe_files(path: str | os.PathLike) -> dict[str, list[Path]]:
@@ -118,47 +114,6 @@ def _sha256(path: Path) -> str:
 
 def recipe_sources(asset: Asset) -> list[dict[str, str]]:
     """The recipe and every training-data file it reads, with their sha256 (the asset's sources)."""
-    path = _recipe_path(asset)
+    path = recipe_path(asset)
     files = [path, *(f for fs in recipe_files(path).values() for f in fs)]
     return [{"file": f.relative_to(TRAINING_DATA).as_posix(), "sha256": _sha256(f)} for f in files]
-
-
-def build_trained_operator(
-    asset: Asset, out: Path, *, cache_dir: str | os.PathLike | None, progress: bool
-) -> dict[str, Any]:
-    """Train the asset's operator into ``out`` (an empty folder) with its recipe; returns facts for the manifest.
-
-    The backbone is prepared first when it names an asset (:func:`~semuq_eval.assets.prepare`).
-    """
-    from semuq_eval.assets import ASSETS, prepare
-    from semuq_eval.training.recipe import TrainingConfig, train_operator
-
-    path = _recipe_path(asset)
-    recipe = load_recipe(path)
-    files = recipe_files(path)
-    backbone = recipe["backbone"]
-    if backbone in ASSETS:
-        backbone = str(prepare([backbone], cache_dir=cache_dir, progress=progress)[backbone])
-    config = TrainingConfig(
-        stores=[str(f) for f in files["train"]],
-        guided=[str(f) for f in files["guided"]],
-        validation=[str(f) for f in files["validation"]],
-        output=str(out),
-        backbone=backbone,
-        progress=progress,
-        command=["semuq-eval", "assets", "--only", asset.name],
-        **recipe["options"],
-    )
-    record = train_operator(config)
-    return {
-        "recipe": recipe,
-        "training": {
-            "counts": record["counts"],
-            "validation": {
-                k: record["validation"][k] for k in ("before_training", "best_epoch", "best_accuracy")
-            },
-            "deviations_from_paper": record["deviations_from_paper"],
-            "train_seconds": record["timing"]["train_seconds"],
-            "torch_threads": record["timing"]["torch_threads"],
-        },
-    }

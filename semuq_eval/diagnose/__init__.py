@@ -14,9 +14,11 @@ module                 concept
 ``report``             JSON + Markdown + plot
 ``check``              :func:`check_operator`: tracked figures vs a baseline
 ``freeze``             the frozen run store the check reads
-``cli``                ``semuq-eval diagnose`` and ``semuq-eval check-operator``
 ``pytest_plugin``      the ``semuq_check_operator`` fixture
 =====================  ======================================================================
+
+The commands ``semuq-eval diagnose`` and ``check-operator`` are :mod:`semuq_eval.commands.diagnose` and
+:mod:`semuq_eval.commands.check_operator`.
 """
 
 from __future__ import annotations

@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from semuq_eval.harness.label_sets import RUN_LABELS, read_label_set
+from semuq_eval.harness.label_sets import RUN_LABELS, label_records, read_label_set
 from semuq_eval.harness.store import load_store
-from semuq_eval.judges import Judge, label_answers
+from semuq_eval.judges import Judge
 
 __all__ = ["DiagnosticQuestion", "NoSampleLabelsError", "load_questions"]
 
@@ -64,13 +64,7 @@ def _label(v: Any) -> int | None:
 
 def _labels_of(store: Path, records: Sequence[dict[str, Any]], labels: str, judge: Judge | None):
     if judge is not None:
-        out = label_answers(
-            judge,
-            [r["question"] for r in records],
-            [r["greedy"].text for r in records],
-            [[g.text for g in r["samples"]] for r in records],
-            [r["references"] for r in records],
-        )
+        out = label_records(judge, records)
         return {r["doc_id"]: lab for r, lab in zip(records, out, strict=True)}
     label_set = read_label_set(store, labels)
     missing = [

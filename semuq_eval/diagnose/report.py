@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from semuq_eval.cell_text import cell_text
 from semuq_eval.jsonio import write_json
 
 __all__ = ["markdown", "plot", "write_report"]
@@ -25,8 +26,9 @@ def _cell(r: Mapping[str, Any] | None) -> str:
     if not r or r.get("mean") is None:
         n = (r or {}).get("n_unavailable")
         return f"n/a ({n} unavailable)" if n else "n/a (no pairs)"
-    flag = " !" if r.get("small_sample") else ""
-    return f"{_num(r['mean'])} [{_num(r['ci_low'])}, {_num(r['ci_high'])}] ({r['n_pairs']}){flag}"
+    return cell_text(
+        r["mean"], r["ci_low"], r["ci_high"], reliable=not r.get("small_sample"), count=r["n_pairs"]
+    )
 
 
 def markdown(result: Mapping[str, Any]) -> str:

@@ -4,7 +4,8 @@ Data flow (README, "How a run works"): task (greedy + N sampled requests, :mod:`
 :mod:`~.pipeline` on all docs of a rank (operators once, :mod:`~.operator_runs`; every valid estimator,
 :mod:`~.estimators`; the judge's labels, :mod:`semuq_eval.judges`) -> one JSON-safe item per doc ->
 AUROC / ECE with CIs over all items (:mod:`~.report`) -> lm-eval's results + ``breakdown.json`` + the run
-store (:mod:`~.store`), which ``rescore`` (:mod:`~.rescore`) reads back.
+store (:mod:`~.store`), which ``rescore`` (:mod:`~.rescore`) reads back and ``judge`` labels again
+(:mod:`~.relabel`).
 """
 
 from __future__ import annotations

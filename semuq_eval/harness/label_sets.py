@@ -29,20 +29,21 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from semuq_eval.jsonio import read_json, read_jsonl, write_json, write_jsonl
-from semuq_eval.judges import majority_label
+from semuq_eval.judges import Judge, label_answers, majority_label
 
 __all__ = [
     "LABEL_SET_FORMAT",
     "RUN_LABELS",
     "LabelSet",
     "check_name",
+    "label_records",
     "label_set_names",
     "read_label_set",
     "slice_samples",
@@ -52,6 +53,19 @@ __all__ = [
 LABEL_SET_FORMAT = "semuq-labels/1"
 RUN_LABELS = "run"
 """The name of the labels a run produced with its own judge (stored in ``scores.jsonl``)."""
+
+
+def label_records(judge: Judge, records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Both label strategies for the records of a run store (:func:`~semuq_eval.harness.store.load_store`),
+    one ``judge.batch`` call over all their answers (:func:`~semuq_eval.judges.label_answers`), in record order."""
+    return label_answers(
+        judge,
+        [r["question"] for r in records],
+        [r["greedy"].text for r in records],
+        [[g.text for g in r["samples"]] for r in records],
+        [r["references"] for r in records],
+    )
+
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 

@@ -33,6 +33,7 @@ from semuq_eval.harness.doc import Doc
 from semuq_eval.harness.estimators import Estimator, score_doc, valid_estimators
 from semuq_eval.harness.operator_runs import OperatorRun, compute_operators, operator_spec
 from semuq_eval.harness.settings import Settings
+from semuq_eval.jsonio import finite_or_none
 from semuq_eval.judges import LABEL_STRATEGIES, Judge, label_answers
 
 __all__ = ["PipelineOutput", "doc_item", "doc_problems", "estimators_for", "process_docs"]
@@ -111,10 +112,6 @@ def process_docs(
     return PipelineOutput(items, runs, est)
 
 
-def _finite(x: float | None) -> float | None:
-    return float(x) if x is not None and math.isfinite(x) else None
-
-
 def doc_item(
     doc: Doc,
     scores: Mapping[str, float],
@@ -135,7 +132,7 @@ def doc_item(
     item = {
         "doc_id": int(doc.doc_id),
         "id": doc.key,
-        "scores": {k: _finite(v) for k, v in scores.items()},
+        "scores": {k: finite_or_none(v) for k, v in scores.items()},
         "reasons": dict(reasons),
         "labels": {s: label(labels.get(s)) for s in LABEL_STRATEGIES},
         "sample_labels": [label(v) for v in labels.get("samples", [])],

@@ -33,8 +33,10 @@ from typing import Any
 
 import numpy as np
 
+from semuq_eval.cell_text import cell_text
 from semuq_eval.harness.reliability import MIN_MINORITY, assess, label_warning
 from semuq_eval.harness.settings import Settings
+from semuq_eval.jsonio import finite_or_none
 from semuq_eval.judges import LABEL_STRATEGIES
 
 __all__ = [
@@ -53,10 +55,6 @@ FORMAT = "semuq-breakdown/1"
 METRICS = ("auroc", "ece", "prr", "auarc")
 """Every breakdown's metrics: AUROC and ECE (the paper's), PRR and AUARC (LM-Polygraph's; the leaderboard reuses
 them instead of recomputing)."""
-
-
-def _f(x: float | None) -> float | None:
-    return float(x) if x is not None and math.isfinite(x) else None
 
 
 def equivalence_rule(settings: Settings) -> str:
@@ -105,7 +103,7 @@ def summarize(
             "n_correct": int(y.sum()),
             "n_incorrect": int(len(keep) - y.sum()),
             "n_missing": len(items) - len(keep),
-            "accuracy": _f(float(y.mean())) if len(keep) else None,
+            "accuracy": finite_or_none(float(y.mean())) if len(keep) else None,
         }
         results[strategy] = {}
         if not keep or not scored:
@@ -139,7 +137,7 @@ def summarize(
             best[strategy] = {
                 "estimator": name,
                 "auroc": value,
-                "ece": _f(out[name]["ece"].value),
+                "ece": finite_or_none(out[name]["ece"].value),
                 "reliable": reliable,
             }
         else:
@@ -211,17 +209,14 @@ def summary_scalars(breakdown: Mapping[str, Any]) -> dict[str, float]:
 
 
 def _cell(result: Mapping[str, Any] | None) -> str:
-    """``0.812 [0.70, 0.90]``, with ``!`` after an unreliable figure and ``n/a`` for an undefined one."""
-    if not result:
-        return "n/a"
-    value = result.get("value")
-    if value is None or not math.isfinite(value):
-        return "n/a"
-    low, high = result.get("ci_low"), result.get("ci_high")
-    text = f"{value:.3f}"
-    if low is not None and high is not None and math.isfinite(low) and math.isfinite(high):
-        text += f" [{low:.3f}, {high:.3f}]"
-    return text if result.get("reliable", True) else text + " !"
+    """``0.812 [0.700, 0.900]``, with ``!`` after an unreliable figure and ``n/a`` for an undefined one."""
+    result = result or {}
+    return cell_text(
+        result.get("value"),
+        result.get("ci_low"),
+        result.get("ci_high"),
+        reliable=result.get("reliable", True),
+    )
 
 
 def breakdown_table(breakdown: Mapping[str, Any]) -> str:

@@ -16,7 +16,8 @@ named variant (:func:`semuq_eval.operators.resolve`)::
             store_output="rescored/semuq/semuq_webquestions/gemma-3-270m")
 
 ``store_output`` writes a complete run store there (answers and hidden vectors copied, the new scores and
-breakdown), which every store reader takes: ``semuq-eval leaderboard``, ``diagnose``, ``judge``.
+breakdown), which every store reader takes: ``semuq-eval leaderboard``, ``diagnose``, ``judge``. The command
+is :mod:`semuq_eval.commands.rescore`.
 """
 
 from __future__ import annotations
@@ -224,81 +225,3 @@ def _stored_labels(
         )
         raise ValueError(f"label set {name!r} does not cover this store: {problem}")
     return name, label_set.judge, [rec if n == stored_n else slice_samples(rec, n) for rec in chosen]
-
-
-def _csv(value: str) -> list[str]:
-    return [item.strip() for item in value.split(",") if item.strip()]
-
-
-def main(argv: list[str]) -> int:
-    """`semuq-eval rescore STORE ...`: recompute matrices, scores and metrics from a run store."""
-    import argparse
-    import json
-    import sys
-
-    from semuq_eval.harness.report import breakdown_table
-    from semuq_eval.judges import MODES
-
-    parser = argparse.ArgumentParser(
-        prog="semuq-eval rescore",
-        description="Recompute operators, estimators and AUROC/ECE from a run store, without the LLM.",
-    )
-    parser.add_argument("store", help="a run store directory (<output_path>/semuq/<task>/<run_id>)")
-    parser.add_argument(
-        "--operators", type=_csv, help="comma-separated operators to (re)compute, e.g. lexical,enc"
-    )
-    parser.add_argument(
-        "--operator_options",
-        type=json.loads,
-        help='JSON {operator: {option: value}}; a named variant: \'{"enc_nq": {"operator": "enc", "model": "ops/enc-nq"}}\'',
-    )
-    parser.add_argument("--estimators", type=_csv, help="keep only these estimators, e.g. kle_heat@enc,te")
-    parser.add_argument("--n_samples", type=int, help="use the first k stored samples (N-ablation)")
-    parser.add_argument("--tau", type=float, help="threshold for clustering graded matrices")
-    parser.add_argument("--judge", help="judge the answers again with this judge (default: stored labels)")
-    parser.add_argument(
-        "--judge_options", type=json.loads, help='the judge\'s options as JSON, e.g. \'{"mode": "em"}\''
-    )
-    parser.add_argument("--label_mode", choices=MODES, help="shorthand: --judge string with this mode")
-    parser.add_argument(
-        "--labels",
-        help="score against this stored label set (default: run; `semuq-eval judge` writes others)",
-    )
-    parser.add_argument("--bootstrap", type=int, help="number of bootstrap resamples")
-    parser.add_argument(
-        "--output", help="write the breakdown JSON here (a directory gets breakdown.rescore.json)"
-    )
-    parser.add_argument(
-        "--store_output", help="write a complete run store there (answers copied, new scores and breakdown)"
-    )
-    parser.add_argument(
-        "--force", action="store_true", help="replace a --store_output folder that is not empty"
-    )
-    parser.add_argument("--json", action="store_true", help="print the breakdown JSON instead of the table")
-    args = parser.parse_args(argv)
-    judge, judge_options = args.judge, args.judge_options
-    if args.label_mode is not None:
-        if judge not in (None, "string"):
-            parser.error("--label_mode is an option of the string judge")
-        judge, judge_options = "string", {**(judge_options or {}), "mode": args.label_mode}
-    try:  # bad input: one line, no traceback
-        breakdown = rescore(
-            args.store,
-            operators=args.operators,
-            operator_options=args.operator_options,
-            estimator_names=args.estimators,
-            n_samples=args.n_samples,
-            tau=args.tau,
-            judge=judge,
-            judge_options=judge_options,
-            labels=args.labels,
-            bootstrap=args.bootstrap,
-            output=args.output,
-            store_output=args.store_output,
-            force=args.force,
-        )
-    except (FileNotFoundError, FileExistsError, ValueError) as err:
-        print(f"semuq-eval rescore: {err}", file=sys.stderr)
-        return 2
-    print(json.dumps(breakdown, indent=1) if args.json else breakdown_table(breakdown))
-    return 0

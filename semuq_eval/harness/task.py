@@ -42,11 +42,12 @@ from semuq_eval.context import RunContext
 from semuq_eval.distributed import all_gather_object, process_group
 from semuq_eval.harness.doc import Doc
 from semuq_eval.harness.operator_runs import OperatorRun, merge_operator_runs
+from semuq_eval.harness.overlap import warn_training_overlap
 from semuq_eval.harness.pipeline import process_docs
 from semuq_eval.harness.report import summarize, summary_keys, summary_scalars
 from semuq_eval.harness.settings import Settings
 from semuq_eval.harness.store import RunStore
-from semuq_eval.launch import share_lm_eval_logging
+from semuq_eval.logs import share_lm_eval_logging
 from semuq_eval.models.generation import Generation, as_generation
 
 __all__ = ["SemuqTask", "docs_from_instances", "references_of"]
@@ -134,8 +135,6 @@ class SemuqTask(ConfigurableTask):
         self.settings = Settings.from_metadata(self.config.metadata)
         self.judge = self.settings.make_judge()
         # a trained operator (enc) that was trained on this run's LLM or dataset: warn once, before generating
-        from semuq_eval.training.overlap import warn_training_overlap
-
         llm = (self.config.metadata or {}).get("pretrained")
         warn_training_overlap(self.settings, llm=llm, task=self.config.task)
         self._filters = []  # apply_filters below replaces lm-eval's filter ensembles

@@ -1,8 +1,8 @@
 """The leaderboard: merge runs of many LLMs x tasks into Markdown, CSV, JSON, one static HTML page and plots.
 
-``semuq-eval leaderboard 'out/**/semuq/*/*' --output leaderboards/mine`` (:mod:`.cli`). The steps, one module
-each: :mod:`.collect` (find, read and check run stores; group them into sections of runs comparable question
-by question), :mod:`.baselines` (which estimator each ``@enc`` estimator is compared with), :mod:`.compute`
+``semuq-eval leaderboard 'out/**/semuq/*/*' --output leaderboards/mine`` runs :func:`.build.build`. The
+steps, one module each: :mod:`.collect` (find, read and check run stores; group them into sections of runs
+comparable question by question), :mod:`.baselines` (which estimator each ``@enc`` estimator is compared with), :mod:`.compute`
 (cells with CIs, paired differences, rank intervals, on one shared seeded bootstrap), :mod:`.schema` (the
 versioned JSON schema), :mod:`.write` (Markdown, CSV, JSON), :mod:`.html` (the page), :mod:`.plots` (PNGs).
 """

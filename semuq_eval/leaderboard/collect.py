@@ -19,7 +19,6 @@ from __future__ import annotations
 import glob
 import hashlib
 import json
-import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -683,8 +682,3 @@ def group_sections(
                 )
             )
     return sections
-
-
-def finite(x: Any) -> bool:
-    """True for a finite number (None and NaN are not)."""
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)

@@ -38,6 +38,7 @@ import numpy as np
 import scipy.stats
 
 from semuq_eval.harness.reliability import MIN_MINORITY, assess
+from semuq_eval.jsonio import finite_or_none
 from semuq_eval.judges import LABEL_STRATEGIES
 from semuq_eval.leaderboard.baselines import PAIR_SETS, PAIRS, operator_pairs
 from semuq_eval.leaderboard.collect import Run, Section
@@ -334,9 +335,9 @@ def _cell_rows(section: Section, run: Run, figures: Mapping | None, config: Lead
                         "operator": operator,
                         "strategy": strategy,
                         "metric": metric,
-                        "value": _num(r.get("value")),
-                        "ci_low": _num(r.get("ci_low")),
-                        "ci_high": _num(r.get("ci_high")),
+                        "value": finite_or_none(r.get("value")),
+                        "ci_low": finite_or_none(r.get("ci_low")),
+                        "ci_high": finite_or_none(r.get("ci_high")),
                         "n": r.get("n"),
                         "n_correct": r.get("n_correct"),
                         "n_incorrect": r.get("n_incorrect"),
@@ -350,10 +351,6 @@ def _cell_rows(section: Section, run: Run, figures: Mapping | None, config: Lead
                     }
                 )
     return rows
-
-
-def _num(x: Any) -> float | None:
-    return float(x) if x is not None and math.isfinite(x) else None
 
 
 def _difference(
@@ -579,7 +576,7 @@ def _llm_figures(board, section, figures, bootstrap, protocol) -> None:
                         "strategy": strategy,
                         "estimator": name,
                         "llm": r.llm,
-                        "auroc": _num(points[i]),
+                        "auroc": finite_or_none(points[i]),
                         "rank": int(point[i]) if np.isfinite(point[i]) else None,
                         "rank_low": int(low[i]) if np.isfinite(low[i]) else None,
                         "rank_high": int(high[i]) if np.isfinite(high[i]) else None,
@@ -653,7 +650,7 @@ def _estimator_ranks(board, section, figures) -> None:
                         "llm": run.llm,
                         "strategy": strategy,
                         "estimator": name,
-                        "auroc": _num(points[i]),
+                        "auroc": finite_or_none(points[i]),
                         "rank": int(point[i]) if np.isfinite(point[i]) else None,
                         "rank_low": int(low[i]) if np.isfinite(low[i]) else None,
                         "rank_high": int(high[i]) if np.isfinite(high[i]) else None,
@@ -670,7 +667,7 @@ def _counts(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "n_improved": sum(c["improved"] for c in rows),
         "n_improved_significant": sum(c["improved"] and c["significant"] for c in rows),
         "n_worse_significant": sum((not c["improved"]) and c["significant"] for c in rows),
-        "mean_difference": _num(float(np.mean([c["difference"] for c in rows]))) if rows else None,
+        "mean_difference": finite_or_none(float(np.mean([c["difference"] for c in rows]))) if rows else None,
     }
 
 

@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from semuq_eval.leaderboard.schema import CELL_FIELDS, PROVENANCE_COLUMNS
+from semuq_eval.leaderboard.schema import CELL_FIELDS, PROVENANCE_COLUMNS, provenance_row
 
 __all__ = ["render_html", "write_html"]
 
@@ -254,26 +254,7 @@ def _inline(text: str) -> str:
 def _runs_table(document: Mapping[str, Any]) -> str:
     rows = []
     for run in document["runs"]:
-        p = run["provenance"]
-        model = p.get("model") or {}
-        ops = ", ".join(
-            name + (f" ({o['model']})" if o.get("model") else "")
-            for name, o in (p.get("operators") or {}).items()
-        )
-        versions = ", ".join(f"{k} {v}" for k, v in (p.get("versions") or {}).items() if v) or "not recorded"
-        cells = [
-            run["section"],
-            run["llm"],
-            model.get("pretrained") or "-",
-            model.get("revision") or model.get("sha") or "-",
-            p.get("n_docs"),
-            p.get("n_samples"),
-            p.get("seed"),
-            ops,
-            ", ".join(f"{k}={v}" for k, v in (p.get("judge") or {}).items()),
-            versions,
-            run["path"],
-        ]
+        cells = provenance_row(run)
         rows.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
     head = list(PROVENANCE_COLUMNS)
     return (

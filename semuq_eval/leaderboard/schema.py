@@ -58,7 +58,10 @@ quantiles of the rank over the ``n_resamples`` resamples that ranked it.
 
 from __future__ import annotations
 
-__all__ = ["CELL_FIELDS", "FORMAT", "PROVENANCE_COLUMNS", "SCHEMA_DOC"]
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["CELL_FIELDS", "FORMAT", "PROVENANCE_COLUMNS", "SCHEMA_DOC", "provenance_row"]
 
 FORMAT = "semuq-leaderboard/1"
 SCHEMA_DOC = "semuq_eval/leaderboard/schema.py"
@@ -103,3 +106,35 @@ PROVENANCE_COLUMNS = (
     "store",
 )
 """The columns of the runs' provenance table (Markdown and page alike)."""
+
+
+def provenance_row(run: Mapping[str, Any]) -> list[Any]:
+    """One run of ``leaderboard.json``'s ``runs`` as a row of the provenance table (:data:`PROVENANCE_COLUMNS`);
+    the Markdown and the page format the cells their own way (the store path as code, HTML escaping).
+
+    Examples
+    --------
+    >>> run = {"section": "s", "llm": "m", "path": "runs/m", "provenance": {"operators": {"enc": {"model": "ops/e"}}}}
+    >>> provenance_row(run)
+    ['s', 'm', '-', '-', None, None, None, 'enc (ops/e)', '', 'not recorded', 'runs/m']
+    """
+    p = run["provenance"]
+    model = p.get("model") or {}
+    operators = ", ".join(
+        name + (f" ({o['model']})" if o.get("model") else "")
+        for name, o in (p.get("operators") or {}).items()
+    )
+    versions = ", ".join(f"{k} {v}" for k, v in (p.get("versions") or {}).items() if v)
+    return [
+        run["section"],
+        run["llm"],
+        model.get("pretrained") or "-",
+        model.get("revision") or model.get("sha") or "-",
+        p.get("n_docs"),
+        p.get("n_samples"),
+        p.get("seed"),
+        operators,
+        ", ".join(f"{k}={v}" for k, v in (p.get("judge") or {}).items()),
+        versions or "not recorded",
+        run["path"],
+    ]

@@ -15,10 +15,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from semuq_eval.cell_text import cell_text
 from semuq_eval.jsonio import json_safe, write_json
 from semuq_eval.judges import LABEL_STRATEGIES
 from semuq_eval.leaderboard.compute import Leaderboard
-from semuq_eval.leaderboard.schema import CELL_FIELDS, FORMAT, PROVENANCE_COLUMNS, SCHEMA_DOC
+from semuq_eval.leaderboard.schema import CELL_FIELDS, FORMAT, PROVENANCE_COLUMNS, SCHEMA_DOC, provenance_row
 
 __all__ = ["to_document", "write_csv", "write_json_document", "write_markdown"]
 
@@ -190,10 +191,9 @@ def _cell_text(cell: Mapping[str, Any] | None) -> str:
         return {"undefined": "n/a", "unavailable": "unavail.", "not_run": "-", "not_computed": "n/c"}.get(
             cell["status"], cell["status"]
         )
-    text = f"{cell['value']:.3f}"
-    if cell.get("ci_low") is not None and cell.get("ci_high") is not None:
-        text += f" [{cell['ci_low']:.3f}, {cell['ci_high']:.3f}]"
-    return text if cell.get("reliable") else text + " !"
+    return cell_text(
+        cell["value"], cell.get("ci_low"), cell.get("ci_high"), reliable=bool(cell.get("reliable"))
+    )
 
 
 def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
@@ -393,34 +393,8 @@ def write_markdown(
         lines += [f"- `{e['path']}`: {e['reason']}" for e in document["skipped"]]
         lines.append("")
     lines += ["## Runs", ""]
-    rows = []
-    for r in document["runs"]:
-        p = r["provenance"]
-        model = p.get("model") or {}
-        ops = ", ".join(
-            f"{name}" + (f" ({o['model']})" if o.get("model") else "")
-            for name, o in (p.get("operators") or {}).items()
-        )
-        versions = ", ".join(f"{k} {v}" for k, v in (p.get("versions") or {}).items() if v)
-        rows.append(
-            [
-                r["section"],
-                r["llm"],
-                model.get("pretrained") or "-",
-                model.get("revision") or model.get("sha") or "-",
-                p.get("n_docs"),
-                p.get("n_samples"),
-                p.get("seed"),
-                ops,
-                ", ".join(f"{k}={v}" for k, v in (p.get("judge") or {}).items()),
-                versions or "not recorded",
-                f"`{r['path']}`",
-            ]
-        )
-    lines += _table(
-        list(PROVENANCE_COLUMNS),
-        rows,
-    )
+    rows = [[*row[:-1], f"`{row[-1]}`"] for row in map(provenance_row, document["runs"])]
+    lines += _table(list(PROVENANCE_COLUMNS), rows)
     lines.append("")
     path = Path(path)
     path.write_text("\n".join(lines), encoding="utf-8")

@@ -23,6 +23,7 @@ import torch
 
 from semuq_eval.operators.alignment import align_weights, as_spans
 from semuq_eval.operators.base import Cost, _describe, check_inputs, gram_matrix
+from semuq_eval.operators.card import operator_defaults
 from semuq_eval.operators.loading import (
     ModelTextOperator,
     batches,
@@ -261,8 +262,6 @@ class EncoderOperator(_SentenceEncoderOperator):
         ``condition_on_question`` and ``separator`` default to what a folder trained by
         ``semuq-eval train-operator`` records (an answer-only operator is evaluated answer-only), else
         True and the tokenizer's separator."""
-        from semuq_eval.training.card import operator_defaults
-
         trained = operator_defaults(model)
         if condition_on_question is None:
             condition_on_question = trained.get("condition_on_question", True)

@@ -10,9 +10,8 @@ Modules (one concept each):
 - :mod:`~semuq_eval.training.stores`: run stores -> labelled questions, and their provenance;
 - :mod:`~semuq_eval.training.triplets`: P / N filtering, the split by question, per-epoch triplets;
 - :mod:`~semuq_eval.training.recipe`: the objective, schedule and trainer;
-- :mod:`~semuq_eval.training.card`: ``semuq_training.json`` and ``README.md`` (read by ``enc`` at load);
-- :mod:`~semuq_eval.training.overlap`: the warning when an evaluation shares the training LLM or dataset;
-- :mod:`~semuq_eval.training.cli`: the command.
+- :mod:`~semuq_eval.training.card`: ``semuq_training.json`` and ``README.md`` (``enc`` reads the record with
+  :mod:`semuq_eval.operators.card`; the harness warns of an overlap with :mod:`semuq_eval.harness.overlap`);
 
 Importing this package imports neither torch nor sentence-transformers.
 
@@ -30,22 +29,14 @@ from typing import Any
 
 __all__ = [
     "TrainingConfig",
-    "operator_defaults",
     "prepare_data",
-    "read_record",
     "train_operator",
-    "training_overlap",
-    "warn_training_overlap",
 ]
 
 _WHERE = {
     "TrainingConfig": "recipe",
     "prepare_data": "recipe",
     "train_operator": "recipe",
-    "operator_defaults": "card",
-    "read_record": "card",
-    "training_overlap": "overlap",
-    "warn_training_overlap": "overlap",
 }
 
 

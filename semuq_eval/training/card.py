@@ -4,20 +4,19 @@ The JSON record (format ``semuq-operator-training/1``) holds what the operator w
 the training data (per store: generating LLM, task, dataset and split, judge and label set), the counts
 (questions seen and kept and why the others were not, train / validation questions, triplets per epoch),
 the hyperparameters, the validation triplet accuracy before training and after every epoch, package
-versions and the seed. ``enc`` reads two of its keys when it loads the folder
-(:func:`operator_defaults`): whether the question is prepended, and the separator.
+versions and the seed. ``enc`` reads what it needs of it when it loads the folder
+(:mod:`semuq_eval.operators.card`, which also names the file and its format).
 
 This module imports neither torch nor sentence-transformers.
 
 Examples
 --------
 >>> import tempfile
+>>> from semuq_eval.operators.card import operator_defaults
 >>> folder = tempfile.mkdtemp()
 >>> _ = write_record(folder, {"question_conditioned": False, "separator": None})
 >>> operator_defaults(folder)
 {'condition_on_question': False}
->>> operator_defaults("sentence-transformers/all-MiniLM-L6-v2")
-{}
 """
 
 from __future__ import annotations
@@ -29,21 +28,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from semuq_eval.jsonio import read_json, write_json
+from semuq_eval.jsonio import write_json
+from semuq_eval.operators.card import RECORD_FILE, RECORD_FORMAT
 
-__all__ = [
-    "RECORD_FILE",
-    "RECORD_FORMAT",
-    "operator_defaults",
-    "package_versions",
-    "read_record",
-    "render_readme",
-    "write_card",
-    "write_record",
-]
-
-RECORD_FILE = "semuq_training.json"
-RECORD_FORMAT = "semuq-operator-training/1"
+__all__ = ["package_versions", "render_readme", "write_card", "write_record"]
 
 
 def package_versions() -> dict[str, str | None]:
@@ -65,47 +53,9 @@ def package_versions() -> dict[str, str | None]:
     return out
 
 
-def read_record(folder: str | os.PathLike) -> dict[str, Any] | None:
-    """The training record of an operator folder, or None when ``folder`` is not a trained operator.
-
-    Raises
-    ------
-    ValueError
-        When the record exists but is not one this version understands.
-    """
-    path = Path(os.fspath(folder)).expanduser() / RECORD_FILE
-    try:
-        if not path.is_file():
-            return None
-    except OSError:
-        return None
-    record = read_json(path)
-    if not isinstance(record, dict) or record.get("format", RECORD_FORMAT) != RECORD_FORMAT:
-        raise ValueError(f"{path}: unknown training record format {record.get('format')!r}")
-    return record
-
-
 def write_record(folder: str | os.PathLike, record: Mapping[str, Any]) -> Path:
     """Write ``semuq_training.json`` into ``folder``; returns its path."""
     return write_json(Path(folder) / RECORD_FILE, {"format": RECORD_FORMAT, **dict(record)})
-
-
-def operator_defaults(model: Any) -> dict[str, Any]:
-    """The ``enc`` options a trained operator folder fixes: ``condition_on_question`` (False for an
-    answer-only operator), ``separator`` (when training recorded one) and ``pooling`` (``"answer"`` when it
-    was trained with answer-token pooling). ``{}`` for anything else (a hub id, an untrained folder, a loaded
-    model)."""
-    if not isinstance(model, (str, os.PathLike)):
-        return {}
-    record = read_record(model)
-    if record is None:
-        return {}
-    out: dict[str, Any] = {"condition_on_question": bool(record.get("question_conditioned", True))}
-    if out["condition_on_question"] and record.get("separator"):
-        out["separator"] = record["separator"]
-    if (record.get("hyperparameters") or {}).get("pooling") == "answer":
-        out["pooling"] = "answer"
-    return out
 
 
 def _fmt(x: Any, digits: int | None = 3) -> str:

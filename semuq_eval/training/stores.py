@@ -27,12 +27,12 @@ from typing import Any
 from semuq_eval.harness.label_sets import RUN_LABELS, read_label_set
 from semuq_eval.harness.store import load_store
 from semuq_eval.jsonio import read_json
+from semuq_eval.task_files import dataset_of_task
 
 __all__ = [
     "DEFAULT_TRAINING_TASK",
     "LabelledQuestion",
     "StoreData",
-    "dataset_of_task",
     "find_stores",
     "labelled_questions",
     "question_key",
@@ -253,52 +253,6 @@ def _llm_of(
         settings.get("run_id"),
     )
     return None, "unknown (metadata run_id was set; pass --llm)"
-
-
-def dataset_of_task(task: str | None, settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """``{"dataset", "split"}`` of a semuq task, read from its YAML (``None`` values for unknown tasks).
-
-    The dataset is the local QA set (``qa_set``, e.g. ``nq-open``) or the hub dataset (``dataset_path``,
-    with ``dataset_name``); the split is the task's ``test_split``. A ``data_dir`` in the settings is kept.
-
-    Examples
-    --------
-    >>> dataset_of_task("semuq_nqopen_train")
-    {'dataset': 'nq-open', 'split': 'dev'}
-    >>> dataset_of_task("no_such_task")
-    {'dataset': None, 'split': None}
-    """
-    out: dict[str, Any] = {"dataset": None, "split": None}
-    config = _task_yaml(task) if task else None
-    if config:
-        kwargs = config.get("dataset_kwargs") or {}
-        name = kwargs.get("qa_set") or config.get("dataset_path")
-        if name and config.get("dataset_name"):
-            name = f"{name}/{config['dataset_name']}"
-        out = {"dataset": name, "split": config.get("test_split") or config.get("validation_split")}
-    if settings and settings.get("data_dir"):
-        out["data_dir"] = settings["data_dir"]
-    return out
-
-
-def _task_yaml(task: str) -> dict[str, Any] | None:
-    import yaml
-
-    from semuq_eval.launch import tasks_dir
-
-    class _Loader(yaml.SafeLoader):
-        pass
-
-    _Loader.add_multi_constructor("!", lambda loader, suffix, node: None)
-    folder = tasks_dir()
-    for path in sorted(folder.glob("*.yaml")):
-        text = path.read_text(encoding="utf-8")
-        if f"task: {task}" not in text:
-            continue
-        config = yaml.load(text, Loader=_Loader) or {}
-        if isinstance(config, dict) and config.get("task") == task:
-            return config
-    return None
 
 
 def labelled_questions(stores: Iterable[StoreData]) -> list[LabelledQuestion]:

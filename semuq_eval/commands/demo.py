@@ -67,12 +67,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from semuq_eval.assets import locate, prepare
+    from semuq_eval.commands.run import run_lm_eval
     from semuq_eval.context import model_slug
     from semuq_eval.harness.figures import plot_auroc
     from semuq_eval.harness.report import breakdown_table
-    from semuq_eval.launch import run_lm_eval
+    from semuq_eval.training.shipped import build_trained_operator
 
-    prepare([args.llm, "all-minilm-l6-v2", "enc-trained", TASK_DATA[args.task]])
+    prepare([args.llm, "all-minilm-l6-v2", "enc-trained", TASK_DATA[args.task]], train=build_trained_operator)
     llm = locate(args.llm)
     chat = args.chat_template == "on" or (args.chat_template == "auto" and "instruct" in args.llm)
     # the task's own `limit` takes the first questions of the set (the paper's "first 1,000" rule), so lm-eval's

@@ -17,6 +17,7 @@ from semuq_eval.assets.cache import cache_dir, status
 from semuq_eval.assets.catalogue import ASSETS, _resolve_names
 from semuq_eval.assets.errors import AssetError
 from semuq_eval.assets.progress import _human, _log
+from semuq_eval.training.shipped import build_trained_operator
 
 
 def _print_list(root: Path) -> None:
@@ -82,7 +83,12 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     try:
         done = prepare(
-            names, cache_dir=root, force=args.force, progress=not args.quiet, wheel_dir=args.wheel_dir
+            names,
+            cache_dir=root,
+            force=args.force,
+            progress=not args.quiet,
+            wheel_dir=args.wheel_dir,
+            train=build_trained_operator,
         )
     except AssetError as err:
         print(f"semuq-eval assets: error: {err}", file=sys.stderr)

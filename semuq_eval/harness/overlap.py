@@ -25,8 +25,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from semuq_eval.context import model_slug
-from semuq_eval.training.card import read_record
-from semuq_eval.training.stores import dataset_of_task
+from semuq_eval.operators.card import read_record
+from semuq_eval.task_files import dataset_of_task
 
 __all__ = ["dataset_family", "training_overlap", "warn_training_overlap"]
 

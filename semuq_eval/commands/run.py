@@ -1,4 +1,5 @@
-"""Run lm-eval's own CLI (run / ls / validate, same flags) with semuq-eval's models and tasks registered.
+"""``semuq-eval run`` / ``ls`` / ``validate``: lm-eval's own CLI (same flags) with semuq-eval's models and tasks
+registered.
 
 lm-eval 0.4.13 has no plugin discovery, so :func:`run_lm_eval` imports the plugin's models (registering
 them lazily) and prepends the shipped task folder to ``--include_path`` before handing over to lm-eval's
@@ -16,36 +17,11 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from importlib.resources import files
-from pathlib import Path
 
-__all__ = ["list_tasks", "prepare_distributed", "run_lm_eval", "share_lm_eval_logging", "tasks_dir"]
+from semuq_eval.logs import share_lm_eval_logging
+from semuq_eval.task_files import tasks_dir
 
-
-def tasks_dir() -> Path:
-    """The folder of the semuq task YAMLs (``tasks/`` in a checkout, ``semuq_eval/tasks`` in a wheel)."""
-    return Path(str(files("semuq_eval.tasks")))
-
-
-def list_tasks() -> str:
-    """An aligned table of the semuq groups and tasks: name, kind, and the first line of the YAML's header."""
-    import re
-
-    rows = []
-    for path in sorted(tasks_dir().glob("*.yaml")):
-        if path.name.startswith("_"):
-            continue
-        text = path.read_text(encoding="utf-8")
-        kind = "group" if re.search(r"^group:", text, re.M) else "task"
-        name = re.search(rf"^{'group' if kind == 'group' else 'task'}:\s*(\S+)", text, re.M)
-        about = next((line[1:].strip() for line in text.splitlines() if line.startswith("#")), "")
-        rows.append((kind, name.group(1) if name else path.stem, about))
-    rows.sort(key=lambda r: (r[0] != "group", r[1]))
-    width = max(len(r[1]) for r in rows)
-    lines = [f"{'name':<{width}}  {'kind':<5}  what", f"{'-' * width}  -----  {'-' * 40}"]
-    lines += [f"{name:<{width}}  {kind:<5}  {about}" for kind, name, about in rows]
-    lines.append(f"\n{len(rows)} entries in {tasks_dir()}; `lm_eval ls tasks` lists every lm-eval task.")
-    return "\n".join(lines)
+__all__ = ["prepare_distributed", "run_lm_eval"]
 
 
 def _env_int(*names: str) -> int:
@@ -83,17 +59,6 @@ def prepare_distributed() -> None:
             "data-parallel. Use `accelerate launch --multi_gpu --num_processes K -m semuq_eval run ...` "
             "(semuq-eval selects the CPU and gloo when there is no GPU) or torchrun."
         )
-
-
-def share_lm_eval_logging() -> None:
-    """Show semuq-eval's log messages (journal restores, where the breakdown went, ...) as lm-eval shows its own:
-    lm-eval's ``setup_logging`` configures only the ``lm_eval`` logger, so INFO from ``semuq_eval.*`` was lost."""
-    source, ours = logging.getLogger("lm_eval"), logging.getLogger("semuq_eval")
-    ours.setLevel(source.level)
-    for handler in source.handlers:
-        if handler not in ours.handlers:
-            ours.addHandler(handler)
-    ours.propagate = not source.handlers
 
 
 def check_settings_early(args) -> None:

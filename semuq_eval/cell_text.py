@@ -1,0 +1,59 @@
+"""One figure as table text, written the same way by every table: ``0.812 [0.700, 0.900] !``.
+
+The breakdown table (:mod:`semuq_eval.harness.report`), the judge command's AUROC table, the leaderboard's
+Markdown (:mod:`semuq_eval.leaderboard.write`) and the diagnosis report (:mod:`semuq_eval.diagnose.report`)
+show a figure with its 95% confidence interval and mark one that rests on too small a sample with ``!``.
+"""
+
+from __future__ import annotations
+
+import math
+from numbers import Real
+
+__all__ = ["cell_text"]
+
+
+def _finite(x: object) -> bool:
+    return isinstance(x, Real) and math.isfinite(x)
+
+
+def cell_text(
+    value: float | None,
+    low: float | None = None,
+    high: float | None = None,
+    *,
+    reliable: bool = True,
+    count: int | str | None = None,
+    missing: str = "n/a",
+) -> str:
+    """``value [low, high] (count) !``: three decimals; the interval when both bounds are finite numbers, what the
+    figure rests on when ``count`` is given, ``!`` when it is not ``reliable``.
+
+    Parameters
+    ----------
+    value, low, high : float or None
+        The figure and its confidence interval.
+    reliable : bool
+        False adds `` !`` (a small minority class, too few pairs or valid resamples).
+    count : int or str, optional
+        Shown in parentheses after the interval (e.g. the pairs behind a mean, ``"3/10"``).
+    missing : str
+        The text for a missing or non-finite ``value`` (nothing else is shown then).
+
+    Examples
+    --------
+    >>> cell_text(0.8123, 0.7, 0.9)
+    '0.812 [0.700, 0.900]'
+    >>> cell_text(0.5, 0.2, float("nan"), reliable=False, count=12)
+    '0.500 (12) !'
+    >>> cell_text(None), cell_text(float("nan"), 0.1, 0.2, missing="-")
+    ('n/a', '-')
+    """
+    if not _finite(value):
+        return missing
+    text = f"{value:.3f}"
+    if _finite(low) and _finite(high):
+        text += f" [{low:.3f}, {high:.3f}]"
+    if count is not None:
+        text += f" ({count})"
+    return text if reliable else text + " !"

@@ -1,0 +1,129 @@
+"""``semuq-eval judge STORE``: label a finished run store again with another judge, without the LLM under test.
+
+The label set is written into the store and compared with another label set of the store (default: the run's
+own, ``run``): agreement tables and the AUROC of every estimator under both label sets side by side
+(:mod:`semuq_eval.harness.relabel`). ``rescore STORE --labels NAME`` then scores against the new labels.
+
+Example
+-------
+::
+
+    semuq-eval judge out/semuq/semuq_webquestions/smollm2-135m-instruct --judge openai \\
+        --judge_args base_url=http://127.0.0.1:8080/v1,model=local --name llamacpp
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from semuq_eval.cell_text import cell_text
+
+__all__ = ["main", "parse_judge_args"]
+
+
+def parse_judge_args(text: str) -> dict[str, Any]:
+    """``"k=v,k2=v2"`` as a dict, values read as JSON when they parse (numbers, true/false, null).
+
+    Examples
+    --------
+    >>> parse_judge_args("base_url=http://h:8/v1,model=m,concurrency=4,logprobs=false")
+    {'base_url': 'http://h:8/v1', 'model': 'm', 'concurrency': 4, 'logprobs': False}
+    """
+    out: dict[str, Any] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, sep, value = part.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--judge_args: {part!r} is not key=value")
+        try:
+            out[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key.strip()] = value
+    return out
+
+
+def _fmt(r: Mapping[str, Any] | None) -> str:
+    r = r or {}
+    return cell_text(
+        r.get("value"), r.get("ci_low"), r.get("ci_high"), reliable=r.get("reliable", True), missing="-"
+    )
+
+
+def main(argv: list[str]) -> int:
+    """`semuq-eval judge STORE --judge NAME --judge_args k=v,... --name LABELS`."""
+    from semuq_eval.harness.label_sets import RUN_LABELS, label_set_names
+    from semuq_eval.harness.relabel import auroc_side_by_side, compare_label_sets, judge_store
+    from semuq_eval.jsonio import read_json, write_json
+    from semuq_eval.judges import names
+    from semuq_eval.judges.agreement import agreement_table
+
+    parser = argparse.ArgumentParser(
+        prog="semuq-eval judge",
+        description="Label a run store's answers with a judge (no LLM under test needed), store the labels as a "
+        "named label set, and compare them with another label set.",
+    )
+    parser.add_argument("store", help="a run store directory (<output_path>/semuq/<task>/<run_id>)")
+    parser.add_argument("--judge", required=True, choices=names(), help="the judge")
+    parser.add_argument(
+        "--judge_args", type=parse_judge_args, default={}, help="the judge's options: key=value,key=value"
+    )
+    parser.add_argument("--name", help="the label set's name (default: the judge's name and model)")
+    parser.add_argument("--compare", default=RUN_LABELS, help="compare with this label set (default: run)")
+    parser.add_argument(
+        "--strategy", default="greedy", choices=("greedy", "majority"), help="for the AUROC table"
+    )
+    parser.add_argument("--top", type=int, default=15, help="estimators shown in the AUROC table")
+    parser.add_argument("--force", action="store_true", help="replace a label set of the same name")
+    args = parser.parse_args(argv)
+    name = args.name or _default_name(args.judge, args.judge_args)
+    try:
+        provenance = judge_store(args.store, args.judge, args.judge_args, name=name, force=args.force)
+    except (ValueError, FileNotFoundError, FileExistsError, RuntimeError) as exc:
+        parser.exit(2, f"semuq-eval judge: {exc}\n")
+    stats = provenance["judge_stats"]
+    print(
+        f"label set {name!r} written to {Path(args.store) / 'labels'} in {provenance['seconds']} s"
+        + (
+            f"; {stats.get('cache_hits', 0)} of {stats.get('distinct', 0)} distinct answers from the cache"
+            if stats
+            else ""
+        )
+    )
+    if provenance["unknown_reasons"]:
+        print(f"unknown labels (left out of the metrics): {provenance['unknown_reasons']}")
+    if args.compare not in label_set_names(args.store):
+        print(f"(no label set {args.compare!r} to compare with)")
+        return 0
+    comparison = compare_label_sets(args.store, args.compare, name)
+    table = auroc_side_by_side(args.store, [args.compare, name], args.strategy)
+    meta_path = Path(args.store) / "labels" / f"{name}.json"
+    write_json(meta_path, {**read_json(meta_path), "agreement": comparison, "auroc": table})
+    print(f"\nagreement of {args.compare!r} (a) and {name!r} (b) on {comparison['n_docs']} questions:")
+    print(agreement_table({k: v for k, v in comparison.items() if isinstance(v, dict)}))
+    la, lb = table[args.compare]["labels"], table[name]["labels"]
+    print(
+        f"\nAUROC under each label set ({args.strategy} labels; {args.compare}: {la['n_correct']} correct / "
+        f"{la['n_incorrect']} incorrect, {name}: {lb['n_correct']} / {lb['n_incorrect']}; ! = small sample):"
+    )
+    ests = sorted(
+        table[args.compare]["auroc"],
+        key=lambda e: -(table[args.compare]["auroc"][e].get("value") or float("-inf")),
+    )[: args.top]
+    print(f"{'estimator':<24} {args.compare:>24} {name:>24}")
+    for e in ests:
+        print(
+            f"{e:<24} {_fmt(table[args.compare]['auroc'].get(e)):>24} {_fmt(table[name]['auroc'].get(e)):>24}"
+        )
+    return 0
+
+
+def _default_name(judge: str, options: Mapping[str, Any]) -> str:
+    import re
+
+    model = str(options.get("model") or options.get("mode") or "")
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", Path(model).name if os.sep in model else model).strip("-.")
+    return f"{judge}-{slug}"[:64] if slug else judge

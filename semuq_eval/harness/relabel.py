@@ -1,0 +1,112 @@
+"""Judging a finished run store again: a named label set from another judge, and how it agrees with another set.
+
+Every answer of the store (the greedy one and the N samples of every question) is judged once (identical
+answers once, cached answers not at all) and the label set is written into the store
+(:mod:`semuq_eval.harness.label_sets`). :func:`compare_label_sets` gives Cohen's kappa and the confusion matrix
+for the greedy, majority and per-sample labels, and greedy vs majority within each set;
+:func:`auroc_side_by_side` the AUROC of every stored estimator under each label set (the stored scores, no
+operator is recomputed). ``semuq-eval judge`` (:mod:`semuq_eval.commands.judge`) runs them.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from semuq_eval.harness.label_sets import (
+    check_name,
+    label_records,
+    label_set_names,
+    read_label_set,
+    write_label_set,
+)
+from semuq_eval.harness.report import summarize
+from semuq_eval.harness.settings import Settings
+from semuq_eval.harness.store import load_store
+from semuq_eval.jsonio import read_json, read_jsonl
+from semuq_eval.judges import get_judge
+from semuq_eval.judges.agreement import agreement
+
+__all__ = ["auroc_side_by_side", "compare_label_sets", "judge_store"]
+
+
+def judge_store(
+    store: str | os.PathLike,
+    judge_name: str,
+    judge_options: Mapping[str, Any] | None = None,
+    *,
+    name: str,
+    force: bool = False,
+) -> dict[str, Any]:
+    """Judge every stored answer with ``judge_name`` and write label set ``name``; returns its provenance.
+    An existing label set of that name is replaced only with ``force`` (FileExistsError otherwise)."""
+    check_name(name)
+    if name in label_set_names(store) and not force:
+        raise FileExistsError(f"{store}: label set {name!r} exists; choose another --name or pass --force")
+    _, records = load_store(store)
+    if not records:
+        raise ValueError(f"{store}: the store has no questions")
+    judge = get_judge(judge_name, **dict(judge_options or {}))
+    start = time.perf_counter()
+    labels = label_records(judge, records)
+    seconds = time.perf_counter() - start
+    rows = [{"doc_id": r["doc_id"], **lab} for r, lab in zip(records, labels, strict=True)]
+    errors: dict[str, int] = {}
+    for lab in labels:
+        for reason, count in (lab.get("errors") or {}).items():
+            errors[reason] = errors.get(reason, 0) + count
+    provenance = {
+        "judge": judge.info,
+        "tie_rule": "majority: strict majority of the known sample labels; a tie is incorrect",
+        "seconds": round(seconds, 2),
+        "unknown_reasons": errors,
+        "judge_stats": dict(getattr(judge, "stats", {}) or {}),
+    }
+    write_label_set(store, name, rows, provenance)
+    return provenance
+
+
+def compare_label_sets(store: str | os.PathLike, a: str, b: str) -> dict[str, Any]:
+    """Agreement of label sets ``a`` and ``b`` of a store, lined up by doc id (module docstring)."""
+    set_a, set_b = read_label_set(store, a), read_label_set(store, b)
+    ids = sorted(set(set_a.records) & set(set_b.records))
+    ra, rb = [set_a.records[i] for i in ids], [set_b.records[i] for i in ids]
+    samples_a, samples_b = [], []
+    for x, y in zip(ra, rb, strict=True):
+        k = min(len(x["samples"]), len(y["samples"]))
+        samples_a += x["samples"][:k]
+        samples_b += y["samples"][:k]
+    return {
+        "a": a,
+        "b": b,
+        "n_docs": len(ids),
+        "docs_only_in_one": len(set(set_a.records) ^ set(set_b.records)),
+        "greedy": agreement([x["greedy"] for x in ra], [y["greedy"] for y in rb]),
+        "majority": agreement([x["majority"] for x in ra], [y["majority"] for y in rb]),
+        "samples": agreement(samples_a, samples_b),
+        f"greedy_vs_majority[{a}]": agreement([x["greedy"] for x in ra], [x["majority"] for x in ra]),
+        f"greedy_vs_majority[{b}]": agreement([y["greedy"] for y in rb], [y["majority"] for y in rb]),
+    }
+
+
+def auroc_side_by_side(store: str | os.PathLike, label_sets: Sequence[str], strategy: str = "greedy") -> dict:
+    """AUROC (with CI and counts) of every stored estimator under each label set, from the stored scores."""
+    root = Path(store)
+    items = [it for _, it in read_jsonl(root / "scores.jsonl")]
+    settings = Settings.from_metadata(read_json(root / "manifest.json").get("settings"), expand_profile=False)
+    out: dict[str, Any] = {}
+    for name in label_sets:
+        records = read_label_set(root, name).records
+        relabelled = [
+            {**it, "labels": {s: (records.get(it["doc_id"]) or {}).get(s) for s in ("greedy", "majority")}}
+            for it in items
+        ]
+        b = summarize(relabelled, settings, label_set=name)
+        out[name] = {
+            "labels": b["labels"][strategy],
+            "auroc": {e: r["auroc"] for e, r in b["results"][strategy].items()},
+        }
+    return out

@@ -1,0 +1,152 @@
+"""Building a leaderboard folder from run stores: collect, group, compute, then write every output.
+
+:func:`build` runs the steps of :mod:`semuq_eval.leaderboard` in order (``semuq-eval leaderboard`` calls it,
+:mod:`semuq_eval.commands.leaderboard`): :mod:`.collect` finds and reads the runs and groups them into sections,
+:mod:`.compute` fills the cells, :mod:`.write`, :mod:`.html` and :mod:`.plots` write ``leaderboard.json``,
+``.csv``, ``.md``, ``index.html`` and the PNGs.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from semuq_eval.jsonio import read_json
+
+__all__ = ["COMMON_QUESTIONS", "build"]
+
+log = logging.getLogger("semuq_eval.leaderboard")
+
+
+def build(
+    inputs: list[str],
+    output: str | Path,
+    *,
+    labels: tuple[str, ...] = ("run",),
+    strict: bool = False,
+    on_duplicate: str = "error",
+    common_questions: str | None = None,
+    config=None,
+    header: str = "",
+    title: str = "semuq-eval leaderboard",
+    plots: bool = True,
+    created: str | None = None,
+    command: str = "",
+    relative_to: str | Path | None = None,
+    force: bool = False,
+) -> dict:
+    """Build a leaderboard folder from run stores (paths or globs); returns the ``leaderboard.json`` document.
+
+    Parameters
+    ----------
+    inputs : list of str
+        Run store directories, breakdown JSON files, or globs of them.
+    output : path-like
+        The folder to write (created).
+    labels : tuple of str
+        Label sets to read from each store (``run``: the run's own judge; ``all``: every set).
+    common_questions : {None, "only", "also"}
+        Runs of a task made on different question sets: None puts them in separate sections; ``"only"``
+        restricts them to the questions they all share
+        (:func:`~semuq_eval.leaderboard.collect.common_questions`), noted in the section; ``"also"`` keeps
+        the separate sections (each LLM on all its questions) and adds a ``<task>#common`` section on the
+        shared questions, which the summary counts leave out (``Section.repeats``).
+    strict, on_duplicate
+        See :func:`semuq_eval.leaderboard.collect.group_sections`.
+    config : LeaderboardConfig, optional
+    header : str
+        Text shown at the top of ``leaderboard.md`` and ``index.html`` (paragraphs separated by blank lines).
+    plots : bool
+        Write the PNG plots (matplotlib).
+    created : str, optional
+        Fixed build time (golden files); default now.
+    relative_to : path-like, optional
+        Run paths in the outputs are relative to this folder; default ``output``.
+    force : bool
+        Write into an ``output`` folder that holds other files than a leaderboard (refused otherwise: a folder
+        holding an earlier leaderboard is rebuilt in place, and only the plots that build wrote are replaced).
+
+    Examples
+    --------
+    >>> build(["/nonexistent/*"], "/tmp/lb")
+    Traceback (most recent call last):
+    ...
+    semuq_eval.leaderboard.collect.LeaderboardInputError: '/nonexistent/*' matches no run store (a directory with manifest.json or breakdown.json) and no breakdown JSON file
+    """
+    from semuq_eval.leaderboard.collect import expand_inputs, load_runs
+    from semuq_eval.leaderboard.compute import LeaderboardConfig, compute
+    from semuq_eval.leaderboard.html import write_html
+    from semuq_eval.leaderboard.plots import plot_all
+    from semuq_eval.leaderboard.write import to_document, write_csv, write_json_document, write_markdown
+
+    output = Path(output)
+    _check_output(output, force)
+    skipped: list[dict[str, str]] = []
+    paths = expand_inputs(inputs, skipped)
+    for entry in skipped:
+        log.warning("leaderboard: skipped %s (%s)", entry["path"], entry["reason"])
+    runs = load_runs(paths, labels)
+    sections = _sections(runs, common_questions, strict=strict, on_duplicate=on_duplicate)
+    board = compute(sections, config or LeaderboardConfig())
+    output.mkdir(parents=True, exist_ok=True)
+    document = to_document(
+        board, inputs=inputs, created=created, relative_to=relative_to or output, skipped=skipped
+    )
+    write_json_document(document, output / "leaderboard.json")
+    write_csv(document, output / "leaderboard.csv")
+    write_markdown(document, output / "leaderboard.md", header=header, command=command, title=title)
+    figures = plot_all(document, output) if plots else []
+    write_html(document, output / "index.html", header=header, plots=figures, title=title)
+    return document
+
+
+COMMON_QUESTIONS = ("only", "also")
+"""The ``--common-questions`` modes (:func:`build`)."""
+
+
+def _sections(runs: list, common_questions: str | None, **grouping) -> list:
+    """The runs grouped into sections under a ``common_questions`` mode (:func:`build`)."""
+    from semuq_eval.leaderboard.collect import common_questions as restrict
+    from semuq_eval.leaderboard.collect import group_sections
+
+    if common_questions not in (None, *COMMON_QUESTIONS):
+        raise ValueError(
+            f"common_questions must be None or one of {COMMON_QUESTIONS}, got {common_questions!r}"
+        )
+    if common_questions is None:
+        return group_sections(runs, **grouping)
+    shared, restricted = restrict(runs)
+    if common_questions == "only":
+        sections = group_sections(shared, **grouping)
+        for section in sections:
+            if section.task in restricted:
+                section.notes.insert(0, restricted[section.task])
+        return sections
+    sections = group_sections(runs, **grouping)
+    common = group_sections([r for r in shared if r.task in restricted], **grouping)
+    for section in common:
+        section.id, section.repeats = f"{section.task}#common", True
+        section.notes.insert(0, restricted[section.task])
+    for section in sections:
+        if section.task in restricted:
+            section.notes.append(f"{section.task}#common compares the LLMs on the questions they share")
+    return sorted([*sections, *common], key=lambda section: section.task)  # stable: #common last
+
+
+def _check_output(output: Path, force: bool) -> None:
+    """Refuse an ``output`` that is a file, or a folder of someone else's files (without ``force``)."""
+    if output.exists() and not output.is_dir():
+        raise ValueError(f"--output {output} is a file, not a folder")
+    if not output.is_dir() or force or not any(output.iterdir()):
+        return
+    previous = output / "leaderboard.json"
+    try:
+        ours = previous.is_file() and str(read_json(previous).get("format", "")).startswith(
+            "semuq-leaderboard"
+        )
+    except (OSError, ValueError, AttributeError):
+        ours = False
+    if not ours:
+        raise FileExistsError(
+            f"--output {output} holds files that are not a leaderboard; choose an empty folder or pass --force"
+        )

@@ -1,0 +1,18 @@
+"""semuq-eval's log messages where lm-eval shows its own (the ``run`` command and plain ``lm_eval`` runs)."""
+
+from __future__ import annotations
+
+import logging
+
+__all__ = ["share_lm_eval_logging"]
+
+
+def share_lm_eval_logging() -> None:
+    """Show semuq-eval's log messages (journal restores, where the breakdown went, ...) as lm-eval shows its own:
+    lm-eval's ``setup_logging`` configures only the ``lm_eval`` logger, so INFO from ``semuq_eval.*`` was lost."""
+    source, ours = logging.getLogger("lm_eval"), logging.getLogger("semuq_eval")
+    ours.setLevel(source.level)
+    for handler in source.handlers:
+        if handler not in ours.handlers:
+            ours.addHandler(handler)
+    ours.propagate = not source.handlers

@@ -1,0 +1,69 @@
+"""A trained operator's record, as ``enc`` reads it at load: ``semuq_training.json`` in the operator's folder.
+
+``semuq-eval train-operator`` writes the record (format ``semuq-operator-training/1``) and its card
+(:mod:`semuq_eval.training.card`); ``enc`` takes from it whether the question is prepended, the separator and
+the pooling (:func:`operator_defaults`), and the harness reads what it was trained on
+(:mod:`semuq_eval.harness.overlap`). Imports neither torch nor sentence-transformers.
+
+Examples
+--------
+>>> import json, os, tempfile
+>>> folder = tempfile.mkdtemp()
+>>> with open(os.path.join(folder, RECORD_FILE), "w") as fh:
+...     json.dump({"format": RECORD_FORMAT, "question_conditioned": False, "separator": None}, fh)
+>>> operator_defaults(folder)
+{'condition_on_question': False}
+>>> operator_defaults("sentence-transformers/all-MiniLM-L6-v2")
+{}
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from semuq_eval.jsonio import read_json
+
+__all__ = ["RECORD_FILE", "RECORD_FORMAT", "operator_defaults", "read_record"]
+
+RECORD_FILE = "semuq_training.json"
+RECORD_FORMAT = "semuq-operator-training/1"
+
+
+def read_record(folder: str | os.PathLike) -> dict[str, Any] | None:
+    """The training record of an operator folder, or None when ``folder`` is not a trained operator.
+
+    Raises
+    ------
+    ValueError
+        When the record exists but is not one this version understands.
+    """
+    path = Path(os.fspath(folder)).expanduser() / RECORD_FILE
+    try:
+        if not path.is_file():
+            return None
+    except OSError:
+        return None
+    record = read_json(path)
+    if not isinstance(record, dict) or record.get("format", RECORD_FORMAT) != RECORD_FORMAT:
+        raise ValueError(f"{path}: unknown training record format {record.get('format')!r}")
+    return record
+
+
+def operator_defaults(model: Any) -> dict[str, Any]:
+    """The ``enc`` options a trained operator folder fixes: ``condition_on_question`` (False for an
+    answer-only operator), ``separator`` (when training recorded one) and ``pooling`` (``"answer"`` when it
+    was trained with answer-token pooling). ``{}`` for anything else (a hub id, an untrained folder, a loaded
+    model)."""
+    if not isinstance(model, (str, os.PathLike)):
+        return {}
+    record = read_record(model)
+    if record is None:
+        return {}
+    out: dict[str, Any] = {"condition_on_question": bool(record.get("question_conditioned", True))}
+    if out["condition_on_question"] and record.get("separator"):
+        out["separator"] = record["separator"]
+    if (record.get("hyperparameters") or {}).get("pooling") == "answer":
+        out["pooling"] = "answer"
+    return out

@@ -1,0 +1,58 @@
+"""The shipped trained operator (the ``enc-trained`` asset): trained from the committed data by its recipe.
+
+The asset cache (:mod:`semuq_eval.assets`) knows where the recipe and its data are and checks the result; it
+imports no training code. ``semuq-eval assets`` and the demo hand :func:`build_trained_operator` to
+:func:`~semuq_eval.assets.prepare` as its ``train`` argument, which calls it for an asset of recipe
+``trained-operator`` that needs building.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from semuq_eval.assets import ASSETS, Asset, prepare
+from semuq_eval.assets.trained import load_recipe, recipe_files, recipe_path
+
+__all__ = ["build_trained_operator"]
+
+
+def build_trained_operator(
+    asset: Asset, out: Path, *, cache_dir: str | os.PathLike | None, progress: bool
+) -> dict[str, Any]:
+    """Train the asset's operator into ``out`` (an empty folder) with its recipe; returns facts for the manifest.
+
+    The backbone is prepared first when it names an asset (:func:`~semuq_eval.assets.prepare`).
+    """
+    from semuq_eval.training.recipe import TrainingConfig, train_operator
+
+    path = recipe_path(asset)
+    recipe = load_recipe(path)
+    files = recipe_files(path)
+    backbone = recipe["backbone"]
+    if backbone in ASSETS:
+        backbone = str(prepare([backbone], cache_dir=cache_dir, progress=progress)[backbone])
+    config = TrainingConfig(
+        stores=[str(f) for f in files["train"]],
+        guided=[str(f) for f in files["guided"]],
+        validation=[str(f) for f in files["validation"]],
+        output=str(out),
+        backbone=backbone,
+        progress=progress,
+        command=["semuq-eval", "assets", "--only", asset.name],
+        **recipe["options"],
+    )
+    record = train_operator(config)
+    return {
+        "recipe": recipe,
+        "training": {
+            "counts": record["counts"],
+            "validation": {
+                k: record["validation"][k] for k in ("before_training", "best_epoch", "best_accuracy")
+            },
+            "deviations_from_paper": record["deviations_from_paper"],
+            "train_seconds": record["timing"]["train_seconds"],
+            "torch_threads": record["timing"]["torch_threads"],
+        },
+    }
