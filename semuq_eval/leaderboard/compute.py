@@ -4,8 +4,8 @@ Within a section (:mod:`semuq_eval.leaderboard.collect`) every run holds the sam
 so :meth:`Bootstrap.counts` gives every LLM and every estimator the **same** resampled question sets:
 resample r draws the same questions for every LLM. That makes three things valid:
 
-- **cells**: per (task, LLM, estimator, label strategy) AUROC, ECE, PRR and AUARC with 95% CIs, n, the correct /
-  incorrect counts, the LLM's accuracy, and the run's own small-sample flag
+- **cells**: per (task, LLM, estimator, label strategy) every metric (AUROC, ECE, PRR and AUARC by default) with
+  95% CIs, n, the correct / incorrect counts, the LLM's accuracy, and the run's own small-sample flag
   (:func:`semuq_eval.harness.reliability.assess` with the run's ``min_minority``);
 - **paired differences** (AUROC): each ``@enc`` estimator against its base (:mod:`.baselines`), and LLM
   against LLM for chosen estimators (each LLM with its own labels), exactly as
@@ -17,8 +17,9 @@ resample r draws the same questions for every LLM. That makes three things valid
 
 A question whose label is missing for a run keeps its place with no score (NaN, weight 0), so the resamples
 stay shared. The metric cores are the project's (:mod:`semuq_eval.metrics`): AUROC's resampled values come
-from the same code path as :func:`~semuq_eval.metrics.evaluate` (its point estimate and interval are equal
-to ``evaluate``'s), and ECE / PRR / AUARC come from ``evaluate`` itself, or from the run's own breakdown when
+from :func:`~semuq_eval.metrics.resample`, which ``evaluate`` is built on (its point estimate and interval are
+``evaluate``'s), and the other metrics (the runs' ``metrics`` settings unless ``LeaderboardConfig.metrics``
+names them) come from ``evaluate`` itself, or from the run's own breakdown when
 the run used the same bootstrap (resamples, seed), ECE protocol and questions with no missing label, and its
 AUROC equals the one recomputed from ``scores.jsonl`` (the same scores), in which case the figures are the
 same numbers and are not computed again (``source`` says which).
