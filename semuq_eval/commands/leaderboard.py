@@ -40,9 +40,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0, as runs)")
     p.add_argument(
         "--metrics",
-        default="auroc,ece,prr,auarc",
-        help="cell metrics, AUROC first (default auroc,ece,prr,auarc); metrics a run's breakdown lacks are computed "
-        "from its scores (PRR / AUARC today: the slow part of a large board)",
+        help="cell metrics, AUROC first (default: auroc, then the runs' `metrics` settings, auroc,ece,prr,auarc "
+        "unless a run names others); metrics a run's breakdown lacks are computed from its scores (the slow "
+        "part of a large board)",
     )
     p.add_argument("--ece-bins", type=int, default=10)
     p.add_argument("--ece-refit", choices=("once", "per_resample"), default="once")
@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
             seed=args.seed,
             ece_bins=args.ece_bins,
             ece_refit=args.ece_refit,
-            metrics=tuple(m.strip() for m in args.metrics.split(",") if m.strip()),
+            metrics=tuple(m.strip() for m in args.metrics.split(",") if m.strip()) if args.metrics else None,
             llm_estimators=tuple(args.estimator),
             jobs=args.jobs,
             compare=tuple(parse_compare(spec) for spec in args.compare),

@@ -8,9 +8,13 @@ read one scalar each (:func:`summary_scalars`). The full breakdown is a JSON-saf
      "operators": {op: {kind, status, info, cost, n_unavailable, reasons[, per_rank]}},
      "n_docs", "bad_docs": [{"doc_id", "id", "problems"}],
      "labels": {"greedy"|"majority": {"n", "n_correct", "n_missing", "accuracy"}},
-     "results": {"greedy"|"majority": {estimator: {"auroc"|"ece"|"prr"|"auarc": MetricResult.as_dict()}}},
+     "results": {"greedy"|"majority": {estimator: {metric: MetricResult.as_dict()}}},
      "unavailable": {estimator: {"n_docs", "reasons": {reason: count}}},
-     "best": {"greedy"|"majority": {"estimator", "auroc", "ece"}}}
+     "best": {"greedy"|"majority": {"estimator", first metric, second metric, "reliable"}}}
+
+The metrics are the run's ``metrics`` setting (default :data:`semuq_eval.metrics.DEFAULT_METRICS`: AUROC, ECE,
+PRR, AUARC); ``best`` is the estimator best by the first, as its ``higher_is_better`` says, and holds the first
+two, which are also lm-eval's table (:func:`summary_keys`).
 
 Under data parallelism the operators' counts and costs are those of all ranks (summed; wall time: the
 slowest rank) and ``per_rank`` holds each rank's (:func:`semuq_eval.harness.operator_runs.merge_operator_runs`).
@@ -38,10 +42,11 @@ from semuq_eval.harness.reliability import MIN_MINORITY, assess, label_warning
 from semuq_eval.harness.settings import Settings
 from semuq_eval.jsonio import finite_or_none
 from semuq_eval.judges import LABEL_STRATEGIES
+from semuq_eval.metrics import DEFAULT_METRICS, Metric
+from semuq_eval.metrics import get as get_metric
 
 __all__ = [
     "FORMAT",
-    "METRICS",
     "breakdown_table",
     "equivalence_rule",
     "summarize",
@@ -52,9 +57,11 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 FORMAT = "semuq-breakdown/1"
-METRICS = ("auroc", "ece", "prr", "auarc")
-"""Every breakdown's metrics: AUROC and ECE (the paper's), PRR and AUARC (LM-Polygraph's; the leaderboard reuses
-them instead of recomputing)."""
+
+
+def _summary_metrics(metrics: Sequence[str]) -> list[Metric]:
+    """The metrics ``best`` and lm-eval's table show: the first two of a run's metrics (the first ranks)."""
+    return [get_metric(m) for m in metrics[:2]]
 
 
 def equivalence_rule(settings: Settings) -> str:
@@ -94,6 +101,9 @@ def summarize(
     scored = [n for n in names if any(it["scores"].get(n) is not None for it in items)]
     bootstrap = Bootstrap(n_resamples=settings.bootstrap, seed=settings.seed)
     protocol = CalibrationProtocol(n_bins=settings.ece_bins, refit=settings.ece_refit)
+    shown = _summary_metrics(settings.metrics)
+    first = shown[0]
+    nobody = {"estimator": None, **{m.name: None for m in shown}}
     labels_summary, results, best = {}, {}, {}
     for strategy in LABEL_STRATEGIES:
         keep = [it for it in items if it["labels"].get(strategy) is not None]
@@ -107,7 +117,7 @@ def summarize(
         }
         results[strategy] = {}
         if not keep or not scored:
-            best[strategy] = {"estimator": None, "auroc": None, "ece": None}
+            best[strategy] = dict(nobody)
             continue
         scores = {
             n: np.array([np.nan if (v := it["scores"].get(n)) is None else v for it in keep]) for n in scored
@@ -116,7 +126,9 @@ def summarize(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             out = (
-                evaluate(scores, y, metrics=METRICS, bootstrap=bootstrap, protocol=protocol) if scores else {}
+                evaluate(scores, y, metrics=settings.metrics, bootstrap=bootstrap, protocol=protocol)
+                if scores
+                else {}
             )
         results[strategy] = {
             n: {
@@ -130,18 +142,17 @@ def summarize(
         )
         if warning:
             log.warning("%s: %s", task or "semuq", warning)
-        ranked = [(n, per["auroc"].value) for n, per in out.items() if math.isfinite(per["auroc"].value)]
+        sign = 1.0 if first.higher_is_better else -1.0
+        ranked = [n for n, per in out.items() if math.isfinite(per[first.name].value)]
         if ranked:
-            name, value = max(ranked, key=lambda t: t[1])
-            reliable = results[strategy][name]["auroc"]["reliable"]
+            name = max(ranked, key=lambda n: sign * out[n][first.name].value)
             best[strategy] = {
                 "estimator": name,
-                "auroc": value,
-                "ece": finite_or_none(out[name]["ece"].value),
-                "reliable": reliable,
+                **{m.name: finite_or_none(out[name][m.name].value) for m in shown},
+                "reliable": results[strategy][name][first.name]["reliable"],
             }
         else:
-            best[strategy] = {"estimator": None, "auroc": None, "ece": None}
+            best[strategy] = dict(nobody)
     bad = [
         {"doc_id": it["doc_id"], "id": it.get("id"), "problems": it["problems"]}
         for it in items
@@ -170,19 +181,16 @@ def summarize(
     }
 
 
-def summary_keys(settings: Settings) -> list[str]:
-    """The metric keys shown in lm-eval's table (all higher-is-better except ECE)."""
-    keys = [
-        "acc_greedy",
-        "acc_majority",
-        "auroc_best_greedy",
-        "ece_best_greedy",
-        "auroc_best_majority",
-        "ece_best_majority",
-        "n_estimators",
-    ]
-    keys += [f"auroc_greedy:{e}" for e in settings.table_estimators]
-    keys += [f"ece_greedy:{e}" for e in settings.table_estimators]
+def summary_keys(settings: Settings) -> dict[str, bool]:
+    """The keys of lm-eval's table, each with whether higher is better: the accuracies, the first two metrics
+    of the best estimator and of each ``table_estimators`` (``auroc_greedy:<est>``), and ``n_estimators``."""
+    shown = _summary_metrics(settings.metrics)
+    keys = {"acc_greedy": True, "acc_majority": True}
+    for s in LABEL_STRATEGIES:
+        keys.update({f"{m.name}_best_{s}": m.higher_is_better for m in shown})
+    keys["n_estimators"] = True
+    for m in shown:
+        keys.update({f"{m.name}_greedy:{e}": m.higher_is_better for e in settings.table_estimators})
     return keys
 
 
@@ -193,18 +201,17 @@ def summary_scalars(breakdown: Mapping[str, Any]) -> dict[str, float]:
     def num(v):
         return nan if v is None else float(v)
 
+    shown = breakdown["settings"].get("metrics", DEFAULT_METRICS)[:2]
     out = {
         "acc_greedy": num(breakdown["labels"]["greedy"]["accuracy"]),
         "acc_majority": num(breakdown["labels"]["majority"]["accuracy"]),
         "n_estimators": float(len(breakdown["results"]["greedy"])),
     }
     for s in LABEL_STRATEGIES:
-        out[f"auroc_best_{s}"] = num(breakdown["best"][s]["auroc"])
-        out[f"ece_best_{s}"] = num(breakdown["best"][s]["ece"])
+        out.update({f"{m}_best_{s}": num(breakdown["best"][s][m]) for m in shown})
     for e in breakdown["settings"].get("table_estimators", []):
         per = breakdown["results"]["greedy"].get(e)
-        out[f"auroc_greedy:{e}"] = num(per["auroc"]["value"]) if per else nan
-        out[f"ece_greedy:{e}"] = num(per["ece"]["value"]) if per else nan
+        out.update({f"{m}_greedy:{e}": num(per[m]["value"]) if per else nan for m in shown})
     return out
 
 
@@ -220,38 +227,39 @@ def _cell(result: Mapping[str, Any] | None) -> str:
 
 
 def breakdown_table(breakdown: Mapping[str, Any]) -> str:
-    """A Markdown table of a breakdown: AUROC and ECE with 95% CIs and the correct / incorrect counts behind
-    them, per estimator and label strategy.
+    """A Markdown table of a breakdown: its first two metrics (AUROC and ECE by default) with 95% CIs and the
+    correct / incorrect counts behind them, per estimator and label strategy.
 
-    Rows are sorted by greedy-label AUROC (best first). ``!`` marks an unreliable figure (small minority
+    Rows are sorted by the first metric on greedy labels (best first). ``!`` marks an unreliable figure (small minority
     class or few valid resamples, :mod:`semuq_eval.harness.reliability`); ``n/a`` an undefined one, whose
     reason follows the table.
     """
     results = breakdown.get("results", {})
     strategies = [s for s in ("greedy", "majority") if s in results]
     names = sorted({name for per in results.values() for name in per})
+    shown = _summary_metrics(breakdown.get("settings", {}).get("metrics", DEFAULT_METRICS))
+    first = shown[0]
 
     def sort_key(name: str) -> float:
-        value = results.get("greedy", {}).get(name, {}).get("auroc", {}).get("value")
-        return -value if value is not None and math.isfinite(value) else math.inf
+        value = results.get("greedy", {}).get(name, {}).get(first.name, {}).get("value")
+        if value is None or not math.isfinite(value):
+            return math.inf
+        return -value if first.higher_is_better else value
 
     head = ["estimator"]
     for strategy in strategies:
-        head += [f"AUROC {strategy}", f"ECE {strategy}", f"correct/incorrect {strategy}"]
+        head += [f"{m.label} {strategy}" for m in shown] + [f"correct/incorrect {strategy}"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     notes: dict[str, list[str]] = {}
     for name in sorted(names, key=sort_key):
         row = [name]
         for strategy in strategies:
             per = results.get(strategy, {}).get(name, {})
-            auroc = per.get("auroc", {})
-            row += [
-                _cell(auroc),
-                _cell(per.get("ece")),
-                f"{auroc.get('n_correct', 0)}/{auroc.get('n_incorrect', 0)}",
-            ]
-            if auroc.get("note"):
-                notes.setdefault(f"{strategy}: {auroc['note']}", []).append(name)
+            ranked = per.get(first.name, {})
+            row += [_cell(per.get(m.name)) for m in shown]
+            row.append(f"{ranked.get('n_correct', 0)}/{ranked.get('n_incorrect', 0)}")
+            if ranked.get("note"):
+                notes.setdefault(f"{strategy}: {ranked['note']}", []).append(name)
         lines.append("| " + " | ".join(row) + " |")
     labels = breakdown.get("labels", {})
     summary = ", ".join(

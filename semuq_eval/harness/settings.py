@@ -36,6 +36,10 @@ ece_refit              once                                         ECE interval
                                                                     refitted in every resample (per_resample)
 min_minority           20                                           figures whose minority label class is
                                                                     smaller are flagged unreliable
+metrics                auroc, ece, prr, auarc                       metrics of the breakdown (registry names,
+                                                                    :mod:`semuq_eval.metrics`); the first
+                                                                    ranks the estimators (``best``), the
+                                                                    first two are lm-eval's table
 output_dir             $SEMUQ_OUTPUT_DIR, else lm-eval's            where the full breakdown and the run store
                        ``--output_path``, else nothing is written   are written (:mod:`semuq_eval.context`)
 run_id                 the model's slug (``pretrained``)            the run's folder under semuq/<task>/
@@ -53,6 +57,8 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
+
+from semuq_eval.metrics import DEFAULT_METRICS
 
 __all__ = ["DEFAULT_OPERATORS", "Settings"]
 
@@ -106,6 +112,7 @@ class Settings:
     ece_bins: int = 10
     ece_refit: str = "once"
     min_minority: int = 20
+    metrics: tuple[str, ...] = DEFAULT_METRICS
     output_dir: str | None = None
     run_id: str | None = None
     store: bool = True
@@ -134,7 +141,7 @@ class Settings:
             if key not in known and key not in STRING_JUDGE_SHORTHANDS and close:
                 raise ValueError(f"metadata: unknown setting {key!r}; did you mean {close[0]!r}?")
         kwargs = {k: v for k, v in metadata.items() if k in known}
-        for key in ("operators", "aggregators", "table_estimators"):
+        for key in ("operators", "aggregators", "table_estimators", "metrics"):
             if isinstance(kwargs.get(key), str):
                 kwargs[key] = [s.strip() for s in kwargs[key].split(",") if s.strip()]
             value = kwargs.get(key)
@@ -163,7 +170,7 @@ class Settings:
 
     def validate(self) -> None:
         """Check types, ranges and registry names; normalize numbers. Raises ValueError naming the key."""
-        from semuq_eval import aggregators, judges, operators
+        from semuq_eval import aggregators, judges, metrics, operators
 
         for key, low in (
             ("n_samples", 1),
@@ -206,6 +213,10 @@ class Settings:
             unknown = [x for x in given if x not in known]
             if unknown:
                 raise ValueError(f"metadata {key}: unknown name(s) {unknown}; known: {sorted(known)}")
+        try:
+            self.metrics = metrics.check_metrics(self.metrics)
+        except ValueError as err:
+            raise ValueError(f"metadata metrics: {err}") from None
         if len(set(self.operators)) != len(self.operators):
             raise ValueError(f"metadata operators: names repeated in {list(self.operators)}")
         for name in self.operators:  # registered, or a named variant of a registered operator

@@ -291,7 +291,7 @@ class SemuqTask(ConfigurableTask):
         return {key: functools.partial(self._aggregate, key) for key in summary_keys(self.settings)}
 
     def higher_is_better(self) -> dict[str, bool]:
-        return {key: not key.startswith("ece") for key in summary_keys(self.settings)}
+        return summary_keys(self.settings)
 
     def _aggregate(self, key: str, items: list[dict]) -> float:
         fingerprint = (len(items), tuple(it["doc_id"] for it in items))

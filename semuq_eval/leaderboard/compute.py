@@ -4,8 +4,8 @@ Within a section (:mod:`semuq_eval.leaderboard.collect`) every run holds the sam
 so :meth:`Bootstrap.counts` gives every LLM and every estimator the **same** resampled question sets:
 resample r draws the same questions for every LLM. That makes three things valid:
 
-- **cells**: per (task, LLM, estimator, label strategy) AUROC, ECE, PRR and AUARC with 95% CIs, n, the correct /
-  incorrect counts, the LLM's accuracy, and the run's own small-sample flag
+- **cells**: per (task, LLM, estimator, label strategy) every metric (AUROC, ECE, PRR and AUARC by default) with
+  95% CIs, n, the correct / incorrect counts, the LLM's accuracy, and the run's own small-sample flag
   (:func:`semuq_eval.harness.reliability.assess` with the run's ``min_minority``);
 - **paired differences** (AUROC): each ``@enc`` estimator against its base (:mod:`.baselines`), and LLM
   against LLM for chosen estimators (each LLM with its own labels), exactly as
@@ -17,8 +17,9 @@ resample r draws the same questions for every LLM. That makes three things valid
 
 A question whose label is missing for a run keeps its place with no score (NaN, weight 0), so the resamples
 stay shared. The metric cores are the project's (:mod:`semuq_eval.metrics`): AUROC's resampled values come
-from the same code path as :func:`~semuq_eval.metrics.evaluate` (its point estimate and interval are equal
-to ``evaluate``'s), and ECE / PRR / AUARC come from ``evaluate`` itself, or from the run's own breakdown when
+from :func:`~semuq_eval.metrics.resample`, which ``evaluate`` is built on (its point estimate and interval are
+``evaluate``'s), and the other metrics (the runs' ``metrics`` settings unless ``LeaderboardConfig.metrics``
+names them) come from ``evaluate`` itself, or from the run's own breakdown when
 the run used the same bootstrap (resamples, seed), ECE protocol and questions with no missing label, and its
 AUROC equals the one recomputed from ``scores.jsonl`` (the same scores), in which case the figures are the
 same numbers and are not computed again (``source`` says which).
@@ -30,7 +31,7 @@ import math
 import warnings
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import combinations
 from typing import Any
 
@@ -42,15 +43,18 @@ from semuq_eval.jsonio import finite_or_none
 from semuq_eval.judges import LABEL_STRATEGIES
 from semuq_eval.leaderboard.baselines import PAIR_SETS, PAIRS, operator_pairs
 from semuq_eval.leaderboard.collect import Run, Section
-from semuq_eval.metrics import Bootstrap, CalibrationProtocol, MetricResult, evaluate, paired_difference
-from semuq_eval.metrics import get as get_metric
-from semuq_eval.metrics.base import check_inputs
-from semuq_eval.metrics.bootstrap import _metric_values, _score
+from semuq_eval.metrics import (
+    DEFAULT_METRICS,
+    Bootstrap,
+    CalibrationProtocol,
+    MetricResult,
+    check_metrics,
+    evaluate,
+    paired_difference,
+    resample,
+)
 
-__all__ = ["METRICS", "Leaderboard", "LeaderboardConfig", "compute"]
-
-METRICS = ("auroc", "ece", "prr", "auarc")
-"""The metrics of every cell (AUROC first: it drives the paired tests and ranks)."""
+__all__ = ["Leaderboard", "LeaderboardConfig", "compute"]
 
 
 @dataclass(frozen=True)
@@ -63,8 +67,10 @@ class LeaderboardConfig:
         The shared bootstrap (:class:`~semuq_eval.metrics.Bootstrap`).
     ece_bins, ece_refit
         ECE's protocol (:class:`~semuq_eval.metrics.CalibrationProtocol`).
-    metrics : tuple of str
-        Cell metrics; must start with ``auroc``.
+    metrics : tuple of str, optional
+        Cell metrics; must start with ``auroc`` (it drives the paired tests and ranks). None: ``auroc``, then
+        every other metric of the runs' ``metrics`` settings in their order (:data:`DEFAULT_METRICS` for a
+        run without one), resolved by :func:`compute`.
     llm_estimators : tuple of str
         Estimators for the LLM-vs-LLM paired tests; empty: per section and label strategy, the estimator with
         the best mean AUROC among those every LLM of the section scored.
@@ -80,16 +86,16 @@ class LeaderboardConfig:
     confidence_level: float = 0.95
     ece_bins: int = 10
     ece_refit: str = "once"
-    metrics: tuple[str, ...] = METRICS
+    metrics: tuple[str, ...] | None = None
     llm_estimators: tuple[str, ...] = ()
     jobs: int = 1
     compare: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def __post_init__(self):
-        if not self.metrics or self.metrics[0] != "auroc":
-            raise ValueError(f"metrics must start with 'auroc', got {self.metrics}")
-        for m in self.metrics:
-            get_metric(m)  # unknown name: the registry's error
+        if self.metrics is not None:
+            check_metrics(self.metrics)
+            if self.metrics[0] != "auroc":
+                raise ValueError(f"metrics must start with 'auroc', got {self.metrics}")
         if self.jobs < 1:
             raise ValueError(f"jobs must be >= 1, got {self.jobs}")
 
@@ -191,14 +197,12 @@ def _run_figures(job: _Job) -> dict[str, Any]:
     """A run's cells and its AUROC resamples, per label strategy and estimator."""
     config = job.config
     bootstrap, protocol = config.bootstrap, config.protocol
-    auroc = get_metric("auroc")
     rest = [m for m in config.metrics if m != "auroc"]
     cells: dict[tuple[str, str], dict[str, Any]] = {}
     resampled: dict[tuple[str, str], tuple[float, np.ndarray, np.ndarray]] = {}
     for strategy, raw_labels in job.labels.items():
         missing = ~np.isfinite(raw_labels)
         y = np.where(missing, 0.0, raw_labels)
-        counts = bootstrap.counts(len(y))
         todo: dict[str, np.ndarray] = {}
         for name in job.estimators:
             if name not in job.scores:
@@ -206,25 +210,10 @@ def _run_figures(job: _Job) -> dict[str, Any]:
             u = np.where(missing, np.nan, job.scores[name])
             if not np.isfinite(u).any():
                 continue
-            u, _, valid = check_inputs(u, y)
-            values = _metric_values(auroc, u, y, protocol)
-            mask = valid & np.isfinite(values)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
-                point, res = _score(auroc, values, y, mask, counts, protocol)
-            low, high = bootstrap.interval(res)
-            result = MetricResult(
-                metric="auroc",
-                value=point,
-                ci_low=low,
-                ci_high=high,
-                n=int(mask.sum()),
-                n_correct=int(y[mask].sum()),
-                n_incorrect=int((1 - y[mask]).sum()),
-                n_missing=int((~valid).sum()),
-                n_valid_resamples=int(np.isfinite(res).sum()),
-                ci_method=bootstrap.describe(auroc),
-            )
+                r = resample("auroc", u, y, bootstrap=bootstrap, protocol=protocol)
+            result, point, res, mask = r.result, r.result.value, r.values, r.mask
             cell = {
                 "auroc": {**_result_dict(result, config.n_resamples, job.min_minority), "source": "computed"}
             }
@@ -420,6 +409,14 @@ def _ranks(matrix: np.ndarray, points: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return point, low, high, used
 
 
+def _run_metrics(sections: Sequence[Section]) -> tuple[str, ...]:
+    """``auroc``, then every other metric of the runs' ``metrics`` settings, in their order."""
+    names = ["auroc"]
+    for run in (run for section in sections for run in section.runs):
+        names += [m for m in run.settings.get("metrics", DEFAULT_METRICS) if m not in names]
+    return check_metrics(names)
+
+
 def compute(sections: Sequence[Section], config: LeaderboardConfig | None = None) -> Leaderboard:
     """Compute every figure of a leaderboard of ``sections`` (module docstring).
 
@@ -453,6 +450,8 @@ def compute(sections: Sequence[Section], config: LeaderboardConfig | None = None
     [('a', 1), ('b', 2)]
     """
     config = config or LeaderboardConfig()
+    if config.metrics is None:
+        config = replace(config, metrics=_run_metrics(sections))
     bootstrap, protocol = config.bootstrap, config.protocol
     board = Leaderboard(config=config, sections=list(sections))
     board.pair_sets = {name: (PAIR_SETS[name], pairs) for name, pairs in PAIRS.items()}

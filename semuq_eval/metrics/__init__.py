@@ -3,20 +3,30 @@
 Point estimates: :func:`auroc`, :func:`ece`, :func:`prr`, :func:`auarc`. :func:`evaluate`
 scores many estimators at once with CIs on shared resamples (ECE's calibrator fitted once, or
 refitted in every resample with ``CalibrationProtocol(refit="per_resample")``); :func:`paired_difference`
-compares two estimators (or two LLMs) resample by resample. ``get(name)`` returns the
-registered :class:`Metric`.
+compares two estimators (or two LLMs) resample by resample; :func:`resample` gives one metric on every
+resample, for callers that compare or rank. ``get(name)`` returns the registered :class:`Metric`, which
+declares ``higher_is_better`` and its table ``label``; :data:`DEFAULT_METRICS` are a run's metrics unless
+its ``metrics`` setting names others (:func:`check_metrics`).
 """
 
 from __future__ import annotations
 
-from semuq_eval.metrics.base import Metric, metric_registry, register_metric
-from semuq_eval.metrics.bootstrap import (
+from semuq_eval.metrics.base import (
     DEFAULT_METRICS,
+    Metric,
+    check_metrics,
+    metric_registry,
+    register_metric,
+    unregister_metric,
+)
+from semuq_eval.metrics.bootstrap import (
     Bootstrap,
     MetricResult,
     PairedDifference,
+    Resampled,
     evaluate,
     paired_difference,
+    resample,
 )
 from semuq_eval.metrics.calibration import CalibrationProtocol, calibrate, calibrate_resamples, ece
 from semuq_eval.metrics.ranking import auarc, auroc, prr
@@ -39,10 +49,12 @@ __all__ = [
     "Metric",
     "MetricResult",
     "PairedDifference",
+    "Resampled",
     "auarc",
     "auroc",
     "calibrate",
     "calibrate_resamples",
+    "check_metrics",
     "ece",
     "evaluate",
     "get",
@@ -51,4 +63,6 @@ __all__ = [
     "paired_difference",
     "prr",
     "register_metric",
+    "resample",
+    "unregister_metric",
 ]

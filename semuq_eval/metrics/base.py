@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,7 +19,8 @@ class Metric:
     from uncertainties with a held-out calibrator before calling ``weighted``; under
     ``CalibrationProtocol(refit="per_resample")`` the calibrator differs per resample, so
     ``weighted`` then receives (R, n) confidences (row r for ``counts[r]``; NaN entries have
-    count 0) and the keyword ``n_bins``.
+    count 0) and the keyword ``n_bins``. ``higher_is_better`` orders estimators wherever they are
+    ranked (a breakdown's ``best``, lm-eval's table); ``label`` is the name tables show.
     """
 
     name: str
@@ -27,12 +28,17 @@ class Metric:
     weighted: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
     higher_is_better: bool
     calibrated: bool = False
+    label: str = ""
 
     def __call__(self, *args, **kwargs) -> float:
         return self.func(*args, **kwargs)
 
 
 metric_registry: Registry[Metric] = Registry("metric")
+
+DEFAULT_METRICS = ("auroc", "ece", "prr", "auarc")
+"""A run's metrics unless its ``metrics`` setting says otherwise: AUROC and ECE (the paper's), PRR and AUARC
+(LM-Polygraph's). The first ranks the estimators; the first two are lm-eval's table."""
 
 
 def register_metric(
@@ -41,14 +47,51 @@ def register_metric(
     weighted: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
     higher_is_better: bool,
     calibrated: bool = False,
+    label: str | None = None,
 ) -> Callable[[Callable], Callable]:
-    """Decorator: register a point-estimate function and its weighted core under ``name``."""
+    """Decorator: register a point-estimate function and its weighted core under ``name``.
+
+    ``label`` is the name tables show (default: ``name`` in capitals).
+    """
 
     def decorate(func: Callable) -> Callable:
-        metric_registry.register(name, target=Metric(name, func, weighted, higher_is_better, calibrated))
+        metric = Metric(name, func, weighted, higher_is_better, calibrated, label or name.upper())
+        metric_registry.register(name, target=metric)
         return func
 
     return decorate
+
+
+def unregister_metric(name: str) -> None:
+    """Remove the metric registered under ``name`` (a test or a session that registered one for a while)."""
+    metric_registry.get(name)  # unknown name: the registry's error
+    metric_registry._objs.pop(name)  # lm-eval's Registry has no public removal
+
+
+def check_metrics(names: Iterable[str]) -> tuple[str, ...]:
+    """``names`` as a tuple of registered metric names, at least one and none repeated.
+
+    Raises
+    ------
+    ValueError
+        Naming the unknown metrics and listing the known ones.
+
+    Examples
+    --------
+    >>> check_metrics(["auroc", "ece"])
+    ('auroc', 'ece')
+    >>> check_metrics(["auroc", "brier"])
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown metric(s) ['brier']; known: ['auarc', 'auroc', 'ece', 'prr']
+    """
+    names = tuple(names)
+    unknown = [n for n in names if n not in metric_registry]
+    if unknown:
+        raise ValueError(f"unknown metric(s) {unknown}; known: {sorted(metric_registry.keys())}")
+    if not names or len(set(names)) != len(names):
+        raise ValueError(f"metrics must name at least one metric, each once; got {list(names)}")
+    return names
 
 
 def check_inputs(uncertainty, correct) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -22,7 +22,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from semuq_eval.metrics.base import Metric, check_inputs, metric_registry
+from semuq_eval.metrics.base import DEFAULT_METRICS, Metric, check_inputs, metric_registry
 from semuq_eval.metrics.calibration import (
     CalibrationProtocol,
     _refit_entries,
@@ -30,8 +30,6 @@ from semuq_eval.metrics.calibration import (
     calibrate_resamples,
     ece_weighted,
 )
-
-DEFAULT_METRICS = ("auroc", "ece", "prr", "auarc")
 
 
 @lru_cache(maxsize=8)
@@ -259,6 +257,88 @@ def _refit_plan(
     return None
 
 
+@dataclass(frozen=True)
+class Resampled:
+    """A metric on all questions and on every bootstrap resample, for paired comparisons and ranks.
+
+    Attributes
+    ----------
+    result : MetricResult
+        The point estimate, its interval and its counts.
+    values : ndarray of shape (n_resamples,)
+        The metric on each resample (NaN where undefined); resample r draws the same questions for every
+        estimator and every LLM scored with the same :class:`Bootstrap` on the same number of questions.
+    mask : ndarray of shape (n,)
+        The questions scored (a finite score, and a finite confidence for a calibrated metric).
+    """
+
+    result: MetricResult
+    values: np.ndarray
+    mask: np.ndarray
+
+
+def resample(
+    metric: str,
+    uncertainty: Iterable[float],
+    correct: Iterable[float],
+    *,
+    bootstrap: Bootstrap | None = None,
+    protocol: CalibrationProtocol | None = None,
+) -> Resampled:
+    """One metric of one score on all questions and on every shared bootstrap resample.
+
+    :func:`evaluate` is this for every estimator and metric; a caller that compares or ranks scores
+    resample by resample (the leaderboard) keeps :attr:`Resampled.values`.
+
+    Parameters
+    ----------
+    metric : str
+        A registered metric's name.
+    uncertainty : array-like of shape (n,)
+        The score (NaN = no score for that question).
+    correct : array-like of shape (n,)
+        Binary labels (1 = the answer is correct).
+    bootstrap, protocol
+        As in :func:`evaluate`.
+
+    Returns
+    -------
+    Resampled
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from semuq_eval.metrics import Bootstrap, resample
+    >>> r = resample("auroc", [0.1, 0.4, 0.35, 0.8], [1, 1, 0, 0], bootstrap=Bootstrap(n_resamples=50))
+    >>> r.result.value, r.values.shape, int(r.mask.sum())
+    (0.75, (50,), 4)
+    """
+    bootstrap = bootstrap or Bootstrap()
+    protocol = protocol or CalibrationProtocol()
+    m = metric_registry.get(metric)
+    u, y, valid = check_inputs(uncertainty, correct)
+    values = _metric_values(m, u, y, protocol)
+    mask = valid & np.isfinite(values)
+    counts = bootstrap.counts(len(y))
+    plan = _refit_plan([m], bootstrap, protocol, len(y))
+    point, resampled = _score(m, values, y, mask, counts, protocol, u, plan)
+    low, high = bootstrap.interval(resampled)
+    result = MetricResult(
+        metric=m.name,
+        value=point,
+        ci_low=low,
+        ci_high=high,
+        n=int(mask.sum()),
+        n_correct=int(y[mask].sum()),
+        n_incorrect=int((1 - y[mask]).sum()),
+        n_missing=int((~valid).sum()),
+        n_valid_resamples=int(np.isfinite(resampled).sum()),
+        calibration_refit=protocol.refit if m.calibrated else None,
+        ci_method=bootstrap.describe(m, protocol),
+    )
+    return Resampled(result, resampled, mask)
+
+
 def evaluate(
     scores: Mapping[str, Iterable[float]],
     correct: Iterable[float],
@@ -319,11 +399,9 @@ def evaluate(
     protocol = protocol or CalibrationProtocol()
     chosen = [metric_registry.get(m) for m in metrics]
     y = check_inputs(np.zeros(len(np.asarray(correct))), correct)[1]
-    counts = bootstrap.counts(len(y))
-    plan = _refit_plan(chosen, bootstrap, protocol, len(y))
     results: dict[str, dict[str, MetricResult]] = {}
     for name, raw in scores.items():
-        u, _, valid = check_inputs(raw, y)
+        valid = check_inputs(raw, y)[2]
         n_correct, n_incorrect = int(y[valid].sum()), int((1 - y[valid]).sum())
         if n_correct == 0 or n_incorrect == 0:
             warnings.warn(
@@ -332,26 +410,9 @@ def evaluate(
                 RuntimeWarning,
                 stacklevel=2,
             )
-        per_metric = {}
-        for metric in chosen:
-            values = _metric_values(metric, u, y, protocol)
-            mask = valid & np.isfinite(values)
-            point, resampled = _score(metric, values, y, mask, counts, protocol, u, plan)
-            low, high = bootstrap.interval(resampled)
-            per_metric[metric.name] = MetricResult(
-                metric=metric.name,
-                value=point,
-                ci_low=low,
-                ci_high=high,
-                n=int(mask.sum()),
-                n_correct=int(y[mask].sum()),
-                n_incorrect=int((1 - y[mask]).sum()),
-                n_missing=int((~valid).sum()),
-                n_valid_resamples=int(np.isfinite(resampled).sum()),
-                calibration_refit=protocol.refit if metric.calibrated else None,
-                ci_method=bootstrap.describe(metric, protocol),
-            )
-        results[name] = per_metric
+        results[name] = {
+            m.name: resample(m.name, raw, y, bootstrap=bootstrap, protocol=protocol).result for m in chosen
+        }
     return results
 
 
