@@ -407,6 +407,14 @@ def heldout_questions(files: Sequence[str]) -> tuple[list[Any], list[dict[str, A
         read_training_file(path)  # validates every record; the greedy fields are read below
         with gzip.open(path, "rt", encoding="utf-8") as fh:
             records = [json.loads(line) for line in fh][1:]
+        missing = [r["doc_id"] for r in records if not isinstance(r.get("greedy"), str)]
+        if missing:
+            log.warning(
+                "%s: %d question(s) without a greedy answer left out (doc ids %s)",
+                path,
+                len(missing),
+                missing[:10],
+            )
         for r in records:
             if not isinstance(r.get("greedy"), str):
                 continue
