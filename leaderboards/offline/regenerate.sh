@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
-# Regenerate the offline leaderboard from the run stores under RUNS (default /work/runs):
+# Regenerate the offline leaderboard from the run stores under RUNS (required: where the generation runs are):
 #   1. every finished store of the board's runs is rescored with the board's operators into WORK/stores
 #      (a complete run store each; one already there is kept, so an interrupted regeneration resumes);
 #   2. the leaderboard is built from those stores into OUTPUT (default leaderboards/offline).
 # Usage, from anywhere: bash leaderboards/offline/regenerate.sh   (the variables below can be set in the environment)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-RUNS=${RUNS:-/work/runs}                    # the generation runs: RUNS/<name>/semuq/<task>/<run_id>
+RUNS=${RUNS:?"set RUNS to the folder of the generation runs (RUNS/<name>/semuq/<task>/<run_id>)"}
 RUN_NAMES=${RUN_NAMES:-"smollm2-webquestions smollm2-triviaqa smollm2-nqopen gemma-webquestions gemma-triviaqa gemma-nqopen"}
 WORK=${WORK:-$RUNS/offline-board}           # the rescored stores
 OUTPUT=${OUTPUT:-leaderboards/offline}
 MODELS=${MODELS:-${SEMUQ_EVAL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/semuq-eval}/models}  # `semuq-eval assets`
-TRAINED=${TRAINED:-$RUNS/reproduce/ops/enc_trained}  # bench/reproduce.py trains it
+TRAINED=${TRAINED:-$MODELS/enc-trained}     # the shipped trained operator (`semuq-eval assets`)
 read -ra SEMUQ <<< "${SEMUQ:-semuq-eval}"
 
 OPERATORS=lexical,cos_int,cos_ext,enc,cos_ext_mpnet,enc_mpnet,enc_trained
