@@ -390,6 +390,10 @@ def select_main(folders: Mapping[str, Path]) -> tuple[str, list[str]]:
     return best, lines
 
 
+def _verdict(value: int | None) -> bool | None:
+    return None if value is None else bool(value)
+
+
 def heldout_questions(files: Sequence[str]) -> tuple[list[Any], list[dict[str, Any]]]:
     """The held-out questions of the ``--validation`` training-data files as pipeline docs, with their stored
     verdicts as label records (greedy, majority of the samples, each sample): what a run of the training LLM on
@@ -407,19 +411,17 @@ def heldout_questions(files: Sequence[str]) -> tuple[list[Any], list[dict[str, A
         read_training_file(path)  # validates every record; the greedy fields are read below
         with gzip.open(path, "rt", encoding="utf-8") as fh:
             records = [json.loads(line) for line in fh][1:]
-        missing = [r["doc_id"] for r in records if not isinstance(r.get("greedy"), str)]
-        if missing:
+        kept = [r for r in records if isinstance(r.get("greedy"), str)]
+        if len(kept) < len(records):
+            missing = [r["doc_id"] for r in records if r not in kept]
             log.warning(
                 "%s: %d question(s) without a greedy answer left out (doc ids %s)",
                 path,
                 len(missing),
                 missing[:10],
             )
-        for r in records:
-            if not isinstance(r.get("greedy"), str):
-                continue
-            verdict = lambda v: None if v is None else bool(v)  # noqa: E731
-            samples = [verdict(v) for v in r["labels"]]
+        for r in kept:
+            samples = [_verdict(v) for v in r["labels"]]
             docs.append(
                 Doc(
                     doc_id=len(docs),
@@ -431,7 +433,7 @@ def heldout_questions(files: Sequence[str]) -> tuple[list[Any], list[dict[str, A
             )
             labels.append(
                 {
-                    "greedy": verdict(r.get("greedy_label")),
+                    "greedy": _verdict(r.get("greedy_label")),
                     "majority": majority_label(samples),
                     "samples": samples,
                     "n_missing_verdicts": sum(v is None for v in [r.get("greedy_label"), *samples]),
