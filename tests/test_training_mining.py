@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from semuq_eval.commands import main as cli_main
-from semuq_eval.operators.encoder import EncoderOperator
+from semuq_eval.operators.encoder import EncoderOperator, pooling_mode
 from semuq_eval.operators.pooling import AnswerMeanPooling, answer_mask
 from semuq_eval.training import recipe
 from semuq_eval.training.data import export_store, read_training_file, write_training_file
@@ -261,6 +261,11 @@ def test_enc_answer_pooling_averages_the_answer_tokens_only(tiny_st_encoder):  #
     manual = torch.nn.functional.normalize(manual, dim=-1).numpy()
     np.testing.assert_allclose(pooled, manual @ manual.T, atol=1e-5)
     assert pooled_op.info["pooling"] == "answer_mean"
+    # the model is cached per path and may be the caller's: answer pooling works on a copy, never on them
+    again = EncoderOperator(str(tiny_st_encoder), progress=False)([question], [answers]).matrices[0]
+    np.testing.assert_array_equal(again, plain)
+    EncoderOperator(model, pooling="answer", progress=False)([question], [answers])
+    assert pooling_mode(model) == "mean"
     with pytest.raises(ValueError, match="pooling must be one of"):
         EncoderOperator(str(tiny_st_encoder), pooling="max")
 

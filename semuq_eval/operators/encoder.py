@@ -290,9 +290,10 @@ class EncoderOperator(_SentenceEncoderOperator):
         first = self._loaded is None
         loaded = super()._load()
         if first and self.pooling == "answer":
-            from semuq_eval.operators.pooling import use_answer_pooling
+            from semuq_eval.operators.pooling import answer_pooled
 
-            use_answer_pooling(loaded[0])
+            # a copy: the loaded model may be cached or the caller's, and mean-pools for everyone else
+            loaded = self._loaded = (answer_pooled(loaded[0]), *loaded[1:])
         mode = pooling_mode(loaded[0])
         if first and mode not in ("mean", "answer_mean"):
             warnings.warn(

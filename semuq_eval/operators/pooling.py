@@ -7,7 +7,7 @@ the tokens AFTER the first separator, which still read the question through self
 but no longer include it in the mean. It is a sentence-transformers ``Pooling`` module, so training (the trainer
 calls the model's own modules) and evaluation pool the same way. A trained folder is saved with the standard
 mean ``Pooling`` (:func:`use_mean_pooling`, so it loads without custom code) and records the variant in its
-card; ``enc`` swaps the module in again when it loads the folder.
+card; ``enc`` pools such a folder over the answer again through :func:`answer_pooled`.
 
 A row without a separator before its last real token (an answer-only input) is pooled over all its tokens, as
 Eq. encoder does.
@@ -24,12 +24,13 @@ Examples
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import torch
 from sentence_transformers.sentence_transformer.modules import Pooling
 
-__all__ = ["POOLINGS", "AnswerMeanPooling", "answer_mask", "use_answer_pooling", "use_mean_pooling"]
+__all__ = ["POOLINGS", "AnswerMeanPooling", "answer_mask", "answer_pooled", "use_mean_pooling"]
 
 POOLINGS = ("all", "answer")
 """``all``: Eq. encoder (mean over every token of "question <sep> answer"); ``answer``: mean over the answer's
@@ -99,9 +100,11 @@ class AnswerMeanPooling(Pooling):
         return features
 
 
-def use_answer_pooling(model: Any) -> bool:
-    """Replace the mean ``Pooling`` module of a sentence-transformers ``model`` by :class:`AnswerMeanPooling`
-    (in place); returns False when the model is already answer-pooled.
+def answer_pooled(model: Any) -> Any:
+    """A copy of the sentence-transformers ``model`` whose mean ``Pooling`` is :class:`AnswerMeanPooling`; the
+    copy shares every other module (and so the weights), and ``model`` itself is left as it was, so a cached or
+    user-supplied model still mean-pools for every other operator that holds it. A model that already pools
+    over the answer is returned as is.
 
     Raises
     ------
@@ -112,7 +115,7 @@ def use_answer_pooling(model: Any) -> bool:
     separator = tokenizer.sep_token_id if tokenizer.sep_token_id is not None else tokenizer.eos_token_id
     for index, module in enumerate(model):
         if isinstance(module, AnswerMeanPooling):
-            return False
+            return model
         if isinstance(module, Pooling):
             if module.pooling_mode != "mean":
                 raise ValueError(
@@ -122,9 +125,11 @@ def use_answer_pooling(model: Any) -> bool:
                 raise ValueError(
                     "answer pooling needs a separator token: the tokenizer has no sep or eos token"
                 )
+            pooled = copy.copy(model)
+            pooled._modules = dict(model._modules)
             name = list(model._modules)[index]
-            model._modules[name] = AnswerMeanPooling(module.embedding_dimension, separator_token_id=separator)
-            return True
+            pooled._modules[name] = AnswerMeanPooling(module.embedding_dimension, separator_token_id=separator)
+            return pooled
     raise ValueError("answer pooling replaces a Pooling module; the model has none")
 
 

@@ -435,7 +435,7 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
     if config.max_length:
         model.max_seq_length = int(config.max_length)
     op = EncoderOperator(model, condition_on_question=config.question, pooling=config.pooling, progress=False)
-    _, max_length, separator = op._load()
+    model, max_length, separator = op._load()  # with pooling='answer', the answer-pooled copy trains
 
     def format_fn(question: str, answer: str) -> str:
         return op._input(question, answer)[0]
