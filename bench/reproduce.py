@@ -398,9 +398,6 @@ def heldout_questions(files: Sequence[str]) -> tuple[list[Any], list[dict[str, A
     """The held-out questions of the ``--validation`` training-data files as pipeline docs, with their stored
     verdicts as label records (greedy, majority of the samples, each sample): what a run of the training LLM on
     them would have stored. A question without its greedy answer (an older export) is left out."""
-    import gzip
-    import json
-
     from semuq_eval.harness.doc import Doc
     from semuq_eval.judges.strategies import majority_label
     from semuq_eval.models.generation import Generation
@@ -408,35 +405,34 @@ def heldout_questions(files: Sequence[str]) -> tuple[list[Any], list[dict[str, A
 
     docs, labels = [], []
     for path in files:
-        read_training_file(path)  # validates every record; the greedy fields are read below
-        with gzip.open(path, "rt", encoding="utf-8") as fh:
-            records = [json.loads(line) for line in fh][1:]
-        kept = [r for r in records if isinstance(r.get("greedy"), str)]
-        if len(kept) < len(records):
-            missing = [r["doc_id"] for r in records if r not in kept]
+        questions = read_training_file(path).questions
+        missing = [q.doc_id for q in questions if q.greedy is None]
+        if missing:
             log.warning(
                 "%s: %d question(s) without a greedy answer left out (doc ids %s)",
                 path,
                 len(missing),
                 missing[:10],
             )
-        for r in kept:
-            samples = [_verdict(v) for v in r["labels"]]
+        for q in questions:
+            if q.greedy is None:
+                continue
             docs.append(
                 Doc(
                     doc_id=len(docs),
-                    question=r["question"],
-                    references=list(r["references"]),
-                    greedy=Generation(r["greedy"], greedy=True),
-                    samples=[Generation(a) for a in r["answers"]],
+                    question=q.question,
+                    references=list(q.references),
+                    greedy=Generation(q.greedy, greedy=True),
+                    samples=[Generation(a) for a in q.answers],
                 )
             )
+            samples = [_verdict(v) for v in q.labels]
             labels.append(
                 {
-                    "greedy": _verdict(r.get("greedy_label")),
+                    "greedy": _verdict(q.greedy_label),
                     "majority": majority_label(samples),
                     "samples": samples,
-                    "n_missing_verdicts": sum(v is None for v in [r.get("greedy_label"), *samples]),
+                    "n_missing_verdicts": sum(v is None for v in [q.greedy_label, *q.labels]),
                 }
             )
     return docs, labels

@@ -17,6 +17,7 @@ from semuq_eval.operators.pooling import POOLINGS
 from semuq_eval.training.mining import POSITIVES
 from semuq_eval.training.recipe import (
     DEFAULT_BACKBONE,
+    SELECT_ON,
     TooFewQuestionsError,
     TrainingConfig,
     prepare_data,
@@ -136,6 +137,13 @@ def parser() -> argparse.ArgumentParser:
         "(natural samples only, so the same whatever the options) select the epoch instead of --val_fraction",
     )
     p.add_argument(
+        "--select_on",
+        choices=SELECT_ON,
+        default="triplets",
+        help="what selects the kept epoch: triplets (App. B: validation triplet accuracy, the default) or auroc "
+        "(mean greedy AUROC of the matrix-only aggregators on every --validation question; a recorded deviation)",
+    )
+    p.add_argument(
         "--val_triplets",
         type=int,
         default=1,
@@ -181,6 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         fact_swap=args.fact_swap,
         pooling=args.pooling,
         validation=args.validation,
+        select_on=args.select_on,
         bf16=args.bf16,
         margin=args.margin,
         lr=args.lr,

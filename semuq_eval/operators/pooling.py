@@ -128,7 +128,9 @@ def answer_pooled(model: Any) -> Any:
             pooled = copy.copy(model)
             pooled._modules = dict(model._modules)
             name = list(model._modules)[index]
-            pooled._modules[name] = AnswerMeanPooling(module.embedding_dimension, separator_token_id=separator)
+            pooled._modules[name] = AnswerMeanPooling(
+                module.embedding_dimension, separator_token_id=separator
+            )
             return pooled
     raise ValueError("answer pooling replaces a Pooling module; the model has none")
 

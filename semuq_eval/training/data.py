@@ -65,13 +65,8 @@ def _label(value: Any) -> int | None:
     return None if value is None else int(value)
 
 
-def write_training_file(
-    path: str | os.PathLike, data: StoreData, *, greedy: Mapping[int, tuple[str, int | None]] | None = None
-) -> int:
-    """Write ``data`` (questions and provenance) to ``path`` atomically; returns the number of questions.
-
-    ``greedy`` maps a doc id to its greedy answer and verdict, kept for reference (training reads samples only).
-    """
+def write_training_file(path: str | os.PathLike, data: StoreData) -> int:
+    """Write ``data`` (questions and provenance) to ``path`` atomically; returns the number of questions."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     lines = [
@@ -82,14 +77,13 @@ def write_training_file(
         }
     ]
     for q in data.questions:
-        text, verdict = (greedy or {}).get(q.doc_id, (None, None))
         lines.append(
             {
                 "doc_id": q.doc_id,
                 "question": q.question,
                 "references": list(q.references),
-                "greedy": text,
-                "greedy_label": _label(verdict),
+                "greedy": q.greedy,
+                "greedy_label": _label(q.greedy_label),
                 "answers": list(q.answers),
                 "labels": [_label(v) for v in q.labels],
             }
@@ -155,6 +149,11 @@ def _question(path: Path, number: int, obj: Mapping[str, Any]) -> LabelledQuesti
         raise ValueError(
             f"{where}: {len(lists['answers'])} answers but {len(lists['labels'])} labels (one verdict per answer)"
         )
+    greedy, greedy_label = obj.get("greedy"), obj.get("greedy_label")
+    if greedy is not None and not isinstance(greedy, str):
+        raise ValueError(f"{where}: field 'greedy' must be a string or null")
+    if greedy_label not in (0, 1, None) or isinstance(greedy_label, float):
+        raise ValueError(f"{where}: field 'greedy_label' must be 1, 0 or null, got {greedy_label!r}")
     return LabelledQuestion(
         str(path),
         doc_id,
@@ -162,6 +161,8 @@ def _question(path: Path, number: int, obj: Mapping[str, Any]) -> LabelledQuesti
         tuple(lists["answers"]),
         tuple(None if v is None else int(v) for v in lists["labels"]),
         references=tuple(lists["references"]),
+        greedy=greedy,
+        greedy_label=_label(greedy_label),
     )
 
 
@@ -179,24 +180,12 @@ def export_store(
     Returns the header's provenance with the counts. Raises ``FileExistsError`` when ``output`` exists and
     ``force`` is false, and what :func:`~semuq_eval.training.stores.read_store` raises for a bad store.
     """
-    from semuq_eval.harness.label_sets import read_label_set
-    from semuq_eval.harness.store import load_store
-
     output = Path(output)
     if not str(output).endswith(TRAINING_DATA_SUFFIX):
         raise ValueError(f"--output {output}: a training-data file ends with {TRAINING_DATA_SUFFIX}")
     if output.exists() and not force:
         raise FileExistsError(f"{output} exists; choose another --output or pass --force")
     data = read_store(store, labels, llm=llm)
-    _, records = load_store(Path(store), hidden=False)
-    label_records = read_label_set(Path(store), labels).records
-    greedy = {
-        int(r["doc_id"]): (
-            str(getattr(r.get("greedy"), "text", "") or ""),
-            (label_records.get(int(r["doc_id"])) or {}).get("greedy"),
-        )
-        for r in records
-    }
     provenance = {
         **{k: v for k, v in data.provenance.items() if k != "path"},
         "source": Path(store).name,
@@ -206,5 +195,5 @@ def export_store(
         "n_label_mismatch": data.n_label_mismatch,
     }
     data.provenance = provenance
-    write_training_file(output, data, greedy=greedy)
+    write_training_file(output, data)
     return {**provenance, "n_questions": len(data.questions), "output": str(output)}

@@ -69,6 +69,10 @@ DEFAULT_BACKBONE = "sentence-transformers/sentence-t5-large"
 
 OFFLINE_BACKBONES = ("all-minilm-l6-v2", "all-mpnet-base-v2")
 METRIC = "dev_cosine_accuracy"
+HELDOUT_METRIC = "heldout_mean_auroc"
+SELECT_ON = ("triplets", "auroc")
+"""What selects the kept epoch: App. B's validation triplet accuracy, or the held-out AUROC
+(:mod:`semuq_eval.training.heldout`; a named deviation)."""
 GUIDED_TASK = "semuq_nqopen_train_guided"
 """The reference-guided variant of the training set (``--guided``)."""
 
@@ -85,7 +89,9 @@ class TrainingConfig:
     ``none``; ``positives``, ``guided`` and ``fact_swap`` add mined texts (:mod:`semuq_eval.training.mining`;
     the defaults are App. C exactly); ``pooling`` is Eq. encoder's ``all`` or the ``answer`` variant;
     ``validation`` names held-out stores or files whose App. C triplets (natural samples only, the same for
-    every option) select the epoch, instead of ``val_fraction`` of the training questions; ``bf16`` trains in
+    every option) select the epoch, instead of ``val_fraction`` of the training questions; ``select_on="auroc"``
+    selects it on the mean greedy AUROC of the matrix-only aggregators over every ``validation`` question instead
+    (:mod:`semuq_eval.training.heldout`); ``bf16`` trains in
     bfloat16 mixed precision (autocast; the weights stay float32), for CPUs with native bf16; ``epochs`` is the
     budget (early stopping may end sooner); ``warmup_ratio`` is the share of the budget's optimizer steps spent
     warming up.
@@ -103,6 +109,7 @@ class TrainingConfig:
     guided: Sequence[str] = ()
     fact_swap: bool = False
     validation: Sequence[str] = ()
+    select_on: str = "triplets"
     bf16: bool = False
     pooling: str = "all"
     margin: float = 0.2
@@ -131,6 +138,12 @@ class TrainingConfig:
             raise ValueError(f"positives must be one of {POSITIVES}, got {self.positives!r}")
         if self.pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {POOLINGS}, got {self.pooling!r}")
+        if self.select_on not in SELECT_ON:
+            raise ValueError(f"select_on must be one of {SELECT_ON}, got {self.select_on!r}")
+        if self.select_on == "auroc" and not self.validation:
+            raise ValueError(
+                "select_on='auroc' scores held-out questions with their greedy verdicts: pass validation files"
+            )
         if self.negatives != "hard" and (self.positives != "samples" or self.guided or self.fact_swap):
             raise ValueError("mined texts (positives, guided, fact_swap) are drawn with hard negatives only")
         for name in ("epochs", "batch_size", "patience"):
@@ -367,7 +380,8 @@ def _callbacks(rows: _EpochRows, timings: list[dict[str, float]]):
 
 
 def _history(log_history: list[dict[str, Any]], timings: list[dict[str, float]]) -> list[dict[str, Any]]:
-    """One entry per finished epoch: its validation accuracy, mean training loss and training time."""
+    """One entry per finished epoch: its validation accuracy (and held-out AUROC when scored), mean training
+    loss and training time."""
     per: dict[int, dict[str, Any]] = {}
     for entry in log_history:
         epoch = entry.get("epoch")
@@ -376,6 +390,8 @@ def _history(log_history: list[dict[str, Any]], timings: list[dict[str, float]])
         e = round(float(epoch))
         if f"eval_{METRIC}" in entry:
             per.setdefault(e, {"epoch": e})["accuracy"] = float(entry[f"eval_{METRIC}"])
+            if f"eval_{HELDOUT_METRIC}" in entry:
+                per[e]["heldout_auroc"] = float(entry[f"eval_{HELDOUT_METRIC}"])
         elif "loss" in entry:
             per.setdefault(e, {"epoch": e})["train_loss"] = float(entry["loss"])
     for t in timings:
@@ -419,7 +435,7 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
         SentenceTransformerTrainer,
         SentenceTransformerTrainingArguments,
     )
-    from sentence_transformers.sentence_transformer.evaluation import TripletEvaluator
+    from sentence_transformers.sentence_transformer.evaluation import SequentialEvaluator, TripletEvaluator
     from sentence_transformers.sentence_transformer.losses import (
         CosineSimilarityLoss,
         TripletDistanceMetric,
@@ -453,8 +469,28 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
         batch_size=config.batch_size,
         write_csv=False,
     )
-    before = float(evaluator(model)[METRIC])
+    heldout = None
+    if config.select_on == "auroc":
+        from semuq_eval.training.heldout import HeldoutAUROCEvaluator
+
+        heldout = HeldoutAUROCEvaluator(
+            [q for s in data.validation_stores for q in s.questions],
+            condition_on_question=config.question,
+            separator=separator,
+            batch_size=config.batch_size,
+        )
+        evaluator = SequentialEvaluator([evaluator, heldout])
+    scores_before = evaluator(model)
+    before = float(scores_before[METRIC])
     log.info("validation triplet accuracy before training: %.3f (%d triplets)", before, len(anchors))
+    if heldout is not None:
+        log.info(
+            "held-out mean AUROC before training: %.3f (%d questions, %d correct)",
+            scores_before[HELDOUT_METRIC],
+            heldout.counts["n"],
+            heldout.counts["n_correct"],
+        )
+    selection_metric = HELDOUT_METRIC if heldout is not None else METRIC
 
     rows = _EpochRows(sampler)
     train_dataset = datasets.Dataset.from_dict({"row": list(range(len(data.train)))})
@@ -480,7 +516,7 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
         save_strategy="epoch" if config.early_stopping else "no",
         logging_strategy="epoch",
         load_best_model_at_end=config.early_stopping,
-        metric_for_best_model=f"eval_{METRIC}",
+        metric_for_best_model=f"eval_{selection_metric}",
         greater_is_better=True,
         save_total_limit=1,
         save_only_model=True,
@@ -512,7 +548,8 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
         trainer.train()
         train_seconds = time.perf_counter() - started
         model = trainer.model
-        final = float(evaluator(model)[METRIC])
+        scores_final = evaluator(model)
+        final = float(scores_final[METRIC])
         per_epoch = _history(trainer.state.log_history, timings)
         pooling_used = pooling_mode(model)
         use_mean_pooling(model)  # the folder keeps the standard module; the card records the variant
@@ -520,9 +557,11 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
     finally:
         shutil.rmtree(checkpoints, ignore_errors=True)
 
-    scored = [e for e in per_epoch if "accuracy" in e]
-    best = max(scored, key=lambda e: e["accuracy"]) if scored else None
-    if best is not None and best["accuracy"] < before:
+    key = "heldout_auroc" if heldout is not None else "accuracy"
+    scored = [e for e in per_epoch if key in e]
+    # ties: the earlier epoch, as the trainer keeps
+    best = max(scored, key=lambda e: e[key]) if scored else None
+    if heldout is None and best is not None and best["accuracy"] < before:
         log.warning(
             "the best epoch's validation triplet accuracy (%.3f) is below the untrained backbone's (%.3f)",
             best["accuracy"],
@@ -542,7 +581,10 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
         "max_epochs": config.epochs,
         "early_stopping_patience": config.patience if config.early_stopping else None,
         "kept_epoch": "best validation epoch" if config.early_stopping else "last epoch (early stopping off)",
-        "early_stopping_metric": f"validation triplet accuracy ({METRIC})",
+        "early_stopping_metric": f"validation triplet accuracy ({METRIC})"
+        if heldout is None
+        else f"held-out mean greedy AUROC of the matrix-only aggregators ({HELDOUT_METRIC})",
+        "select_on": config.select_on,
         "val_fraction": None if config.validation else config.val_fraction,
         "validation": "held-out stores (App. C triplets of their natural samples)"
         if config.validation
@@ -577,6 +619,11 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
                 "pooling=answer: mean over the answer's tokens only (Eq. encoder: all tokens)",
             ),
             (not config.early_stopping, "no early stopping: the whole epoch budget, last epoch kept"),
+            (
+                heldout is not None,
+                "select_on=auroc: the epoch is selected on the held-out questions' mean greedy AUROC over the "
+                "matrix-only aggregators (App. B: validation triplet accuracy)",
+            ),
             (
                 config.bf16,
                 "bf16: bfloat16 mixed-precision training (this machine's CPU time; weights float32)",
@@ -624,6 +671,21 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
             "best_epoch": best["epoch"] if best else None,
             "best_accuracy": best["accuracy"] if best else None,
             "final_accuracy": final,
+            **(
+                {
+                    "heldout_auroc": {
+                        "metric": "mean greedy AUROC over "
+                        + ", ".join(e.aggregator for e in heldout.estimators)
+                        + " of the operator on every held-out question with a greedy verdict",
+                        **heldout.counts,
+                        "before_training": float(scores_before[HELDOUT_METRIC]),
+                        "best": best.get("heldout_auroc") if best else None,
+                        "final": float(scores_final[HELDOUT_METRIC]),
+                    }
+                }
+                if heldout is not None
+                else {}
+            ),
             "epochs_run": n_epochs,
             "stopped_early": n_epochs < config.epochs,
         },

@@ -60,7 +60,9 @@ def question_key(question: str) -> str:
 class LabelledQuestion:
     """One question of one store: its sampled answers and their verdicts (1 / 0 / None), in stored order, and
     the dataset's reference answers (every alias). ``origins`` names where each answer came from when
-    :func:`semuq_eval.training.mining.mine` added texts (empty: every answer is a sample)."""
+    :func:`semuq_eval.training.mining.mine` added texts (empty: every answer is a sample). ``greedy`` and
+    ``greedy_label`` are the greedy answer and its verdict (None when not stored): training never reads them,
+    the held-out AUROC (:mod:`semuq_eval.training.heldout`) does."""
 
     store: str
     doc_id: int
@@ -69,6 +71,8 @@ class LabelledQuestion:
     labels: tuple[int | None, ...]
     references: tuple[str, ...] = ()
     origins: tuple[str, ...] = ()
+    greedy: str | None = None
+    greedy_label: int | None = None
 
     def origin(self, index: int) -> str:
         """Where answer ``index`` came from (``"sample"`` unless mined)."""
@@ -181,6 +185,8 @@ def read_store(path: str | os.PathLike, labels: str = RUN_LABELS, *, llm: str | 
                 answers,
                 tuple(label["samples"]),
                 references=tuple(str(r) for r in rec.get("references") or ()),
+                greedy=str(getattr(rec.get("greedy"), "text", "") or ""),
+                greedy_label=label.get("greedy"),
             )
         )
     data.provenance["n_questions"] = len(records)

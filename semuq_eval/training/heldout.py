@@ -1,0 +1,163 @@
+"""Held-out AUROC: an epoch-selection signal that measures what the product reports.
+
+App. B keeps the epoch with the best validation triplet accuracy. On the offline reproduction that signal did not
+predict AUROC (``docs/reproduction.md``): its App. C triplets start at 0.84 accuracy for the untrained encoder and
+the guided variants stopped after their first epoch, still inside the warm-up, so training barely happened.
+:class:`HeldoutAUROCEvaluator` scores the encoder being trained as the harness scores ``enc``: on held-out
+questions of the training distribution (never an evaluation set), each question's N sampled answers become the
+operator's Gram matrix, every aggregator that needs nothing but that matrix turns it into an uncertainty
+(:func:`~semuq_eval.harness.estimators.score_doc`, the pipeline's own path), and the AUROC of each against the
+stored greedy verdicts is averaged. ``train-operator --select_on auroc`` selects the epoch on this mean (a named
+deviation from App. B, recorded in the card).
+
+Examples
+--------
+>>> from semuq_eval.training.stores import LabelledQuestion
+>>> q = LabelledQuestion("f", 0, "Capital of France?", ("Paris", "Lyon"), (1, 0), greedy="Paris", greedy_label=1)
+>>> [d.question for d in heldout_docs([q])[0]]
+['Capital of France?']
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
+
+from semuq_eval.harness.doc import Doc
+from semuq_eval.harness.estimators import Estimator, OperatorSpec, score_doc, valid_estimators
+from semuq_eval.harness.settings import Settings
+from semuq_eval.metrics.ranking import auroc
+from semuq_eval.models.generation import Generation
+from semuq_eval.operators.encoder import EncoderOperator
+from semuq_eval.training.stores import LabelledQuestion
+
+__all__ = ["HeldoutAUROCEvaluator", "heldout_docs", "matrix_only_estimators"]
+
+OPERATOR = "enc"
+
+
+def heldout_docs(questions: Sequence[LabelledQuestion]) -> tuple[list[Doc], np.ndarray]:
+    """The held-out questions that have a greedy answer with a verdict, as pipeline docs, and their greedy
+    correctness (1 / 0). Questions without one are left out (an older export has no greedy answers)."""
+    docs, correct = [], []
+    for q in questions:
+        if q.greedy is None or q.greedy_label is None or len(q.answers) < 2:
+            continue
+        docs.append(
+            Doc(
+                doc_id=len(docs),
+                question=q.question,
+                references=list(q.references),
+                greedy=Generation(q.greedy, greedy=True),
+                samples=[Generation(a) for a in q.answers],
+            )
+        )
+        correct.append(int(q.greedy_label))
+    return docs, np.array(correct, dtype=np.int64)
+
+
+def matrix_only_estimators() -> list[Estimator]:
+    """The estimators of ``enc`` that read its matrix and nothing else (no log-probabilities, no token
+    weights): what a training-data file can score."""
+    return [
+        e
+        for e in valid_estimators({OPERATOR: OperatorSpec(EncoderOperator.kind)})
+        if e.operator == OPERATOR and not _needs_doc_signals(e)
+    ]
+
+
+def _needs_doc_signals(estimator: Estimator) -> bool:
+    from semuq_eval import aggregators
+
+    return bool(aggregators.get(estimator.aggregator).inputs)
+
+
+class HeldoutAUROCEvaluator(SentenceEvaluator):
+    """Mean greedy AUROC of the matrix-only aggregators on held-out questions (module docstring).
+
+    Parameters
+    ----------
+    questions : sequence of LabelledQuestion
+        Held-out questions of the training distribution, with their greedy answer and its verdict.
+    condition_on_question : bool
+        Whether the encoder reads "question <sep> answer" (``enc``) or the answer alone.
+    separator : str, optional
+        The separator ``enc`` writes between question and answer (default: the tokenizer's).
+    batch_size : int
+        Encoding batch size.
+    name : str
+        Prefix of the returned metrics (``{name}_mean_auroc``, ``{name}_{aggregator}_auroc``).
+
+    References
+    ----------
+    The rule is the confirmation plan's selection rule (``docs/reproduction.md``), moved from the choice between
+    variants to the choice of epoch.
+
+    Examples
+    --------
+    >>> evaluator = HeldoutAUROCEvaluator([], condition_on_question=True)  # doctest: +SKIP
+    >>> evaluator(model)["heldout_mean_auroc"]  # doctest: +SKIP
+    0.71
+    """
+
+    def __init__(
+        self,
+        questions: Sequence[LabelledQuestion],
+        *,
+        condition_on_question: bool,
+        separator: str | None = None,
+        batch_size: int = 32,
+        name: str = "heldout",
+    ) -> None:
+        super().__init__()
+        self.docs, self.correct = heldout_docs(questions)
+        if not 0 < int(self.correct.sum()) < len(self.correct):
+            raise ValueError(
+                f"held-out AUROC needs correct and incorrect greedy answers; the held-out questions have "
+                f"{int(self.correct.sum())} correct of {len(self.correct)} with a greedy verdict"
+            )
+        self.condition_on_question = condition_on_question
+        self.separator = separator
+        self.batch_size = batch_size
+        self.name = name
+        self.estimators = matrix_only_estimators()
+        self.tau = Settings().tau
+        self.primary_metric = "mean_auroc"
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Questions scored and their greedy classes."""
+        n_correct = int(self.correct.sum())
+        return {"n": len(self.correct), "n_correct": n_correct, "n_incorrect": len(self.correct) - n_correct}
+
+    def __call__(
+        self, model: Any, output_path: str | None = None, epoch: int = -1, steps: int = -1
+    ) -> dict[str, float]:
+        op = EncoderOperator(
+            model,
+            condition_on_question=self.condition_on_question,
+            separator=self.separator,
+            batch_size=self.batch_size,
+            progress=False,
+        )
+        was_training = model.training
+        try:
+            matrices = op([d.question for d in self.docs], [[g.text for g in d.samples] for d in self.docs])
+        finally:
+            model.train(was_training)
+        scores = []
+        for doc, matrix in zip(self.docs, matrices.matrices, strict=True):
+            doc.matrices[OPERATOR] = matrix
+            scores.append(score_doc(doc, self.estimators, run_options={"tau": self.tau})[0])
+            doc.matrices.clear()
+        metrics: dict[str, float] = {}
+        for est in self.estimators:
+            u = np.array([s[est.name] for s in scores], dtype=np.float64)
+            metrics[f"{est.aggregator}_auroc"] = auroc(u, self.correct)
+        finite = [v for v in metrics.values() if math.isfinite(v)]
+        metrics["mean_auroc"] = float(np.mean(finite)) if finite else float("nan")
+        return self.prefix_name_to_metrics(metrics, self.name)

@@ -1,0 +1,137 @@
+"""Epoch selection on the held-out AUROC (`train-operator --select_on auroc`): the evaluator scores as the
+harness does, checked against scikit-learn's AUROC; the kept weights are those of the best held-out epoch; the
+greedy answers and verdicts survive the training-data files that carry them.
+
+Training runs on the tiny random BERT sentence-transformer of tests/fixtures/tiny_encoders.py (mechanics, not
+quality)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.metrics import roc_auc_score
+
+from semuq_eval.commands import main as cli_main
+from semuq_eval.operators.encoder import EncoderOperator
+from semuq_eval.training import recipe
+from semuq_eval.training.data import read_training_file
+from semuq_eval.training.heldout import HeldoutAUROCEvaluator, heldout_docs, matrix_only_estimators
+from semuq_eval.training.stores import LabelledQuestion, read_store
+from tests.fixtures.tiny_encoders import (  # noqa: F401  (pytest fixtures)
+    tiny_st_encoder,
+    tiny_wordpiece_dir,
+)
+from tests.fixtures.training_stores import natural_rows, write_store
+
+
+def held_rows(n: int):
+    """n held-out questions, each App. C-usable (2 correct, 2 incorrect samples); the first sample is also the
+    greedy answer, correct for the even questions and wrong for the odd ones."""
+    rows = []
+    for i in range(n):
+        right, wrong = (f"It is Answer {i}.", 1), (f"Maybe Other {i} or {i + 7}.", 0)
+        first, second = (right, wrong) if i % 2 == 0 else (wrong, right)
+        rows.append(
+            (
+                f"Held-out question {i}?",
+                [f"Answer {i}"],
+                [first, second, (f"Answer {i}, surely.", 1), (f"Nobody, {i} times.", 0)],
+            )
+        )
+    return rows
+
+
+def test_heldout_docs_keep_the_questions_with_a_greedy_verdict():
+    q = LabelledQuestion("f", 0, "Q?", ("a", "b"), (1, 0), greedy="a", greedy_label=1)
+    no_verdict = LabelledQuestion("f", 1, "R?", ("a", "b"), (1, 0), greedy="a", greedy_label=None)
+    no_greedy = LabelledQuestion("f", 2, "S?", ("a", "b"), (1, 0))
+    one_answer = LabelledQuestion("f", 3, "T?", ("a",), (1,), greedy="a", greedy_label=0)
+    docs, correct = heldout_docs([q, no_verdict, no_greedy, one_answer])
+    assert [d.question for d in docs] == ["Q?"] and correct.tolist() == [1]
+    assert [d.greedy.text for d in docs] == ["a"] and [g.text for g in docs[0].samples] == ["a", "b"]
+
+
+def test_matrix_only_estimators_are_the_graph_aggregators_of_enc():
+    names = sorted(e.aggregator for e in matrix_only_estimators())
+    assert names == ["cae", "cos", "deg", "ecc", "eigv", "kle_heat", "kle_matern", "numsets"]
+
+
+def test_the_evaluator_scores_as_the_pipeline_and_sklearn(tmp_path, tiny_st_encoder):  # noqa: F811
+    from semuq_eval.harness.pipeline import process_docs
+    from semuq_eval.harness.settings import Settings
+
+    store = write_store(tmp_path / "h" / "llm", held_rows(8))
+    questions = read_store(store).questions
+    evaluator = HeldoutAUROCEvaluator(questions, condition_on_question=True)
+    assert evaluator.counts == {"n": 8, "n_correct": 4, "n_incorrect": 4}
+    metrics = evaluator(EncoderOperator(str(tiny_st_encoder), progress=False)._load()[0])
+    docs, correct = heldout_docs(questions)
+    settings = Settings(
+        n_samples=4,
+        operators=("enc",),
+        operator_options={"enc": {"model": str(tiny_st_encoder)}},
+        store=False,
+    )
+    labels = [{"greedy": int(c), "majority": 0, "samples": [], "n_missing_verdicts": 0} for c in correct]
+    items = process_docs(docs, settings, labels=labels).items
+    per = []
+    for est in matrix_only_estimators():
+        u = np.array([item["scores"][est.name] for item in items])
+        expected = roc_auc_score(1 - correct, u)  # AUROC of detecting the incorrect answers
+        assert metrics[f"heldout_{est.aggregator}_auroc"] == pytest.approx(expected, abs=1e-12)
+        per.append(expected)
+    assert metrics["heldout_mean_auroc"] == pytest.approx(np.mean(per), abs=1e-12)
+
+
+def test_the_evaluator_refuses_held_out_questions_of_one_class(tmp_path):
+    rows = [r for r in held_rows(6) if r[2][0][1] == 1]
+    questions = read_store(write_store(tmp_path / "h" / "llm", rows)).questions
+    with pytest.raises(ValueError, match="3 correct of 3"):
+        HeldoutAUROCEvaluator(questions, condition_on_question=True)
+
+
+def test_select_on_auroc_keeps_the_best_held_out_epoch(tmp_path, tiny_st_encoder):  # noqa: F811
+    train_rows = natural_rows(8)
+    for i in range(8):
+        train_rows[i][2][1] = (f"Author {i} wrote it.", 1)
+    natural = write_store(tmp_path / "n" / "llm", train_rows)
+    held = write_store(tmp_path / "v" / "llm", held_rows(8))
+    assert cli_main(["train-data", "export", str(held), "--output", str(tmp_path / "held.jsonl.gz")]) == 0
+    kept = read_training_file(tmp_path / "held.jsonl.gz").questions
+    assert [(q.greedy, q.greedy_label) for q in kept] == [(r[2][0][0], r[2][0][1]) for r in held_rows(8)]
+    config = recipe.TrainingConfig(
+        stores=[str(natural)],
+        validation=[str(tmp_path / "held.jsonl.gz")],
+        select_on="auroc",
+        output=str(tmp_path / "op"),
+        backbone=str(tiny_st_encoder),
+        epochs=4,
+        patience=4,
+        batch_size=4,
+        lr=5e-4,
+        device="cpu",
+        progress=False,
+    )
+    record = recipe.train_operator(config)
+    val = record["validation"]
+    per_epoch = [e["heldout_auroc"] for e in val["per_epoch"]]
+    assert len(per_epoch) == 4 and all(0.0 <= v <= 1.0 for v in per_epoch)
+    assert val["best_epoch"] == 1 + int(np.argmax(per_epoch))
+    assert val["heldout_auroc"]["best"] == max(per_epoch)
+    assert val["heldout_auroc"]["n"] == 8 and val["heldout_auroc"]["n_correct"] == 4
+    assert record["hyperparameters"]["select_on"] == "auroc"
+    assert any(d.startswith("select_on=auroc") for d in record["deviations_from_paper"])
+    # the saved folder holds the best held-out epoch's weights (scored in the same batches: the random tiny
+    # model's near-tied scores flip with 1e-7 of padding noise)
+    reloaded = EncoderOperator(config.output, progress=False)._load()[0]
+    again = HeldoutAUROCEvaluator(kept, condition_on_question=True, batch_size=4)(reloaded)[
+        "heldout_mean_auroc"
+    ]
+    assert again == pytest.approx(max(per_epoch), abs=1e-6)
+
+
+def test_select_on_is_checked_before_anything_is_read():
+    with pytest.raises(ValueError, match="select_on must be one of"):
+        recipe.TrainingConfig(stores=["x"], output="y", select_on="loss").check()
+    with pytest.raises(ValueError, match="pass validation files"):
+        recipe.TrainingConfig(stores=["x"], output="y", select_on="auroc").check()
