@@ -70,6 +70,10 @@ ABLATIONS = {
     "fact_swap": ("enc_trained_fact_swap", {"fact_swap": True}),
     "answer_pooling": ("enc_trained_answer_pooling", {"pooling": "answer"}),
     "guided_answer_pooling": ("enc_trained_guided_ap", {"guided": GUIDED, "pooling": "answer"}),
+    "guided_answer_pooling_auroc": (
+        "enc_trained_guided_ap_auroc",
+        {"guided": GUIDED, "pooling": "answer", "select_on": "auroc"},
+    ),
     "mpnet": ("enc_trained_mpnet", {"backbone": "offline:all-mpnet-base-v2"}),
     "mined": ("enc_trained_mined", {"guided": GUIDED, "positives": "both", "fact_swap": True}),
     "mined_answer_pooling": (
