@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from semuq_eval import commands as cli
 from semuq_eval import task_files
 
@@ -27,6 +29,7 @@ def test_assets_list_on_an_empty_cache(tmp_path, monkeypatch, capsys):
     )
 
 
+@pytest.mark.subprocess
 def test_module_entry_point_runs():
     done = subprocess.run(
         [sys.executable, "-m", "semuq_eval", "tasks-dir"], capture_output=True, text=True, check=True
@@ -34,6 +37,7 @@ def test_module_entry_point_runs():
     assert Path(done.stdout.strip()).is_dir()
 
 
+@pytest.mark.subprocess
 def test_semuq_info_messages_are_shown_like_lm_evals():
     code = (
         "import logging\n"

@@ -13,8 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.fixtures.tiny_harness import QA
-from tests.test_harness import breakdown_of, run
+from tests.fixtures.tiny_harness import QA, CannedLM, breakdown_of, run_tasks
 
 EXAMPLES = Path(__file__).parent / "examples"
 MODULES = ("word_overlap_operator", "mean_dissimilarity_aggregator", "first_alias_judge", "mean_gap_metric")
@@ -43,9 +42,7 @@ def extensions():
 
 
 def test_a_registered_operator_aggregator_and_judge_reach_the_breakdown(extensions, tmp_path):
-    from tests.fixtures.tiny_harness import CannedLM
-
-    run(CannedLM(white_box=True), tmp_path, operators=["lexical", "word_overlap"], judge="first_alias")
+    run_tasks(CannedLM(white_box=True), tmp_path, operators=["lexical", "word_overlap"], judge="first_alias")
     b = breakdown_of(tmp_path)
     greedy = b["results"]["greedy"]
     for name in ("mean_dissimilarity@word_overlap", "mean_dissimilarity@lexical", "kle_heat@word_overlap"):

@@ -16,28 +16,17 @@ from semuq_eval.harness.store import load_store
 from semuq_eval.harness.task import docs_from_instances, references_of
 from semuq_eval.judges import StringJudge, get_judge, label_answers, majority_label, normalize
 from semuq_eval.models.generation import Generation
-from tests.fixtures.tiny_harness import QA, TASKS_DIR, CannedLM, write_qa
+from tests.fixtures.tiny_harness import (
+    HARNESS_META,
+    QA,
+    TASKS_DIR,
+    CannedLM,
+    breakdown_of,
+    run_tasks,
+    write_qa,
+)
 
-N = 4
-BASE_META = {"n_samples": N, "operators": ["lexical", "cos_int"], "bootstrap": 50}
-
-
-def run(lm, tmp_path, tasks=("semuq_triviaqa_dpr",), **meta):
-    import lm_eval
-    from lm_eval.tasks import TaskManager
-
-    metadata = {
-        **BASE_META,
-        "data_dir": str(write_qa(tmp_path / "data")),
-        "output_dir": str(tmp_path / "out"),
-        **meta,
-    }
-    tm = TaskManager(include_path=str(TASKS_DIR), include_defaults=False, metadata=metadata)
-    return lm_eval.simple_evaluate(model=lm, tasks=list(tasks), task_manager=tm, bootstrap_iters=0)
-
-
-def breakdown_of(tmp_path, task="semuq_triviaqa_dpr"):
-    return json.loads((tmp_path / "out" / "semuq" / task / "breakdown.json").read_text())
+N = HARNESS_META["n_samples"]
 
 
 # ---------------------------------------------------------------------------------------------- labels
@@ -326,7 +315,7 @@ def test_end_to_end_white_box(tmp_path, capsys):
     from lm_eval.utils import make_table
 
     lm = CannedLM(white_box=True)
-    results = run(lm, tmp_path, table_estimators=["kle_heat@lexical"])
+    results = run_tasks(lm, tmp_path, table_estimators=["kle_heat@lexical"])
     res = results["results"]["semuq_triviaqa_dpr"]
     print(make_table(results))
     # requests: greedy (do_sample False) + N sampled (App. E.2 decoding) per question
@@ -402,7 +391,7 @@ def test_end_to_end_white_box(tmp_path, capsys):
 
 
 def test_end_to_end_black_box_canned(tmp_path):
-    results = run(CannedLM(white_box=False), tmp_path, n_samples=3)
+    results = run_tasks(CannedLM(white_box=False), tmp_path, n_samples=3)
     b = breakdown_of(tmp_path)
     assert set(b["unavailable"]) >= {"te", "se@lexical", "cos@cos_int"}
     assert "black-box" in next(iter(b["unavailable"]["te"]["reasons"]))
@@ -414,7 +403,7 @@ def test_end_to_end_black_box_canned(tmp_path):
 def test_bad_docs_are_recorded_not_fatal(tmp_path):
     qs = list(QA)
     lm = CannedLM(white_box=True, bad=(qs[0],), empty=(qs[1],))
-    run(lm, tmp_path)
+    run_tasks(lm, tmp_path)
     b = breakdown_of(tmp_path)
     problems = {d["doc_id"]: d["problems"] for d in b["bad_docs"]}
     assert any("NaN" in p for p in problems[0])
@@ -437,7 +426,7 @@ def test_gen_kwargs_and_metadata_override(tmp_path):
 
     lm = CannedLM(white_box=False)
     meta = {
-        **BASE_META,
+        **HARNESS_META,
         "n_samples": 2,
         "data_dir": str(write_qa(tmp_path / "data")),
         "output_dir": str(tmp_path / "out"),
@@ -580,7 +569,7 @@ def test_offline_profile(monkeypatch, tmp_path):
 
 
 def test_rescore_with_fewer_operators_drops_their_options(tmp_path):
-    run(CannedLM(white_box=True), tmp_path, operator_options={"lexical": {"measure": "jaccard"}})
+    run_tasks(CannedLM(white_box=True), tmp_path, operator_options={"lexical": {"measure": "jaccard"}})
     again = rescore(tmp_path / "out" / "semuq" / "semuq_triviaqa_dpr", operators=["cos_int"], bootstrap=20)
     assert set(again["operators"]) == {"cos_int"} and again["settings"]["operator_options"] == {}
     assert "kle_heat@cos_int" in again["results"]["greedy"]
@@ -590,7 +579,7 @@ def test_named_operator_variant_scores_beside_its_operator_and_rescore_writes_a_
     from semuq_eval.harness.store import load_store
     from semuq_eval.leaderboard.collect import load_run
 
-    run(CannedLM(white_box=True), tmp_path)
+    run_tasks(CannedLM(white_box=True), tmp_path)
     source = tmp_path / "out" / "semuq" / "semuq_triviaqa_dpr"
     variant = {"lex_jaccard": {"operator": "lexical", "measure": "jaccard"}}
     target = tmp_path / "rescored" / "semuq" / "semuq_triviaqa_dpr" / "canned"

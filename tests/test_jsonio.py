@@ -57,6 +57,7 @@ def test_append_after_a_torn_line_keeps_the_new_record(tmp_path):
 
 
 @pytest.mark.parametrize("writer", ["write_jsonl", "write_json"])
+@pytest.mark.subprocess
 def test_a_writer_killed_half_way_leaves_the_old_file_whole(tmp_path, writer):
     """SIGKILL while the new content is being written: the file keeps its old content, readable."""
     import signal

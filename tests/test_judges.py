@@ -524,10 +524,9 @@ def test_a_label_set_name_is_never_a_path(tmp_path):
 def test_judge_command_relabels_a_store_and_rescore_uses_the_labels(stub, tmp_path, capsys):
     from semuq_eval.commands.judge import main
     from semuq_eval.harness.rescore import rescore
-    from tests.fixtures.tiny_harness import CannedLM
-    from tests.test_harness import run
+    from tests.fixtures.tiny_harness import CannedLM, run_tasks
 
-    run(CannedLM(white_box=True), tmp_path)
+    run_tasks(CannedLM(white_box=True), tmp_path)
     store = tmp_path / "out" / "semuq" / "semuq_triviaqa_dpr"
     run_labels = read_label_set(store)
     assert all(len(r["samples"]) == 4 for r in run_labels.records.values())  # per-sample labels are stored
@@ -576,12 +575,11 @@ def test_judge_command_errors(tmp_path, capsys):
 
 
 def test_llm_judge_inside_a_run_keeps_probabilities_and_sample_labels(stub, tmp_path):
-    from tests.fixtures.tiny_harness import CannedLM
-    from tests.test_harness import breakdown_of, run
+    from tests.fixtures.tiny_harness import CannedLM, breakdown_of, run_tasks
 
     server = stub(_rule)
     options = {"base_url": server.base_url, "model": "stub", "cache": "none", "progress": False}
-    run(CannedLM(white_box=True), tmp_path, judge="openai", judge_options=options)
+    run_tasks(CannedLM(white_box=True), tmp_path, judge="openai", judge_options=options)
     b = breakdown_of(tmp_path)
     assert (
         b["judge"]["judge"] == "openai" and b["label_set"] == "run" and len(b["judge"]["prompt_sha256"]) == 64

@@ -23,7 +23,7 @@ import pytest
 
 from semuq_eval.judges import get_judge
 
-pytestmark = [pytest.mark.real, pytest.mark.slow]
+pytestmark = [pytest.mark.real, pytest.mark.slow, pytest.mark.subprocess]
 
 WRONG = [
     ("Who wrote Hamlet?", ["William Shakespeare", "Shakespeare"], "Christopher Marlowe"),

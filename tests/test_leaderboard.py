@@ -618,6 +618,7 @@ def test_metrics_option(tmp_path, capsys):
     assert "must start with 'auroc'" in err and "brier" in err
 
 
+@pytest.mark.subprocess
 def test_compare_option_pairs_an_operator_with_its_bases(tmp_path, capsys):
     """--compare enc:lexical,cos_ext: one pair set per base, every aggregator both operators have, each row
     the paired difference of the two estimators; a malformed spec is a clear error."""

@@ -221,6 +221,7 @@ def _choose(page: _Page, element: str, value: str, event: str = "change") -> Non
     )
 
 
+@pytest.mark.chromium
 def test_page_in_headless_chromium(browser, page_dir, tmp_path):
     page = browser
     index = page_dir / "index.html"
@@ -295,6 +296,7 @@ def test_page_in_headless_chromium(browser, page_dir, tmp_path):
     assert page.errors() == []
 
 
+@pytest.mark.chromium
 def test_common_section_counts_in_the_heatmap_only_when_chosen(browser, tmp_path):
     """--common-questions also: the #common section repeats its task's questions, so the page's heatmap and
     delta counts leave it out unless it is the section chosen."""
@@ -330,6 +332,7 @@ def test_common_section_counts_in_the_heatmap_only_when_chosen(browser, tmp_path
 HOSTILE = '<img src=x onerror="window.__pwned = (window.__pwned || 0) + 1">'
 
 
+@pytest.mark.chromium
 def test_hostile_values_in_a_board_run_no_script_and_the_rows_still_show(browser, page_dir, tmp_path):
     """Script in every string the page shows (names, notes, counts that should be numbers, a task that would
     close the data element or open a comment): the page escapes it all, runs no injected handler and renders."""

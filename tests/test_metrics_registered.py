@@ -16,8 +16,7 @@ import pytest
 from semuq_eval import metrics
 from semuq_eval.harness.report import summarize, summary_keys
 from semuq_eval.harness.settings import Settings
-from tests.fixtures.tiny_harness import QA, CannedLM
-from tests.test_harness import breakdown_of, run
+from tests.fixtures.tiny_harness import QA, CannedLM, breakdown_of, run_tasks
 
 EXAMPLE = "tests.examples.mean_gap_metric"
 
@@ -36,7 +35,7 @@ def test_a_registered_metric_reaches_the_breakdown_and_the_leaderboard(mean_gap,
     from semuq_eval.leaderboard.build import build
 
     chosen = [*metrics.DEFAULT_METRICS, "mean_gap"]
-    run(CannedLM(white_box=True), tmp_path, metrics=chosen)
+    run_tasks(CannedLM(white_box=True), tmp_path, metrics=chosen)
     b = breakdown_of(tmp_path)
     assert b["settings"]["metrics"] == chosen
     for estimator, per in b["results"]["greedy"].items():

@@ -78,6 +78,7 @@ def hidden_for(answers: list[list[str]], dim: int = 8) -> list[np.ndarray]:
 # ---------------------------------------------------------------- registry
 
 
+@pytest.mark.subprocess
 def test_importing_the_package_loads_no_model_library():
     code = (
         "import sys, semuq_eval.operators as o; o.names(); "

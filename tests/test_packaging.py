@@ -76,6 +76,7 @@ def fresh(wheel, tmp_path_factory) -> dict[str, Path]:
 
 
 @pytest.mark.slow
+@pytest.mark.subprocess
 def test_wheel_installs_and_lists_semuq_tasks(wheel, fresh):
     shipped = zipfile.ZipFile(wheel).namelist()
     assert "semuq_eval/tasks/semuq_triviaqa.yaml" in shipped and "semuq_eval/tasks/utils.py" in shipped
@@ -97,6 +98,7 @@ def test_wheel_installs_and_lists_semuq_tasks(wheel, fresh):
 
 
 @pytest.mark.slow
+@pytest.mark.subprocess
 def test_wheel_ships_the_lm_eval_hook(wheel, fresh):
     assert PTH in zipfile.ZipFile(wheel).namelist(), "the .pth must sit at the wheel's root (site-packages)"
     assert (fresh["site"] / PTH).is_file()
@@ -116,6 +118,7 @@ def test_wheel_ships_the_lm_eval_hook(wheel, fresh):
 
 
 @pytest.mark.slow
+@pytest.mark.subprocess
 def test_the_cards_command_runs_from_the_wheel(fresh, tmp_path):
     """The card's `lm_eval --model semuq-hf --tasks semuq_triviaqa ...`, no --include_path; off with the switch.
 
