@@ -9,7 +9,7 @@ with the kernel K(y*, y_i) = clip(s(y*, y_i), 0, 1): the paper's Epanechnikov ke
 expected semantic distance d in [0, 1], with d = 1 - s for any graded operator (the paper's NLI distance
 d = p_contradiction + p_neutral / 2 is one such operator). Options, where public implementations differ:
 
-- ``length_normalized`` (default True, as the paper and LM-Polygraph): w_i = p(y_i | x)^(1 / L_i) (an
+- ``length_normalized`` (default True, as LM-Polygraph): w_i = p(y_i | x)^(1 / L_i) (an
   empty answer counts L = 1); False: w_i = p(y_i | x);
 - ``include_greedy`` (default True, as LM-Polygraph): y* itself is one more term of both sums, with
   K = 1 and its own (normalized) probability; False: the samples alone.

@@ -6,7 +6,7 @@ Detection", the EigenScore definition): the log-determinant of the samples' regu
 on a Gram operator's S = Phi Phi^T of unit embeddings (``cos_int``: the generator's hidden states, as the
 paper; ``cos_ext`` and ``enc``: an encoder's). Options where public implementations differ:
 
-- ``alpha`` (default 1e-3, the paper's and LM-Polygraph's);
+- ``alpha`` (default 1e-3, as LM-Polygraph's ``EigenScore``);
 - ``centering``: ``"none"`` (default) C = S; ``"samples"`` C = H S H with H = I - 11^T / N, the
   covariance over the N samples. The paper and LM-Polygraph centre each embedding over its d features
   (Z^T J_d Z), which needs the embeddings themselves, not their Gram matrix; for embeddings of zero feature

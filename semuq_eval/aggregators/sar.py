@@ -6,7 +6,7 @@ operator's similarity as the relevance R_S(y_j, y_k) = s(y_j, y_k):
 
     E_S(y_j) = -log( p(y_j | x) + (1/t) sum_{k != j} s(y_j, y_k) p(y_k | x) ),   U = (1/N) sum_j E_S(y_j).
 
-``t`` is the paper's temperature (default 0.001, the paper's and LM-Polygraph's ``SentenceSAR``). Negative
+``t`` is the paper's temperature (default 0.001, as LM-Polygraph's ``SentenceSAR``). Negative
 similarities (cosines) count as no relevance (clipped to 0); a directed matrix is read row-wise as
 LM-Polygraph does. Computed in log space (log-sum-exp), so long answers do not underflow to -log 0.
 """

@@ -44,7 +44,8 @@ class Cost:
 
     ``forward_passes``: sequences run through a model (one per premise-hypothesis pair for NLI,
     one per distinct answer for encoders, 0 for model-free operators).
-    ``pairs_scored``: unordered pairs of distinct non-empty answers whose score was computed.
+    ``pairs_scored``: unordered pairs of distinct non-empty answers whose score was computed (an anchor counts
+    as one more answer of its question).
     ``duplicates_skipped``: answers not computed because a normalized-identical answer of the
     same question was. ``wall_time_s``: wall-clock time of the call, model loading included.
     """
