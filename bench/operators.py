@@ -18,6 +18,10 @@ code; nothing is downloaded. Tokens come from the real all-MiniLM-L6-v2 WordPiec
     .venv/bin/python bench/operators.py --quick       # (a) 3 questions, (b) 1 question
     .venv/bin/python bench/operators.py --threads 1   # on a machine other processes are using
 
+Each question is also run with its greedy answer as an anchor (the greedy-anchored comparisons of issue 23, in the
+same pass): the bench prints what they add, in forward passes and wall time, against the target of one forward pass
+for ``enc`` and 2/(N-1) of the pairwise cost for ``nli`` (N more unordered pairs over N(N-1)/2).
+
 On 2 CPU cores one deberta-v2-xlarge question (380 pairs) takes five minutes or more. Wall-clock medians
 are the headline; process CPU time is printed too: CPU time near wall time with 2 threads means other
 processes held a core, which slows the many small matrix products of ``enc`` more than the large ones
@@ -206,11 +210,17 @@ def paper_models(tokenizer, folder: Path):
     return encoder, cross, "sentence-t5-large arch (335M)", "deberta-v2-xlarge arch (885M)"
 
 
-def timed(op, question: str, answers: list[str]):
-    """One call: the operator's output and the process CPU seconds it used (all threads)."""
+def timed(op, question: str, answers: list[str], anchor: str | None = None):
+    """One call (with ``anchor``: also the greedy-anchored comparisons): the operator's output and the process
+    CPU seconds it used (all threads)."""
     cpu = time.process_time()
-    out = op([question], [answers])
+    out = op([question], [answers], anchors=None if anchor is None else [anchor])
     return out, time.process_time() - cpu
+
+
+def greedy_answer(answers: list[str]) -> str:
+    """A greedy answer that is none of the samples: the first entity in a template of its own."""
+    return f"The answer is {answers[0]}."
 
 
 def run_setting(label: str, build, tokenizer, n_questions: int, batch_size: int) -> dict:
@@ -222,12 +232,16 @@ def run_setting(label: str, build, tokenizer, n_questions: int, batch_size: int)
         for op in (enc, nli):  # warm-up: loads, allocates, first kernels
             op([WARMUP[0]], [WARMUP[1]])
         wall, cpu, passes = {"enc": [], "nli": []}, {"enc": [], "nli": []}, {}
+        anchored_wall, anchored_passes = {"enc": [], "nli": []}, {}
         for i, (question, answers) in enumerate(questions(n_questions)):
             for name, op in (("enc", enc), ("nli", nli)):
                 out, seconds = timed(op, question, answers)
                 wall[name].append(out.cost.wall_time_s)
                 cpu[name].append(seconds)
                 passes[name] = out.cost.forward_passes
+                anchored, _ = timed(op, question, answers, greedy_answer(answers))
+                anchored_wall[name].append(anchored.cost.wall_time_s)
+                anchored_passes[name] = anchored.cost.forward_passes
             print(
                 f"  question {i + 1}/{n_questions}: enc {wall['enc'][-1]:.3f} s wall / {cpu['enc'][-1]:.2f} s CPU "
                 f"({passes['enc']} passes), nli {wall['nli'][-1]:.2f} s wall / {cpu['nli'][-1]:.1f} s CPU "
@@ -250,6 +264,11 @@ def run_setting(label: str, build, tokenizer, n_questions: int, batch_size: int)
         "cpu_ratio": median["cpu"]["nli"] / median["cpu"]["enc"],
         "per_question": [n / e for e, n in zip(wall["enc"], wall["nli"], strict=True)],
         "passes": (passes["enc"], passes["nli"]),
+        "anchored_passes": (anchored_passes["enc"], anchored_passes["nli"]),
+        "anchored_overhead": tuple(
+            statistics.median(a / w - 1 for a, w in zip(anchored_wall[name], wall[name], strict=True))
+            for name in ("enc", "nli")
+        ),
         "questions": n_questions,
     }
 
@@ -318,6 +337,14 @@ def main(argv: list[str] | None = None) -> None:
         per_q = ", ".join(f"{x:.0f}x" for x in r["per_question"])
         print(
             f"{r['label']}: forward passes enc {r['passes'][0]} / nli {r['passes'][1]}; per-question ratios {per_q}"
+        )
+    print(f"\ngreedy-anchored comparisons (target: enc +1 pass; nli +{2 / (N_ANSWERS - 1):.1%} of its cost)")
+    for r in results:
+        (enc_p, nli_p), (enc_a, nli_a) = r["passes"], r["anchored_passes"]
+        enc_o, nli_o = r["anchored_overhead"]
+        print(
+            f"{r['label']}: enc {enc_p} -> {enc_a} passes, wall {enc_o:+.1%}; "
+            f"nli {nli_p} -> {nli_a} passes ({nli_a / nli_p - 1:+.1%}), wall {nli_o:+.1%} (medians)"
         )
     print(f"load average at end {os.getloadavg()[0]:.2f}; paper (GPU): 1.11 s vs 0.03 s per question, 37x")
 

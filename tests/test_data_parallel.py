@@ -214,11 +214,12 @@ def test_two_process_cpu_run(tmp_path):
         for key in ADDITIVE:
             assert op["cost"][key] == sum(p["cost"][key] for p in ranks), (name, key)
         assert op["cost"]["wall_time_s"] == max(p["cost"]["wall_time_s"] for p in ranks)
-    # and the per-rank values are the ranks' own: pairs / duplicates recomputed from each rank's answers
+    # and the per-rank values are the ranks' own: pairs / duplicates recomputed from each rank's answers (the
+    # greedy answer is one more answer of the pass: lexical's greedy-anchored comparisons)
     for r, recs in per_rank.items():
         pairs = dups = 0
         for rec in recs:
-            keys = [normalize_answer(s["text"]) for s in rec["samples"]]
+            keys = [normalize_answer(s["text"]) for s in [*rec["samples"], rec["greedy"]]]
             distinct = {k for k in keys if k}
             pairs += len(distinct) * (len(distinct) - 1) // 2
             dups += sum(1 for k in keys if k) - len(distinct)

@@ -92,9 +92,9 @@ def test_references_of_shapes():
 
 # ---------------------------------------------------------------------------------------------- scoring
 SPECS = {
-    "lexical": OperatorSpec("graded"),
+    "lexical": OperatorSpec("graded", ("greedy_similarities",)),
     "cos_int": OperatorSpec("gram"),
-    "nli": OperatorSpec("equivalence"),
+    "nli": OperatorSpec("equivalence", ("greedy_similarities",)),
 }
 
 

@@ -68,6 +68,10 @@ def test_white_box_semuq_hf(tiny_gpt2, tmp_path):
     print(make_table(results))
     for name in ("te", "se@lexical", "cos@cos_int", "kle_heat@cos_int", "msp", "perplexity", "length"):
         assert name in b["results"]["greedy"], b["unavailable"].get(name)
+    # issue 23's estimators: greedy-anchored (lexical compares the greedy answer in its pass) and log-prob ones
+    for name in ("consistency@lexical", "cocoa@lexical", "semantic_density@lexical", "sentence_sar@lexical"):
+        assert name in b["results"]["greedy"], b["unavailable"].get(name)
+    assert {"snne@lexical", "eigenscore@cos_int"} <= set(b["results"]["greedy"])
     assert "te" not in b["unavailable"]
     # every question's scores are the aggregators applied to what the model returned (read back from the store)
     store = tmp_path / "out" / "semuq" / "semuq_triviaqa_dpr"

@@ -53,7 +53,10 @@ def test_heldout_docs_keep_the_questions_with_a_greedy_verdict():
 
 def test_matrix_only_estimators_are_the_graph_aggregators_of_enc():
     names = sorted(e.aggregator for e in matrix_only_estimators())
-    assert names == ["cae", "cos", "deg", "ecc", "eigv", "kle_heat", "kle_matern", "numsets"]
+    graph = ["cae", "cos", "deg", "ecc", "eigv", "kle_heat", "kle_matern", "numsets"]
+    assert names == sorted(
+        [*graph, "eigenscore", "snne"]
+    )  # issue 23's matrix-only aggregators join by declaration
 
 
 def test_the_evaluator_scores_as_the_pipeline_and_sklearn(tmp_path, tiny_st_encoder):  # noqa: F811

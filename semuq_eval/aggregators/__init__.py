@@ -18,9 +18,14 @@ from semuq_eval.aggregators.base import (
 )
 from semuq_eval.aggregators.baseline import length, msp, perplexity
 from semuq_eval.aggregators.clustering import cluster, to_equivalence
+from semuq_eval.aggregators.consistency import cocoa, consistency
+from semuq_eval.aggregators.density import semantic_density
+from semuq_eval.aggregators.eigenscore import eigenscore
 from semuq_eval.aggregators.entropy import cae, numsets, se
 from semuq_eval.aggregators.graph import deg, ecc, eigv
 from semuq_eval.aggregators.kernel import kle_heat, kle_matern
+from semuq_eval.aggregators.sar import sentence_sar
+from semuq_eval.aggregators.snne import snne
 from semuq_eval.aggregators.spectral import cos
 from semuq_eval.aggregators.token import te, te_enc
 
@@ -44,9 +49,12 @@ __all__ = [
     "aggregator_registry",
     "cae",
     "cluster",
+    "cocoa",
+    "consistency",
     "cos",
     "deg",
     "ecc",
+    "eigenscore",
     "eigv",
     "get",
     "kle_heat",
@@ -58,6 +66,9 @@ __all__ = [
     "perplexity",
     "register_aggregator",
     "se",
+    "semantic_density",
+    "sentence_sar",
+    "snne",
     "te",
     "te_enc",
     "to_equivalence",

@@ -8,7 +8,7 @@ what they consume so that the harness can tell which ``aggregator@operator`` pai
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -38,10 +38,14 @@ INPUTS: dict[str, str] = {
     "token_logprobs": "(T,) log-probabilities of the greedy answer's tokens",
     "token_ids": "(T,) the greedy answer's token ids",
     "token_weights": "(T,) weights on the greedy answer's tokens, yielded by an operator that declares them",
+    "greedy_similarities": "(N,) s(greedy, y_i | x) of the greedy answer with each sample, yielded by an "
+    "operator that declares them",
+    "seq_lengths": "(N,) lengths in tokens of the sampled answers",
 }
-"""The inputs an aggregator can declare besides its matrix. All but ``token_weights`` come from the
-generating model (white-box only); an input that an operator yields (``Operator.extras``) makes the
-estimator ``aggregator@operator`` even when the aggregator reads no matrix (``te_enc@enc``)."""
+"""The inputs an aggregator can declare besides its matrix. All but ``token_weights`` and
+``greedy_similarities`` come from the generating model (white-box only); an input that an operator yields
+(``Operator.extras``) makes the estimator ``aggregator@operator`` even when the aggregator reads no matrix
+(``te_enc@enc``, ``consistency@nli``)."""
 
 OPTIONS: dict[str, str] = {
     "tau": "threshold of the equivalence rule S_ij > tau (run setting ``tau``)",
@@ -152,6 +156,51 @@ def as_matrix_stack(S: np.ndarray, *, name: str = "S") -> tuple[np.ndarray, bool
         bad = np.unique(np.nonzero(~np.isfinite(arr))[0])
         raise ValueError(f"{name} has NaN or infinite entries in matrices {bad.tolist()[:10]}")
     return arr, single
+
+
+def as_vector_stack(values: np.ndarray | Sequence[float], *, name: str) -> tuple[np.ndarray, bool]:
+    """Validate one vector (N,) or a stack (B, N); return it as float (B, N) and whether it was 1-D.
+
+    Raises ValueError naming ``name`` for another shape, an empty stack or NaN/inf entries.
+    """
+    arr = np.asarray(values, dtype=np.float64)
+    single = arr.ndim == 1
+    if single:
+        arr = arr[None]
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must have shape (N,) or (B, N); got {arr.shape}")
+    if arr.shape[0] == 0:
+        raise ValueError(f"{name} is an empty stack (B = 0)")
+    if not np.all(np.isfinite(arr)):
+        bad = np.unique(np.nonzero(~np.isfinite(arr))[0])
+        raise ValueError(f"{name} has NaN or infinite entries in rows {bad.tolist()[:10]}")
+    return arr, single
+
+
+def as_ragged(values: np.ndarray | Sequence[Sequence[float]], *, name: str) -> tuple[list[np.ndarray], bool]:
+    """One 1-D sequence (single=True) or a batch of possibly ragged sequences, as finite float arrays.
+
+    Raises ValueError naming ``name`` for a bad shape, an empty batch or NaN/inf values.
+    """
+    try:
+        arr = np.asarray(values, dtype=np.float64)
+    except ValueError:  # ragged batch
+        arr = None
+    if arr is not None and arr.ndim == 1:
+        rows, single = [arr], True
+    elif arr is not None and arr.ndim != 2:
+        raise ValueError(f"{name} must be one sequence or a batch of sequences; got shape {arr.shape}")
+    else:
+        rows, single = [np.asarray(row, dtype=np.float64) for row in values], False
+    if not rows:
+        raise ValueError(f"{name} is an empty batch")
+    for b, row in enumerate(rows):
+        if row.ndim != 1:
+            raise ValueError(f"{name}[{b}] must be a 1-D sequence; got shape {row.shape}")
+        if not np.all(np.isfinite(row)):
+            where = name if single else f"{name}[{b}]"
+            raise ValueError(f"{where} has NaN or infinite values")
+    return rows, single
 
 
 def unstack(values: np.ndarray, single: bool) -> float | np.ndarray:

@@ -6,30 +6,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from semuq_eval.aggregators.base import register_aggregator, unstack
+from semuq_eval.aggregators.base import as_ragged, register_aggregator, unstack
 
 Ragged = np.ndarray | Sequence[Sequence[float]]
-
-
-def _ragged(values: Ragged, name: str) -> tuple[list[np.ndarray], bool]:
-    """One 1-D sequence (single=True) or a batch of possibly ragged sequences, as float arrays."""
-    try:
-        arr = np.asarray(values, dtype=np.float64)
-    except ValueError:  # ragged batch
-        arr = None
-    if arr is not None and arr.ndim == 1:
-        return [arr], True
-    if arr is not None and arr.ndim != 2:
-        raise ValueError(f"{name} must be one sequence or a batch of sequences; got shape {arr.shape}")
-    rows = [np.asarray(row, dtype=np.float64) for row in values]
-    for b, row in enumerate(rows):
-        if row.ndim != 1:
-            raise ValueError(f"{name}[{b}] must be a 1-D sequence; got shape {row.shape}")
-        if not np.all(np.isfinite(row)):
-            raise ValueError(f"{name}[{b}] has NaN or infinite values")
-    if not rows:
-        raise ValueError(f"{name} is an empty batch")
-    return rows, False
 
 
 def _weighted_mean(entropies: list[np.ndarray], weights: list[np.ndarray]) -> np.ndarray:
@@ -49,9 +28,7 @@ def te(token_entropies: Ragged) -> float | np.ndarray:
     Takes one sequence of per-token entropies H_t (T,) or a batch of ragged sequences.
     A generation with no tokens has no defined TE: NaN (metrics skip NaN scores and count them).
     """
-    rows, single = _ragged(token_entropies, "token_entropies")
-    if single and not np.all(np.isfinite(rows[0])):
-        raise ValueError("token_entropies has NaN or infinite values")
+    rows, single = as_ragged(token_entropies, name="token_entropies")
     return unstack(_weighted_mean(rows, [np.ones_like(r) for r in rows]), single)
 
 
@@ -66,8 +43,8 @@ def te_enc(token_entropies: Ragged, token_weights: Ragged) -> float | np.ndarray
     norms or already-normalized weights give the same result. An empty generation, or
     weights that are all zero, give NaN.
     """
-    rows_h, single = _ragged(token_entropies, "token_entropies")
-    rows_w, single_w = _ragged(token_weights, "token_weights")
+    rows_h, single = as_ragged(token_entropies, name="token_entropies")
+    rows_w, single_w = as_ragged(token_weights, name="token_weights")
     if single != single_w or len(rows_h) != len(rows_w):
         raise ValueError(
             f"token_entropies and token_weights must have the same batch size; got {len(rows_h)} and {len(rows_w)}"

@@ -11,7 +11,7 @@ from semuq_eval.models.generation import Generation
 
 __all__ = ["DOC_SIGNALS", "Doc"]
 
-DOC_SIGNALS = ("seq_logprobs", "token_entropies", "token_logprobs", "token_ids")
+DOC_SIGNALS = ("seq_logprobs", "seq_lengths", "token_entropies", "token_logprobs", "token_ids")
 """Aggregator inputs read from the generating model's answers; every other input comes from an operator."""
 
 _TOKEN_ARRAYS = {"token_entropies": "entropies", "token_logprobs": "log-probabilities"}
@@ -51,6 +51,10 @@ class Doc:
             if bad.size:
                 return None, f"samples {bad.tolist()[:10]} have NaN or infinite log-probabilities"
             return lp, None
+        if name == "seq_lengths":
+            if any(g.token_ids is None for g in self.samples):
+                return None, "the model returned no token ids (black-box model)"
+            return np.array([len(g.token_ids) for g in self.samples], dtype=np.float64), None
         if name in _TOKEN_ARRAYS:
             values, what = getattr(self.greedy, name), _TOKEN_ARRAYS[name]
             if values is None:

@@ -7,8 +7,9 @@
    operator *unavailable*, with the reason;
 2. operators that share a pass (``Operator.share_key``: ``nli`` and ``nli_soft``) run it ONCE, batched
    over every remaining question (:func:`semuq_eval.operators.base.compute_shared`);
-3. operators that yield extras (``Operator.extras``: ``token_weights`` of ``enc``) compute them for the
-   greedy answers.
+3. operators that yield extras (``Operator.extras``) compute them for the greedy answers: the
+   ``greedy_similarities`` of every text operator in the same pass as the matrices (the greedy answer is
+   one more answer of the pass), the ``token_weights`` of ``enc`` after it.
 
 An operator that cannot run (its model does not load, its batch raises) is unavailable for every question
 of the call: logged ONCE with its reason, recorded in its :class:`OperatorRun`, and its estimators are
@@ -210,12 +211,14 @@ def _run_group(
     from semuq_eval.operators.base import compute_shared
 
     start = time.perf_counter()
+    anchored = all("greedy_similarities" in op.extras for op in group)
     try:
         outputs = compute_shared(
             group,
             [docs[i].question for i in todo],
             [[g.text for g in docs[i].samples] for i in todo],
             hidden_states=hidden,
+            anchors=[docs[i].greedy.text for i in todo] if anchored else None,
         )
     except Exception as err:
         for name, op in zip(names, group, strict=True):
@@ -230,6 +233,8 @@ def _run_group(
         run.info = dict(out.info)
         for i, matrix in zip(todo, out.matrices, strict=True):
             docs[i].matrices[name] = matrix
+        for i, similarities in zip(todo, out.anchored, strict=True) if out.anchored is not None else ():
+            docs[i].extras.setdefault(name, {})["greedy_similarities"] = similarities
     log.debug("operators %s: %d questions in %.1f s", names, len(todo), time.perf_counter() - start)
 
 

@@ -14,6 +14,12 @@ Conventions shared by every operator on answer text (:class:`TextOperator`):
   stays positive semidefinite.
 - **N = 1** gives ``[[1.0]]``; **N = 0** gives a (0, 0) matrix.
 - The diagonal is exactly 1 (``True`` for equivalence matrices) and every matrix is symmetric.
+
+**Greedy-anchored comparisons** (``extras`` ``"greedy_similarities"``, declared by every text operator): given
+one anchor per question (the greedy answer), the operator compares it with each of the N answers in the same
+pass, as an (N+1)-th answer of the question, so the rules above apply to it too (an anchor identical to an
+answer after normalization scores 1 and costs nothing; an empty anchor scores 1 with empty answers, 0 with
+the others). Pairwise operators score at most N more pairs; encoders run one more forward pass.
 """
 
 from __future__ import annotations
@@ -38,7 +44,8 @@ class Cost:
 
     ``forward_passes``: sequences run through a model (one per premise-hypothesis pair for NLI,
     one per distinct answer for encoders, 0 for model-free operators).
-    ``pairs_scored``: unordered pairs of distinct non-empty answers whose score was computed.
+    ``pairs_scored``: unordered pairs of distinct non-empty answers whose score was computed (an anchor counts
+    as one more answer of its question).
     ``duplicates_skipped``: answers not computed because a normalized-identical answer of the
     same question was. ``wall_time_s``: wall-clock time of the call, model loading included.
     """
@@ -52,11 +59,13 @@ class Cost:
 @dataclass
 class OperatorOutput:
     """One (N_b, N_b) matrix per question (float64, or bool for ``kind == "equivalence"``),
-    the call's :class:`Cost`, and ``info``: the operator's identity for the results file."""
+    the call's :class:`Cost`, ``info``: the operator's identity for the results file, and, when the call
+    had anchors, ``anchored``: one (N_b,) float64 vector per question, s(anchor, y_i | x)."""
 
     matrices: list[np.ndarray]
     cost: Cost
     info: dict[str, Any] = field(default_factory=dict)
+    anchored: list[np.ndarray] | None = None
 
 
 def normalize_answer(text: str) -> str:
@@ -106,6 +115,8 @@ reports the operator unavailable for a question that lacks one, with the reason.
 
 EXTRAS: dict[str, str] = {
     "token_weights": "weights on the greedy answer's tokens (``token_weights(questions, answers, offsets)``)",
+    "greedy_similarities": "(N,) s(greedy, y_i | x): the greedy answer compared with each sample, in the "
+    "same pass (``op(questions, answers, anchors=greedy_answers)``)",
 }
 """What an operator can yield besides its matrix (``Operator.extras``); aggregators consume them by name."""
 
@@ -137,9 +148,19 @@ class Operator(ABC):
         answers: Sequence[Sequence[str]],
         *,
         hidden_states: Sequence[np.ndarray] | None = None,
+        anchors: Sequence[str] | None = None,
     ) -> OperatorOutput:
-        """Compute one comparison matrix per question (Eq. operator_S), batched over questions."""
-        return compute_shared([self], questions, answers, hidden_states=hidden_states)[0]
+        """Compute one comparison matrix per question (Eq. operator_S), batched over questions; with
+        ``anchors`` (one answer per question, e.g. the greedy one) also each anchor's similarity to the answers.
+
+        Examples
+        --------
+        >>> from semuq_eval.operators.lexical import LexicalOperator
+        >>> out = LexicalOperator(measure="jaccard")(["q"], [["a b", "c"]], anchors=["a"])
+        >>> out.anchored[0].tolist()
+        [0.5, 0.0]
+        """
+        return compute_shared([self], questions, answers, hidden_states=hidden_states, anchors=anchors)[0]
 
     @abstractmethod
     def _compute(
@@ -174,19 +195,25 @@ def compute_shared(
     answers: Sequence[Sequence[str]],
     *,
     hidden_states: Sequence[np.ndarray] | None = None,
+    anchors: Sequence[str] | None = None,
 ) -> list[OperatorOutput]:
     """The outputs of ``operators`` (in order) on the same questions, computing a shared pass once.
 
     One operator alone, or several with the same :meth:`Operator.share_key` (their first one runs the
     model; the others derive their matrices from its pass and report no forward passes, with
-    ``info["shared_pass"]`` naming the operator that ran it).
+    ``info["shared_pass"]`` naming the operator that ran it). With ``anchors`` (one per question, for
+    operators that declare the ``greedy_similarities`` extra), each anchor joins its question's answers as
+    one more answer of the same pass, and is split off again into :attr:`OperatorOutput.anchored`.
 
     Raises
     ------
     ValueError
-        When several operators are given that do not share a pass.
+        When several operators are given that do not share a pass, or anchors are given to an operator that
+        does not declare ``greedy_similarities`` or do not match the questions.
     """
     check_inputs(questions, answers)
+    if anchors is not None:
+        return _anchored(operators, questions, answers, hidden_states, anchors)
     questions, answers = list(questions), [list(group) for group in answers]
     if len(operators) == 1 and operators[0].share_key() is None:
         op = operators[0]
@@ -211,6 +238,32 @@ def compute_shared(
         info = op.info if op is lead else {**op.info, "shared_pass": lead.name}
         outputs.append(OperatorOutput(matrices, cost, info))
         start = time.perf_counter()
+    return outputs
+
+
+def _anchored(
+    operators: Sequence[Operator],
+    questions: Sequence[str],
+    answers: Sequence[Sequence[str]],
+    hidden_states: Sequence[np.ndarray] | None,
+    anchors: Sequence[str],
+) -> list[OperatorOutput]:
+    """:func:`compute_shared` with each anchor appended to its question's answers, then split off."""
+    undeclared = [op.name for op in operators if "greedy_similarities" not in op.extras]
+    if undeclared:
+        raise ValueError(f"operators {undeclared} do not declare greedy_similarities: they take no anchors")
+    if isinstance(anchors, (str, bytes)) or len(anchors) != len(answers):
+        raise ValueError(f"anchors must be one str per question ({len(answers)}), got {anchors!r:.80}")
+    check_inputs(questions, [[anchor] for anchor in anchors])
+    outputs = compute_shared(
+        operators,
+        questions,
+        [[*group, anchor] for group, anchor in zip(answers, anchors, strict=True)],
+        hidden_states=hidden_states,
+    )
+    for out in outputs:
+        out.anchored = [np.asarray(m[-1, :-1], dtype=np.float64) for m in out.matrices]
+        out.matrices = [m[:-1, :-1] for m in out.matrices]
     return outputs
 
 
@@ -273,8 +326,10 @@ class TextOperator(Operator):
 
     Subclasses implement :meth:`_score` on the distinct non-empty answers of every question; those whose
     model output serves several operators return that output from :meth:`_score` and turn it into their
-    matrix in :meth:`_derive`.
+    matrix in :meth:`_derive`. Every text operator yields the ``greedy_similarities`` extra (anchors).
     """
+
+    extras: ClassVar[tuple[str, ...]] = ("greedy_similarities",)
 
     def __init__(self, *, dedup: bool = True) -> None:
         self.dedup = dedup

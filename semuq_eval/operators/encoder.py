@@ -245,7 +245,7 @@ class EncoderOperator(_SentenceEncoderOperator):
     """
 
     name = "enc"
-    extras = ("token_weights",)
+    extras = ("token_weights", "greedy_similarities")
     _keeps_token_norms = True
 
     def __init__(

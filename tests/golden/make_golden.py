@@ -55,6 +55,21 @@ def outputs(x: dict) -> dict:
     out["msp"] = [A.msp(lp) for lp in token_logprobs]
     out["perplexity"] = [A.perplexity(lp) for lp in token_logprobs]
     out["length"] = [A.length(np.arange(len(lp))) for lp in token_logprobs]
+    sims = gram[: len(token_logprobs), 0, :]  # any row of similarities serves as a greedy answer's
+    out["consistency"] = A.consistency(gram[:, 0, :]).tolist()
+    out["cocoa_msp"] = A.cocoa(sims, token_logprobs).tolist()
+    out["cocoa_perplexity"] = A.cocoa(sims, token_logprobs, confidence="perplexity").tolist()
+    rows = slice(0, len(token_logprobs))
+    out["semantic_density"] = A.semantic_density(sims, logp[rows], n_tokens[rows], token_logprobs).tolist()
+    out["semantic_density_raw_samples_only"] = A.semantic_density(
+        sims, logp[rows], n_tokens[rows], token_logprobs, length_normalized=False, include_greedy=False
+    ).tolist()
+    out["sentence_sar"] = A.sentence_sar(gram, logp).tolist()
+    out["sentence_sar_t1"] = A.sentence_sar(gram, logp, t=1.0).tolist()
+    out["snne"] = A.snne(gram).tolist()
+    out["snne_t01_self"] = A.snne(gram, temperature=0.1, self_similarity=True).tolist()
+    out["eigenscore"] = A.eigenscore(gram).tolist()
+    out["eigenscore_samples"] = A.eigenscore(gram, centering="samples").tolist()
     out["auroc"] = M.auroc(u, y)
     out["auarc"] = M.auarc(u, y)
     out["prr"] = M.prr(u, y)

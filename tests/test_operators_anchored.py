@@ -1,0 +1,169 @@
+"""Greedy-anchored comparisons (issue 23): every text operator compares the greedy answer with each sample in
+the same pass, and the harness hands them, by declaration, to the aggregators that read them."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+
+from semuq_eval import aggregators as A
+from semuq_eval.harness import Doc, score_doc, valid_estimators
+from semuq_eval.harness.operator_runs import compute_operators, operator_spec
+from semuq_eval.models.generation import Generation
+from semuq_eval.operators import get
+from semuq_eval.operators.base import EXTRAS, compute_shared
+from tests.fixtures.tiny_encoders import (  # noqa: F401  (pytest fixtures)
+    tiny_nli,
+    tiny_st_encoder,
+    tiny_wordpiece_dir,
+)
+
+QUESTIONS = ["Who wrote the book The Origin of Species?", "What is the capital of France?"]
+ANSWERS = [
+    ["Charles Darwin", "It was Charles Darwin.", "charles   darwin ", "Alfred Wallace wrote it.", ""],
+    ["Paris", "It is Paris.", "Madrid"],
+]
+GREEDY = ["It was Charles Darwin", "  paris "]  # new text; a duplicate of a sample after normalization
+
+
+def test_lexical_anchored_equals_a_direct_computation():
+    op = get("lexical", measure="jaccard")
+    out = op(QUESTIONS, ANSWERS, anchors=GREEDY)
+    plain = op(QUESTIONS, ANSWERS)
+    for b, (group, anchor) in enumerate(zip(ANSWERS, GREEDY, strict=True)):
+        words = [set(re.findall(r"\w+", a.casefold())) for a in group]
+        mine = set(re.findall(r"\w+", anchor.casefold()))
+        direct = [len(mine & w) / len(mine | w) if w else 0.0 for w in words]
+        np.testing.assert_allclose(out.anchored[b], direct, atol=1e-12)
+        np.testing.assert_array_equal(out.matrices[b], plain.matrices[b])  # S itself is unchanged
+    # N more pairs at most, deduplicated: 3 distinct answers + a new anchor -> 3 more; "paris" is a duplicate
+    assert out.cost.pairs_scored == plain.cost.pairs_scored + 3
+    assert out.cost.duplicates_skipped == plain.cost.duplicates_skipped + 1
+
+
+def test_empty_anchor_and_no_answers():
+    out = get("lexical")(["q", "r"], [["a", ""], []], anchors=["", "x"])
+    np.testing.assert_array_equal(out.anchored[0], [0.0, 1.0])  # empty: 1 with empty answers, 0 otherwise
+    assert out.anchored[1].shape == (0,) and out.matrices[1].shape == (0, 0)
+
+
+def test_encoders_one_more_forward_pass_and_dot_products(tiny_st_encoder):  # noqa: F811
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(str(tiny_st_encoder), device="cpu")
+    op = get("cos_ext", model=tiny_st_encoder, progress=False)
+    question, answers = QUESTIONS[1], ANSWERS[1]
+    out = op([question], [answers], anchors=["The capital is Paris"])
+    phi = model.encode([*answers, "The capital is Paris"], normalize_embeddings=True).astype(np.float64)
+    np.testing.assert_allclose(out.anchored[0], phi[:-1] @ phi[-1], atol=1e-5)
+    np.testing.assert_allclose(out.matrices[0], phi[:-1] @ phi[:-1].T, atol=1e-5)
+    assert out.cost.forward_passes == len(answers) + 1
+    duplicate = op([question], [answers], anchors=[GREEDY[1]])  # "paris" is a sample: no extra pass
+    assert duplicate.cost.forward_passes == len(answers) and duplicate.anchored[0][0] == 1.0
+    enc = get("enc", model=tiny_st_encoder, progress=False)
+    anchored = enc([question], [answers], anchors=["The capital is Paris"])
+    texts = [f"{question} [SEP] {a}" for a in [*answers, "The capital is Paris"]]
+    phi = model.encode(texts, normalize_embeddings=True).astype(np.float64)
+    np.testing.assert_allclose(anchored.anchored[0], phi[:-1] @ phi[-1], atol=1e-5)
+
+
+def test_nli_shares_one_pass_with_the_anchors(tiny_nli):  # noqa: F811
+    ops = [get(name, model=tiny_nli(), progress=False) for name in ("nli", "nli_soft")]
+    out = compute_shared(ops, QUESTIONS, ANSWERS, anchors=GREEDY)
+    plain = compute_shared(ops, QUESTIONS, ANSWERS)
+    joined = compute_shared(ops, QUESTIONS, [[*g, a] for g, a in zip(ANSWERS, GREEDY, strict=True)])
+    for o, p, j in zip(out, plain, joined, strict=True):
+        for b in range(len(QUESTIONS)):
+            np.testing.assert_allclose(o.matrices[b], p.matrices[b], atol=1e-6)
+            np.testing.assert_allclose(o.anchored[b], j.matrices[b][-1, :-1].astype(float), atol=1e-6)
+            assert o.anchored[b].dtype == np.float64
+    # ordered pairs: 2 per unordered pair, 3 more unordered pairs for the new anchor, none for "paris"
+    assert out[0].cost.forward_passes == plain[0].cost.forward_passes + 2 * 3
+    assert out[1].cost.forward_passes == 0 and out[1].info["shared_pass"] == "nli"
+
+
+def test_anchors_are_checked():
+    with pytest.raises(ValueError, match="one str per question"):
+        get("lexical")(QUESTIONS, ANSWERS, anchors=["only one"])
+    with pytest.raises(TypeError, match="must be a str"):
+        get("lexical")(QUESTIONS, ANSWERS, anchors=["a", None])
+    with pytest.raises(ValueError, match="do not declare greedy_similarities"):
+        get("cos_int")(["q"], [["a", "b"]], hidden_states=[np.eye(2)], anchors=["a"])
+
+
+def test_declared_by_every_text_operator():
+    assert "greedy_similarities" in EXTRAS
+    for name in ("nli", "nli_soft", "cos_ext", "enc", "lexical"):
+        assert "greedy_similarities" in operator_spec(name).extras, name
+    assert operator_spec("enc").extras == ("token_weights", "greedy_similarities")
+    assert operator_spec("cos_int").extras == ()
+
+
+def test_estimators_follow_the_declaration_not_the_name():
+    from semuq_eval.harness import OperatorSpec
+
+    names = {
+        e.name
+        for e in valid_estimators(
+            {"mine": OperatorSpec("graded", ("greedy_similarities",)), "cos_int": OperatorSpec("gram")}
+        )
+    }
+    assert {
+        "consistency@mine",
+        "cocoa@mine",
+        "semantic_density@mine",
+        "sentence_sar@mine",
+        "snne@mine",
+    } <= names
+    assert {"eigenscore@cos_int", "sentence_sar@cos_int", "snne@cos_int"} <= names
+    assert "eigenscore@mine" not in names and "consistency@cos_int" not in names
+
+
+def _doc(i: int, greedy: str, samples: list[str]) -> Doc:
+    gens = [Generation(s, token_ids=[1] * (i + 1), seq_logprob=-0.5 * (k + 1)) for k, s in enumerate(samples)]
+    return Doc(i, f"q{i}", ["a"], Generation(greedy, token_logprobs=[-0.5, -0.5], greedy=True), gens)
+
+
+def test_the_harness_fills_greedy_similarities_and_scores_them():
+    docs = [_doc(0, "a b", ["a b", "a c", "d"]), _doc(1, "x", []), _doc(2, "p q", ["p", "p q"])]
+    runs = compute_operators(docs, ["lexical", "cos_int"], {"lexical": {"measure": "jaccard"}})
+    assert (
+        runs["lexical"].cost["pairs_scored"] == 3 + 1
+    )  # doc 0: 3 pairs, no new anchor; doc 2: "p" vs greedy
+    np.testing.assert_allclose(docs[0].extras["lexical"]["greedy_similarities"], [1.0, 1 / 3, 0.0])
+    np.testing.assert_allclose(docs[2].extras["lexical"]["greedy_similarities"], [0.5, 1.0])
+    assert "lexical" not in docs[1].extras and "cos_int" not in docs[0].extras
+    est = valid_estimators(
+        {name: operator_spec(name) for name in ("lexical", "cos_int")},
+        ["consistency", "cocoa", "semantic_density", "sentence_sar", "snne", "eigenscore"],
+    )
+    scores, reasons = score_doc(docs[0], est, aggregator_options={"snne": {"temperature": 0.5}})
+    sims = docs[0].extras["lexical"]["greedy_similarities"]
+    assert scores["consistency@lexical"] == pytest.approx(A.consistency(sims))
+    assert scores["cocoa@lexical"] == pytest.approx((1 - np.mean(sims)) * 1.0)
+    lp = np.array([-0.5, -1.0, -1.5])
+    assert scores["semantic_density@lexical"] == pytest.approx(
+        A.semantic_density(sims, lp, [1, 1, 1], [-0.5, -0.5])
+    )
+    S = docs[0].matrices["lexical"]
+    assert scores["sentence_sar@lexical"] == pytest.approx(A.sentence_sar(S, lp))
+    assert scores["snne@lexical"] == pytest.approx(A.snne(S, temperature=0.5))
+    assert math.isnan(scores["eigenscore@cos_int"]) and "hidden states" in reasons["eigenscore@cos_int"]
+    # a black-box model: no log-probabilities, the estimators that need them are unavailable, never zero
+    black = Doc(3, "q", ["a"], Generation("a"), [Generation("a"), Generation("b")])
+    compute_operators([black], ["lexical"])
+    scores, reasons = score_doc(black, est)
+    assert scores["consistency@lexical"] == pytest.approx(0.5)
+    assert math.isnan(scores["cocoa@lexical"]) and "black-box" in reasons["cocoa@lexical"]
+    assert (
+        math.isnan(scores["semantic_density@lexical"]) and "black-box" in reasons["semantic_density@lexical"]
+    )
+    # NaN sample log-probabilities: unavailable with the reason
+    nan = _doc(4, "a", ["a", "b"])
+    nan.samples[1] = Generation("b", token_ids=[1], seq_logprob=float("nan"))
+    compute_operators([nan], ["lexical"])
+    scores, reasons = score_doc(nan, est)
+    assert math.isnan(scores["sentence_sar@lexical"]) and "NaN" in reasons["sentence_sar@lexical"]
