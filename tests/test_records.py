@@ -37,7 +37,7 @@ PAIRS = [(llm, task) for llm in ("llm-alpha", "llm-beta") for task in ("semuq_to
 
 
 def _stores(dest: Path) -> list[Path]:
-    """The four synthetic stores copied under ``dest``, each with a question text per scored doc."""
+    """The four synthetic stores copied under ``dest``, each with a question text (and a stub answer) per doc."""
     out = []
     for llm, task in PAIRS:
         target = dest / llm / "semuq" / task / llm
@@ -45,7 +45,10 @@ def _stores(dest: Path) -> list[Path]:
         docs = [item["doc_id"] for _, item in read_jsonl(target / "scores.jsonl")]
         write_jsonl(
             target / "generations.rank0.jsonl",
-            [{"doc_id": d, "question": f"{task} question {d}?"} for d in docs],
+            [
+                {"doc_id": d, "question": f"{task} question {d}?", "greedy": {"text": "a"}, "samples": []}
+                for d in docs
+            ],
         )
         out.append(target)
     return out

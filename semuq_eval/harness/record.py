@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from semuq_eval.harness.label_sets import RUN_LABELS, label_set_names, read_label_set
-from semuq_eval.harness.store import STORE_FORMAT
+from semuq_eval.harness.store import load_store
 from semuq_eval.jsonio import json_safe, parse_jsonl, read_json, read_jsonl
 
 __all__ = [
@@ -104,8 +104,9 @@ def record_from_store(store: str | os.PathLike) -> RunRecord:
     Raises
     ------
     ValueError
-        Naming the file: no finished run (``breakdown.json`` or ``scores.jsonl`` missing), another store
-        format, or a question without its text.
+        Naming the file: no finished run (``breakdown.json`` or ``scores.jsonl`` missing), or what
+        :func:`~semuq_eval.harness.store.load_store` refuses (another format, malformed answers or scores),
+        or a label other than 1 / 0 / null.
 
     Examples
     --------
@@ -115,29 +116,36 @@ def record_from_store(store: str | os.PathLike) -> RunRecord:
     ValueError: /nonexistent/manifest.json is missing: not a run store
     """
     root = Path(store)
-    for name in ("manifest.json", "breakdown.json", "scores.jsonl"):
-        if not (root / name).is_file():
-            what = "not a run store" if name == "manifest.json" else "the run has not finished"
-            raise ValueError(f"{root / name} is missing: {what}")
-    manifest, breakdown = read_json(root / "manifest.json"), read_json(root / "breakdown.json")
-    if not isinstance(manifest, Mapping) or manifest.get("format") != STORE_FORMAT:
-        raise ValueError(f"{root / 'manifest.json'}: store format must be {STORE_FORMAT!r}")
-    texts: dict[int, str] = {}
-    for gen_file in sorted(root.glob("generations.rank*.jsonl")):
-        for number, rec in read_jsonl(gen_file):
-            if not isinstance(rec.get("question"), str):
-                raise ValueError(f"{gen_file}:{number}: field 'question' must be a string")
-            texts[int(rec["doc_id"])] = rec["question"]
-    items = {int(it["doc_id"]): it for _, it in read_jsonl(root / "scores.jsonl")}
+    for name in ("breakdown.json", "scores.jsonl"):
+        if (root / "manifest.json").is_file() and not (root / name).is_file():
+            raise ValueError(f"{root / name} is missing: the run has not finished")
+    try:
+        manifest, stored = load_store(root, hidden=False)
+    except FileNotFoundError:
+        raise ValueError(f"{root / 'manifest.json'} is missing: not a run store") from None
+    breakdown = read_json(root / "breakdown.json")
+    if not isinstance(breakdown, Mapping):
+        raise ValueError(f"{root / 'breakdown.json'}: a breakdown is a JSON object")
+    items = [r["item"] for r in stored if r.get("item") is not None]
+    scored = {it.get("doc_id") for _, it in read_jsonl(root / "scores.jsonl")}
+    if len(items) != len(scored):
+        raise ValueError(
+            f"{root}: scores.jsonl scores {len(scored)} docs but generations.rank*.jsonl answers "
+            f"{len(items)} of them"
+        )
     names: list[str] = []
-    for it in items.values():
+    for it in items:
         names.extend(k for k in it["scores"] if k not in names)
     sets = {name: read_label_set(root, name) for name in label_set_names(root) if name != RUN_LABELS}
     questions = []
-    for doc_id in sorted(items):
-        if doc_id not in texts:
-            raise ValueError(f"{root}: doc {doc_id} is scored but has no question in generations.rank*.jsonl")
-        item = items[doc_id]
+    for rec in stored:
+        item, doc_id = rec.get("item"), rec["doc_id"]
+        if item is None:
+            continue  # answered but not scored (a doc the run left out): not part of the run's figures
+        if not isinstance(rec.get("question"), str):
+            raise ValueError(
+                f"{root}: doc {doc_id}: field 'question' must be a string in generations.rank*.jsonl"
+            )
         labels = {
             RUN_LABELS: {
                 **{s: item["labels"].get(s) for s in _STRATEGIES},
@@ -148,13 +156,20 @@ def record_from_store(store: str | os.PathLike) -> RunRecord:
             chosen = label_set.records.get(doc_id)
             if chosen is not None:
                 labels[name] = {s: chosen.get(s) for s in (*_STRATEGIES, "samples")}
+        labels = {k: {**v, "samples": list(v["samples"] or [])} for k, v in labels.items()}
+        for name, per in labels.items():
+            bad = [v for v in [per["greedy"], per["majority"], *per["samples"]] if not _label(v)]
+            if bad:
+                raise ValueError(
+                    f"{root}: doc {doc_id}: label set {name!r} holds {bad[0]!r:.40}, not 1, 0 or null"
+                )
         questions.append(
             {
                 "doc_id": doc_id,
                 "id": item.get("id"),
-                "question_hash": question_hash(texts[doc_id]),
+                "question_hash": question_hash(rec["question"]),
                 "scores": [item["scores"].get(n) for n in names],
-                "labels": {k: {**v, "samples": list(v["samples"] or [])} for k, v in labels.items()},
+                "labels": labels,
             }
         )
     header = {

@@ -23,7 +23,6 @@ from semuq_eval.harness.label_sets import (
     read_label_set,
     write_label_set,
 )
-from semuq_eval.harness.record import RECORD_NAME, write_store_record
 from semuq_eval.harness.report import summarize
 from semuq_eval.harness.settings import Settings
 from semuq_eval.harness.store import load_store
@@ -42,8 +41,7 @@ def judge_store(
     name: str,
     force: bool = False,
 ) -> dict[str, Any]:
-    """Judge every stored answer with ``judge_name`` and write label set ``name`` (and the store's run record
-    again, when it has one); returns its provenance.
+    """Judge every stored answer with ``judge_name`` and write label set ``name``; returns its provenance.
     An existing label set of that name is replaced only with ``force`` (FileExistsError otherwise)."""
     check_name(name)
     if name in label_set_names(store) and not force:
@@ -68,8 +66,6 @@ def judge_store(
         "judge_stats": dict(getattr(judge, "stats", {}) or {}),
     }
     write_label_set(store, name, rows, provenance)
-    if (Path(store) / RECORD_NAME).is_file():
-        write_store_record(store)  # the store's run record holds every label set: keep it whole
     return provenance
 
 
