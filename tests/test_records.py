@@ -320,3 +320,9 @@ def test_every_run_writes_its_record_and_the_record_builds_the_same_cells(tmp_pa
     a = compute(group_sections(load_runs([store])), config)
     b = compute(group_sections(load_runs([store / RECORD_NAME])), config)
     assert _without_source(a.cells) == _without_source(b.cells) and len(a.cells) > 0
+    rescored = tmp_path / "rescored"
+    assert cli_main(["rescore", str(store), "--store_output", str(rescored), "--bootstrap", "20"]) == 0
+    assert (rescored / RECORD_NAME).read_bytes() == write_record(
+        tmp_path / "y.jsonl.gz", record_from_store(rescored)
+    ).read_bytes()
+    assert read_record(rescored / RECORD_NAME)["settings"]["bootstrap"] == 20
