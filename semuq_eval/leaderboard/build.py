@@ -1,4 +1,4 @@
-"""Building a leaderboard folder from run stores: collect, group, compute, then write every output.
+"""Building a leaderboard folder from run stores or records: collect, group, compute, then write every output.
 
 :func:`build` runs the steps of :mod:`semuq_eval.leaderboard` in order (``semuq-eval leaderboard`` calls it,
 :mod:`semuq_eval.commands.leaderboard`): :mod:`.collect` finds and reads the runs and groups them into sections,
@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 
 from semuq_eval.jsonio import read_json
@@ -22,7 +23,7 @@ def build(
     inputs: list[str],
     output: str | Path,
     *,
-    add: list[str] = (),
+    add: Sequence[str] = (),
     labels: tuple[str, ...] = ("run",),
     strict: bool = False,
     on_duplicate: str = "error",
