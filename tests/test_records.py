@@ -216,6 +216,18 @@ def test_a_record_that_fits_joins_and_gives_the_cells_of_its_store(exported, tmp
     assert _without_source(added["cells"]) == _without_source(whole["cells"])
 
 
+def test_a_second_record_of_an_llm_already_on_the_board_is_refused(exported, tmp_path):
+    _, records = exported
+    alpha = str(_record(records, "llm-alpha", "semuq_toy_a"))
+    copy = shutil.copy(alpha, tmp_path / "alpha-again.jsonl.gz")
+    doc = build([alpha], tmp_path / "b", add=[str(copy)], config=FAST, plots=False)
+    (entry,) = doc["skipped"]
+    assert (
+        ": record semuq_toy_a/llm-alpha: field 'llm' is 'llm-alpha', which the section semuq_toy_a has"
+        in (entry["reason"])
+    )
+
+
 def test_a_record_of_a_task_the_board_lacks_is_refused(exported, tmp_path):
     _, records = exported
     doc = build(

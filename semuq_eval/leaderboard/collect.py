@@ -595,7 +595,7 @@ def check_join(run: Run, sections: Sequence[Section]) -> None:
 
     The run must match one of the board's sections of its task and label set in everything that makes runs
     comparable: the question set (doc ids, question ids and, between records, the questions' texts), N, the
-    judge, the sampling decoding and the identity of every operator both ran.
+    judge, the sampling decoding and the identity of every operator both ran; and its LLM must not be there yet.
 
     Raises
     ------
@@ -625,6 +625,11 @@ def check_join(run: Run, sections: Sequence[Section]) -> None:
     best: tuple[str, list[tuple[str, Any, Any]]] | None = None
     for section in candidates:
         differences = _join_differences(run, section)
+        if not differences and run.llm in section.llms:
+            raise LeaderboardInputError(
+                f"{where}: field 'llm' is {run.llm!r}, which the section {section.id} has already; replace its "
+                "record instead of adding a second one"
+            )
         if not differences:
             return
         if best is None or len(differences) < len(best[1]):
