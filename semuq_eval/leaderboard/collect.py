@@ -548,7 +548,7 @@ def _load_record(path: Path, label_set: str) -> Run:
     named = dict(record.get("model") or {})
     model.update(pretrained=named.get("pretrained") or named.get("model"), revision=named.get("revision"))
     model["manifest"] = named
-    run.provenance.update(label_set=label_set, record=record["question_set"])
+    run.provenance["label_set"] = label_set
     run.provenance["notes"] = [
         f"from the run record {path.name}: the LLM as the store's manifest named it; package versions not recorded"
     ]
