@@ -125,6 +125,7 @@ COMMANDS = {
         "--output",
         str(out / "t.jsonl.gz"),
     ],
+    "export-record": lambda store, out: ["export-record", str(store), "--output", str(out / "r.jsonl.gz")],
     "check-operator": lambda store, out: [
         "check-operator",
         "lexical",

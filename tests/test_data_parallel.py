@@ -204,6 +204,10 @@ def test_two_process_cpu_run(tmp_path):
     scores = [json.loads(line) for line in (store / "scores.jsonl").read_text(encoding="utf-8").splitlines()]
     assert sorted(it["doc_id"] for it in scores) == list(range(LIMIT))
     assert all(it["n_samples"] == N for it in scores)
+    from semuq_eval.harness.record import RECORD_NAME, read_record
+
+    record = read_record(store / RECORD_NAME)  # rank 0 writes the run record: every rank's questions
+    assert [q["doc_id"] for q in record.questions] == list(range(LIMIT)) and record["n_samples"] == N
 
     # operator cost: the sum over both ranks (wall time: the max), with each rank's own values
     for name in ("lexical", "cos_int"):

@@ -661,8 +661,10 @@ def _regenerate(env: dict) -> subprocess.CompletedProcess:
 
 def test_offline_board_command_rescores_the_run_stores_and_builds_the_board(tmp_path, tiny_st_encoder):  # noqa: F811
     """leaderboards/offline/regenerate.sh, the committed board's one command, on a tiny run: every operator of the
-    board (mpnet and trained variants included) is rescored into a complete store, the board is built with both
-    comparisons, a second call keeps the finished store, and a missing model is a clear error."""
+    board (mpnet and trained variants included) is rescored into a complete store, whose run record goes to
+    RECORDS; the board is built from the records with both comparisons; without RUNS (a fresh clone) the records
+    alone rebuild the same board, apart from its build date; a second call keeps the finished store, and a missing
+    model is a clear error."""
     from tests.fixtures.tiny_harness import canned_run
 
     runs = tmp_path / "runs"
@@ -675,6 +677,7 @@ def test_offline_board_command_rescores_the_run_stores_and_builds_the_board(tmp_
         "RUNS": str(runs),
         "WORK": str(tmp_path / "work"),
         "OUTPUT": str(tmp_path / "board"),
+        "RECORDS": str(tmp_path / "records"),
         "MODELS": str(models),
         "TRAINED": str(tiny_st_encoder),
         "SEMUQ": f"{sys.executable} -m semuq_eval",
@@ -695,6 +698,12 @@ def test_offline_board_command_rescores_the_run_stores_and_builds_the_board(tmp_
     }
     assert {"enc_trained vs enc", "enc_mpnet vs cos_ext_mpnet"} <= set(doc["comparisons"]["sets"])
     assert (tmp_path / "board" / "index.html").is_file()
+    assert [p.name for p in (tmp_path / "records").iterdir()] == ["semuq_triviaqa_dpr.canned.jsonl.gz"]
+    assert [Path(r["path"]).name for r in doc["runs"]] == ["semuq_triviaqa_dpr.canned.jsonl.gz"]
+    fresh = _regenerate({k: v for k, v in env.items() if k not in ("RUNS", "WORK", "MODELS", "TRAINED")})
+    assert fresh.returncode == 0, fresh.stderr[-3000:]
+    again = read_json(tmp_path / "board" / "leaderboard.json")
+    assert {**again, "created": None} == {**doc, "created": None}  # the same board, from the records alone
     assert f"kept {store}" in _regenerate(env).stdout  # an interrupted regeneration resumes
     missing = _regenerate({**env, "TRAINED": str(tmp_path / "nowhere")})
     assert missing.returncode == 1 and f"no model at {tmp_path / 'nowhere'}" in missing.stderr

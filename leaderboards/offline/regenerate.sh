@@ -1,47 +1,59 @@
 #!/usr/bin/env bash
-# Regenerate the offline leaderboard from the run stores under RUNS (required: where the generation runs are):
+# Rebuild the offline leaderboard from its committed run records (RECORDS/*.jsonl.gz): on a fresh clone, no RUNS needed.
+# With RUNS (the folder of the generation runs, RUNS/<name>/semuq/<task>/<run_id>), the records are made first:
 #   1. every finished store of the board's runs is rescored with the board's operators into WORK/stores
 #      (a complete run store each; one already there is kept, so an interrupted regeneration resumes);
-#   2. the leaderboard is built from those stores into OUTPUT (default leaderboards/offline).
+#   2. each rescored store's run record is written to RECORDS/<task>.<run_id>.jsonl.gz (replacing the old one).
+# Then the leaderboard is built from RECORDS into OUTPUT (default leaderboards/offline).
 # Usage, from anywhere: bash leaderboards/offline/regenerate.sh   (the variables below can be set in the environment)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-RUNS=${RUNS:?"set RUNS to the folder of the generation runs (RUNS/<name>/semuq/<task>/<run_id>)"}
+RUNS=${RUNS:-}
 RUN_NAMES=${RUN_NAMES:-"smollm2-webquestions smollm2-triviaqa smollm2-nqopen gemma-webquestions gemma-triviaqa gemma-nqopen"}
 WORK=${WORK:-$RUNS/offline-board}           # the rescored stores
+RECORDS=${RECORDS:-leaderboards/offline/records}  # the committed run records the board is built from
 OUTPUT=${OUTPUT:-leaderboards/offline}
 MODELS=${MODELS:-${SEMUQ_EVAL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/semuq-eval}/models}  # `semuq-eval assets`
 TRAINED=${TRAINED:-$MODELS/enc-trained}     # the shipped trained operator (`semuq-eval assets`)
 read -ra SEMUQ <<< "${SEMUQ:-semuq-eval}"
 
-OPERATORS=lexical,cos_int,cos_ext,enc,cos_ext_mpnet,enc_mpnet,enc_trained
-OPTIONS=$(cat <<EOF
-{"cos_ext": {"model": "$MODELS/all-minilm-l6-v2"},
- "enc": {"model": "$MODELS/all-minilm-l6-v2"},
- "cos_ext_mpnet": {"operator": "cos_ext", "model": "$MODELS/all-mpnet-base-v2"},
- "enc_mpnet": {"operator": "enc", "model": "$MODELS/all-mpnet-base-v2"},
- "enc_trained": {"operator": "enc", "model": "$TRAINED"}}
+if [ -n "$RUNS" ]; then
+    OPERATORS=lexical,cos_int,cos_ext,enc,cos_ext_mpnet,enc_mpnet,enc_trained
+    OPTIONS=$(cat <<EOF
+    {"cos_ext": {"model": "$MODELS/all-minilm-l6-v2"},
+     "enc": {"model": "$MODELS/all-minilm-l6-v2"},
+     "cos_ext_mpnet": {"operator": "cos_ext", "model": "$MODELS/all-mpnet-base-v2"},
+     "enc_mpnet": {"operator": "enc", "model": "$MODELS/all-mpnet-base-v2"},
+     "enc_trained": {"operator": "enc", "model": "$TRAINED"}}
 EOF
-)
-for path in "$MODELS/all-minilm-l6-v2" "$MODELS/all-mpnet-base-v2" "$TRAINED"; do
-    [ -d "$path" ] || { echo "regenerate: no model at $path (semuq-eval assets / bench/reproduce.py make them)" >&2; exit 1; }
-done
-
-for name in $RUN_NAMES; do
-    for store in "$RUNS/$name"/semuq/semuq_*/*/; do
-        store=${store%/}
-        [ -f "$store/breakdown.json" ] || { echo "skip $store: no breakdown.json (not finished)" >&2; continue; }
-        target=$WORK/stores/$(basename "$(dirname "$store")")/$(basename "$store")
-        if [ -f "$target/breakdown.json" ]; then echo "kept $target"; continue; fi
-        rm -rf "$target"  # an interrupted rescore left it half written
-        echo "rescore $store -> $target"
-        start=$SECONDS
-        "${SEMUQ[@]}" rescore "$store" --operators "$OPERATORS" --operator_options "$OPTIONS" \
-            --store_output "$target" > /dev/null
-        echo "rescored in $((SECONDS - start)) s"
+    )
+    for path in "$MODELS/all-minilm-l6-v2" "$MODELS/all-mpnet-base-v2" "$TRAINED"; do
+        [ -d "$path" ] || { echo "regenerate: no model at $path (semuq-eval assets / bench/reproduce.py make them)" >&2; exit 1; }
     done
-done
 
-"${SEMUQ[@]}" leaderboard "$WORK/stores/*/*" --output "$OUTPUT" --common-questions also \
+    targets=()
+    for name in $RUN_NAMES; do
+        for store in "$RUNS/$name"/semuq/semuq_*/*/; do
+            store=${store%/}
+            [ -f "$store/breakdown.json" ] || { echo "skip $store: no breakdown.json (not finished)" >&2; continue; }
+            target=$WORK/stores/$(basename "$(dirname "$store")")/$(basename "$store")
+            targets+=("$target")
+            if [ -f "$target/breakdown.json" ]; then echo "kept $target"; continue; fi
+            rm -rf "$target"  # an interrupted rescore left it half written
+            echo "rescore $store -> $target"
+            start=$SECONDS
+            "${SEMUQ[@]}" rescore "$store" --operators "$OPERATORS" --operator_options "$OPTIONS" \
+                --store_output "$target" > /dev/null
+            echo "rescored in $((SECONDS - start)) s"
+        done
+    done
+    mkdir -p "$RECORDS"
+    for target in "${targets[@]}"; do
+        "${SEMUQ[@]}" export-record "$target" --force \
+            --output "$RECORDS/$(basename "$(dirname "$target")").$(basename "$target").jsonl.gz"
+    done
+fi
+
+"${SEMUQ[@]}" leaderboard "$RECORDS/*.jsonl.gz" --output "$OUTPUT" --common-questions also \
     --compare enc_trained:enc,cos_ext,lexical,cos_int --compare enc_mpnet:enc,cos_ext_mpnet \
     --header @leaderboards/offline/HEADER.md --title "semuq-eval offline leaderboard (tiny CPU models)" --jobs 2

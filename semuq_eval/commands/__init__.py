@@ -30,6 +30,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "semuq_eval.commands.leaderboard:main",
         "merge run stores of many LLMs x tasks into Markdown/CSV/JSON, one HTML page and plots",
     ),
+    "export-record": (
+        "semuq_eval.commands.export_record:main",
+        "write run stores' run records (per-question labels and scores, text only) to commit or send in",
+    ),
     "tasks-dir": ("semuq_eval.commands.tasks_dir:main", "print the folder of the semuq task YAMLs"),
     "diagnose": (
         "semuq_eval.commands.diagnose:main",

@@ -4,11 +4,14 @@
 
     semuq-eval leaderboard 'out/**/semuq/*/*' --output leaderboards/mine
     semuq-eval leaderboard runs/a/semuq/semuq_nqopen/llm1 runs/b/semuq/semuq_nqopen/llm2 --labels run,gpt-judge
+    semuq-eval leaderboard 'leaderboards/mine/records/*.jsonl.gz' --add new.jsonl.gz --output leaderboards/mine
 
 writes ``leaderboard.md``, ``leaderboard.csv``, ``leaderboard.json``, ``index.html`` and ``plots/*.png`` into
 ``--output``. Quote globs so the shell does not expand them (``**`` recurses). Runs that cannot be compared
 question by question go to separate sections (``--strict`` refuses them); two runs of one LLM in a section are
-an error unless ``--on-duplicate latest``.
+an error unless ``--on-duplicate latest``. Run records (``semuq-eval export-record``) give the same cells as
+their stores; a record that cannot be read, or an ``--add`` record that does not fit a section of the inputs,
+is left out with a one-line reason (file, record, field), the others are used, and the exit status is 1.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import sys
 import time
 from pathlib import Path
 
+from semuq_eval.harness.record import RECORD_SUFFIX
 from semuq_eval.leaderboard.build import COMMON_QUESTIONS, build
 
 __all__ = ["main"]
@@ -32,7 +36,18 @@ def _parser() -> argparse.ArgumentParser:
         "differences, rank intervals.",
     )
     p.add_argument(
-        "inputs", nargs="+", help="run store dirs, breakdown JSON files, or quoted globs ('out/**/semuq/*/*')"
+        "inputs",
+        nargs="+",
+        help="run store dirs, breakdown JSON files, run records (*.jsonl.gz), or quoted globs ('out/**/semuq/*/*')",
+    )
+    p.add_argument(
+        "--add",
+        action="append",
+        default=[],
+        metavar="RECORD",
+        help="a run record (or glob) that must join a section of the inputs (repeatable): one that differs in "
+        "question set, N, judge, decoding or an operator is left out, named with the field (as is a record "
+        "that cannot be read), and the exit status is 1",
     )
     p.add_argument("--output", "-o", required=True, help="the folder to write")
     p.add_argument("--labels", default="run", help="label sets, comma-separated: run (default), NAME, or all")
@@ -118,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         document = build(
             args.inputs,
             args.output,
+            add=args.add,
             labels=tuple(s.strip() for s in args.labels.split(",") if s.strip()),
             strict=args.strict,
             on_duplicate=args.on_duplicate,
@@ -140,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     for entry in document["skipped"]:
         print(f"  skipped {entry['path']}: {entry['reason']}")
+    refused = [e for e in document["skipped"] if e["path"].endswith(RECORD_SUFFIX)]
     for section in document["sections"]:
         for note in section["notes"]:
             print(f"  {section['id']}: {note}")
@@ -151,4 +168,4 @@ def main(argv: list[str] | None = None) -> int:
             f"{s['reliable']['n_cells']}, {s['reliable']['n_improved_significant']} significant, "
             f"{s['reliable']['n_worse_significant']} significantly worse)"
         )
-    return 0
+    return 1 if refused else 0

@@ -32,6 +32,7 @@ from typing import Any
 from semuq_eval.harness.doc import Doc
 from semuq_eval.harness.label_sets import RUN_LABELS, read_label_set, slice_samples
 from semuq_eval.harness.pipeline import process_docs
+from semuq_eval.harness.record import write_store_record
 from semuq_eval.harness.report import summarize
 from semuq_eval.harness.settings import Settings
 from semuq_eval.harness.store import RunStore, load_store
@@ -187,7 +188,8 @@ def rescore(
 def _write_store(
     manifest: Mapping[str, Any], source, target, settings: Settings, items, breakdown: Mapping[str, Any]
 ) -> None:
-    """A complete run store at ``target``: ``source``'s answers and hidden vectors, the rescored rest."""
+    """A complete run store at ``target``: ``source``'s answers and hidden vectors, the rescored rest and its
+    run record."""
     source, target = Path(source), Path(target)
     store = RunStore(target)
     store.begin(manifest.get("task", ""), settings.as_dict(), model=manifest.get("model"))
@@ -196,6 +198,7 @@ def _write_store(
         shutil.copyfile(path, target / path.name)
     store.write_scores(items)
     store.write_breakdown(breakdown)
+    write_store_record(target)
 
 
 def _stored_labels(

@@ -16,6 +16,7 @@ says otherwise). Files (no pickle anywhere):
 ``scores.jsonl``               one item per question (rank 0, after aggregation): labels (greedy,
                                majority), every estimator's score (null = unavailable) and the reasons
 ``breakdown.json``             the full breakdown (:mod:`semuq_eval.harness.report`)
+``record.jsonl.gz``            the run record: labels and scores, text only (:mod:`semuq_eval.harness.record`)
 =============================  ============================================================================
 
 A rank truncates its own files when its filter starts (rank 0 also removes those of ranks that the run

@@ -44,6 +44,7 @@ from semuq_eval.harness.doc import Doc
 from semuq_eval.harness.operator_runs import OperatorRun, merge_operator_runs
 from semuq_eval.harness.overlap import warn_training_overlap
 from semuq_eval.harness.pipeline import process_docs
+from semuq_eval.harness.record import write_store_record
 from semuq_eval.harness.report import summarize, summary_keys, summary_scalars
 from semuq_eval.harness.settings import Settings
 from semuq_eval.harness.store import RunStore
@@ -333,6 +334,8 @@ class SemuqTask(ConfigurableTask):
                 if self.settings.store:
                     store.write_scores(items)
                 self.breakdown_path = store.write_breakdown(breakdown)
+                if self.settings.store:
+                    write_store_record(root)
                 labels = breakdown["labels"]["greedy"]
                 log.info(
                     "%s: semuq breakdown (%d questions, greedy labels %d correct / %d incorrect; %d estimators) "
@@ -344,8 +347,10 @@ class SemuqTask(ConfigurableTask):
                     len(breakdown["estimators_scored"]),
                     self.breakdown_path,
                 )
-            except OSError as err:
-                log.warning("%s: could not write the breakdown to %s (%s)", self.config.task, root, err)
+            except (OSError, ValueError) as err:
+                log.warning(
+                    "%s: could not write the breakdown or record to %s (%s)", self.config.task, root, err
+                )
         elif root is None:
             log.warning(
                 "%s: no output directory (set --output_path, metadata output_dir or $SEMUQ_OUTPUT_DIR); "

@@ -1,4 +1,4 @@
-"""Building a leaderboard folder from run stores: collect, group, compute, then write every output.
+"""Building a leaderboard folder from run stores or records: collect, group, compute, then write every output.
 
 :func:`build` runs the steps of :mod:`semuq_eval.leaderboard` in order (``semuq-eval leaderboard`` calls it,
 :mod:`semuq_eval.commands.leaderboard`): :mod:`.collect` finds and reads the runs and groups them into sections,
@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 
 from semuq_eval.jsonio import read_json
@@ -22,6 +23,7 @@ def build(
     inputs: list[str],
     output: str | Path,
     *,
+    add: Sequence[str] = (),
     labels: tuple[str, ...] = ("run",),
     strict: bool = False,
     on_duplicate: str = "error",
@@ -40,7 +42,12 @@ def build(
     Parameters
     ----------
     inputs : list of str
-        Run store directories, breakdown JSON files, or globs of them.
+        Run store directories, breakdown JSON files, run records (``*.jsonl.gz``), or globs of them. A run
+        record that cannot be read is listed in the document's ``skipped`` and the others are used.
+    add : list of str
+        Run records (or globs of them) that must join a section the ``inputs`` make: each is checked with
+        :func:`~semuq_eval.leaderboard.collect.check_join` and, when it does not fit, listed in ``skipped``
+        with the field that differs (the others join).
     output : path-like
         The folder to write (created).
     labels : tuple of str
@@ -71,7 +78,7 @@ def build(
     >>> build(["/nonexistent/*"], "/tmp/lb")
     Traceback (most recent call last):
     ...
-    semuq_eval.leaderboard.collect.LeaderboardInputError: '/nonexistent/*' matches no run store (a directory with manifest.json or breakdown.json) and no breakdown JSON file
+    semuq_eval.leaderboard.collect.LeaderboardInputError: '/nonexistent/*' matches no run store (a directory with manifest.json or breakdown.json), no breakdown JSON file and no run record
     """
     from semuq_eval.leaderboard.collect import expand_inputs, load_runs
     from semuq_eval.leaderboard.compute import LeaderboardConfig, compute
@@ -85,7 +92,12 @@ def build(
     paths = expand_inputs(inputs, skipped)
     for entry in skipped:
         log.warning("leaderboard: skipped %s (%s)", entry["path"], entry["reason"])
-    runs = load_runs(paths, labels)
+    unfinished = len(skipped)
+    runs = load_runs(paths, labels, skipped)
+    if add:
+        runs += _joining(expand_inputs(add), runs, labels, skipped)
+    for entry in skipped[unfinished:]:
+        log.warning("leaderboard: left out a run record: %s", entry["reason"])
     sections = _sections(runs, common_questions, strict=strict, on_duplicate=on_duplicate)
     board = compute(sections, config or LeaderboardConfig())
     output.mkdir(parents=True, exist_ok=True)
@@ -98,6 +110,25 @@ def build(
     figures = plot_all(document, output) if plots else []
     write_html(document, output / "index.html", header=header, plots=figures, title=title)
     return document
+
+
+def _joining(paths: list[Path], runs: list, labels: tuple[str, ...], skipped: list[dict[str, str]]) -> list:
+    """The runs of the records ``paths`` that fit a section of ``runs`` (:func:`build`'s ``add``); the others
+    are listed in ``skipped`` with the reason, one line each."""
+    from semuq_eval.leaderboard.collect import LeaderboardInputError, check_join, group_sections, load_runs
+
+    sections = group_sections(runs, on_duplicate="latest")
+    joining = []
+    for path in paths:
+        candidates = load_runs([path], labels, skipped)
+        try:
+            for run in candidates:
+                check_join(run, sections)
+        except LeaderboardInputError as err:
+            skipped.append({"path": str(path), "reason": str(err)})
+            continue
+        joining.extend(candidates)
+    return joining
 
 
 COMMON_QUESTIONS = ("only", "also")

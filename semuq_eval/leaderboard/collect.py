@@ -11,6 +11,11 @@ A **section** holds the runs that can be compared question by question: the same
 that two of its runs share. Runs that differ in any of these go to separate sections, each saying what sets
 it apart; nothing is mixed silently. ``strict=True`` refuses such inputs instead.
 
+A run may also come as its **run record** (:mod:`semuq_eval.harness.record`, ``*.jsonl.gz``): the same
+per-question scores and labels, text only, from any machine. A record gives the same run, so the same cells,
+except that no figure is taken from a breakdown (every one is computed: ``source`` "computed"). A record that
+must join a board's existing section (``--add``) is checked by :func:`check_join` first.
+
 Errors are :class:`LeaderboardInputError`, naming the file and what to do.
 """
 
@@ -28,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from semuq_eval.harness.label_sets import RUN_LABELS, label_set_names, read_label_set
+from semuq_eval.harness.record import RECORD_SUFFIX, read_record
 from semuq_eval.harness.report import FORMAT as BREAKDOWN_FORMAT
 from semuq_eval.harness.store import STORE_FORMAT
 from semuq_eval.jsonio import read_json, read_jsonl
@@ -37,6 +43,7 @@ __all__ = [
     "LeaderboardInputError",
     "Run",
     "Section",
+    "check_join",
     "common_questions",
     "expand_inputs",
     "group_sections",
@@ -87,6 +94,8 @@ class Run:
     provenance: dict[str, Any] = field(default_factory=dict)
     label_set: str = "run"
     judge_info: dict[str, Any] | None = None
+    #: the record's ``question_set`` (hash of the questions' texts), for a run read from a run record
+    question_set_hash: str | None = None
 
     @property
     def paired(self) -> bool:
@@ -161,10 +170,10 @@ class Section:
 def expand_inputs(
     patterns: Sequence[str | os.PathLike], skipped: list[dict[str, str]] | None = None
 ) -> list[Path]:
-    """Run store directories (or breakdown files) named by paths or globs (``**`` recurses).
+    """Run store directories, breakdown files or run records named by paths or globs (``**`` recurses).
 
     A directory counts as a store when it holds ``manifest.json`` or ``breakdown.json``; a file must be a
-    ``.json`` breakdown. Every pattern must match at least one. A store a glob matches whose run has not
+    ``.json`` breakdown or a ``.jsonl.gz`` run record. Every pattern must match at least one. A store a glob matches whose run has not
     finished (a manifest but no ``breakdown.json`` yet, e.g. a run still generating) is left out and listed in
     ``skipped`` (``{"path", "reason"}``) when a list is given, else it stays in (and :func:`load_run` says what
     is missing); a store named explicitly always stays in.
@@ -179,7 +188,7 @@ def expand_inputs(
     >>> expand_inputs(["/nonexistent/**/semuq/*/*"])
     Traceback (most recent call last):
     ...
-    semuq_eval.leaderboard.collect.LeaderboardInputError: '/nonexistent/**/semuq/*/*' matches no run store (a directory with manifest.json or breakdown.json) and no breakdown JSON file
+    semuq_eval.leaderboard.collect.LeaderboardInputError: '/nonexistent/**/semuq/*/*' matches no run store (a directory with manifest.json or breakdown.json), no breakdown JSON file and no run record
     """
     found: list[Path] = []
     seen: set[Path] = set()
@@ -194,19 +203,19 @@ def expand_inputs(
                 usable.append(path)
             elif path.is_dir() and (path / "manifest.json").is_file():
                 (unfinished if magic and skipped is not None else usable).append(path)
-            elif path.is_file() and path.suffix == ".json":
+            elif path.is_file() and (path.suffix == ".json" or path.name.endswith(RECORD_SUFFIX)):
                 usable.append(path)
             elif not magic:
                 what = (
                     "does not exist"
                     if not path.exists()
-                    else "is not a run store (no manifest.json or breakdown.json)"
+                    else "is not a run store (no manifest.json or breakdown.json) nor a run record"
                 )
                 raise LeaderboardInputError(f"{path} {what}")
         if not usable and not unfinished:
             raise LeaderboardInputError(
-                f"{str(pattern)!r} matches no run store (a directory with manifest.json or breakdown.json) "
-                "and no breakdown JSON file"
+                f"{str(pattern)!r} matches no run store (a directory with manifest.json or breakdown.json), "
+                "no breakdown JSON file and no run record"
             )
         for path in unfinished:
             skipped.append(
@@ -341,7 +350,8 @@ def _lm_eval_results(path: Path, task: str, llm: str) -> tuple[Path, dict] | Non
 
 
 def load_run(path: str | os.PathLike, label_set: str = RUN_LABELS) -> Run:
-    """Read one run store directory, or one breakdown JSON file (a breakdown-only run).
+    """Read one run store directory, one run record (``*.jsonl.gz``), or one breakdown JSON file (a
+    breakdown-only run).
 
     ``label_set`` names the labels (:mod:`semuq_eval.harness.label_sets`): ``"run"``, the run's own judge
     (``scores.jsonl``), or a set written by ``semuq-eval judge`` (``labels/<name>.jsonl``), whose judge then
@@ -363,6 +373,8 @@ def load_run(path: str | os.PathLike, label_set: str = RUN_LABELS) -> Run:
     path = Path(path)
     if not path.exists():
         raise LeaderboardInputError(f"{path} does not exist")
+    if path.is_file() and path.name.endswith(RECORD_SUFFIX):
+        return _load_record(path, label_set)
     store = path if path.is_dir() else None
     breakdown_file = path / "breakdown.json" if store else path
     if store is None and path.name == "breakdown.json" and (path.parent / "scores.jsonl").is_file():
@@ -488,19 +500,171 @@ def load_run(path: str | os.PathLike, label_set: str = RUN_LABELS) -> Run:
     return run
 
 
-def load_runs(paths: Iterable[str | os.PathLike], label_sets: Sequence[str] = (RUN_LABELS,)) -> list[Run]:
+def _load_record(path: Path, label_set: str) -> Run:
+    """A run read from its run record: what :func:`load_run` gives for the store it came from, except that
+    its breakdown holds no figures (every cell is computed) and its provenance is the record's."""
+    try:
+        record = read_record(path)
+    except ValueError as err:
+        raise LeaderboardInputError(str(err)) from None
+    task, llm = record["task"], record["llm"]
+    if label_set not in record["label_sets"]:
+        raise LeaderboardInputError(
+            f"{path}: record {task}/{llm}: no label set {label_set!r} (it holds {sorted(record['label_sets'])})"
+        )
+    questions = record.questions
+    breakdown = {
+        "format": BREAKDOWN_FORMAT,
+        "n_samples": record["n_samples"],
+        "n_docs": len(questions),
+        **{
+            k: v for k, v in record.items() if k not in ("format", "llm", "model", "estimators", "label_sets")
+        },
+    }
+    settings = dict(record.get("settings") or {})
+    columns = {name: i for i, name in enumerate(record["estimators"])}
+    scores = {n: np.array([_float(q["scores"][i]) for q in questions]) for n, i in columns.items()}
+    chosen = [q["labels"].get(label_set) or {} for q in questions]
+    labels = {s: np.array([_float(c.get(s)) for c in chosen]) for s in LABEL_STRATEGIES}
+    qids = [q.get("id") for q in questions]
+    run = Run(
+        path=path,
+        task=task,
+        llm=llm,
+        breakdown=breakdown,
+        settings=settings,
+        doc_ids=np.array([q["doc_id"] for q in questions], dtype=np.int64),
+        question_ids=[str(q) for q in qids] if all(q is not None for q in qids) else None,
+        scores=scores,
+        labels=labels,
+        label_set=label_set,
+        judge_info=None
+        if label_set == RUN_LABELS
+        else {"label_set": label_set, **record["label_sets"][label_set]},
+        question_set_hash=record["question_set"],
+    )
+    run.provenance = _provenance(path, task, llm, breakdown, settings)
+    model = run.provenance["model"]
+    named = dict(record.get("model") or {})
+    model.update(pretrained=named.get("pretrained") or named.get("model"), revision=named.get("revision"))
+    model["manifest"] = named
+    run.provenance["label_set"] = label_set
+    run.provenance["notes"] = [
+        f"from the run record {path.name}: the LLM as the store's manifest named it; package versions not recorded"
+    ]
+    if run.judge_info is not None:
+        run.provenance["judge"] = run.judge_info
+    return run
+
+
+def load_runs(
+    paths: Iterable[str | os.PathLike],
+    label_sets: Sequence[str] = (RUN_LABELS,),
+    skipped: list[dict[str, str]] | None = None,
+) -> list[Run]:
     """:func:`load_run` of every path and label set, in the order given.
 
-    ``label_sets`` may hold ``"all"``: every label set of each store (:func:`label_set_names`).
+    ``label_sets`` may hold ``"all"``: every label set of each store or record (:func:`label_set_names`).
+    A run record that cannot be read (it may come from anywhere) is listed in ``skipped`` (``{"path",
+    "reason"}``) when a list is given, and the others are read; otherwise, as for a store, the error is raised.
     """
     runs = []
     for p in paths:
         names = list(label_sets)
-        if "all" in names:
-            found = label_set_names(p) if Path(p).is_dir() else [RUN_LABELS]
-            names = [n for n in names if n != "all"] + [n for n in found if n not in names]
-        runs.extend(load_run(p, name) for name in names)
+        record = str(p).endswith(RECORD_SUFFIX)
+        try:
+            if "all" in names:
+                found = (
+                    label_set_names(p)
+                    if Path(p).is_dir()
+                    else list(read_record(p)["label_sets"])
+                    if record
+                    else [RUN_LABELS]
+                )
+                names = [n for n in names if n != "all"] + [n for n in found if n not in names]
+            runs.extend([load_run(p, name) for name in names])
+        except (LeaderboardInputError, ValueError) as err:
+            if not record or skipped is None:
+                raise LeaderboardInputError(str(err)) from None
+            skipped.append({"path": str(p), "reason": str(err)})
     return runs
+
+
+def check_join(run: Run, sections: Sequence[Section]) -> None:
+    """Refuse a run (a record sent from another machine) that cannot join its task's section of a board.
+
+    The run must match one of the board's sections of its task and label set in everything that makes runs
+    comparable: the question set (doc ids, question ids and, between records, the questions' texts), N, the
+    judge, the sampling decoding and the identity of every operator both ran; and its LLM must not be there yet.
+
+    Raises
+    ------
+    LeaderboardInputError
+        One line naming the file, the record and the first field that differs from the nearest section.
+
+    Examples
+    --------
+    >>> a = Run(path=Path("a.jsonl.gz"), task="t", llm="a", breakdown={"n_samples": 5}, settings={},
+    ...         doc_ids=np.arange(3), scores={}, labels={})
+    >>> b = Run(path=Path("b.jsonl.gz"), task="t", llm="b", breakdown={"n_samples": 10}, settings={},
+    ...         doc_ids=np.arange(3), scores={}, labels={})
+    >>> check_join(b, group_sections([a]))
+    Traceback (most recent call last):
+    ...
+    semuq_eval.leaderboard.collect.LeaderboardInputError: b.jsonl.gz: record t/b: field 'n_samples' is 10, the section t has 5; it cannot join the board
+    """
+    where = f"{run.path}: record {run.task}/{run.llm}"
+    candidates = [
+        s for s in sections if s.task == run.task and s.label_set == run.label_set and not s.repeats
+    ]
+    if not candidates:
+        raise LeaderboardInputError(
+            f"{where}: field 'task' is {run.task!r} (label set {run.label_set!r}), which no section of the board "
+            "has; pass it as an input to start a section"
+        )
+    best: tuple[str, list[tuple[str, Any, Any]]] | None = None
+    for section in candidates:
+        differences = _join_differences(run, section)
+        if not differences and run.llm in section.llms:
+            raise LeaderboardInputError(
+                f"{where}: field 'llm' is {run.llm!r}, which the section {section.id} has already; replace its "
+                "record instead of adding a second one"
+            )
+        if not differences:
+            return
+        if best is None or len(differences) < len(best[1]):
+            best = (section.id, differences)
+    section_id, ((name, mine, theirs), *_) = best
+    raise LeaderboardInputError(
+        f"{where}: field {name!r} is {mine}, the section {section_id} has {theirs}; it cannot join the board"
+    )
+
+
+def _join_differences(run: Run, section: Section) -> list[tuple[str, Any, Any]]:
+    """``(field, the run's value, the section's value)`` of every field in which the run differs."""
+    out = []
+    hashes = {r.question_set_hash for r in section.runs if r.question_set_hash is not None}
+    if _question_set(run) != section.question_set:
+        out.append(("question_set", _question_set(run), section.question_set))
+    elif run.question_set_hash is not None and hashes and run.question_set_hash not in hashes:
+        out.append(("question_set", f"sha1 {run.question_set_hash[:12]}", f"sha1 {sorted(hashes)[0][:12]}"))
+    if run.n_samples != section.n_samples:
+        out.append(("n_samples", run.n_samples, section.n_samples))
+    judge = {"label_set": run.label_set, **run.judge}
+    if judge != section.judge:
+        out.append(
+            ("judge", json.dumps(run.judge, sort_keys=True), json.dumps(section.judge, sort_keys=True))
+        )
+    decoding = run.provenance.get("decoding")
+    others = [r.provenance.get("decoding") for r in section.runs if r.provenance.get("decoding") is not None]
+    if decoding is not None and others and decoding not in others:
+        out.append(("decoding", json.dumps(decoding, sort_keys=True), json.dumps(others[0], sort_keys=True)))
+    for name, ident in run.operators.items():
+        if name in section.operators and section.operators[name] != ident:
+            out.append(
+                (f"operators.{name}", json.dumps(ident, sort_keys=True), json.dumps(section.operators[name]))
+            )
+    return out
 
 
 def common_questions(runs: Sequence[Run]) -> tuple[list[Run], dict[str, str]]:

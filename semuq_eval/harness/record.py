@@ -1,0 +1,332 @@
+"""The run record: what a leaderboard needs of a run, as one compact, text-only file small enough to commit.
+
+A run store (:mod:`~.store`) holds hidden vectors and token log-probabilities (megabytes per hundred
+questions) and lives on the machine that made it. A leaderboard needs none of that: per question, its labels
+under every label set and every estimator's score; per run, what identifies it (LLM, task, question set, N,
+decoding, judge, operators). :func:`write_store_record` writes exactly that as gzip JSON lines, beside the
+breakdown of every run that keeps a store and into any file for an existing store (``semuq-eval
+export-record``); :func:`read_record` reads one back, checked line by line.
+
+Format ``semuq-run-record/1``; line 1 is the manifest, every other line one question, in doc order::
+
+    {"format": "semuq-run-record/1", "task": str, "llm": str, "model": {...}, "n_samples": int,
+     "n_questions": int, "question_set": str, "estimators": [str], "label_sets": {name: judge info},
+     "judge", "label_set", "operators": {name: {"kind", "status", "info"}}, "decoding", "generation_kwargs",
+     "settings", "seeds", "unavailable", "created"}
+    {"doc_id": int, "id": str | null, "question_hash": str, "scores": [float | null, ...],
+     "labels": {label set: {"greedy": 1 | 0 | null, "majority": 1 | 0 | null, "samples": [1 | 0 | null]}}}
+
+``scores`` follow ``estimators``; a label set that did not label a question is absent from its ``labels``.
+``question_hash`` is :func:`question_hash` of the question's text; ``question_set`` hashes the doc ids, ids
+and question hashes together (:func:`question_set_hash`), so two records hold the same questions exactly when
+their ``question_set`` agree. Nothing depends on the machine or the time of writing (the operators' costs
+are left out) and the gzip header is fixed (no name, mtime 0): the same store gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import math
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from semuq_eval.harness.label_sets import RUN_LABELS, label_set_names, read_label_set
+from semuq_eval.harness.store import load_store
+from semuq_eval.jsonio import json_safe, parse_jsonl, read_json, read_jsonl
+
+__all__ = [
+    "RECORD_FORMAT",
+    "RECORD_NAME",
+    "RECORD_SUFFIX",
+    "RunRecord",
+    "question_hash",
+    "question_set_hash",
+    "read_record",
+    "record_from_store",
+    "write_record",
+    "write_store_record",
+]
+
+RECORD_FORMAT = "semuq-run-record/1"
+RECORD_SUFFIX = ".jsonl.gz"
+RECORD_NAME = "record.jsonl.gz"
+"""The record's name inside a run store (written beside ``breakdown.json``)."""
+
+#: the breakdown's fields a record keeps as they are (what identifies the run, and what the leaderboard reads)
+_KEPT = ("judge", "label_set", "decoding", "generation_kwargs", "settings", "seeds", "unavailable", "created")
+_STRATEGIES = ("greedy", "majority")
+
+
+class RunRecord(dict):
+    """A record as read: the manifest (this dict) and ``questions``, one dict per question in doc order."""
+
+    def __init__(self, manifest: Mapping[str, Any], questions: list[dict[str, Any]]) -> None:
+        super().__init__(manifest)
+        self.questions = questions
+
+
+def question_hash(question: str) -> str:
+    """The first 16 hex digits of the SHA-1 of a question's text (stripped), to recognize the same question.
+
+    Examples
+    --------
+    >>> question_hash(" Capital of France? ")
+    'a67d3f273c88df7b'
+    """
+    return hashlib.sha1(question.strip().encode("utf-8")).hexdigest()[:16]
+
+
+def question_set_hash(questions: Sequence[Mapping[str, Any]]) -> str:
+    """SHA-1 of the questions' ``(doc_id, id, question_hash)``, in doc order: equal for the same question set.
+
+    Examples
+    --------
+    >>> question_set_hash([{"doc_id": 0, "id": "q0", "question_hash": "ab"}])[:12]
+    '3a68bac7448a'
+    """
+    keys = sorted([int(q["doc_id"]), q.get("id"), q["question_hash"]] for q in questions)
+    return hashlib.sha1(json.dumps(keys).encode("utf-8")).hexdigest()
+
+
+def _operator(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """An operator's identity as a record keeps it: kind, status and info, not its cost (time differs per run)."""
+    return {k: entry.get(k) for k in ("kind", "status", "info")}
+
+
+def record_from_store(store: str | os.PathLike) -> RunRecord:
+    """The record of a finished run store: every label set it holds, every estimator's score.
+
+    Raises
+    ------
+    ValueError
+        Naming the file: no finished run (``breakdown.json`` or ``scores.jsonl`` missing), or what
+        :func:`~semuq_eval.harness.store.load_store` refuses (another format, malformed answers or scores),
+        or a label other than 1 / 0 / null.
+
+    Examples
+    --------
+    >>> record_from_store("/nonexistent")
+    Traceback (most recent call last):
+    ...
+    ValueError: /nonexistent/manifest.json is missing: not a run store
+    """
+    root = Path(store)
+    for name in ("breakdown.json", "scores.jsonl"):
+        if (root / "manifest.json").is_file() and not (root / name).is_file():
+            raise ValueError(f"{root / name} is missing: the run has not finished")
+    try:
+        manifest, stored = load_store(root, hidden=False)
+    except FileNotFoundError:
+        raise ValueError(f"{root / 'manifest.json'} is missing: not a run store") from None
+    breakdown = read_json(root / "breakdown.json")
+    if not isinstance(breakdown, Mapping):
+        raise ValueError(f"{root / 'breakdown.json'}: a breakdown is a JSON object")
+    items = [r["item"] for r in stored if r.get("item") is not None]
+    scored = {it.get("doc_id") for _, it in read_jsonl(root / "scores.jsonl")}
+    if len(items) != len(scored):
+        raise ValueError(
+            f"{root}: scores.jsonl scores {len(scored)} docs but generations.rank*.jsonl answers "
+            f"{len(items)} of them"
+        )
+    names: list[str] = []
+    for it in items:
+        names.extend(k for k in it["scores"] if k not in names)
+    sets = {name: read_label_set(root, name) for name in label_set_names(root) if name != RUN_LABELS}
+    questions = []
+    for rec in stored:
+        item, doc_id = rec.get("item"), rec["doc_id"]
+        if item is None:
+            continue  # answered but not scored (a doc the run left out): not part of the run's figures
+        if not isinstance(rec.get("question"), str):
+            raise ValueError(
+                f"{root}: doc {doc_id}: field 'question' must be a string in generations.rank*.jsonl"
+            )
+        labels = {
+            RUN_LABELS: {
+                **{s: item["labels"].get(s) for s in _STRATEGIES},
+                "samples": item.get("sample_labels"),
+            }
+        }
+        for name, label_set in sets.items():
+            chosen = label_set.records.get(doc_id)
+            if chosen is not None:
+                labels[name] = {s: chosen.get(s) for s in (*_STRATEGIES, "samples")}
+        labels = {k: {**v, "samples": list(v["samples"] or [])} for k, v in labels.items()}
+        for name, per in labels.items():
+            bad = [v for v in [per["greedy"], per["majority"], *per["samples"]] if not _label(v)]
+            if bad:
+                raise ValueError(
+                    f"{root}: doc {doc_id}: label set {name!r} holds {bad[0]!r:.40}, not 1, 0 or null"
+                )
+        questions.append(
+            {
+                "doc_id": doc_id,
+                "id": item.get("id"),
+                "question_hash": question_hash(rec["question"]),
+                "scores": [item["scores"].get(n) for n in names],
+                "labels": labels,
+            }
+        )
+    header = {
+        "format": RECORD_FORMAT,
+        "task": str(breakdown.get("task") or manifest.get("task")),
+        "llm": root.name,
+        "model": dict(manifest.get("model") or {}),
+        "n_samples": breakdown.get("n_samples"),
+        "n_questions": len(questions),
+        "question_set": question_set_hash(questions),
+        "estimators": names,
+        "label_sets": {
+            RUN_LABELS: dict(breakdown.get("judge") or {}),
+            **{n: s.judge for n, s in sets.items()},
+        },
+        "operators": {n: _operator(e) for n, e in (breakdown.get("operators") or {}).items()},
+        **{k: breakdown.get(k) for k in _KEPT},
+    }
+    return RunRecord(json_safe(header), json_safe(questions))
+
+
+def write_record(path: str | os.PathLike, record: RunRecord) -> Path:
+    """Write ``record`` to ``path`` atomically (temporary file, then rename), with deterministic bytes.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> r = RunRecord({"format": RECORD_FORMAT}, [{"doc_id": 0}])
+    >>> write_record(Path(tempfile.mkdtemp()) / "r.jsonl.gz", r).name
+    'r.jsonl.gz'
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [dict(record), *record.questions]
+    raw = "".join(json.dumps(line, ensure_ascii=False, allow_nan=False) + "\n" for line in lines)
+    buffer = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", fileobj=buffer, mtime=0, compresslevel=9) as gz:
+        gz.write(raw.encode("utf-8"))
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_bytes(buffer.getvalue())
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_store_record(store: str | os.PathLike) -> Path:
+    """Write the record of a finished run store into it, as ``record.jsonl.gz``; returns its path."""
+    return write_record(Path(store) / RECORD_NAME, record_from_store(store))
+
+
+def _kind(value: Any, kind: type | tuple[type, ...]) -> bool:
+    return isinstance(value, kind) and not (isinstance(value, bool) and kind in (int, (int, float)))
+
+
+def _label(value: Any) -> bool:
+    return value is None or (value in (0, 1) and not isinstance(value, float))
+
+
+def _check_question(obj: Mapping[str, Any], n_estimators: int, n_samples: int) -> str | None:
+    """The first field of a question line that breaks the format, with what is wrong; None when it is sound."""
+    if not _kind(obj.get("doc_id"), int):
+        return f"field 'doc_id' must be an integer, got {obj.get('doc_id')!r:.40}"
+    if obj.get("id") is not None and not isinstance(obj["id"], str):
+        return f"field 'id' must be a string or null, got {obj['id']!r:.40}"
+    if not isinstance(obj.get("question_hash"), str):
+        return f"field 'question_hash' must be a string, got {obj.get('question_hash')!r:.40}"
+    scores = obj.get("scores")
+    if not isinstance(scores, list) or len(scores) != n_estimators:
+        return f"field 'scores' must be a list of {n_estimators} numbers or nulls (one per estimator)"
+    bad = [s for s in scores if s is not None and not (_kind(s, (int, float)) and math.isfinite(s))]
+    if bad:
+        return f"field 'scores' must hold numbers or nulls, got {bad[0]!r:.40}"
+    labels = obj.get("labels")
+    if not isinstance(labels, dict) or RUN_LABELS not in labels:
+        return f"field 'labels' must be an object with the {RUN_LABELS!r} label set"
+    for name, per in labels.items():
+        if not isinstance(per, dict):
+            return f"field 'labels.{name}' must be an object"
+        for strategy in _STRATEGIES:
+            if not _label(per.get(strategy)):
+                return f"field 'labels.{name}.{strategy}' must be 1, 0 or null, got {per.get(strategy)!r:.40}"
+        samples = per.get("samples")
+        if not isinstance(samples, list) or len(samples) > n_samples or not all(map(_label, samples)):
+            return (
+                f"field 'labels.{name}.samples' must be a list of at most N = {n_samples} labels 1, 0 or null"
+            )
+    return None
+
+
+_HEADER_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "task": str,
+    "llm": str,
+    "n_samples": int,
+    "n_questions": int,
+    "question_set": str,
+    "estimators": list,
+    "label_sets": dict,
+    "operators": dict,
+}
+
+
+def read_record(path: str | os.PathLike) -> RunRecord:
+    """Read and check a run record (module docstring).
+
+    Raises
+    ------
+    ValueError
+        One line naming ``file:line``, the record (``task/llm``) once the manifest is read, and the field:
+        not gzip, a malformed JSON line, another format, a field missing or of the wrong type, or questions
+        that do not match the manifest's ``n_questions`` or ``question_set``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> bad = Path(tempfile.mkdtemp()) / "r.jsonl.gz"
+    >>> _ = bad.write_text("not gzip")
+    >>> read_record(bad)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: .../r.jsonl.gz: not a gzip-compressed run record (Not a gzipped file (b'no'))
+    """
+    path = Path(path)
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            lines = fh.read().splitlines()
+    except (OSError, EOFError, UnicodeDecodeError) as err:
+        raise ValueError(f"{path}: not a gzip-compressed run record ({err})") from None
+    parsed = parse_jsonl(lines, str(path))
+    number, header = next(parsed, (1, {}))
+    if header.get("format") != RECORD_FORMAT:
+        raise ValueError(
+            f"{path}:{number}: field 'format' must be {RECORD_FORMAT!r}, got {header.get('format')!r}"
+        )
+    for key, kind in _HEADER_FIELDS.items():
+        if not _kind(header.get(key), kind):
+            raise ValueError(
+                f"{path}:{number}: field {key!r} must be {kind.__name__}, got {header.get(key)!r:.40}"
+            )
+    where = f"record {header['task']}/{header['llm']}"
+    if not all(isinstance(n, str) for n in header["estimators"]):
+        raise ValueError(f"{path}:{number}: {where}: field 'estimators' must hold strings")
+    questions, n_estimators = [], len(header["estimators"])
+    for number, obj in parsed:
+        problem = _check_question(obj, n_estimators, header["n_samples"])
+        if problem is not None:
+            raise ValueError(f"{path}:{number}: {where}: {problem}")
+        questions.append(obj)
+    if len(questions) != header["n_questions"]:
+        raise ValueError(
+            f"{path}:1: {where}: field 'n_questions' is {header['n_questions']} but the file holds "
+            f"{len(questions)} questions (a truncated file?)"
+        )
+    if question_set_hash(questions) != header["question_set"]:
+        raise ValueError(
+            f"{path}:1: {where}: field 'question_set' does not match the questions the file holds (edited by hand?)"
+        )
+    return RunRecord(header, questions)
