@@ -135,6 +135,15 @@ def test_golden_csv_and_markdown(golden_build):
             else:
                 assert ra[k] == rb[k], (k, ra, rb)
     assert (out / "leaderboard.md").read_text() == (GOLDEN / "leaderboard.md").read_text()
+    with open(out / "headline.csv") as a, open(GOLDEN / "headline.csv") as b:
+        rows_a, rows_b = list(csv.DictReader(a)), list(csv.DictReader(b))
+    assert len(rows_a) == len(rows_b) == 10  # 2 LLMs x (2 tasks + mean), then 2 LLMs x 2 tasks (best)
+    for ra, rb in zip(rows_a, rows_b, strict=True):
+        for k in ra:
+            if k in ("value", "ci_low", "ci_high", "accuracy") and ra[k]:
+                assert math.isclose(float(ra[k]), float(rb[k]), rel_tol=1e-9), (k, ra, rb)
+            else:
+                assert ra[k] == rb[k], (k, ra, rb)
 
 
 def test_outputs_written(golden_build):
@@ -144,9 +153,14 @@ def test_outputs_written(golden_build):
     assert plots == [
         "auroc_semuq_toy_a.png",
         "auroc_semuq_toy_b.png",
+        "headline_forest.png",
         "heatmap_operator_x_aggregator.png",
         "ranks_semuq_toy_a.png",
         "ranks_semuq_toy_b.png",
+        "rejection_semuq_toy_a.png",
+        "rejection_semuq_toy_b.png",
+        "reliability_semuq_toy_a.png",
+        "reliability_semuq_toy_b.png",
     ]
     for name in plots:
         assert (out / "plots" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

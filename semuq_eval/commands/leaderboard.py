@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from semuq_eval.leaderboard.build import COMMON_QUESTIONS, build
+from semuq_eval.leaderboard.headline import REFERENCE
 
 __all__ = ["main"]
 
@@ -51,6 +52,11 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         help="estimator for the LLM-vs-LLM tests (repeatable); default: the best mean AUROC per section",
+    )
+    p.add_argument(
+        "--reference",
+        default=REFERENCE,
+        help=f"the headline's reference estimator, the same for every LLM and task (default {REFERENCE})",
     )
     p.add_argument(
         "--compare",
@@ -111,6 +117,7 @@ def main(argv: list[str] | None = None) -> int:
             llm_estimators=tuple(args.estimator),
             jobs=args.jobs,
             compare=tuple(parse_compare(spec) for spec in args.compare),
+            reference=args.reference,
         )
         start = time.perf_counter()
         if (Path(args.output) / "leaderboard.json").is_file():
