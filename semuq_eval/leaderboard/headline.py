@@ -231,8 +231,8 @@ def cell_summary(cell: Mapping[str, Any] | None) -> str:
         reliable=bool(cell.get("reliable")),
         count=f"{cell.get('n_correct')}/{cell.get('n_incorrect')}",
     )
-    if cell.get("accuracy") is not None:
+    if isinstance(cell.get("accuracy"), float):
         text += f" · acc {cell['accuracy']:.3f}"
     if cell.get("rank") is not None:
-        text += f" · rank {cell['rank']} ({cell['rank_low']}-{cell['rank_high']} of {cell['n_ranked']})"
+        text += f" · rank {cell['rank']} ({cell.get('rank_low')}-{cell.get('rank_high')} of {cell.get('n_ranked')})"
     return text

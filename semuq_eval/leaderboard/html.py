@@ -306,7 +306,7 @@ def _headline_html(document: Mapping[str, Any], plots: Sequence[str]) -> str:
         f"<h2>Headline: {html.escape(str(headline['reference']))} for every LLM "
         f"({html.escape(str(headline['strategy']))} labels)</h2>"
         + _headline_table(headline, "headline", best=False)
-        + f'<p class="rule">Rule: {html.escape(str(headline["rule"]))}. A cell: AUROC [95% CI] (correct/incorrect'
+        + f'<p class="rule">Rule: {_inline(str(headline["rule"]))}. A cell: AUROC [95% CI] (correct/incorrect'
         " answers), <span class=flag>!</span> = small sample, greedy accuracy, rank (1 = best) and its 95%"
         " bootstrap interval.</p>"
         + "<details><summary>Optimistic: each LLM's best estimator per task (the maximum of many noisy AUROCs, "
