@@ -197,6 +197,31 @@ def test_another_reference_estimator_is_the_one_read(board):
     assert all(c["estimator"] == "se@lexical" for c in other.curves)
 
 
+def test_reference_option_of_the_command(tmp_path, capsys):
+    from semuq_eval.commands import main as cli_main
+    from semuq_eval.jsonio import read_json
+
+    out = tmp_path / "out"
+    glob = str(STORES / "*" / "semuq" / "*" / "*")
+    argv = [
+        "leaderboard",
+        glob,
+        "-o",
+        str(out),
+        "--bootstrap",
+        "50",
+        "--no-plots",
+        "--reference",
+        "cos@cos_ext",
+    ]
+    assert cli_main(argv) == 0
+    doc = read_json(out / "leaderboard.json")
+    assert doc["settings"]["reference"] == doc["headline"]["reference"] == "cos@cos_ext"
+    assert "## Headline: `cos@cos_ext` for every LLM" in (out / "leaderboard.md").read_text()
+    rows = (out / "headline.csv").read_text().splitlines()
+    assert sum(",cos@cos_ext," in r and r.startswith("reference,") for r in rows) == 6
+
+
 def test_one_llm_more_is_one_headline_row_more(tmp_path):
     """A third LLM's stores (llm-alpha's runs, renamed) add one row; the others' AUROC cells do not change."""
     before = build([str(STORES / "*" / "semuq" / "*" / "*")], tmp_path / "before", config=FAST, plots=False)
@@ -221,3 +246,28 @@ def test_one_llm_more_is_one_headline_row_more(tmp_path):
     md = (tmp_path / "after" / "leaderboard.md").read_text().split("### Optimistic")[0]
     assert sum(line.startswith("| llm-") for line in md.splitlines()) == 3
     assert len((tmp_path / "after" / "headline.csv").read_text().splitlines()) == 1 + 3 * 3 + 3 * 2
+
+
+def test_a_task_whose_llms_ran_different_question_sets_is_its_common_column(tmp_path):
+    """--common-questions also: each LLM's own section and a #common one; the headline reads the #common one
+    (the LLMs on the same questions) and ranks them there, and draws its curves from it."""
+    import json
+
+    stores = []
+    for llm in ("llm-alpha", "llm-beta"):
+        target = tmp_path / llm
+        shutil.copytree(STORES / llm / "semuq" / "semuq_toy_a" / llm, target)
+        stores.append(str(target))
+    scores = Path(stores[1]) / "scores.jsonl"
+    scores.write_text("\n".join(scores.read_text().splitlines()[:40]) + "\n")  # beta: the first 40 questions
+    breakdown = Path(stores[1]) / "breakdown.json"
+    breakdown.write_text(json.dumps({**json.loads(breakdown.read_text()), "n_docs": 40}))
+    doc = build(stores, tmp_path / "out", common_questions="also", config=FAST, plots=False)
+    h = doc["headline"]
+    assert [s["id"] for s in doc["sections"]] == ["semuq_toy_a#1", "semuq_toy_a#2", "semuq_toy_a#common"]
+    assert h["columns"] == ["semuq_toy_a#common"]
+    for row in h["rows"]:
+        cell = row["cells"]["semuq_toy_a#common"]
+        assert cell["n_correct"] + cell["n_incorrect"] == 40 and cell["rank"] is not None
+        assert row["mean"]["value"] == cell["value"] and row["mean"]["n_ranked"] == 2
+    assert {(c["section"], c["n"]) for c in doc["curves"]} == {("semuq_toy_a#common", 40)}

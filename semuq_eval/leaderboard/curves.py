@@ -15,12 +15,15 @@ definitions as the cells' figures:
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from semuq_eval.leaderboard.headline import STRATEGY
+from semuq_eval.leaderboard.headline import STRATEGY, columns
 from semuq_eval.metrics import CalibrationProtocol, auarc, calibrate
+
+if TYPE_CHECKING:
+    from semuq_eval.leaderboard.compute import Leaderboard
 
 __all__ = ["curves", "rejection_curve", "reliability_bins"]
 
@@ -119,18 +122,16 @@ def reliability_bins(
     return out
 
 
-def curves(board: Any) -> list[dict[str, Any]]:
-    """The headline's pictures: per headline cell (LLM x task, the reference estimator, greedy labels) of a run
-    with per-question scores, its rejection curve and reliability bins (``leaderboard.json``'s ``curves``).
+def curves(board: Leaderboard) -> list[dict[str, Any]]:
+    """The headline's pictures: per headline cell (LLM x headline column, the reference estimator, greedy labels)
+    of a run with per-question scores, its rejection curve and reliability bins (``leaderboard.json``'s ``curves``).
 
     ``aurac`` is :func:`~semuq_eval.metrics.auarc` on the same scores, and ``ece`` the ECE the reliability bins
     add up to; the cells (``auarc`` / ``ece`` metrics, with their CIs) hold the same point figures.
     """
     reference, protocol = board.config.reference, board.config.protocol
     out = []
-    for section in board.sections:
-        if section.repeats:
-            continue
+    for section in columns(board.sections):
         for run in section.runs:
             if not run.paired or reference not in run.scores:
                 continue

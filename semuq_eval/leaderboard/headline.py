@@ -7,7 +7,8 @@ each LLM would reward the LLM whose many estimators happened to get lucky, so th
 question-conditioned operator ``enc`` with the fixed ``kle_heat`` aggregator), under the greedy labels
 (:data:`STRATEGY`: is the answer the LLM would give correct?).
 
-Each cell is the board's own figure, nothing recomputed: the reference estimator's AUROC cell (CI, correct /
+A column is a task's section (:func:`columns`: its ``#common`` section when its LLMs ran different question
+sets). Each cell is the board's own figure, nothing recomputed: the reference estimator's AUROC cell (CI, correct /
 incorrect counts, greedy accuracy, the run's small-sample flag, :mod:`semuq_eval.harness.reliability`) and its
 row of the LLM rank intervals (:func:`~semuq_eval.leaderboard.compute.rank_intervals`). The mean column
 averages the LLM's task AUROCs resample by resample on the sections' shared bootstraps (the sections hold
@@ -30,9 +31,11 @@ import numpy as np
 from semuq_eval.jsonio import finite_or_none
 
 if TYPE_CHECKING:  # the command imports REFERENCE for its --help: no metrics (scikit-learn) at import
+    from semuq_eval.leaderboard.collect import Section
+    from semuq_eval.leaderboard.compute import Leaderboard
     from semuq_eval.metrics import Bootstrap
 
-__all__ = ["REFERENCE", "RULE", "STRATEGY", "best_rows", "cell_summary", "headline"]
+__all__ = ["REFERENCE", "RULE", "STRATEGY", "best_rows", "cell_summary", "columns", "headline"]
 
 REFERENCE = "kle_heat@enc"
 """The default reference estimator: the trained operator ``enc`` with the fixed aggregator ``kle_heat``."""
@@ -86,8 +89,29 @@ def _mean_cell(
     }, means
 
 
+def columns(sections: Sequence[Section]) -> list[Section]:
+    """The headline's columns: one section per task where the task has one, or its ``#common`` section when its
+    LLMs ran different question sets (``--common-questions also``: there they are compared on the same
+    questions); otherwise each of the task's sections (LLMs that did not share questions are not ranked).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as S
+    >>> board = [S(id="a#1", task="a", repeats=False), S(id="a#2", task="a", repeats=False),
+    ...          S(id="a#common", task="a", repeats=True), S(id="b", task="b", repeats=False)]
+    >>> [s.id for s in columns(board)]
+    ['a#common', 'b']
+    """
+    out = []
+    for task in dict.fromkeys(s.task for s in sections):
+        own = [s for s in sections if s.task == task and not s.repeats]
+        common = [s for s in sections if s.task == task and s.repeats]
+        out += common if common and len(own) > 1 else own
+    return out
+
+
 def headline(
-    board: Any, resampled: Mapping[tuple[str, str], Mapping[tuple[str, str], tuple]]
+    board: Leaderboard, resampled: Mapping[tuple[str, str], Mapping[tuple[str, str], tuple]]
 ) -> dict[str, Any]:
     """The headline table of a computed board (module docstring): ``leaderboard.json``'s ``headline``.
 
@@ -124,8 +148,8 @@ def headline(
 
     config = board.config
     reference, bootstrap = config.reference, config.bootstrap
-    sections = [s for s in board.sections if not s.repeats]
-    columns = [s.id for s in sections]
+    sections = columns(board.sections)
+    ids = [s.id for s in sections]
     llms = list(dict.fromkeys(r.llm for s in sections for r in s.runs))
     at = {
         (c["section"], c["llm"]): c
@@ -151,30 +175,32 @@ def headline(
             draws.append(None if figure is None else figure[1])
         mean, means[llm] = _mean_cell(list(cells.values()), draws, bootstrap)
         mean["n_tasks"] = len(cells)
+        if mean["value"] is not None and len(cells) < len(ids):
+            mean["note"] = "; ".join(
+                filter(None, [f"mean over {len(cells)} of {len(ids)} tasks", mean["note"]])
+            )
         rows.append({"llm": llm, "cells": cells, "mean": mean})
-    complete = [
-        row["llm"] for row in rows if row["mean"]["n_tasks"] == len(columns) and means[row["llm"]] is not None
-    ]
-    for row in rows:
-        row["mean"].update(rank=None, rank_low=None, rank_high=None, n_ranked=len(complete))
+    by_llm = {row["llm"]: row["mean"] for row in rows}
+    complete = [llm for llm, mean in by_llm.items() if mean["n_tasks"] == len(ids) and means[llm] is not None]
+    for mean in by_llm.values():
+        mean.update(rank=None, rank_low=None, rank_high=None, n_ranked=len(complete))
     if len(complete) > 1:
-        points = np.array([next(r for r in rows if r["llm"] == llm)["mean"]["value"] for llm in complete])
+        points = np.array([by_llm[llm]["value"] for llm in complete])
         point, low, high, _ = rank_intervals(np.vstack([means[llm] for llm in complete]), points)
         for i, llm in enumerate(complete):
-            mean = next(r for r in rows if r["llm"] == llm)["mean"]
-            mean.update(rank=int(point[i]), rank_low=int(low[i]), rank_high=int(high[i]))
+            by_llm[llm].update(rank=int(point[i]), rank_low=int(low[i]), rank_high=int(high[i]))
     rows.sort(key=lambda r: (r["mean"]["value"] is None, -(r["mean"]["value"] or 0.0)))
     return {
         "reference": reference,
         "strategy": STRATEGY,
         "rule": RULE.format(reference=reference, strategy=STRATEGY),
-        "columns": columns,
+        "columns": ids,
         "rows": rows,
-        "best": best_rows(board.cells, [r["llm"] for r in rows], columns),
+        "best": best_rows(board.cells, [r["llm"] for r in rows], ids),
     }
 
 
-def best_rows(cells: Sequence[Mapping[str, Any]], llms: Sequence[str], columns: Sequence[str]) -> list[dict]:
+def best_rows(cells: Sequence[Mapping[str, Any]], llms: Sequence[str], ids: Sequence[str]) -> list[dict]:
     """Each LLM's best estimator per task (greedy AUROC; optimistic: the maximum of many noisy cells).
 
     Rows follow ``llms`` (the headline's order); a cell is the best estimator's AUROC cell, with its name.
@@ -199,7 +225,7 @@ def best_rows(cells: Sequence[Mapping[str, Any]], llms: Sequence[str], columns: 
             "llm": llm,
             "cells": {
                 sid: {"estimator": best[(sid, llm)]["estimator"], **_cell(best[(sid, llm)], "")}
-                for sid in columns
+                for sid in ids
                 if (sid, llm) in best
             },
         }

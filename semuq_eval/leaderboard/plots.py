@@ -133,7 +133,7 @@ def plot_forest(document: Mapping[str, Any], path: str | Path) -> Path | None:
     ax.axvline(0.5, color="grey", linestyle="--", linewidth=0.8)
     ax.set_yticks(range(len(entries)))
     ax.set_yticklabels([label for label, _ in entries], fontsize=7)
-    ax.invert_yaxis()
+    ax.set_ylim(len(entries) - 0.5, -0.5)  # first row on top, no empty margin
     ax.set_xlim(0, 1)
     ax.set_xlabel(
         f"AUROC of {headline['reference']} ({headline['strategy']} labels), 95% CI; hollow = small sample"
@@ -185,7 +185,7 @@ def plot_rejection(document: Mapping[str, Any], section: Mapping[str, Any], path
     ax.set_ylim(0, 1.02)
     ax.set_xlabel("share of answers rejected (most uncertain first)")
     ax.set_ylabel("accuracy of the kept answers")
-    ax.set_title(f"{section['id']}: accuracy vs rejection, {entries[0]['estimator']}", fontsize=9)
+    ax.set_title(f"{section['id']}: accuracy vs rejection\n{entries[0]['estimator']}", fontsize=9)
     ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     path = Path(path)
@@ -216,7 +216,7 @@ def plot_reliability(
     ax.set_ylim(0, 1)
     ax.set_xlabel("calibrated confidence (held-out isotonic, as ECE)")
     ax.set_ylabel("accuracy in the bin")
-    ax.set_title(f"{section['id']}: reliability, {entries[0]['estimator']}", fontsize=9)
+    ax.set_title(f"{section['id']}: reliability\n{entries[0]['estimator']}", fontsize=9)
     ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
     path = Path(path)

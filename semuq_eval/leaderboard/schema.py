@@ -60,7 +60,8 @@ RANK is ``{"section", "task", "strategy", "auroc", "rank", "rank_low", "rank_hig
 quantiles of the rank over the ``n_resamples`` resamples that ranked it.
 ``headline`` (:mod:`.headline`) is the table with one row per LLM: ``reference`` is the estimator every cell
 reads (``settings.reference``, fixed before the LLMs are ranked), ``strategy`` its labels (greedy); ``columns``
-the sections that do not repeat questions. HCELL is ``{"value", "ci_low", "ci_high", "n_correct",
+one section per task (:func:`.headline.columns`: the ``#common`` one when the task's LLMs ran different question
+sets). HCELL is ``{"value", "ci_low", "ci_high", "n_correct",
 "n_incorrect", "accuracy", "reliable", "status", "note"}``: the reference estimator's AUROC cell (the mean
 column: the mean over the LLM's tasks with the percentile interval of the resampled means, summed counts, the
 mean accuracy, ``reliable`` when every task cell is); RANKS is ``{"rank", "rank_low", "rank_high",
