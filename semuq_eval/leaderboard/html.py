@@ -62,8 +62,8 @@ tr.unreliable td{color:#888}tr.unreliable .bar span{background:#bbb}.flag{color:
 .status{color:#a60}.hm td{text-align:center;min-width:4.5em}.sig{font-weight:bold}
 .delta-pos{background:#dff0d8}.delta-neg{background:#f8dcdc}
 #headline td,#best td{white-space:normal;min-width:11em;vertical-align:top}#headline td.flagged{color:#777}
-#headline td.llm,#best td.llm{font-weight:bold;min-width:0}.rule{font-size:.85em;color:#444;max-width:75em}
-.hplots{display:flex;flex-wrap:wrap;gap:.5em}.hplots img{max-height:26em;border:1px solid #ddd}
+#headline td.llm,#best td.llm{font-weight:bold;min-width:0;white-space:nowrap}.rule{font-size:.85em;color:#444;max-width:75em}
+.hplots{display:flex;flex-wrap:wrap;gap:.5em;align-items:flex-start}.hplots img{max-width:100%;border:1px solid #ddd}
 #more{margin:.4em 0}.plots img{max-width:100%;border:1px solid #ddd;margin:.4em 0}
 """
 
