@@ -271,3 +271,26 @@ def test_a_task_whose_llms_ran_different_question_sets_is_its_common_column(tmp_
         assert cell["n_correct"] + cell["n_incorrect"] == 40 and cell["rank"] is not None
         assert row["mean"]["value"] == cell["value"] and row["mean"]["n_ranked"] == 2
     assert {(c["section"], c["n"]) for c in doc["curves"]} == {("semuq_toy_a#common", 40)}
+
+
+def test_an_llm_without_every_task_gets_a_mean_note_and_no_mean_rank(tmp_path):
+    stores = [
+        _copy_store("llm-alpha", "semuq_toy_a", tmp_path),
+        _copy_store("llm-alpha", "semuq_toy_b", tmp_path),
+        _copy_store("llm-beta", "semuq_toy_a", tmp_path),
+    ]
+    doc = build(stores, tmp_path / "out", config=FAST, plots=False)
+    rows = {r["llm"]: r for r in doc["headline"]["rows"]}
+    beta = rows["llm-beta"]
+    assert set(beta["cells"]) == {"semuq_toy_a"} and beta["mean"]["n_tasks"] == 1
+    assert beta["mean"]["value"] == beta["cells"]["semuq_toy_a"]["value"]
+    assert beta["mean"]["note"] == "mean over 1 of 2 tasks" and beta["mean"]["rank"] is None
+    # only llm-alpha has every task: nothing to rank the means against; the task column still ranks both
+    assert rows["llm-alpha"]["mean"]["rank"] is None and rows["llm-alpha"]["mean"]["n_ranked"] == 1
+    assert {r["cells"]["semuq_toy_a"]["rank"] for r in rows.values()} == {1, 2}
+
+
+def _copy_store(llm: str, task: str, dest: Path) -> str:
+    target = dest / llm / "semuq" / task / llm
+    shutil.copytree(STORES / llm / "semuq" / task / llm, target)
+    return str(target)
