@@ -294,3 +294,18 @@ def _copy_store(llm: str, task: str, dest: Path) -> str:
     target = dest / llm / "semuq" / task / llm
     shutil.copytree(STORES / llm / "semuq" / task / llm, target)
     return str(target)
+
+
+def test_a_breakdown_only_run_has_its_cell_but_no_mean_ci_and_no_curve(tmp_path):
+    """A run given as its breakdown alone (no scores.jsonl): its headline cell is the breakdown's AUROC with
+    the breakdown's CI; the mean has no resamples to draw an interval from, so it says so and is flagged."""
+    lone = tmp_path / "beta-toy-b.json"
+    shutil.copy(STORES / "llm-beta" / "semuq" / "semuq_toy_b" / "llm-beta" / "breakdown.json", lone)
+    board = compute(group_sections(load_runs([lone])), LeaderboardConfig(n_resamples=50))
+    (row,) = board.headline["rows"]
+    cell = next(iter(row["cells"].values()))
+    assert cell["status"] == "ok" and cell["ci_low"] < cell["value"] < cell["ci_high"]
+    assert row["mean"]["value"] == cell["value"] and row["mean"]["ci_low"] is None
+    assert row["mean"]["reliable"] is False
+    assert row["mean"]["note"] == "no CI: a task's run has no per-question scores (breakdown only)"
+    assert board.curves == []

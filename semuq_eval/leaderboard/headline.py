@@ -3,8 +3,9 @@
 The question a reader brings is "which LLM knows best when it is wrong?". Answering it with the best cell of
 each LLM would reward the LLM whose many estimators happened to get lucky, so the headline reads one
 **reference estimator**, fixed before the LLMs are looked at: :attr:`LeaderboardConfig.reference
-<semuq_eval.leaderboard.compute.LeaderboardConfig>` (``--reference``; default :data:`REFERENCE`, the trained
-question-conditioned operator ``enc`` with the fixed ``kle_heat`` aggregator), under the greedy labels
+<semuq_eval.leaderboard.compute.LeaderboardConfig>` (``--reference``; default :data:`REFERENCE`, the
+question-conditioned operator ``enc``, the paper's trained operator, with the fixed ``kle_heat`` aggregator),
+under the greedy labels
 (:data:`STRATEGY`: is the answer the LLM would give correct?).
 
 A column is a task's section (:func:`columns`: its ``#common`` section when its LLMs ran different question
@@ -28,9 +29,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from semuq_eval.harness.reliability import MIN_VALID_SHARE
 from semuq_eval.jsonio import finite_or_none
 
-if TYPE_CHECKING:  # the command imports REFERENCE for its --help: no metrics (scikit-learn) at import
+if TYPE_CHECKING:  # type hints only: compute imports this module
     from semuq_eval.leaderboard.collect import Section
     from semuq_eval.leaderboard.compute import Leaderboard
     from semuq_eval.metrics import Bootstrap
@@ -38,7 +40,8 @@ if TYPE_CHECKING:  # the command imports REFERENCE for its --help: no metrics (s
 __all__ = ["REFERENCE", "RULE", "STRATEGY", "best_rows", "cell_summary", "columns", "headline"]
 
 REFERENCE = "kle_heat@enc"
-"""The default reference estimator: the trained operator ``enc`` with the fixed aggregator ``kle_heat``."""
+"""The default reference estimator: the operator ``enc`` (the paper's trained question-conditioned bi-encoder;
+which weights it runs with is the runs' choice) with the fixed aggregator ``kle_heat``."""
 
 STRATEGY = "greedy"
 """The headline's label strategy: the greedy answer's correctness (its accuracy is the LLM's accuracy)."""
@@ -70,10 +73,18 @@ def _mean_cell(
         return {**dict.fromkeys(_CELL), "status": "undefined", "note": note}, None
     means = None
     low = high = None
+    notes = []
     if all(r is not None for r in resampled):
         means = np.mean(np.vstack(resampled), axis=0)  # NaN where any task's resample had no value
         low, high = bootstrap.interval(means)
+        valid = int(np.isfinite(means).sum())
+        if valid < MIN_VALID_SHARE * means.size:  # the cells' rule (harness.reliability), on the means
+            notes.append(f"{valid} of {means.size} resamples gave a value")
+    else:
+        notes.append("no CI: a task's run has no per-question scores (breakdown only)")
     flagged = [c for c in cells if not c["reliable"]]
+    if flagged:
+        notes.insert(0, f"{len(flagged)} of {len(cells)} task cells flagged (small sample)")
     return {
         "value": float(np.mean(values)),
         "ci_low": finite_or_none(low),
@@ -83,9 +94,9 @@ def _mean_cell(
         "accuracy": finite_or_none(
             float(np.mean([c["accuracy"] for c in cells if c["accuracy"] is not None] or [math.nan]))
         ),
-        "reliable": not flagged,
+        "reliable": not notes,
         "status": "ok",
-        "note": f"{len(flagged)} of {len(cells)} task cells flagged (small sample)" if flagged else None,
+        "note": "; ".join(notes) or None,
     }, means
 
 
