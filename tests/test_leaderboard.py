@@ -707,6 +707,10 @@ def test_offline_board_command_rescores_the_run_stores_and_builds_the_board(tmp_
         "enc_mpnet": ["enc", "cos_ext_mpnet"],
     }
     assert {"enc_trained vs enc", "enc_mpnet vs cos_ext_mpnet"} <= set(doc["comparisons"]["sets"])
+    # the board's recipe fixes the headline's reference estimator: the trained operator with kle_heat
+    assert doc["settings"]["reference"] == doc["headline"]["reference"] == "kle_heat@enc_trained"
+    (row,) = doc["headline"]["rows"]
+    assert row["llm"] == "canned" and all(c["status"] != "not_run" for c in row["cells"].values())
     assert (tmp_path / "board" / "index.html").is_file()
     assert f"kept {store}" in _regenerate(env).stdout  # an interrupted regeneration resumes
     missing = _regenerate({**env, "TRAINED": str(tmp_path / "nowhere")})
