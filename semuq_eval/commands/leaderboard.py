@@ -5,10 +5,10 @@
     semuq-eval leaderboard 'out/**/semuq/*/*' --output leaderboards/mine
     semuq-eval leaderboard runs/a/semuq/semuq_nqopen/llm1 runs/b/semuq/semuq_nqopen/llm2 --labels run,gpt-judge
 
-writes ``leaderboard.md``, ``leaderboard.csv``, ``leaderboard.json``, ``index.html`` and ``plots/*.png`` into
-``--output``. Quote globs so the shell does not expand them (``**`` recurses). Runs that cannot be compared
-question by question go to separate sections (``--strict`` refuses them); two runs of one LLM in a section are
-an error unless ``--on-duplicate latest``.
+writes ``leaderboard.md``, ``leaderboard.csv``, ``leaderboard.json``, ``headline.csv``, ``index.html`` and
+``plots/*.png`` into ``--output``. Quote globs so the shell does not expand them (``**`` recurses). Runs that
+cannot be compared question by question go to separate sections (``--strict`` refuses them); two runs of one
+LLM in a section are an error unless ``--on-duplicate latest``. ``--reference`` fixes the headline's estimator.
 """
 
 from __future__ import annotations
