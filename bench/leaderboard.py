@@ -129,7 +129,13 @@ def main() -> None:
     from semuq_eval.leaderboard.compute import LeaderboardConfig, compute
     from semuq_eval.leaderboard.html import write_html
     from semuq_eval.leaderboard.plots import plot_all
-    from semuq_eval.leaderboard.write import to_document, write_csv, write_json_document, write_markdown
+    from semuq_eval.leaderboard.write import (
+        to_document,
+        write_csv,
+        write_headline_csv,
+        write_json_document,
+        write_markdown,
+    )
 
     metrics = [m.strip() for m in args.breakdown_metrics.split(",") if m.strip()]
     tag = f"v2-{args.llms}x{args.tasks}x{args.estimators}-n{args.questions}-r{args.resamples}-{'_'.join(metrics)}"
@@ -160,6 +166,7 @@ def main() -> None:
     document = to_document(board, relative_to=out)
     write_json_document(document, out / "leaderboard.json")
     write_csv(document, out / "leaderboard.csv")
+    write_headline_csv(document, out / "headline.csv")
     write_markdown(document, out / "leaderboard.md")
     phases["json/csv/md"] = time.perf_counter() - t
     t = time.perf_counter()

@@ -135,6 +135,15 @@ def test_golden_csv_and_markdown(golden_build):
             else:
                 assert ra[k] == rb[k], (k, ra, rb)
     assert (out / "leaderboard.md").read_text() == (GOLDEN / "leaderboard.md").read_text()
+    with open(out / "headline.csv") as a, open(GOLDEN / "headline.csv") as b:
+        rows_a, rows_b = list(csv.DictReader(a)), list(csv.DictReader(b))
+    assert len(rows_a) == len(rows_b) == 10  # 2 LLMs x (2 tasks + mean), then 2 LLMs x 2 tasks (best)
+    for ra, rb in zip(rows_a, rows_b, strict=True):
+        for k in ra:
+            if k in ("value", "ci_low", "ci_high", "accuracy") and ra[k]:
+                assert math.isclose(float(ra[k]), float(rb[k]), rel_tol=1e-9), (k, ra, rb)
+            else:
+                assert ra[k] == rb[k], (k, ra, rb)
 
 
 def test_outputs_written(golden_build):
@@ -144,9 +153,14 @@ def test_outputs_written(golden_build):
     assert plots == [
         "auroc_semuq_toy_a.png",
         "auroc_semuq_toy_b.png",
+        "headline_forest.png",
         "heatmap_operator_x_aggregator.png",
         "ranks_semuq_toy_a.png",
         "ranks_semuq_toy_b.png",
+        "rejection_semuq_toy_a.png",
+        "rejection_semuq_toy_b.png",
+        "reliability_semuq_toy_a.png",
+        "reliability_semuq_toy_b.png",
     ]
     for name in plots:
         assert (out / "plots" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -697,6 +711,10 @@ def test_offline_board_command_rescores_the_run_stores_and_builds_the_board(tmp_
         "enc_mpnet": ["enc", "cos_ext_mpnet"],
     }
     assert {"enc_trained vs enc", "enc_mpnet vs cos_ext_mpnet"} <= set(doc["comparisons"]["sets"])
+    # the board's recipe fixes the headline's reference estimator: the trained operator with kle_heat
+    assert doc["settings"]["reference"] == doc["headline"]["reference"] == "kle_heat@enc_trained"
+    (row,) = doc["headline"]["rows"]
+    assert row["llm"] == "canned" and all(c["status"] != "not_run" for c in row["cells"].values())
     assert (tmp_path / "board" / "index.html").is_file()
     assert [p.name for p in (tmp_path / "records").iterdir()] == ["semuq_triviaqa_dpr.canned.jsonl.gz"]
     assert [Path(r["path"]).name for r in doc["runs"]] == ["semuq_triviaqa_dpr.canned.jsonl.gz"]

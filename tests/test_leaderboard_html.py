@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import os
 import shutil
 import socket
@@ -297,6 +298,75 @@ def test_page_in_headless_chromium(browser, page_dir, tmp_path):
 
 
 @pytest.mark.chromium
+def test_headline_is_in_the_first_screen_sorted_with_cis_flags_and_pictures(browser, page_dir, tmp_path):
+    """The reader's answer first: the headline table lies wholly within the first screen (1400 x 1000), above
+    the page's prose, rows sorted by the reference estimator's mean AUROC, every cell with its CI and counts,
+    the small-sample cells marked; the headline's pictures load; no console error."""
+    from semuq_eval.jsonio import read_json
+
+    page = browser
+    _load(page, page_dir / "index.html")
+    page.js("window.scrollTo(0, 0)")
+    box = page.js(
+        "(() => { const r = document.getElementById('headline').getBoundingClientRect(); "
+        "return [r.top, r.bottom, r.height, window.innerHeight]; })()"
+    )
+    top, bottom, height, screen = box
+    assert 0 <= top < bottom <= screen and height > 40
+    # before the prose: the header, the section list and the cells table all come after it
+    order = page.js(
+        "['headline', 'filters', 'cells'].map(id => document.getElementById(id).getBoundingClientRect().top)"
+    )
+    assert order == sorted(order)
+    sections = page.js(
+        "[...document.querySelectorAll('h2')].find(h => h.textContent === 'Sections').offsetTop"
+    )
+    assert sections > bottom
+    doc = read_json(page_dir / "leaderboard.json")
+    rows = page.js(
+        "[...document.querySelectorAll('#headline tbody tr')].map(r => [...r.cells].map(c => "
+        "[c.textContent, c.dataset.value || null, c.classList.contains('flagged')]))"
+    )
+    assert [r[0][0] for r in rows] == [r["llm"] for r in doc["headline"]["rows"]] == ["llm-alpha", "llm-beta"]
+    means = [float(r[-1][1]) for r in rows]
+    assert means == sorted(means, reverse=True)
+    header = page.js("[...document.querySelectorAll('#headline thead th')].map(th => th.textContent)")
+    assert header == ["LLM", *doc["headline"]["columns"], "mean"]
+    for shown, row in zip(rows, doc["headline"]["rows"], strict=True):
+        for (text, value, flagged), column in zip(
+            shown[1:], [*doc["headline"]["columns"], "mean"], strict=True
+        ):
+            cell = row["mean"] if column == "mean" else row["cells"][column]
+            assert text.startswith(f"{cell['value']:.3f} [{cell['ci_low']:.3f}, {cell['ci_high']:.3f}]")
+            assert (
+                f"({cell['n_correct']}/{cell['n_incorrect']})" in text and "acc " in text and "rank " in text
+            )
+            assert flagged == (not cell["reliable"]) == (" ! " in text)
+            assert math.isclose(float(value), cell["value"], abs_tol=1e-6)
+    assert any(flagged for row in rows for _, _, flagged in row[1:])  # the fixture has a small-sample cell
+    assert "kle_heat@enc" in page.js("document.querySelector('.rule').textContent")
+    assert page.js("document.querySelectorAll('#best tbody tr').length") == 2
+    pictures = page.js(
+        "[...document.querySelectorAll('#headline-plots img')].map(i => [i.getAttribute('src'), i.complete, i.naturalWidth])"
+    )
+    names = sorted(Path(src).name for src, _, _ in pictures)
+    assert names == [
+        "headline_forest.png",
+        "rejection_semuq_toy_a.png",
+        "rejection_semuq_toy_b.png",
+        "reliability_semuq_toy_a.png",
+        "reliability_semuq_toy_b.png",
+    ]
+    assert all(ok and width > 0 for _, ok, width in pictures)
+    shot = page.call("Page.captureScreenshot", format="png")  # the first screen
+    png = base64.b64decode(shot["data"])
+    (tmp_path / "first_screen.png").write_bytes(png)
+    print(f"screenshot: {tmp_path / 'first_screen.png'}")
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
+    assert page.errors() == []
+
+
+@pytest.mark.chromium
 def test_common_section_counts_in_the_heatmap_only_when_chosen(browser, tmp_path):
     """--common-questions also: the #common section repeats its task's questions, so the page's heatmap and
     delta counts leave it out unless it is the section chosen."""
@@ -357,6 +427,18 @@ def test_hostile_values_in_a_board_run_no_script_and_the_rows_still_show(browser
         row["note"], row["estimator"] = HOSTILE, HOSTILE
     for rank in doc["ranks"]["llms"]:
         rank["rank"], rank["llm"] = HOSTILE, HOSTILE
+    headline = doc["headline"]
+    headline["reference"], headline["rule"], headline["strategy"] = HOSTILE, HOSTILE, HOSTILE
+    for rows in (headline["rows"], headline["best"]):
+        for row in rows:
+            row["llm"] = HOSTILE
+            for cell in row["cells"].values():
+                cell["note"], cell["n_correct"], cell["rank"] = HOSTILE, HOSTILE, HOSTILE
+            row["cells"][HOSTILE] = next(iter(row["cells"].values()))
+    headline["columns"].append(HOSTILE)
+    for row in headline["best"]:
+        for cell in row["cells"].values():
+            cell["estimator"] = HOSTILE
     index = write_html(doc, tmp_path / "index.html", title=HOSTILE, header=HOSTILE)
     assert "<img" not in index.read_text(encoding="utf-8").split("<body>", 1)[1]  # built without plots
     page = browser
@@ -369,4 +451,7 @@ def test_hostile_values_in_a_board_run_no_script_and_the_rows_still_show(browser
     assert page.js("document.querySelectorAll('img').length") == 0
     shown = page.js("[...document.querySelectorAll('#cells tbody tr')].map(r => r.cells[1].textContent)")
     assert all(HOSTILE in s for s in shown)  # shown as text, whole
+    heads = page.js("[...document.querySelectorAll('#headline tbody td.llm')].map(td => td.textContent)")
+    assert heads and all(h == HOSTILE for h in heads)
+    assert HOSTILE in page.js("document.querySelector('#headline thead').textContent")
     assert page.errors() == []

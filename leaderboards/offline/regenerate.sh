@@ -54,6 +54,7 @@ EOF
     done
 fi
 
-"${SEMUQ[@]}" leaderboard "$RECORDS/*.jsonl.gz" --output "$OUTPUT" --common-questions also \
+# the headline's reference estimator, fixed here before any LLM is looked at: the trained operator, kle_heat
+"${SEMUQ[@]}" leaderboard "$RECORDS/*.jsonl.gz" --output "$OUTPUT" --common-questions also --reference kle_heat@enc_trained \
     --compare enc_trained:enc,cos_ext,lexical,cos_int --compare enc_mpnet:enc,cos_ext_mpnet \
     --header @leaderboards/offline/HEADER.md --title "semuq-eval offline leaderboard (tiny CPU models)" --jobs 2

@@ -6,12 +6,13 @@
     semuq-eval leaderboard runs/a/semuq/semuq_nqopen/llm1 runs/b/semuq/semuq_nqopen/llm2 --labels run,gpt-judge
     semuq-eval leaderboard 'leaderboards/mine/records/*.jsonl.gz' --add new.jsonl.gz --output leaderboards/mine
 
-writes ``leaderboard.md``, ``leaderboard.csv``, ``leaderboard.json``, ``index.html`` and ``plots/*.png`` into
-``--output``. Quote globs so the shell does not expand them (``**`` recurses). Runs that cannot be compared
-question by question go to separate sections (``--strict`` refuses them); two runs of one LLM in a section are
-an error unless ``--on-duplicate latest``. Run records (``semuq-eval export-record``) give the same cells as
-their stores; a record that cannot be read, or an ``--add`` record that does not fit a section of the inputs,
-is left out with a one-line reason (file, record, field), the others are used, and the exit status is 1.
+writes ``leaderboard.md``, ``leaderboard.csv``, ``leaderboard.json``, ``headline.csv``, ``index.html`` and
+``plots/*.png`` into ``--output``. Quote globs so the shell does not expand them (``**`` recurses). Runs that
+cannot be compared question by question go to separate sections (``--strict`` refuses them); two runs of one
+LLM in a section are an error unless ``--on-duplicate latest``. ``--reference`` fixes the headline's estimator.
+Run records (``semuq-eval export-record``) give the same cells as their stores; a record that cannot be read, or
+an ``--add`` record that does not fit a section of the inputs, is left out with a one-line reason (file, record,
+field), the others are used, and the exit status is 1.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pathlib import Path
 
 from semuq_eval.harness.record import RECORD_SUFFIX
 from semuq_eval.leaderboard.build import COMMON_QUESTIONS, build
+from semuq_eval.leaderboard.headline import REFERENCE
 
 __all__ = ["main"]
 
@@ -66,6 +68,11 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         help="estimator for the LLM-vs-LLM tests (repeatable); default: the best mean AUROC per section",
+    )
+    p.add_argument(
+        "--reference",
+        default=REFERENCE,
+        help=f"the headline's reference estimator, the same for every LLM and task (default {REFERENCE})",
     )
     p.add_argument(
         "--compare",
@@ -126,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
             llm_estimators=tuple(args.estimator),
             jobs=args.jobs,
             compare=tuple(parse_compare(spec) for spec in args.compare),
+            reference=args.reference,
         )
         start = time.perf_counter()
         if (Path(args.output) / "leaderboard.json").is_file():

@@ -2,9 +2,11 @@
 
 ``semuq-eval leaderboard 'out/**/semuq/*/*' --output leaderboards/mine`` runs :func:`.build.build`. The
 steps, one module each: :mod:`.collect` (find, read and check run stores; group them into sections of runs
-comparable question by question), :mod:`.baselines` (which estimator each ``@enc`` estimator is compared with), :mod:`.compute`
-(cells with CIs, paired differences, rank intervals, on one shared seeded bootstrap), :mod:`.schema` (the
-versioned JSON schema), :mod:`.write` (Markdown, CSV, JSON), :mod:`.html` (the page), :mod:`.plots` (PNGs).
+comparable question by question), :mod:`.baselines` (which estimator each ``@enc`` estimator is compared with),
+:mod:`.compute` (cells with CIs, paired differences, rank intervals, on one shared seeded bootstrap),
+:mod:`.headline` (one row per LLM for the reference estimator, and the optimistic best), :mod:`.curves` (its
+rejection curves and reliability diagrams), :mod:`.schema` (the versioned JSON schema), :mod:`.write` (Markdown,
+CSV, JSON), :mod:`.html` (the page), :mod:`.plots` (PNGs).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 :func:`build` runs the steps of :mod:`semuq_eval.leaderboard` in order (``semuq-eval leaderboard`` calls it,
 :mod:`semuq_eval.commands.leaderboard`): :mod:`.collect` finds and reads the runs and groups them into sections,
 :mod:`.compute` fills the cells, :mod:`.write`, :mod:`.html` and :mod:`.plots` write ``leaderboard.json``,
-``.csv``, ``.md``, ``index.html`` and the PNGs.
+``.csv``, ``.md``, ``headline.csv``, ``index.html`` and the PNGs.
 """
 
 from __future__ import annotations
@@ -84,7 +84,13 @@ def build(
     from semuq_eval.leaderboard.compute import LeaderboardConfig, compute
     from semuq_eval.leaderboard.html import write_html
     from semuq_eval.leaderboard.plots import plot_all
-    from semuq_eval.leaderboard.write import to_document, write_csv, write_json_document, write_markdown
+    from semuq_eval.leaderboard.write import (
+        to_document,
+        write_csv,
+        write_headline_csv,
+        write_json_document,
+        write_markdown,
+    )
 
     output = Path(output)
     _check_output(output, force)
@@ -106,6 +112,7 @@ def build(
     )
     write_json_document(document, output / "leaderboard.json")
     write_csv(document, output / "leaderboard.csv")
+    write_headline_csv(document, output / "headline.csv")
     write_markdown(document, output / "leaderboard.md", header=header, command=command, title=title)
     figures = plot_all(document, output) if plots else []
     write_html(document, output / "index.html", header=header, plots=figures, title=title)

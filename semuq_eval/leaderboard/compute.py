@@ -43,6 +43,8 @@ from semuq_eval.jsonio import finite_or_none
 from semuq_eval.judges import LABEL_STRATEGIES
 from semuq_eval.leaderboard.baselines import PAIR_SETS, PAIRS, operator_pairs
 from semuq_eval.leaderboard.collect import Run, Section
+from semuq_eval.leaderboard.curves import curves
+from semuq_eval.leaderboard.headline import REFERENCE, headline
 from semuq_eval.metrics import (
     DEFAULT_METRICS,
     Bootstrap,
@@ -54,7 +56,7 @@ from semuq_eval.metrics import (
     resample,
 )
 
-__all__ = ["Leaderboard", "LeaderboardConfig", "compute"]
+__all__ = ["Leaderboard", "LeaderboardConfig", "compute", "rank_intervals"]
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,9 @@ class LeaderboardConfig:
     compare : tuple of (operator, bases)
         Extra pair sets, one per base: ``agg@operator`` vs ``agg@base`` for every aggregator both have
         (:func:`~semuq_eval.leaderboard.baselines.operator_pairs`; ``--compare OP:BASE,...``).
+    reference : str
+        The headline's reference estimator (:mod:`.headline`; ``--reference``), fixed before the LLMs are
+        looked at: the same estimator for every LLM and task.
     """
 
     n_resamples: int = 1000
@@ -90,6 +95,7 @@ class LeaderboardConfig:
     llm_estimators: tuple[str, ...] = ()
     jobs: int = 1
     compare: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    reference: str = REFERENCE
 
     def __post_init__(self):
         if self.metrics is not None:
@@ -119,6 +125,7 @@ class LeaderboardConfig:
             "metrics": list(self.metrics),
             "llm_estimators": list(self.llm_estimators),
             "compare": {operator: list(bases) for operator, bases in self.compare},
+            "reference": self.reference,
             "significance": f"the {self.confidence_level:.0%} paired bootstrap interval excludes 0",
         }
 
@@ -136,6 +143,9 @@ class Leaderboard:
     llm_ranks: list[dict[str, Any]] = field(default_factory=list)
     estimator_ranks: list[dict[str, Any]] = field(default_factory=list)
     heatmap: list[dict[str, Any]] = field(default_factory=list)
+    #: the headline table (:func:`.headline.headline`) and its per-question pictures (:func:`.curves.curves`)
+    headline: dict[str, Any] = field(default_factory=dict)
+    curves: list[dict[str, Any]] = field(default_factory=list)
     #: comparison set -> (description, (estimator, base) pairs): the paper's, the offline ones, ``compare``'s
     pair_sets: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = field(default_factory=dict)
 
@@ -250,7 +260,7 @@ def _run_figures(job: _Job) -> dict[str, Any]:
         if names:
             points = np.array([resampled[(strategy, n)][0] for n in names])
             matrix = np.vstack([resampled[(strategy, n)][1] for n in names])
-            ranks[strategy] = (names, points, *_ranks(matrix, points))
+            ranks[strategy] = (names, points, *rank_intervals(matrix, points))
     return {"cells": cells, "resampled": resampled, "estimator_ranks": ranks}
 
 
@@ -387,7 +397,9 @@ def _verdict(d: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _ranks(matrix: np.ndarray, points: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def rank_intervals(
+    matrix: np.ndarray, points: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Point ranks, per-row rank interval (low, high) and the number of resamples each was ranked in.
 
     ``matrix`` is (k, R) resampled AUROCs, ``points`` (k,); rank 1 = highest AUROC, ties share the lower
@@ -497,6 +509,8 @@ def compute(sections: Sequence[Section], config: LeaderboardConfig | None = None
         _llm_figures(board, section, figures, bootstrap, protocol)
         _estimator_ranks(board, section, figures)
     _summaries(board)
+    board.headline = headline(board, {key: fig["resampled"] for key, fig in figures.items()})
+    board.curves = curves(board)
     return board
 
 
@@ -565,7 +579,7 @@ def _llm_figures(board, section, figures, bootstrap, protocol) -> None:
             entries = [figures[(section.id, r.llm)]["resampled"][(strategy, name)] for r in have]
             points = np.array([e[0] for e in entries])
             matrix = np.vstack([e[1] for e in entries])
-            point, low, high, used = _ranks(matrix, points)
+            point, low, high, used = rank_intervals(matrix, points)
             for i, r in enumerate(have):
                 board.llm_ranks.append(
                     {

@@ -1,7 +1,11 @@
 """``index.html``: one static page that works from ``file://`` with no network (no CDN, no fetch).
 
-The leaderboard's data is embedded in the page as JSON (``<script type="application/json">``); a small
-vanilla script renders, from it:
+First, within the first screen and before any prose, the headline (:mod:`.headline`), written as static
+escaped HTML: one row per LLM (sorted by the reference estimator's mean AUROC), one column per task and the mean,
+each cell the AUROC with its CI, counts, accuracy and rank interval, flagged cells marked ``!``; its rule; the
+optimistic best-estimator table; and the headline's pictures (forest plot, rejection curves, reliability
+diagrams). Then the leaderboard's data, embedded in the page as JSON (``<script type="application/json">``),
+from which a small vanilla script renders:
 
 - a sortable (click a column header; again to reverse) and filterable (section / task, LLM, label set, label
   strategy, metric, estimator text, reliable only) table of every cell, with a CI bar per figure; whatever the
@@ -27,9 +31,12 @@ import html
 import json
 import re
 from collections.abc import Mapping, Sequence
+from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
+from semuq_eval.leaderboard.headline import cell_summary
+from semuq_eval.leaderboard.plots import HEADLINE_PLOTS
 from semuq_eval.leaderboard.schema import CELL_FIELDS, PROVENANCE_COLUMNS, provenance_row
 
 __all__ = ["render_html", "write_html"]
@@ -54,6 +61,9 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}
 tr.unreliable td{color:#888}tr.unreliable .bar span{background:#bbb}.flag{color:#c44;font-weight:bold}
 .status{color:#a60}.hm td{text-align:center;min-width:4.5em}.sig{font-weight:bold}
 .delta-pos{background:#dff0d8}.delta-neg{background:#f8dcdc}
+#headline td,#best td{white-space:normal;min-width:11em;vertical-align:top}#headline td.flagged{color:#777}
+#headline td.llm,#best td.llm{font-weight:bold;min-width:0;white-space:nowrap}.rule{font-size:.85em;color:#444;max-width:75em}
+.hplots{display:flex;flex-wrap:wrap;gap:.5em;align-items:flex-start}.hplots img{max-width:100%;border:1px solid #ddd}
 #more{margin:.4em 0}.plots img{max-width:100%;border:1px solid #ddd;margin:.4em 0}
 """
 
@@ -266,6 +276,47 @@ def _runs_table(document: Mapping[str, Any]) -> str:
     )
 
 
+def _headline_table(headline: Mapping[str, Any], table_id: str, best: bool) -> str:
+    """One headline table as escaped static HTML (the reference table, or the optimistic best one)."""
+    columns = [str(c) for c in headline["columns"]] + ([] if best else ["mean"])
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in ["LLM", *columns])
+    body = []
+    for row in headline["best" if best else "rows"]:
+        tds = [f'<td class="llm">{html.escape(str(row["llm"]))}</td>']
+        for column in columns:
+            cell = row["mean"] if column == "mean" else row["cells"].get(column)
+            text = cell_summary(cell)
+            if best and cell is not None:
+                text = f"{cell.get('estimator')}: {text}"
+            flagged = cell is not None and cell.get("status") == "ok" and not cell.get("reliable")
+            value = cell.get("value") if cell else None
+            attrs = f' data-value="{value:.6f}"' if isinstance(value, float) else ""
+            tds.append(f'<td class="num{" flagged" if flagged else ""}"{attrs}>{html.escape(text)}</td>')
+        body.append("<tr>" + "".join(tds) + "</tr>")
+    return f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+
+
+def _headline_html(document: Mapping[str, Any], plots: Sequence[str]) -> str:
+    """The headline block: the reference table, its rule, the optimistic table and the headline's pictures."""
+    headline = document.get("headline") or {}
+    if not headline.get("rows"):
+        return ""
+    imgs = "".join(f'<img src="{html.escape(p)}" alt="{html.escape(p)}">' for p in plots)
+    return (
+        f"<h2>Headline: {html.escape(str(headline['reference']))} for every LLM "
+        f"({html.escape(str(headline['strategy']))} labels)</h2>"
+        + _headline_table(headline, "headline", best=False)
+        + f'<p class="rule">Rule: {_inline(str(headline["rule"]))}. A cell: AUROC [95% CI] (correct/incorrect'
+        " answers), <span class=flag>!</span> = small sample, greedy accuracy, rank (1 = best) and its 95%"
+        " bootstrap interval.</p>"
+        + "<details><summary>Optimistic: each LLM's best estimator per task (the maximum of many noisy AUROCs, "
+        "biased upward; not a ranking)</summary>"
+        + _headline_table(headline, "best", best=True)
+        + "</details>"
+        + (f'<div class="hplots" id="headline-plots">{imgs}</div>' if imgs else "")
+    )
+
+
 def render_html(
     document: Mapping[str, Any],
     *,
@@ -307,9 +358,11 @@ def render_html(
         f'<th data-key="{k}"{" data-num=1" if num else ""}>{label}</th>' if k else f"<th>{label}</th>"
         for k, label, num in columns
     )
+    pictures = [p for p in plots if any(fnmatch(Path(p).name, pattern) for pattern in HEADLINE_PLOTS)]
     imgs = "".join(
         f'<figure><img src="{html.escape(p)}" alt="{html.escape(p)}"><figcaption>{html.escape(p)}</figcaption></figure>'
         for p in plots
+        if p not in pictures
     )
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
@@ -317,6 +370,7 @@ def render_html(
 <style>{_CSS}</style></head>
 <body>
 <h1>{html.escape(title)}</h1>
+{_headline_html(document, pictures)}
 {f'<div class="header">{head_text}</div>' if head_text else ""}
 <p class="meta">Built {html.escape(str(document.get("created")))}; format {html.escape(str(document.get("format")))};
 {html.escape(str(boot.get("method", "")))}, seed {html.escape(str(boot.get("seed", "")))}, shared by every LLM and estimator of a

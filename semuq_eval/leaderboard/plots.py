@@ -1,5 +1,7 @@
-"""PNG plots of a leaderboard (matplotlib, Agg): per section, AUROC with 95% CIs per estimator per LLM and the
-LLM rank intervals; over all sections, the mean AUROC heatmap operator x aggregator.
+"""PNG plots of a leaderboard (matplotlib, Agg): the headline's pictures (a forest plot of the headline cells;
+per section, the accuracy-vs-rejection curves and the reliability diagrams of the reference estimator, one line
+per LLM); per section, AUROC with 95% CIs per estimator per LLM and the LLM rank intervals; over all sections,
+the mean AUROC heatmap operator x aggregator.
 
 Unreliable figures are drawn hollow (the run's small-sample flag), undefined ones are left out and counted in
 the title. Every function reads the ``leaderboard.json`` document (:func:`~.write.to_document`).
@@ -14,7 +16,19 @@ from typing import Any
 
 from semuq_eval.jsonio import read_json, write_json
 
-__all__ = ["plot_all", "plot_auroc", "plot_heatmap", "plot_ranks"]
+__all__ = [
+    "HEADLINE_PLOTS",
+    "plot_all",
+    "plot_auroc",
+    "plot_forest",
+    "plot_heatmap",
+    "plot_ranks",
+    "plot_rejection",
+    "plot_reliability",
+]
+
+HEADLINE_PLOTS = ("headline_forest.png", "rejection_*.png", "reliability_*.png")
+"""The file patterns of the headline's pictures (the page shows them beside the headline)."""
 
 
 def _plt():
@@ -92,6 +106,121 @@ def plot_auroc(document: Mapping[str, Any], section: Mapping[str, Any], path: st
     fig.tight_layout(rect=(0, 0.04 + 0.01 * (len(llms) // 5), 1, 0.97))
     path = Path(path)
     fig.savefig(path, dpi=80)
+    plt.close(fig)
+    return path
+
+
+def plot_forest(document: Mapping[str, Any], path: str | Path) -> Path | None:
+    """The headline cells as a forest plot: per LLM (headline order) and column (tasks, then the mean), the
+    reference estimator's AUROC with its 95% CI; hollow = flagged (small sample). None without a headline."""
+    plt = _plt()
+    headline = document.get("headline") or {}
+    entries = []  # (label, cell)
+    for row in headline.get("rows", []):
+        for column in [*headline["columns"], "mean"]:
+            cell = row["mean"] if column == "mean" else row["cells"].get(column)
+            if cell is not None and cell.get("value") is not None:
+                entries.append((f"{row['llm']} / {column}", cell))
+    if not entries:
+        return None
+    fig, ax = plt.subplots(figsize=(6.5, 1.0 + 0.3 * len(entries)))
+    for i, (_, c) in enumerate(entries):
+        low = c["ci_low"] if c["ci_low"] is not None else c["value"]
+        high = c["ci_high"] if c["ci_high"] is not None else c["value"]
+        color = "#c44e52" if _is_mean(entries[i][0]) else "#4c72b0"
+        ax.errorbar(c["value"], i, xerr=[[c["value"] - low], [high - c["value"]]], fmt="o", ms=4, capsize=2,
+                    color=color, mfc=color if c["reliable"] else "white")  # fmt: skip
+    ax.axvline(0.5, color="grey", linestyle="--", linewidth=0.8)
+    ax.set_yticks(range(len(entries)))
+    ax.set_yticklabels([label for label, _ in entries], fontsize=7)
+    ax.set_ylim(len(entries) - 0.5, -0.5)  # first row on top, no empty margin
+    ax.set_xlim(0, 1)
+    ax.set_xlabel(
+        f"AUROC of {headline['reference']} ({headline['strategy']} labels), 95% CI; hollow = small sample"
+    )
+    ax.set_title("Headline: the reference estimator per LLM and task", fontsize=9)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
+def _is_mean(label: str) -> bool:
+    return label.endswith(" / mean")
+
+
+def _aurac_label(document: Mapping[str, Any], curve: Mapping[str, Any]) -> str:
+    """``llm: AURAC 0.712 [0.650, 0.770]``: the ``auarc`` cell's CI when the board has that metric."""
+    from semuq_eval.cell_text import cell_text
+
+    cell = next(
+        (
+            c
+            for c in document["cells"]
+            if c["metric"] == "auarc"
+            and (c["section"], c["llm"], c["estimator"], c["strategy"])
+            == (curve["section"], curve["llm"], curve["estimator"], curve["strategy"])
+        ),
+        {},
+    )
+    low, high = cell.get("ci_low"), cell.get("ci_high")
+    return f"{curve['llm']}: AURAC {cell_text(curve['aurac'], low, high)}"
+
+
+def plot_rejection(document: Mapping[str, Any], section: Mapping[str, Any], path: str | Path) -> Path | None:
+    """Accuracy of the kept answers against the share of the most uncertain rejected, one line per LLM, for
+    the reference estimator (``curves``); the legend gives each AURAC (the curve's mean). None without curves."""
+    plt = _plt()
+    import numpy as np
+
+    entries = [c for c in document.get("curves", []) if c["section"] == section["id"]]
+    if not entries:
+        return None
+    fig, ax = plt.subplots(figsize=(5.5, 4.0))
+    for curve in entries:
+        kept = np.asarray(curve["accuracy_kept"], dtype=float)
+        ax.plot(np.arange(len(kept)) / len(kept), kept, lw=1.4, label=_aurac_label(document, curve))
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("share of answers rejected (most uncertain first)")
+    ax.set_ylabel("accuracy of the kept answers")
+    ax.set_title(f"{section['id']}: accuracy vs rejection\n{entries[0]['estimator']}", fontsize=9)
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
+def plot_reliability(
+    document: Mapping[str, Any], section: Mapping[str, Any], path: str | Path
+) -> Path | None:
+    """The reliability diagram of the calibrated confidence (ECE's calibrator and bins), one line per LLM,
+    marker area by the bin's share of answers. None without curves."""
+    plt = _plt()
+    entries = [c for c in document.get("curves", []) if c["section"] == section["id"]]
+    if not entries:
+        return None
+    fig, ax = plt.subplots(figsize=(5.0, 4.5))
+    ax.plot([0, 1], [0, 1], color="grey", linestyle="--", linewidth=0.8, label="perfect calibration")
+    for curve in entries:
+        bins = curve["reliability"]
+        total = sum(b["n"] for b in bins)
+        line = ax.plot([b["confidence"] for b in bins], [b["accuracy"] for b in bins], lw=1,
+                       label=f"{curve['llm']}: ECE {curve['ece']:.3f}")[0]  # fmt: skip
+        ax.scatter([b["confidence"] for b in bins], [b["accuracy"] for b in bins],
+                   s=[8 + 200 * b["n"] / total for b in bins], color=line.get_color())  # fmt: skip
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("calibrated confidence (held-out isotonic, as ECE)")
+    ax.set_ylabel("accuracy in the bin")
+    ax.set_title(f"{section['id']}: reliability\n{entries[0]['estimator']}", fontsize=9)
+    ax.legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=90)
     plt.close(fig)
     return path
 
@@ -181,6 +310,14 @@ def plot_all(document: Mapping[str, Any], folder: str | Path) -> list[str]:
     for old in _written_before(out):  # only the plots an earlier build wrote; any other file stays
         old.unlink(missing_ok=True)
     written = []
+    forest = plot_forest(document, out / "headline_forest.png")
+    if forest is not None:
+        written.append(forest)
+    for section in document["sections"]:
+        for kind, plot in (("rejection", plot_rejection), ("reliability", plot_reliability)):
+            figure = plot(document, section, out / f"{kind}_{_slug(section['id'])}.png")
+            if figure is not None:
+                written.append(figure)
     if document["heatmap"]:
         written.append(plot_heatmap(document, out / "heatmap_operator_x_aggregator.png"))
     for section in document["sections"]:
@@ -200,5 +337,5 @@ def _written_before(out: Path) -> list[Path]:
         names = read_json(out / WRITTEN).get("plots") or []
         return [out / Path(str(n)).name for n in names]
     except (OSError, ValueError, AttributeError):
-        patterns = ("heatmap_operator_x_aggregator.png", "auroc_*.png", "ranks_*.png")
+        patterns = ("heatmap_operator_x_aggregator.png", "auroc_*.png", "ranks_*.png", *HEADLINE_PLOTS)
         return [p for pattern in patterns for p in out.glob(pattern)]

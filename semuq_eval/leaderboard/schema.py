@@ -38,7 +38,13 @@ field does not. Numbers that are undefined (NaN) are ``null``. The document::
                      "value_b", "difference", "ci_low", "ci_high", "p_value", "n", "status", "improved",
                      "significant", "note"}],
       "ranks": {"llms": [RANK + {"estimator", "llm"}], "estimators": [RANK + {"llm", "estimator"}]},
-      "heatmap": [{"strategy", "aggregator", "operator", "mean_auroc", "n_cells"}]
+      "heatmap": [{"strategy", "aggregator", "operator", "mean_auroc", "n_cells"}],
+      "headline": {"reference", "strategy", "rule", "columns": [section ids],      # (added in place)
+                   "rows": [{"llm", "cells": {section id: HCELL + RANKS}, "mean": HCELL + RANKS + {"n_tasks"}}],
+                   "best": [{"llm", "cells": {section id: HCELL + {"estimator"}}}]},
+      "curves": [{"section", "task", "llm", "estimator", "strategy", "n",     # (added in place)
+                  "accuracy_kept", "aurac", "reliability": [{"low", "high", "n", "confidence", "accuracy"}],
+                  "ece"}]
     }
 
 A CELL is one figure: one metric of one estimator for one LLM on one task under one label strategy
@@ -52,6 +58,21 @@ accuracy under the strategy on the section's questions.
 RANK is ``{"section", "task", "strategy", "auroc", "rank", "rank_low", "rank_high", "n_ranked",
 "n_resamples"}``: rank 1 = highest AUROC among ``n_ranked``; ``rank_low`` / ``rank_high`` the 2.5% / 97.5%
 quantiles of the rank over the ``n_resamples`` resamples that ranked it.
+``headline`` (:mod:`.headline`) is the table with one row per LLM: ``reference`` is the estimator every cell
+reads (``settings.reference``, fixed before the LLMs are ranked), ``strategy`` its labels (greedy); ``columns``
+one section per task (:func:`.headline.columns`: the ``#common`` one when the task's LLMs ran different question
+sets). HCELL is ``{"value", "ci_low", "ci_high", "n_correct",
+"n_incorrect", "accuracy", "reliable", "status", "note"}``: the reference estimator's AUROC cell (the mean
+column: the mean over the LLM's tasks with the percentile interval of the resampled means, summed counts, the
+mean accuracy, ``reliable`` when every task cell is); RANKS is ``{"rank", "rank_low", "rank_high",
+"n_ranked"}`` as in RANK (the mean column ranks the LLMs that have every task). Rows are sorted by the mean
+column, highest first. ``best`` is each LLM's best estimator per task, in the same row order: optimistic.
+``curves`` (:mod:`.curves`) are the pictures of the headline cells of runs with per-question scores:
+``accuracy_kept[i]`` is the accuracy of the kept answers when the ``i`` most uncertain of the ``n`` are
+rejected (its mean is ``aurac``, the ``auarc`` metric), ``reliability`` the bins of the calibrated confidence
+(ECE's calibrator and bins; they add up to ``ece``).
+``headline.csv`` holds both tables, one row per (table, LLM, column) (:data:`HEADLINE_FIELDS`).
+
 ``difference`` is AUROC(a) - AUROC(b) (``estimator`` minus ``base``; ``llm_a`` minus ``llm_b``);
 ``significant``: its interval excludes 0.
 """
@@ -61,7 +82,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["CELL_FIELDS", "FORMAT", "PROVENANCE_COLUMNS", "SCHEMA_DOC", "provenance_row"]
+__all__ = [
+    "CELL_FIELDS",
+    "FORMAT",
+    "HEADLINE_FIELDS",
+    "PROVENANCE_COLUMNS",
+    "SCHEMA_DOC",
+    "headline_records",
+    "provenance_row",
+]
 
 FORMAT = "semuq-leaderboard/1"
 SCHEMA_DOC = "semuq_eval/leaderboard/schema.py"
@@ -91,6 +120,54 @@ CELL_FIELDS = (
     "source",
 )
 """The fields of a cell, in ``leaderboard.csv``'s column order."""
+
+HEADLINE_FIELDS = (
+    "table",
+    "llm",
+    "column",
+    "estimator",
+    "value",
+    "ci_low",
+    "ci_high",
+    "n_correct",
+    "n_incorrect",
+    "accuracy",
+    "reliable",
+    "rank",
+    "rank_low",
+    "rank_high",
+    "n_ranked",
+    "status",
+    "note",
+)
+"""The columns of ``headline.csv``: ``table`` is ``reference`` or ``best (optimistic)``, ``column`` a section
+id or ``mean``."""
+
+
+def headline_records(headline: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """``leaderboard.json``'s ``headline`` as flat records (:data:`HEADLINE_FIELDS`), rows in the table's order.
+
+    Examples
+    --------
+    >>> cell = {"value": 0.8, "status": "ok"}
+    >>> h = {"reference": "kle_heat@enc", "columns": ["t"], "rows": [{"llm": "a", "cells": {"t": cell},
+    ...      "mean": cell}], "best": [{"llm": "a", "cells": {"t": {**cell, "estimator": "se@nli"}}}]}
+    >>> [(r["table"], r["column"], r["estimator"]) for r in headline_records(h)]
+    [('reference', 't', 'kle_heat@enc'), ('reference', 'mean', 'kle_heat@enc'), ('best (optimistic)', 't', 'se@nli')]
+    """
+    out = []
+    for row in headline.get("rows", []):
+        for column in [*headline["columns"], "mean"]:
+            cell = row["mean"] if column == "mean" else row["cells"].get(column)
+            if cell is not None:
+                out.append({**cell, "table": "reference", "llm": row["llm"], "column": column,
+                            "estimator": headline["reference"]})  # fmt: skip
+    for row in headline.get("best", []):
+        for column in headline["columns"]:
+            if (cell := row["cells"].get(column)) is not None:
+                out.append({**cell, "table": "best (optimistic)", "llm": row["llm"], "column": column})
+    return out
+
 
 PROVENANCE_COLUMNS = (
     "section",

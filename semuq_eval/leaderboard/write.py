@@ -19,9 +19,18 @@ from semuq_eval.cell_text import cell_text
 from semuq_eval.jsonio import json_safe, write_json
 from semuq_eval.judges import LABEL_STRATEGIES
 from semuq_eval.leaderboard.compute import Leaderboard
-from semuq_eval.leaderboard.schema import CELL_FIELDS, FORMAT, PROVENANCE_COLUMNS, SCHEMA_DOC, provenance_row
+from semuq_eval.leaderboard.headline import cell_summary
+from semuq_eval.leaderboard.schema import (
+    CELL_FIELDS,
+    FORMAT,
+    HEADLINE_FIELDS,
+    PROVENANCE_COLUMNS,
+    SCHEMA_DOC,
+    headline_records,
+    provenance_row,
+)
 
-__all__ = ["to_document", "write_csv", "write_json_document", "write_markdown"]
+__all__ = ["to_document", "write_csv", "write_headline_csv", "write_json_document", "write_markdown"]
 
 
 def _versions() -> dict[str, str | None]:
@@ -126,6 +135,8 @@ def to_document(
         "llm_pairs": board.llm_pairs,
         "ranks": {"llms": board.llm_ranks, "estimators": board.estimator_ranks},
         "heatmap": board.heatmap,
+        "headline": board.headline,
+        "curves": board.curves,
     }
     return json_safe(document)
 
@@ -179,6 +190,54 @@ def write_csv(document: Mapping[str, Any], path: str | Path) -> Path:
     return path
 
 
+def write_headline_csv(document: Mapping[str, Any], path: str | Path) -> Path:
+    """``headline.csv``: the two headline tables, one row per (table, LLM, column) (:data:`~.schema.HEADLINE_FIELDS`)."""
+    path = Path(path)
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh, lineterminator="\n")
+        writer.writerow(HEADLINE_FIELDS)
+        for record in headline_records(document.get("headline") or {}):
+            writer.writerow([_csv_value(record.get(k)) for k in HEADLINE_FIELDS])
+    return path
+
+
+def _headline_markdown(headline: Mapping[str, Any]) -> list[str]:
+    """The two headline tables (reference estimator, then the optimistic best per task), Markdown lines."""
+    if not headline.get("rows"):
+        return []
+    columns = headline["columns"]
+    lines = [
+        f"## Headline: `{headline['reference']}` for every LLM ({headline['strategy']} labels)",
+        "",
+        f"Rule: {headline['rule']}. A cell: AUROC [95% CI] (correct/incorrect answers), `!` = small sample, "
+        "the greedy accuracy, the rank (1 = best AUROC) and its 95% bootstrap interval.",
+        "",
+    ]
+    rows = [
+        [row["llm"], *[cell_summary(row["cells"].get(c)) for c in columns], cell_summary(row["mean"])]
+        for row in headline["rows"]
+    ]
+    lines += _table(["LLM", *columns, "mean"], rows)
+    lines += [
+        "",
+        "### Optimistic: each LLM's best estimator per task",
+        "",
+        "The maximum of many noisy AUROCs, biased upward: not a ranking (the table above is).",
+        "",
+    ]
+    rows = [
+        [
+            row["llm"],
+            *[
+                f"`{c['estimator']}` {cell_summary(c)}" if (c := row["cells"].get(column)) else "-"
+                for column in columns
+            ],
+        ]
+        for row in headline["best"]
+    ]
+    return [*lines, *_table(["LLM", *columns], rows), ""]
+
+
 def _fmt(value: float | None, digits: int = 3, *, signed: bool = False) -> str:
     return "n/a" if value is None else f"{value:{'+' if signed else ''}.{digits}f}"
 
@@ -213,7 +272,7 @@ def write_markdown(
     """``leaderboard.md``: reads well in a pull request (AUROC per section; other metrics in the CSV)."""
     settings = document["settings"]
     boot = settings["bootstrap"]
-    lines = [f"# {title}", ""]
+    lines = [f"# {title}", "", *_headline_markdown(document.get("headline") or {})]
     if header:
         lines += [header.rstrip(), ""]
     lines += [

@@ -1,0 +1,275 @@
+"""The headline: one row per LLM, one column per task plus the mean, for the board's reference estimator.
+
+The question a reader brings is "which LLM knows best when it is wrong?". Answering it with the best cell of
+each LLM would reward the LLM whose many estimators happened to get lucky, so the headline reads one
+**reference estimator**, fixed before the LLMs are looked at: :attr:`LeaderboardConfig.reference
+<semuq_eval.leaderboard.compute.LeaderboardConfig>` (``--reference``; default :data:`REFERENCE`, the
+question-conditioned operator ``enc``, the paper's trained operator, with the fixed ``kle_heat`` aggregator),
+under the greedy labels
+(:data:`STRATEGY`: is the answer the LLM would give correct?).
+
+A column is a task's section (:func:`columns`: its ``#common`` section when its LLMs ran different question
+sets). Each cell is the board's own figure, nothing recomputed: the reference estimator's AUROC cell (CI, correct /
+incorrect counts, greedy accuracy, the run's small-sample flag, :mod:`semuq_eval.harness.reliability`) and its
+row of the LLM rank intervals (:func:`~semuq_eval.leaderboard.compute.rank_intervals`). The mean column
+averages the LLM's task AUROCs resample by resample on the sections' shared bootstraps (the sections hold
+different questions, so resample r of each is one joint draw): its CI is the percentile interval of those
+means, and its rank interval ranks the LLMs that have every task, by the same rank rule. Rows are sorted by the
+mean column (highest first; an LLM without one last).
+
+The second headline, :func:`best_rows`, gives each LLM's best estimator per task: the maximum of many noisy
+AUROCs, biased upward, hence labelled **optimistic** wherever it is shown.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from semuq_eval.harness.reliability import MIN_VALID_SHARE
+from semuq_eval.jsonio import finite_or_none
+
+if TYPE_CHECKING:  # type hints only: compute imports this module
+    from semuq_eval.leaderboard.collect import Section
+    from semuq_eval.leaderboard.compute import Leaderboard
+    from semuq_eval.metrics import Bootstrap
+
+__all__ = ["REFERENCE", "RULE", "STRATEGY", "best_rows", "cell_summary", "columns", "headline"]
+
+REFERENCE = "kle_heat@enc"
+"""The default reference estimator: the operator ``enc`` (the paper's trained question-conditioned bi-encoder;
+which weights it runs with is the runs' choice) with the fixed aggregator ``kle_heat``."""
+
+STRATEGY = "greedy"
+"""The headline's label strategy: the greedy answer's correctness (its accuracy is the LLM's accuracy)."""
+
+RULE = (
+    "each cell is the AUROC of the reference estimator {reference}, set in the board's settings before the "
+    "LLMs are ranked (`--reference`; the same estimator for every LLM and task, never each LLM's best cell), "
+    "under {strategy} labels, with its 95% CI; rows sorted by the mean over the tasks"
+)
+"""The reference-estimator rule, as the Markdown and the page state it."""
+
+_CELL = ("value", "ci_low", "ci_high", "n_correct", "n_incorrect", "accuracy", "reliable", "status", "note")
+
+
+def _cell(cell: Mapping[str, Any] | None, reference: str) -> dict[str, Any]:
+    if cell is None:
+        return {**dict.fromkeys(_CELL), "status": "not_run", "note": f"no {reference} cell"}
+    return {k: cell.get(k) for k in _CELL}
+
+
+def _mean_cell(
+    cells: Sequence[Mapping[str, Any]], resampled: Sequence[np.ndarray | None], bootstrap: Bootstrap
+) -> tuple[dict[str, Any], np.ndarray | None]:
+    """The mean column's cell over an LLM's task cells, and its resampled means (None without resamples)."""
+    values = [c["value"] for c in cells if c["value"] is not None]
+    if not values or len(values) < len(cells):
+        missing = len(cells) - len(values)
+        note = f"no reference AUROC on {missing} of {len(cells)} tasks" if cells else "no task"
+        return {**dict.fromkeys(_CELL), "status": "undefined", "note": note}, None
+    means = None
+    low = high = None
+    notes = []
+    if all(r is not None for r in resampled):
+        means = np.mean(np.vstack(resampled), axis=0)  # NaN where any task's resample had no value
+        low, high = bootstrap.interval(means)
+        valid = int(np.isfinite(means).sum())
+        if valid < MIN_VALID_SHARE * means.size:  # the cells' rule (harness.reliability), on the means
+            notes.append(f"{valid} of {means.size} resamples gave a value")
+    else:
+        notes.append("no CI: a task's run has no per-question scores (breakdown only)")
+    flagged = [c for c in cells if not c["reliable"]]
+    if flagged:
+        notes.insert(0, f"{len(flagged)} of {len(cells)} task cells flagged (small sample)")
+    return {
+        "value": float(np.mean(values)),
+        "ci_low": finite_or_none(low),
+        "ci_high": finite_or_none(high),
+        "n_correct": sum(int(c["n_correct"] or 0) for c in cells),
+        "n_incorrect": sum(int(c["n_incorrect"] or 0) for c in cells),
+        "accuracy": finite_or_none(
+            float(np.mean([c["accuracy"] for c in cells if c["accuracy"] is not None] or [math.nan]))
+        ),
+        "reliable": not notes,
+        "status": "ok",
+        "note": "; ".join(notes) or None,
+    }, means
+
+
+def columns(sections: Sequence[Section]) -> list[Section]:
+    """The headline's columns: one section per task where the task has one, or its ``#common`` section when its
+    LLMs ran different question sets (``--common-questions also``: there they are compared on the same
+    questions); otherwise each of the task's sections (LLMs that did not share questions are not ranked).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as S
+    >>> board = [S(id="a#1", task="a", repeats=False), S(id="a#2", task="a", repeats=False),
+    ...          S(id="a#common", task="a", repeats=True), S(id="b", task="b", repeats=False)]
+    >>> [s.id for s in columns(board)]
+    ['a#common', 'b']
+    """
+    out = []
+    for task in dict.fromkeys(s.task for s in sections):
+        own = [s for s in sections if s.task == task and not s.repeats]
+        common = [s for s in sections if s.task == task and s.repeats]
+        out += common if common and len(own) > 1 else own
+    return out
+
+
+def headline(
+    board: Leaderboard, resampled: Mapping[tuple[str, str], Mapping[tuple[str, str], tuple]]
+) -> dict[str, Any]:
+    """The headline table of a computed board (module docstring): ``leaderboard.json``'s ``headline``.
+
+    Parameters
+    ----------
+    board : Leaderboard
+        Cells and LLM rank intervals filled (:func:`~semuq_eval.leaderboard.compute.compute` calls this last).
+    resampled : mapping
+        ``{(section id, llm): {(strategy, estimator): (point, resampled values, mask)}}``: each paired run's
+        AUROC on the section's shared resamples (the figures the rank intervals were computed from).
+
+    Returns
+    -------
+    dict
+        ``{"reference", "strategy", "rule", "columns", "rows", "best"}`` (:mod:`.schema`).
+
+    Examples
+    --------
+    >>> from semuq_eval.leaderboard.compute import compute, LeaderboardConfig
+    >>> from semuq_eval.leaderboard.collect import Run, group_sections
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.integers(0, 2, 80).astype(float)
+    >>> def run(llm, skill):
+    ...     bd = {"format": "semuq-breakdown/1", "task": "t", "n_samples": 5, "n_docs": 80, "results": {},
+    ...           "labels": {}, "settings": {"min_minority": 20}}
+    ...     return Run(path=llm, task="t", llm=llm, breakdown=bd, settings=bd["settings"], doc_ids=np.arange(80),
+    ...                scores={"kle_heat@enc": rng.normal(size=80) + skill * (1 - y)},
+    ...                labels={"greedy": y, "majority": y})
+    >>> board = compute(group_sections([run("a", 0.2), run("b", 2.0)]), LeaderboardConfig(n_resamples=200))
+    >>> [(row["llm"], round(row["mean"]["value"], 3), row["mean"]["rank"]) for row in board.headline["rows"]]
+    [('b', 0.905, 1), ('a', 0.599, 2)]
+    """
+    from semuq_eval.leaderboard.compute import rank_intervals
+
+    config = board.config
+    reference, bootstrap = config.reference, config.bootstrap
+    sections = columns(board.sections)
+    ids = [s.id for s in sections]
+    llms = list(dict.fromkeys(r.llm for s in sections for r in s.runs))
+    at = {
+        (c["section"], c["llm"]): c
+        for c in board.cells
+        if c["estimator"] == reference and c["strategy"] == STRATEGY and c["metric"] == "auroc"
+    }
+    ranks = {
+        (r["section"], r["llm"]): r
+        for r in board.llm_ranks
+        if r["estimator"] == reference and r["strategy"] == STRATEGY
+    }
+    rows, means = [], {}
+    for llm in llms:
+        cells, draws = {}, []
+        for s in sections:
+            if llm not in s.llms:
+                continue
+            cell = _cell(at.get((s.id, llm)), reference)
+            rank = ranks.get((s.id, llm)) or {}
+            cell.update({k: rank.get(k) for k in ("rank", "rank_low", "rank_high", "n_ranked")})
+            cells[s.id] = cell
+            figure = resampled.get((s.id, llm), {}).get((STRATEGY, reference))
+            draws.append(None if figure is None else figure[1])
+        mean, means[llm] = _mean_cell(list(cells.values()), draws, bootstrap)
+        mean["n_tasks"] = len(cells)
+        if mean["value"] is not None and len(cells) < len(ids):
+            mean["note"] = "; ".join(
+                filter(None, [f"mean over {len(cells)} of {len(ids)} tasks", mean["note"]])
+            )
+        rows.append({"llm": llm, "cells": cells, "mean": mean})
+    by_llm = {row["llm"]: row["mean"] for row in rows}
+    complete = [llm for llm, mean in by_llm.items() if mean["n_tasks"] == len(ids) and means[llm] is not None]
+    for mean in by_llm.values():
+        mean.update(rank=None, rank_low=None, rank_high=None, n_ranked=len(complete))
+    if len(complete) > 1:
+        points = np.array([by_llm[llm]["value"] for llm in complete])
+        point, low, high, _ = rank_intervals(np.vstack([means[llm] for llm in complete]), points)
+        for i, llm in enumerate(complete):
+            by_llm[llm].update(rank=int(point[i]), rank_low=int(low[i]), rank_high=int(high[i]))
+    rows.sort(key=lambda r: (r["mean"]["value"] is None, -(r["mean"]["value"] or 0.0)))
+    return {
+        "reference": reference,
+        "strategy": STRATEGY,
+        "rule": RULE.format(reference=reference, strategy=STRATEGY),
+        "columns": ids,
+        "rows": rows,
+        "best": best_rows(board.cells, [r["llm"] for r in rows], ids),
+    }
+
+
+def best_rows(cells: Sequence[Mapping[str, Any]], llms: Sequence[str], ids: Sequence[str]) -> list[dict]:
+    """Each LLM's best estimator per task (greedy AUROC; optimistic: the maximum of many noisy cells).
+
+    Rows follow ``llms`` (the headline's order); a cell is the best estimator's AUROC cell, with its name.
+
+    Examples
+    --------
+    >>> cells = [{"section": "t", "llm": "a", "estimator": e, "strategy": "greedy", "metric": "auroc",
+    ...           "status": "ok", "value": v, "ci_low": v - 0.1, "ci_high": v + 0.1, "n_correct": 30,
+    ...           "n_incorrect": 30, "accuracy": 0.5, "reliable": True, "note": None}
+    ...          for e, v in (("se@nli", 0.7), ("cos@enc", 0.8))]
+    >>> best_rows(cells, ["a"], ["t"])[0]["cells"]["t"]["estimator"]
+    'cos@enc'
+    """
+    best: dict[tuple[str, str], Mapping[str, Any]] = {}
+    for c in cells:
+        if c["strategy"] == STRATEGY and c["metric"] == "auroc" and c["status"] == "ok":
+            key = (c["section"], c["llm"])
+            if key not in best or c["value"] > best[key]["value"]:
+                best[key] = c
+    return [
+        {
+            "llm": llm,
+            "cells": {
+                sid: {"estimator": best[(sid, llm)]["estimator"], **_cell(best[(sid, llm)], "")}
+                for sid in ids
+                if (sid, llm) in best
+            },
+        }
+        for llm in llms
+    ]
+
+
+def cell_summary(cell: Mapping[str, Any] | None) -> str:
+    """A headline cell as one line of text, the same in the Markdown and the page: AUROC [CI] (correct /
+    incorrect), ``!`` when flagged, then the greedy accuracy and the rank interval.
+
+    Examples
+    --------
+    >>> cell_summary({"value": 0.8, "ci_low": 0.7, "ci_high": 0.9, "n_correct": 30, "n_incorrect": 18,
+    ...               "accuracy": 0.625, "reliable": False, "status": "ok", "rank": 1, "rank_low": 1,
+    ...               "rank_high": 2, "n_ranked": 3})
+    '0.800 [0.700, 0.900] (30/18) ! · acc 0.625 · rank 1 (1-2 of 3)'
+    """
+    from semuq_eval.cell_text import cell_text
+
+    if cell is None:
+        return "-"
+    if cell.get("status") != "ok":
+        return str(cell.get("status") or "-")
+    text = cell_text(
+        cell["value"],
+        cell.get("ci_low"),
+        cell.get("ci_high"),
+        reliable=bool(cell.get("reliable")),
+        count=f"{cell.get('n_correct')}/{cell.get('n_incorrect')}",
+    )
+    if isinstance(cell.get("accuracy"), float):
+        text += f" · acc {cell['accuracy']:.3f}"
+    if cell.get("rank") is not None:
+        text += f" · rank {cell['rank']} ({cell.get('rank_low')}-{cell.get('rank_high')} of {cell.get('n_ranked')})"
+    return text
