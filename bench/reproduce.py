@@ -469,6 +469,7 @@ def select_by_heldout_auroc(
     from semuq_eval.harness.pipeline import process_docs
     from semuq_eval.harness.report import summarize
     from semuq_eval.harness.settings import Settings
+    from semuq_eval.training.heldout import SELECTION_AGGREGATORS
 
     candidates = [v for v, o in variants.items() if o.get("question", True)]
     wanted = list(dict.fromkeys([*candidates, *(bases[v][0] for v in candidates), "cos_ext"]))
@@ -504,9 +505,9 @@ def select_by_heldout_auroc(
 
     def mean_auroc(op: str) -> float | None:
         values = [
-            r["auroc"]["value"]
-            for name, r in greedy.items()
-            if name.endswith(f"@{op}") and r["auroc"]["value"] is not None
+            greedy[f"{agg}@{op}"]["auroc"]["value"]
+            for agg in SELECTION_AGGREGATORS
+            if f"{agg}@{op}" in greedy and greedy[f"{agg}@{op}"]["auroc"]["value"] is not None
         ]
         return sum(values) / len(values) if values else None
 
@@ -515,7 +516,8 @@ def select_by_heldout_auroc(
     lines = [
         "## 1b. Selection of the main operator (held-out NQ-Open dev questions, never an evaluation set)",
         "",
-        f"Rule (`--select auroc`): the mean greedy AUROC over the graph aggregators on the {breakdown['n_docs']} "
+        f"Rule (`--select auroc`): the mean greedy AUROC over the eight graph aggregators "
+        f"({', '.join(SELECTION_AGGREGATORS)}) on the {breakdown['n_docs']} "
         f"held-out questions of the training LLM (`--validation`; {counts['n_correct']} correct / "
         f"{counts['n_incorrect']} incorrect greedy answers), among the question-conditioned variants; the best "
         "becomes the main operator only if it is above its own untrained counterpart and the untrained `enc`, else "

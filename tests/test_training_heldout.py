@@ -15,7 +15,12 @@ from semuq_eval.commands import main as cli_main
 from semuq_eval.operators.encoder import EncoderOperator
 from semuq_eval.training import recipe
 from semuq_eval.training.data import read_training_file
-from semuq_eval.training.heldout import HeldoutAUROCEvaluator, heldout_docs, matrix_only_estimators
+from semuq_eval.training.heldout import (
+    SELECTION_AGGREGATORS,
+    HeldoutAUROCEvaluator,
+    heldout_docs,
+    selection_estimators,
+)
 from semuq_eval.training.stores import LabelledQuestion, read_store
 from tests.fixtures.tiny_encoders import (  # noqa: F401  (pytest fixtures)
     tiny_st_encoder,
@@ -51,12 +56,12 @@ def test_heldout_docs_keep_the_questions_with_a_greedy_verdict():
     assert [d.greedy.text for d in docs] == ["a"] and [g.text for g in docs[0].samples] == ["a", "b"]
 
 
-def test_matrix_only_estimators_are_the_graph_aggregators_of_enc():
-    names = sorted(e.aggregator for e in matrix_only_estimators())
-    graph = ["cae", "cos", "deg", "ecc", "eigv", "kle_heat", "kle_matern", "numsets"]
-    assert names == sorted(
-        [*graph, "eigenscore", "snne"]
-    )  # issue 23's matrix-only aggregators join by declaration
+def test_the_selection_estimators_are_the_rules_eight_graph_aggregators_on_enc():
+    """Fixed by name: an aggregator registered later (e.g. issue 23's snne, eigenscore, which also read only the
+    matrix) does not change a rule stated before the data were read."""
+    names = [e.name for e in selection_estimators()]
+    assert names == [f"{a}@enc" for a in SELECTION_AGGREGATORS]
+    assert len(names) == 8 and "snne@enc" not in names
 
 
 def test_the_evaluator_scores_as_the_pipeline_and_sklearn(tmp_path, tiny_st_encoder):  # noqa: F811
@@ -78,7 +83,7 @@ def test_the_evaluator_scores_as_the_pipeline_and_sklearn(tmp_path, tiny_st_enco
     labels = [{"greedy": int(c), "majority": 0, "samples": [], "n_missing_verdicts": 0} for c in correct]
     items = process_docs(docs, settings, labels=labels).items
     per = []
-    for est in matrix_only_estimators():
+    for est in selection_estimators():
         u = np.array([item["scores"][est.name] for item in items])
         expected = roc_auc_score(1 - correct, u)  # AUROC of detecting the incorrect answers
         assert metrics[f"heldout_{est.aggregator}_auroc"] == pytest.approx(expected, abs=1e-12)

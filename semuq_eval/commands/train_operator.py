@@ -141,7 +141,8 @@ def parser() -> argparse.ArgumentParser:
         choices=SELECT_ON,
         default="triplets",
         help="what selects the kept epoch: triplets (App. B: validation triplet accuracy, the default) or auroc "
-        "(mean greedy AUROC of the matrix-only aggregators on every --validation question; a recorded deviation)",
+        "(mean greedy AUROC of the eight graph aggregators CAE, NumSets, KLE heat and Matern, COS, EigV, Deg, "
+        "Ecc on every --validation question; a recorded deviation)",
     )
     p.add_argument(
         "--val_triplets",

@@ -5,9 +5,9 @@ predict AUROC (``docs/reproduction.md``): its App. C triplets start at 0.84 accu
 the guided variants stopped after their first epoch, still inside the warm-up, so training barely happened.
 :class:`HeldoutAUROCEvaluator` scores the encoder being trained as the harness scores ``enc``: on held-out
 questions of the training distribution (never an evaluation set), each question's N sampled answers become the
-operator's Gram matrix, every aggregator that needs nothing but that matrix turns it into an uncertainty
-(:func:`~semuq_eval.harness.estimators.score_doc`, the pipeline's own path), and the AUROC of each against the
-stored greedy verdicts is averaged. ``train-operator --select_on auroc`` selects the epoch on this mean (a named
+operator's Gram matrix, each of the eight graph aggregators the reproduction's selection rule names
+(:data:`SELECTION_AGGREGATORS`) turns it into an uncertainty (:func:`~semuq_eval.harness.estimators.score_doc`, the
+pipeline's own path), and the AUROC of each against the stored greedy verdicts is averaged. ``train-operator --select_on auroc`` selects the epoch on this mean (a named
 deviation from App. B, recorded in the card).
 
 Examples
@@ -16,6 +16,8 @@ Examples
 >>> q = LabelledQuestion("f", 0, "Capital of France?", ("Paris", "Lyon"), (1, 0), greedy="Paris", greedy_label=1)
 >>> [d.question for d in heldout_docs([q])[0]]
 ['Capital of France?']
+>>> [e.name for e in selection_estimators()][:2]
+['cae@enc', 'cos@enc']
 """
 
 from __future__ import annotations
@@ -35,9 +37,13 @@ from semuq_eval.models.generation import Generation
 from semuq_eval.operators.encoder import EncoderOperator
 from semuq_eval.training.stores import LabelledQuestion
 
-__all__ = ["HeldoutAUROCEvaluator", "heldout_docs", "matrix_only_estimators"]
+__all__ = ["SELECTION_AGGREGATORS", "HeldoutAUROCEvaluator", "heldout_docs", "selection_estimators"]
 
 OPERATOR = "enc"
+SELECTION_AGGREGATORS = ("cae", "cos", "deg", "ecc", "eigv", "kle_heat", "kle_matern", "numsets")
+"""The rule's aggregators, fixed by name (``docs/reproduction.md``, the confirmation plan): the paper's graph, kernel
+and clustering aggregators that read only the matrix. Fixed, not derived from the registry, so that a newly
+registered aggregator never changes a selection rule that was stated before the data were read."""
 
 
 def heldout_docs(questions: Sequence[LabelledQuestion]) -> tuple[list[Doc], np.ndarray]:
@@ -60,24 +66,13 @@ def heldout_docs(questions: Sequence[LabelledQuestion]) -> tuple[list[Doc], np.n
     return docs, np.array(correct, dtype=np.int64)
 
 
-def matrix_only_estimators() -> list[Estimator]:
-    """The estimators of ``enc`` that read its matrix and nothing else (no log-probabilities, no token
-    weights): what a training-data file can score."""
-    return [
-        e
-        for e in valid_estimators({OPERATOR: OperatorSpec(EncoderOperator.kind)})
-        if e.operator == OPERATOR and not _needs_doc_signals(e)
-    ]
-
-
-def _needs_doc_signals(estimator: Estimator) -> bool:
-    from semuq_eval import aggregators
-
-    return bool(aggregators.get(estimator.aggregator).inputs)
+def selection_estimators() -> list[Estimator]:
+    """The estimators ``aggregator@enc`` of :data:`SELECTION_AGGREGATORS`, as the harness builds them."""
+    return valid_estimators({OPERATOR: OperatorSpec(EncoderOperator.kind)}, SELECTION_AGGREGATORS)
 
 
 class HeldoutAUROCEvaluator(SentenceEvaluator):
-    """Mean greedy AUROC of the matrix-only aggregators on held-out questions (module docstring).
+    """Mean greedy AUROC of the selection rule's aggregators on held-out questions (module docstring).
 
     Parameters
     ----------
@@ -124,7 +119,7 @@ class HeldoutAUROCEvaluator(SentenceEvaluator):
         self.separator = separator
         self.batch_size = batch_size
         self.name = name
-        self.estimators = matrix_only_estimators()
+        self.estimators = selection_estimators()
         self.tau = Settings().tau
         self.primary_metric = "mean_auroc"
 

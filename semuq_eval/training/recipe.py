@@ -90,11 +90,10 @@ class TrainingConfig:
     the defaults are App. C exactly); ``pooling`` is Eq. encoder's ``all`` or the ``answer`` variant;
     ``validation`` names held-out stores or files whose App. C triplets (natural samples only, the same for
     every option) select the epoch, instead of ``val_fraction`` of the training questions; ``select_on="auroc"``
-    selects it on the mean greedy AUROC of the matrix-only aggregators over every ``validation`` question instead
-    (:mod:`semuq_eval.training.heldout`); ``bf16`` trains in
-    bfloat16 mixed precision (autocast; the weights stay float32), for CPUs with native bf16; ``epochs`` is the
-    budget (early stopping may end sooner); ``warmup_ratio`` is the share of the budget's optimizer steps spent
-    warming up.
+    selects it on the mean greedy AUROC of the selection rule's eight graph aggregators over every
+    ``validation`` question instead (:mod:`semuq_eval.training.heldout`); ``bf16`` trains in bfloat16 mixed
+    precision (autocast; the weights stay float32), for CPUs with native bf16; ``epochs`` is the budget (early
+    stopping may end sooner); ``warmup_ratio`` is the share of the budget's optimizer steps spent warming up.
     """
 
     stores: Sequence[str]
@@ -583,7 +582,7 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
         "kept_epoch": "best validation epoch" if config.early_stopping else "last epoch (early stopping off)",
         "early_stopping_metric": f"validation triplet accuracy ({METRIC})"
         if heldout is None
-        else f"held-out mean greedy AUROC of the matrix-only aggregators ({HELDOUT_METRIC})",
+        else f"held-out mean greedy AUROC of the selection rule's eight graph aggregators ({HELDOUT_METRIC})",
         "select_on": config.select_on,
         "val_fraction": None if config.validation else config.val_fraction,
         "validation": "held-out stores (App. C triplets of their natural samples)"
@@ -622,7 +621,7 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
             (
                 heldout is not None,
                 "select_on=auroc: the epoch is selected on the held-out questions' mean greedy AUROC over the "
-                "matrix-only aggregators (App. B: validation triplet accuracy)",
+                "eight graph aggregators of the selection rule (App. B: validation triplet accuracy)",
             ),
             (
                 config.bf16,
