@@ -9,10 +9,16 @@ share three rules, kept here once:
   when several ranks of a data-parallel run write the same manifest;
 - a malformed JSON line is an error naming the file and the line, unless the caller says the file may end
   in a line torn by a killed process (``on_error="skip"``: skipped with a warning).
+
+The compact formats meant to be committed (training data, run records) are gzip JSON lines with a fixed gzip
+header (no name, mtime 0), so the same content always gives the same bytes (:func:`write_jsonl_gz`,
+:func:`read_jsonl_gz`).
 """
 
 from __future__ import annotations
 
+import gzip
+import io
 import json
 import logging
 import math
@@ -30,8 +36,10 @@ __all__ = [
     "parse_jsonl",
     "read_json",
     "read_jsonl",
+    "read_jsonl_gz",
     "write_json",
     "write_jsonl",
+    "write_jsonl_gz",
 ]
 
 log = logging.getLogger(__name__)
@@ -75,15 +83,20 @@ def _line(obj: Any) -> str:
     return json.dumps(json_safe(obj), ensure_ascii=False, allow_nan=False) + "\n"
 
 
-def _replace_atomically(path: str | os.PathLike, chunks: Iterable[str]) -> Path:
-    """Write ``chunks`` to a per-process temporary file beside ``path``, flush it to disk and rename it over
-    ``path``: readers see the old file or the new one, never a part (ranks writing one file never clash)."""
+def _replace_atomically(path: str | os.PathLike, chunks: Iterable[str] | bytes) -> Path:
+    """Write ``chunks`` (text, or bytes) to a per-process temporary file beside ``path``, flush it to disk and
+    rename it over ``path``: readers see the old file or the new one, never a part (ranks writing one file never
+    clash)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f"{path.suffix}.{os.getpid()}.tmp")
     try:
-        with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
-            fh.writelines(chunks)
+        with open(tmp, "wb") as fh:
+            if isinstance(chunks, bytes):
+                fh.write(chunks)
+            else:
+                for chunk in chunks:
+                    fh.write(chunk.encode("utf-8"))
             fh.flush()
             os.fsync(fh.fileno())
         tmp.replace(path)
@@ -175,6 +188,41 @@ def write_jsonl(path: str | os.PathLike, records: Iterable[Any]) -> None:
     to a temporary file beside it, flushed to disk, then renamed over ``path``, so a writer killed half-way
     leaves the old file whole (and a stray ``*.tmp`` at most)."""
     _replace_atomically(path, (_line(r) for r in records))
+
+
+def write_jsonl_gz(path: str | os.PathLike, records: Iterable[Any]) -> Path:
+    """Write ``records`` (made JSON-safe) as gzip JSON lines with a fixed gzip header (no name, mtime 0,
+    level 9), atomically: the same records always give the same bytes. Returns the path.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> a, b = (Path(tempfile.mkdtemp()) / "x.jsonl.gz" for _ in range(2))
+    >>> _ = write_jsonl_gz(a, [{"a": 1}]), write_jsonl_gz(b, [{"a": 1}])
+    >>> a.read_bytes() == b.read_bytes(), [obj for _, obj in read_jsonl_gz(a, "test file")]
+    (True, [{'a': 1}])
+    """
+    buffer = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", fileobj=buffer, mtime=0, compresslevel=9) as gz:
+        gz.write("".join(_line(r) for r in records).encode("utf-8"))
+    return _replace_atomically(path, buffer.getvalue())
+
+
+def read_jsonl_gz(path: str | os.PathLike, what: str) -> list[tuple[int, dict[str, Any]]]:
+    """``(line_number, object)`` for every non-blank line of the gzip JSON-lines file ``path``.
+
+    Raises
+    ------
+    ValueError
+        ``"<path>: not a gzip-compressed <what> (...)"`` when it is not gzip or not UTF-8, and what
+        :func:`parse_jsonl` raises for a malformed line (naming ``path:line``).
+    """
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            lines = fh.read().splitlines()
+    except (OSError, EOFError, UnicodeDecodeError) as err:
+        raise ValueError(f"{path}: not a gzip-compressed {what} ({err})") from None
+    return list(parse_jsonl(lines, str(path)))
 
 
 def append_jsonl(path: str | os.PathLike, records: Iterable[Any], *, durable: bool = False) -> None:

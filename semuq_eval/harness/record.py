@@ -25,9 +25,7 @@ are left out) and the gzip header is fixed (no name, mtime 0): the same store gi
 
 from __future__ import annotations
 
-import gzip
 import hashlib
-import io
 import json
 import math
 import os
@@ -37,7 +35,7 @@ from typing import Any
 
 from semuq_eval.harness.label_sets import RUN_LABELS, label_set_names, read_label_set
 from semuq_eval.harness.store import load_store
-from semuq_eval.jsonio import json_safe, parse_jsonl, read_json, read_jsonl
+from semuq_eval.jsonio import json_safe, read_json, read_jsonl, read_jsonl_gz, write_jsonl_gz
 
 __all__ = [
     "RECORD_FORMAT",
@@ -201,21 +199,7 @@ def write_record(path: str | os.PathLike, record: RunRecord) -> Path:
     >>> write_record(Path(tempfile.mkdtemp()) / "r.jsonl.gz", r).name
     'r.jsonl.gz'
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    lines = [dict(record), *record.questions]
-    raw = "".join(json.dumps(line, ensure_ascii=False, allow_nan=False) + "\n" for line in lines)
-    buffer = io.BytesIO()
-    with gzip.GzipFile(filename="", mode="wb", fileobj=buffer, mtime=0, compresslevel=9) as gz:
-        gz.write(raw.encode("utf-8"))
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_bytes(buffer.getvalue())
-        tmp.replace(path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return path
+    return write_jsonl_gz(path, [dict(record), *record.questions])
 
 
 def write_store_record(store: str | os.PathLike) -> Path:
@@ -295,12 +279,7 @@ def read_record(path: str | os.PathLike) -> RunRecord:
     ValueError: .../r.jsonl.gz: not a gzip-compressed run record (Not a gzipped file (b'no'))
     """
     path = Path(path)
-    try:
-        with gzip.open(path, "rt", encoding="utf-8") as fh:
-            lines = fh.read().splitlines()
-    except (OSError, EOFError, UnicodeDecodeError) as err:
-        raise ValueError(f"{path}: not a gzip-compressed run record ({err})") from None
-    parsed = parse_jsonl(lines, str(path))
+    parsed = iter(read_jsonl_gz(path, "run record"))
     number, header = next(parsed, (1, {}))
     if header.get("format") != RECORD_FORMAT:
         raise ValueError(

@@ -30,9 +30,6 @@ Examples
 
 from __future__ import annotations
 
-import gzip
-import io
-import json
 import os
 from collections.abc import Mapping
 from datetime import datetime, timezone
@@ -40,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from semuq_eval.harness.label_sets import RUN_LABELS
-from semuq_eval.jsonio import parse_jsonl
+from semuq_eval.jsonio import read_jsonl_gz, write_jsonl_gz
 from semuq_eval.training.stores import LabelledQuestion, StoreData, read_store
 
 __all__ = [
@@ -88,13 +85,7 @@ def write_training_file(path: str | os.PathLike, data: StoreData) -> int:
                 "labels": [_label(v) for v in q.labels],
             }
         )
-    raw = "".join(json.dumps(line, ensure_ascii=False, allow_nan=False) + "\n" for line in lines)
-    buffer = io.BytesIO()
-    with gzip.GzipFile(filename="", mode="wb", fileobj=buffer, mtime=0, compresslevel=9) as gz:
-        gz.write(raw.encode("utf-8"))
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(buffer.getvalue())
-    tmp.replace(path)
+    write_jsonl_gz(path, lines)
     return len(data.questions)
 
 
@@ -108,12 +99,7 @@ def read_training_file(path: str | os.PathLike) -> StoreData:
         of the wrong type (``answers`` and ``labels`` of different lengths, a label other than 1 / 0 / null).
     """
     path = Path(path)
-    try:
-        with gzip.open(path, "rt", encoding="utf-8") as fh:
-            lines = fh.read().splitlines()
-    except (OSError, EOFError, UnicodeDecodeError) as err:
-        raise ValueError(f"{path}: not a gzip-compressed training-data file ({err})") from None
-    records = list(parse_jsonl(lines, str(path)))
+    records = read_jsonl_gz(path, "training-data file")
     if not records or records[0][1].get("format") != TRAINING_DATA_FORMAT:
         found = records[0][1].get("format") if records else None
         raise ValueError(f"{path}:1: format must be {TRAINING_DATA_FORMAT!r}, got {found!r}")
