@@ -402,10 +402,9 @@ def heldout_questions(files: Sequence[str]) -> tuple[list[Any], list[dict[str, A
     """The held-out questions of the ``--validation`` training-data files as pipeline docs, with their stored
     verdicts as label records (greedy, majority of the samples, each sample): what a run of the training LLM on
     them would have stored. A question without its greedy answer (an older export) is left out."""
-    from semuq_eval.harness.doc import Doc
     from semuq_eval.judges.strategies import majority_label
-    from semuq_eval.models.generation import Generation
     from semuq_eval.training.data import read_training_file
+    from semuq_eval.training.heldout import question_doc
 
     docs, labels = [], []
     for path in files:
@@ -421,15 +420,7 @@ def heldout_questions(files: Sequence[str]) -> tuple[list[Any], list[dict[str, A
         for q in questions:
             if q.greedy is None:
                 continue
-            docs.append(
-                Doc(
-                    doc_id=len(docs),
-                    question=q.question,
-                    references=list(q.references),
-                    greedy=Generation(q.greedy, greedy=True),
-                    samples=[Generation(a) for a in q.answers],
-                )
-            )
+            docs.append(question_doc(q, len(docs)))
             samples = [_verdict(v) for v in q.labels]
             labels.append(
                 {

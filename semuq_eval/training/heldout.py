@@ -37,7 +37,13 @@ from semuq_eval.models.generation import Generation
 from semuq_eval.operators.encoder import EncoderOperator
 from semuq_eval.training.stores import LabelledQuestion
 
-__all__ = ["SELECTION_AGGREGATORS", "HeldoutAUROCEvaluator", "heldout_docs", "selection_estimators"]
+__all__ = [
+    "SELECTION_AGGREGATORS",
+    "HeldoutAUROCEvaluator",
+    "heldout_docs",
+    "question_doc",
+    "selection_estimators",
+]
 
 OPERATOR = "enc"
 SELECTION_AGGREGATORS = ("cae", "cos", "deg", "ecc", "eigv", "kle_heat", "kle_matern", "numsets")
@@ -46,24 +52,25 @@ and clustering aggregators that read only the matrix. Fixed, not derived from th
 registered aggregator never changes a selection rule that was stated before the data were read."""
 
 
+def question_doc(question: LabelledQuestion, doc_id: int) -> Doc:
+    """A stored question with its greedy answer (``greedy`` must be set) as a pipeline doc."""
+    return Doc(
+        doc_id=doc_id,
+        question=question.question,
+        references=list(question.references),
+        greedy=Generation(question.greedy, greedy=True),
+        samples=[Generation(a) for a in question.answers],
+    )
+
+
 def heldout_docs(questions: Sequence[LabelledQuestion]) -> tuple[list[Doc], np.ndarray]:
     """The held-out questions that have a greedy answer with a verdict, as pipeline docs, and their greedy
     correctness (1 / 0). Questions without one are left out (an older export has no greedy answers)."""
-    docs, correct = [], []
-    for q in questions:
-        if q.greedy is None or q.greedy_label is None or len(q.answers) < 2:
-            continue
-        docs.append(
-            Doc(
-                doc_id=len(docs),
-                question=q.question,
-                references=list(q.references),
-                greedy=Generation(q.greedy, greedy=True),
-                samples=[Generation(a) for a in q.answers],
-            )
-        )
-        correct.append(int(q.greedy_label))
-    return docs, np.array(correct, dtype=np.int64)
+    kept = [
+        q for q in questions if q.greedy is not None and q.greedy_label is not None and len(q.answers) > 1
+    ]
+    docs = [question_doc(q, i) for i, q in enumerate(kept)]
+    return docs, np.array([int(q.greedy_label) for q in kept], dtype=np.int64)
 
 
 def selection_estimators() -> list[Estimator]:
