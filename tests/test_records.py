@@ -205,6 +205,7 @@ def test_a_record_that_cannot_join_its_section_is_refused_naming_the_field(
     # the other record joined; the refused one is in no section
     runs = {(r["task"], r["llm"]) for r in document["runs"]}
     assert runs == {("semuq_toy_a", "llm-alpha"), ("semuq_toy_b", "llm-alpha"), ("semuq_toy_b", "llm-beta")}
+    assert {r["source"] for r in document["runs"]} == {"record"}
 
 
 def test_a_record_that_fits_joins_and_gives_the_cells_of_its_store(exported, tmp_path):

@@ -14,7 +14,7 @@ field does not. Numbers that are undefined (NaN) are ``null``. The document::
       "sections": [{"id", "task", "n_questions", "question_set", "n_samples", "judge": {...},
                     "operators": {name: identity}, "paired": bool, "llms": [...], "notes": [...],
                     "repeats": bool}],   # questions also in the task's other sections (added in place)
-      "runs": [{"section", "llm", "path", "task", "source": "store" | "breakdown",
+      "runs": [{"section", "llm", "path", "task", "source": "store" | "record" | "breakdown",
                 "labels": {strategy: {"n", "n_correct", "n_incorrect", "n_missing", "accuracy"}},
                 "provenance": {"model": {"name", "pretrained", "revision", "sha", "model_args", "lm_eval_model"},
                                "task", "n_samples", "n_docs", "seed", "bootstrap",

@@ -92,7 +92,7 @@ def to_document(
                     "task": run.task,
                     "label_set": run.label_set,
                     "path": where(run.path),
-                    "source": "store" if run.paired else "breakdown",
+                    "source": "record" if run.question_set_hash else "store" if run.paired else "breakdown",
                     "labels": {s: _label_counts(board, section.id, run.llm, s) for s in LABEL_STRATEGIES},
                     "provenance": provenance,
                 }
