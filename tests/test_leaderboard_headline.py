@@ -16,8 +16,8 @@ from semuq_eval.leaderboard.collect import expand_inputs, group_sections, load_r
 from semuq_eval.leaderboard.compute import LeaderboardConfig, compute
 from semuq_eval.leaderboard.curves import rejection_curve, reliability_bins
 from semuq_eval.metrics import Bootstrap, CalibrationProtocol, auarc, auroc, calibrate, ece
+from tests.fixtures.leaderboard_stores import STORES, different_question_sets
 
-STORES = Path(__file__).parent / "fixtures" / "leaderboard" / "stores"
 FAST = LeaderboardConfig(n_resamples=200)
 
 
@@ -251,17 +251,7 @@ def test_one_llm_more_is_one_headline_row_more(tmp_path):
 def test_a_task_whose_llms_ran_different_question_sets_is_its_common_column(tmp_path):
     """--common-questions also: each LLM's own section and a #common one; the headline reads the #common one
     (the LLMs on the same questions) and ranks them there, and draws its curves from it."""
-    import json
-
-    stores = []
-    for llm in ("llm-alpha", "llm-beta"):
-        target = tmp_path / llm
-        shutil.copytree(STORES / llm / "semuq" / "semuq_toy_a" / llm, target)
-        stores.append(str(target))
-    scores = Path(stores[1]) / "scores.jsonl"
-    scores.write_text("\n".join(scores.read_text().splitlines()[:40]) + "\n")  # beta: the first 40 questions
-    breakdown = Path(stores[1]) / "breakdown.json"
-    breakdown.write_text(json.dumps({**json.loads(breakdown.read_text()), "n_docs": 40}))
+    stores = different_question_sets(tmp_path)  # beta: the first 40 questions
     doc = build(stores, tmp_path / "out", common_questions="also", config=FAST, plots=False)
     h = doc["headline"]
     assert [s["id"] for s in doc["sections"]] == ["semuq_toy_a#1", "semuq_toy_a#2", "semuq_toy_a#common"]

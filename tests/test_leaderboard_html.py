@@ -23,8 +23,8 @@ import pytest
 
 from semuq_eval.leaderboard.build import build
 from semuq_eval.leaderboard.compute import LeaderboardConfig
+from tests.fixtures.leaderboard_stores import STORES, different_question_sets
 
-STORES = Path(__file__).parent / "fixtures" / "leaderboard" / "stores"
 FLAGS = [
     "--headless",
     "--no-sandbox",
@@ -370,15 +370,7 @@ def test_headline_is_in_the_first_screen_sorted_with_cis_flags_and_pictures(brow
 def test_common_section_counts_in_the_heatmap_only_when_chosen(browser, tmp_path):
     """--common-questions also: the #common section repeats its task's questions, so the page's heatmap and
     delta counts leave it out unless it is the section chosen."""
-    stores = []
-    for llm in ("llm-alpha", "llm-beta"):
-        target = tmp_path / llm
-        shutil.copytree(STORES / llm / "semuq" / "semuq_toy_a" / llm, target)
-        stores.append(str(target))
-    scores = Path(stores[1]) / "scores.jsonl"
-    scores.write_text("\n".join(scores.read_text().splitlines()[:40]) + "\n")  # beta: the first 40 questions
-    breakdown = Path(stores[1]) / "breakdown.json"
-    breakdown.write_text(json.dumps({**json.loads(breakdown.read_text()), "n_docs": 40}))
+    stores = different_question_sets(tmp_path)  # beta: the first 40 questions
     out = tmp_path / "page"
     build(stores, out, common_questions="also", config=LeaderboardConfig(n_resamples=50), plots=False)
     page = browser
