@@ -125,25 +125,24 @@ def test_comparisons_on_small_samples_are_flagged_and_counted(golden_build):
 
 def test_golden_csv_and_markdown(golden_build):
     out, _ = golden_build
-    with open(out / "leaderboard.csv") as a, open(GOLDEN / "leaderboard.csv") as b:
-        rows_a, rows_b = list(csv.DictReader(a)), list(csv.DictReader(b))
-    assert len(rows_a) == len(rows_b) > 0
-    for ra, rb in zip(rows_a, rows_b, strict=True):
-        for k in ra:
-            if k in ("value", "ci_low", "ci_high", "accuracy") and ra[k]:
-                assert math.isclose(float(ra[k]), float(rb[k]), rel_tol=1e-9), (k, ra, rb)
-            else:
-                assert ra[k] == rb[k], (k, ra, rb)
+    assert _same_csv(out / "leaderboard.csv", GOLDEN / "leaderboard.csv") > 0
     assert (out / "leaderboard.md").read_text() == (GOLDEN / "leaderboard.md").read_text()
-    with open(out / "headline.csv") as a, open(GOLDEN / "headline.csv") as b:
+    # 2 LLMs x (2 tasks + mean), then 2 LLMs x 2 tasks (best)
+    assert _same_csv(out / "headline.csv", GOLDEN / "headline.csv") == 10
+
+
+def _same_csv(path: Path, golden: Path) -> int:
+    """Assert the CSV at ``path`` equals ``golden`` (figures to 1e-9 relative); returns its number of rows."""
+    with open(path) as a, open(golden) as b:
         rows_a, rows_b = list(csv.DictReader(a)), list(csv.DictReader(b))
-    assert len(rows_a) == len(rows_b) == 10  # 2 LLMs x (2 tasks + mean), then 2 LLMs x 2 tasks (best)
+    assert len(rows_a) == len(rows_b)
     for ra, rb in zip(rows_a, rows_b, strict=True):
         for k in ra:
             if k in ("value", "ci_low", "ci_high", "accuracy") and ra[k]:
                 assert math.isclose(float(ra[k]), float(rb[k]), rel_tol=1e-9), (k, ra, rb)
             else:
                 assert ra[k] == rb[k], (k, ra, rb)
+    return len(rows_a)
 
 
 def test_outputs_written(golden_build):

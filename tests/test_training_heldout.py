@@ -138,6 +138,23 @@ def test_select_on_auroc_keeps_the_best_held_out_epoch(tmp_path, tiny_st_encoder
     assert again == pytest.approx(max(per_epoch), abs=1e-6)
 
 
+def test_auroc_selection_needs_both_greedy_classes(tmp_path, tiny_st_encoder, capsys):  # noqa: F811
+    train_rows = natural_rows(6)
+    for i in range(6):
+        train_rows[i][2][1] = (f"Author {i} wrote it.", 1)
+    natural = write_store(tmp_path / "n" / "llm", train_rows)
+    rows = [(q, refs, [(a, 1 if i < 2 else 0) for i, (a, _) in enumerate(s)]) for q, refs, s in held_rows(4)]
+    held = write_store(tmp_path / "v" / "llm", rows)  # every greedy answer (the first sample) is correct
+    out = tmp_path / "op"
+    argv = ["train-operator", "--stores", str(natural), "--validation", str(held), "--select_on", "auroc"]
+    assert cli_main([*argv, "--backbone", str(tiny_st_encoder), "--output", str(out), "--no_progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(
+        "semuq-eval train-operator: held-out AUROC needs correct and incorrect greedy answers"
+    )
+    assert "4 correct of 4" in err and "\n" not in err and not out.exists()
+
+
 def test_select_on_is_checked_before_anything_is_read():
     with pytest.raises(ValueError, match="select_on must be one of"):
         recipe.TrainingConfig(stores=["x"], output="y", select_on="loss").check()

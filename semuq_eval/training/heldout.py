@@ -40,6 +40,7 @@ from semuq_eval.training.stores import LabelledQuestion
 __all__ = [
     "SELECTION_AGGREGATORS",
     "HeldoutAUROCEvaluator",
+    "check_both_classes",
     "heldout_docs",
     "question_doc",
     "selection_estimators",
@@ -71,6 +72,16 @@ def heldout_docs(questions: Sequence[LabelledQuestion]) -> tuple[list[Doc], np.n
     ]
     docs = [question_doc(q, i) for i, q in enumerate(kept)]
     return docs, np.array([int(q.greedy_label) for q in kept], dtype=np.int64)
+
+
+def check_both_classes(correct: np.ndarray) -> None:
+    """ValueError unless the held-out greedy verdicts ``correct`` hold both classes (AUROC needs them)."""
+    if not 0 < int(correct.sum()) < len(correct):
+        raise ValueError(
+            f"held-out AUROC needs correct and incorrect greedy answers; the held-out questions have "
+            f"{int(correct.sum())} correct of {len(correct)} with a greedy verdict (a training-data file exported "
+            "before greedy answers were kept has none)"
+        )
 
 
 def selection_estimators() -> list[Estimator]:
@@ -117,11 +128,7 @@ class HeldoutAUROCEvaluator(SentenceEvaluator):
     ) -> None:
         super().__init__()
         self.docs, self.correct = heldout_docs(questions)
-        if not 0 < int(self.correct.sum()) < len(self.correct):
-            raise ValueError(
-                f"held-out AUROC needs correct and incorrect greedy answers; the held-out questions have "
-                f"{int(self.correct.sum())} correct of {len(self.correct)} with a greedy verdict"
-            )
+        check_both_classes(self.correct)
         self.condition_on_question = condition_on_question
         self.separator = separator
         self.batch_size = batch_size

@@ -276,6 +276,10 @@ def prepare_data(config: TrainingConfig) -> TrainingData:
                 f"--validation keeps {len(val)} question(s) under App. C and {len(train)} remain to train on; "
                 "both need at least one"
             )
+        if config.select_on == "auroc":  # checked before anything is written
+            from semuq_eval.training.heldout import check_both_classes, heldout_docs
+
+            check_both_classes(heldout_docs([q for s in held_out for q in s.questions])[1])
     else:
         held_out = []
         train, val = split_by_question(kept, config.val_fraction, config.seed)
