@@ -812,6 +812,21 @@ def _trap_ops(result: Mapping[str, Any]) -> set[str]:
     return {o for trap in result.get("traps", {}).values() for o in trap.get("results", {})}
 
 
+def counted(document: Mapping[str, Any], aggregators: Sequence[str]) -> dict[str, Any]:
+    """The leaderboard document as the report counts it: only the cells and comparison rows of ``aggregators``
+    (all when empty). A plan that fixes its cells (e.g. the ten aggregators of Tab. 1) is read on exactly those,
+    while the leaderboard files keep every estimator."""
+    if not aggregators:
+        return dict(document)
+    keep = set(aggregators)
+    rows = [r for r in document["comparisons"]["rows"] if r["estimator"].partition("@")[0] in keep]
+    return {
+        **document,
+        "cells": [c for c in document["cells"] if c["estimator"].partition("@")[0] in keep],
+        "comparisons": {**document["comparisons"], "rows": rows},
+    }
+
+
 def write_readme(args, folders, bases, document, diagnoses, names, role, timings, main, selection) -> Path:
     lines = [
         "# Reproduction: does an operator trained on one LLM's answers help another LLM's uncertainty?",
@@ -830,6 +845,12 @@ def write_readme(args, folders, bases, document, diagnoses, names, role, timings
         "validation triplets per held-out question.",
         "",
     ]
+    if args.aggregators:
+        lines += [
+            f"Counted (sections 0-3): the aggregators {', '.join(f'`{a}`' for a in args.aggregators)}; the "
+            "leaderboard in `leaderboard/` also has every other estimator.",
+            "",
+        ]
     lines += criteria_section(document, diagnoses, bases, main)
     lines += training_section(folders)
     lines += selection
@@ -899,7 +920,19 @@ def main(argv: list[str] | None = None) -> int:
         "aggregators",
     )
     p.add_argument(
+        "--main",
+        help="the main operator fixed in advance (a pre-registered plan names it; one of the trained variants): "
+        "no selection is made, so --select and --validation's selection step are skipped",
+    )
+    p.add_argument(
         "--ablations", default="random,none,answer_only,full_budget", help="comma-separated; '' for none"
+    )
+    p.add_argument(
+        "--aggregators",
+        type=lambda text: [a.strip() for a in text.split(",") if a.strip()],
+        default=[],
+        help="comma-separated: the aggregators the report's counts and means are read on (default: all); the "
+        "leaderboard keeps every estimator",
     )
     p.add_argument("--epochs", type=int, default=30)
     p.add_argument("--bf16", action="store_true", help="train in bfloat16 mixed precision (recorded)")
@@ -924,8 +957,15 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     from semuq_eval.training.recipe import resolve_backbone
 
+    if args.select and args.main:
+        p.error("--main fixes the main operator in advance: --select would choose another; give one of them")
     if args.select and not args.validation:
         p.error("--select compares the variants on the same held-out triplets: give --validation")
+    from semuq_eval.aggregators import names as aggregator_names
+
+    strange = sorted(set(args.aggregators) - set(aggregator_names()))
+    if strange:
+        p.error(f"--aggregators: unknown {strange}; known: {aggregator_names()}")
     ablations = [a.strip() for a in args.ablations.split(",") if a.strip()]
     unknown = [a for a in ablations if a not in ABLATIONS]
     if unknown:
@@ -945,7 +985,20 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     bases = untrained_bases(args, variants)
     names, options = operator_setup(resolve_backbone(args.backbone)[1], folders, bases)
-    if args.select == "auroc":
+    if args.main:
+        if args.main not in folders:
+            p.error(f"--main {args.main!r} is not a trained variant; trained: {sorted(folders)}")
+        main, selection = (
+            args.main,
+            [
+                "## 1b. The main operator, fixed in advance",
+                "",
+                f"`--main {args.main}`: named by a plan written before the evaluation answers existed; no selection "
+                "was made on any data here.",
+                "",
+            ],
+        )
+    elif args.select == "auroc":
         main, selection = select_by_heldout_auroc(args, variants, names, options, bases, timings)
         write_json(timings_path, timings)
     else:
@@ -964,7 +1017,18 @@ def main(argv: list[str] | None = None) -> int:
         args, {"other-llm": eval_stores, "training-llm": secondary}, names, options, compare, timings
     )
     write_json(timings_path, timings)
-    path = write_readme(args, folders, bases, document, diagnoses, names, role, timings, main, selection)
+    path = write_readme(
+        args,
+        folders,
+        bases,
+        counted(document, args.aggregators),
+        diagnoses,
+        names,
+        role,
+        timings,
+        main,
+        selection,
+    )
     print(f"reproduce: report -> {path}")
     return 0
 

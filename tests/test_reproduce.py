@@ -105,6 +105,28 @@ def test_the_reproduction_trains_selects_rescores_and_reports(tmp_path, tiny_st_
     assert (unpacked / "breakdown.json").is_file() and "SAME LLM as training" in text
     with pytest.raises(SystemExit):  # --select needs held-out validation data
         _reproduce().main(["--train", "x", "--work", str(work), "--report", str(report), "--select"])
+    # a main operator fixed in advance (a pre-registered plan): the trained variants are kept, nothing is selected
+    fixed = tmp_path / "report-fixed"
+    at = args.index("--select")
+    plan = [*args[:at], *args[at + 1 :]]
+    plan[plan.index("--report") + 1] = str(fixed)
+    assert reproduce.main([*plan, "--main", "enc_trained_fact_swap", "--aggregators", "cae,deg"]) == 0
+    text = (fixed / "README.md").read_text(encoding="utf-8")
+    assert "Counted (sections 0-3): the aggregators `cae`, `deg`" in text
+    assert "| cae |" in text and "| deg |" in text and "| eigv |" not in text
+    assert "## 1b. The main operator, fixed in advance" in text and "highest accuracy" not in text
+    assert "| `enc_trained_fact_swap` beats the untrained `enc` |" in text
+    board = read_json(fixed / "leaderboard" / "leaderboard.json")
+    assert {"enc_trained_fact_swap vs enc", "enc_trained_guided vs enc_trained_fact_swap"} <= set(
+        board["comparisons"]["sets"]
+    )
+    for wrong in (
+        ["--main", "enc_trained", "--select"],
+        ["--main", "enc_trained_nope"],
+        ["--main", "enc_trained", "--aggregators", "cae,nope"],
+    ):
+        with pytest.raises(SystemExit):
+            reproduce.main([*plan, *wrong])
 
 
 def test_criteria_count_reliable_cells_only_and_read_the_paired_diagnosis():
