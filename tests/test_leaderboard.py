@@ -89,7 +89,7 @@ def golden_build(tmp_path_factory):
 def test_golden_json(golden_build):
     out, _ = golden_build
     got, want = read_json(out / "leaderboard.json"), read_json(GOLDEN / "leaderboard.json")
-    assert got["format"] == "semuq-leaderboard/1" and set(got["generator"]) >= {
+    assert got["format"] == "semuq-leaderboard/2" and set(got["generator"]) >= {
         "semuq_eval",
         "numpy",
         "python",
@@ -127,8 +127,8 @@ def test_golden_csv_and_markdown(golden_build):
     out, _ = golden_build
     assert _same_csv(out / "leaderboard.csv", GOLDEN / "leaderboard.csv") > 0
     assert (out / "leaderboard.md").read_text() == (GOLDEN / "leaderboard.md").read_text()
-    # 2 LLMs x (2 tasks + mean), then 2 LLMs x 2 tasks (best)
-    assert _same_csv(out / "headline.csv", GOLDEN / "headline.csv") == 10
+    # per label strategy: 2 LLMs x (2 tasks + mean), then 2 LLMs x 2 tasks (best)
+    assert _same_csv(out / "headline.csv", GOLDEN / "headline.csv") == 20
 
 
 def _same_csv(path: Path, golden: Path) -> int:
@@ -711,8 +711,8 @@ def test_offline_board_command_rescores_the_run_stores_and_builds_the_board(tmp_
     }
     assert {"enc_trained vs enc", "enc_mpnet vs cos_ext_mpnet"} <= set(doc["comparisons"]["sets"])
     # the board's recipe fixes the headline's reference estimator: the trained operator with kle_heat
-    assert doc["settings"]["reference"] == doc["headline"]["reference"] == "kle_heat@enc_trained"
-    (row,) = doc["headline"]["rows"]
+    assert doc["settings"]["reference"] == doc["headline"]["greedy"]["reference"] == "kle_heat@enc_trained"
+    (row,) = doc["headline"]["greedy"]["rows"]
     assert row["llm"] == "canned" and all(c["status"] != "not_run" for c in row["cells"].values())
     assert (tmp_path / "board" / "index.html").is_file()
     assert [p.name for p in (tmp_path / "records").iterdir()] == ["semuq_triviaqa_dpr.canned.jsonl.gz"]

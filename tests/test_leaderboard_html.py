@@ -327,14 +327,18 @@ def test_headline_is_in_the_first_screen_sorted_with_cis_flags_and_pictures(brow
         "[...document.querySelectorAll('#headline tbody tr')].map(r => [...r.cells].map(c => "
         "[c.textContent, c.dataset.value || null, c.classList.contains('flagged')]))"
     )
-    assert [r[0][0] for r in rows] == [r["llm"] for r in doc["headline"]["rows"]] == ["llm-alpha", "llm-beta"]
+    assert (
+        [r[0][0] for r in rows]
+        == [r["llm"] for r in doc["headline"]["greedy"]["rows"]]
+        == ["llm-alpha", "llm-beta"]
+    )
     means = [float(r[-1][1]) for r in rows]
     assert means == sorted(means, reverse=True)
     header = page.js("[...document.querySelectorAll('#headline thead th')].map(th => th.textContent)")
-    assert header == ["LLM", *doc["headline"]["columns"], "mean"]
-    for shown, row in zip(rows, doc["headline"]["rows"], strict=True):
+    assert header == ["LLM", *doc["headline"]["greedy"]["columns"], "mean"]
+    for shown, row in zip(rows, doc["headline"]["greedy"]["rows"], strict=True):
         for (text, value, flagged), column in zip(
-            shown[1:], [*doc["headline"]["columns"], "mean"], strict=True
+            shown[1:], [*doc["headline"]["greedy"]["columns"], "mean"], strict=True
         ):
             cell = row["mean"] if column == "mean" else row["cells"][column]
             assert text.startswith(f"{cell['value']:.3f} [{cell['ci_low']:.3f}, {cell['ci_high']:.3f}]")
@@ -344,8 +348,15 @@ def test_headline_is_in_the_first_screen_sorted_with_cis_flags_and_pictures(brow
             assert flagged == (not cell["reliable"]) == (" ! " in text)
             assert math.isclose(float(value), cell["value"], abs_tol=1e-6)
     assert any(flagged for row in rows for _, _, flagged in row[1:])  # the fixture has a small-sample cell
+    # beside it, the same table under majority-vote labels, in its own order
+    majority = page.js(
+        "[...document.querySelectorAll('#headline-majority tbody tr')].map(r => [...r.cells].map(c => c.textContent))"
+    )
+    assert [r[0] for r in majority] == [r["llm"] for r in doc["headline"]["majority"]["rows"]]
+    cell = doc["headline"]["majority"]["rows"][0]["mean"]
+    assert majority[0][-1].startswith(f"{cell['value']:.3f} [{cell['ci_low']:.3f}, {cell['ci_high']:.3f}]")
     assert "kle_heat@enc" in page.js("document.querySelector('.rule').textContent")
-    assert page.js("document.querySelectorAll('#best tbody tr').length") == 2
+    assert page.js("document.querySelectorAll('#best tbody tr, #best-majority tbody tr').length") == 4
     pictures = page.js(
         "[...document.querySelectorAll('#headline-plots img')].map(i => [i.getAttribute('src'), i.complete, i.naturalWidth])"
     )
@@ -419,18 +430,18 @@ def test_hostile_values_in_a_board_run_no_script_and_the_rows_still_show(browser
         row["note"], row["estimator"] = HOSTILE, HOSTILE
     for rank in doc["ranks"]["llms"]:
         rank["rank"], rank["llm"] = HOSTILE, HOSTILE
-    headline = doc["headline"]
-    headline["reference"], headline["rule"], headline["strategy"] = HOSTILE, HOSTILE, HOSTILE
-    for rows in (headline["rows"], headline["best"]):
-        for row in rows:
-            row["llm"] = HOSTILE
+    for headline in doc["headline"].values():
+        headline["reference"], headline["rule"], headline["strategy"] = HOSTILE, HOSTILE, HOSTILE
+        for rows in (headline["rows"], headline["best"]):
+            for row in rows:
+                row["llm"] = HOSTILE
+                for cell in row["cells"].values():
+                    cell["note"], cell["n_correct"], cell["rank"] = HOSTILE, HOSTILE, HOSTILE
+                row["cells"][HOSTILE] = next(iter(row["cells"].values()))
+        headline["columns"].append(HOSTILE)
+        for row in headline["best"]:
             for cell in row["cells"].values():
-                cell["note"], cell["n_correct"], cell["rank"] = HOSTILE, HOSTILE, HOSTILE
-            row["cells"][HOSTILE] = next(iter(row["cells"].values()))
-    headline["columns"].append(HOSTILE)
-    for row in headline["best"]:
-        for cell in row["cells"].values():
-            cell["estimator"] = HOSTILE
+                cell["estimator"] = HOSTILE
     index = write_html(doc, tmp_path / "index.html", title=HOSTILE, header=HOSTILE)
     assert "<img" not in index.read_text(encoding="utf-8").split("<body>", 1)[1]  # built without plots
     page = browser

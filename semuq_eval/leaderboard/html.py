@@ -18,7 +18,7 @@ from which a small vanilla script renders:
 
 Examples
 --------
->>> page = render_html({"format": "semuq-leaderboard/1", "created": "now", "cells": [], "sections": [],
+>>> page = render_html({"format": "semuq-leaderboard/2", "created": "now", "cells": [], "sections": [],
 ...     "runs": [], "comparisons": {"rows": [], "summary": [], "sets": {}}, "llm_pairs": [],
 ...     "ranks": {"llms": [], "estimators": []}, "settings": {}, "heatmap": []})
 >>> page.startswith("<!DOCTYPE html>") and "http" not in page.split("<body>")[1]
@@ -297,21 +297,34 @@ def _headline_table(headline: Mapping[str, Any], table_id: str, best: bool) -> s
 
 
 def _headline_html(document: Mapping[str, Any], plots: Sequence[str]) -> str:
-    """The headline block: the reference table, its rule, the optimistic table and the headline's pictures."""
-    headline = document.get("headline") or {}
-    if not headline.get("rows"):
+    """The headline block: per label strategy (greedy first) the reference table and its rule, then the
+    optimistic tables and the headline's pictures."""
+    tables = [t for t in (document.get("headline") or {}).values() if t.get("rows")]
+    if not tables:
         return ""
     imgs = "".join(f'<img src="{html.escape(p)}" alt="{html.escape(p)}">' for p in plots)
+    ids = [
+        "" if i == 0 else "-" + re.sub(r"[^a-z0-9]+", "-", str(t["strategy"]).lower())
+        for i, t in enumerate(tables)
+    ]
+    reference = "".join(
+        f"<h2>Headline: {html.escape(str(t['reference']))} for every LLM "
+        f"({html.escape(str(t['strategy']))} labels)</h2>"
+        + _headline_table(t, "headline" + suffix, best=False)
+        + f'<p class="rule">Rule: {_inline(str(t["rule"]))}. A cell: AUROC [95% CI] (correct/incorrect'
+        f" answers), <span class=flag>!</span> = small sample, accuracy under {html.escape(str(t['strategy']))}"
+        " labels, rank (1 = best) and its 95% bootstrap interval.</p>"
+        for t, suffix in zip(tables, ids, strict=True)
+    )
+    best = "".join(
+        f"<p>{html.escape(str(t['strategy']))} labels</p>" + _headline_table(t, "best" + suffix, best=True)
+        for t, suffix in zip(tables, ids, strict=True)
+    )
     return (
-        f"<h2>Headline: {html.escape(str(headline['reference']))} for every LLM "
-        f"({html.escape(str(headline['strategy']))} labels)</h2>"
-        + _headline_table(headline, "headline", best=False)
-        + f'<p class="rule">Rule: {_inline(str(headline["rule"]))}. A cell: AUROC [95% CI] (correct/incorrect'
-        " answers), <span class=flag>!</span> = small sample, greedy accuracy, rank (1 = best) and its 95%"
-        " bootstrap interval.</p>"
+        reference
         + "<details><summary>Optimistic: each LLM's best estimator per task (the maximum of many noisy AUROCs, "
         "biased upward; not a ranking)</summary>"
-        + _headline_table(headline, "best", best=True)
+        + best
         + "</details>"
         + (f'<div class="hplots" id="headline-plots">{imgs}</div>' if imgs else "")
     )

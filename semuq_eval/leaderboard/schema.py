@@ -1,10 +1,11 @@
-"""The ``leaderboard.json`` schema, versioned: ``"format": "semuq-leaderboard/1"``.
+"""The ``leaderboard.json`` schema, versioned: ``"format": "semuq-leaderboard/2"``.
 
 A reader checks ``format`` first; a change that removes or renames a field bumps the version, an added
-field does not. Numbers that are undefined (NaN) are ``null``. The document::
+field does not. Numbers that are undefined (NaN) are ``null``. Version 2 (from version 1): ``headline`` holds
+one table per label strategy (it was the greedy table). The document::
 
     {
-      "format": "semuq-leaderboard/1",
+      "format": "semuq-leaderboard/2",
       "schema": "semuq_eval/leaderboard/schema.py",          # where this description lives
       "created": ISO time, "generator": {"semuq_eval", "numpy", "scipy", "python"},
       "settings": {"bootstrap": {"n_resamples", "seed", "confidence_level", "method"},
@@ -39,9 +40,10 @@ field does not. Numbers that are undefined (NaN) are ``null``. The document::
                      "significant", "note"}],
       "ranks": {"llms": [RANK + {"estimator", "llm"}], "estimators": [RANK + {"llm", "estimator"}]},
       "heatmap": [{"strategy", "aggregator", "operator", "mean_auroc", "n_cells"}],
-      "headline": {"reference", "strategy", "rule", "columns": [section ids],      # (added in place)
-                   "rows": [{"llm", "cells": {section id: HCELL + RANKS}, "mean": HCELL + RANKS + {"n_tasks"}}],
-                   "best": [{"llm", "cells": {section id: HCELL + {"estimator"}}}]},
+      "headline": {strategy: {"reference", "strategy", "rule", "columns": [section ids],
+                              "rows": [{"llm", "cells": {section id: HCELL + RANKS},
+                                        "mean": HCELL + RANKS + {"n_tasks"}}],
+                              "best": [{"llm", "cells": {section id: HCELL + {"estimator"}}}]}},
       "curves": [{"section", "task", "llm", "estimator", "strategy", "n",     # (added in place)
                   "accuracy_kept", "aurac", "reliability": [{"low", "high", "n", "confidence", "accuracy"}],
                   "ece"}]
@@ -58,11 +60,13 @@ accuracy under the strategy on the section's questions.
 RANK is ``{"section", "task", "strategy", "auroc", "rank", "rank_low", "rank_high", "n_ranked",
 "n_resamples"}``: rank 1 = highest AUROC among ``n_ranked``; ``rank_low`` / ``rank_high`` the 2.5% / 97.5%
 quantiles of the rank over the ``n_resamples`` resamples that ranked it.
-``headline`` (:mod:`.headline`) is the table with one row per LLM: ``reference`` is the estimator every cell
-reads (``settings.reference``, fixed before the LLMs are ranked), ``strategy`` its labels (greedy); ``columns``
+``headline`` (:mod:`.headline`) holds one table per label strategy (``greedy``, then ``majority``), each with
+one row per LLM: ``reference`` is the estimator every cell reads (``settings.reference``, fixed before the LLMs
+are ranked), ``strategy`` its labels; ``columns``
 one section per task (:func:`.headline.columns`: the ``#common`` one when the task's LLMs ran different question
 sets). HCELL is ``{"value", "ci_low", "ci_high", "n_correct",
-"n_incorrect", "accuracy", "reliable", "status", "note"}``: the reference estimator's AUROC cell (the mean
+"n_incorrect", "accuracy", "reliable", "status", "note"}``: the reference estimator's AUROC cell under the
+table's labels (the mean
 column: the mean over the LLM's tasks with the percentile interval of the resampled means, summed counts, the
 mean accuracy, ``reliable`` when every task cell is); RANKS is ``{"rank", "rank_low", "rank_high",
 "n_ranked"}`` as in RANK (the mean column ranks the LLMs that have every task). Rows are sorted by the mean
@@ -71,7 +75,7 @@ column, highest first. ``best`` is each LLM's best estimator per task, in the sa
 ``accuracy_kept[i]`` is the accuracy of the kept answers when the ``i`` most uncertain of the ``n`` are
 rejected (its mean is ``aurac``, the ``auarc`` metric), ``reliability`` the bins of the calibrated confidence
 (ECE's calibrator and bins; they add up to ``ece``).
-``headline.csv`` holds both tables, one row per (table, LLM, column) (:data:`HEADLINE_FIELDS`).
+``headline.csv`` holds every table, one row per (table, strategy, LLM, column) (:data:`HEADLINE_FIELDS`).
 
 ``difference`` is AUROC(a) - AUROC(b) (``estimator`` minus ``base``; ``llm_a`` minus ``llm_b``);
 ``significant``: its interval excludes 0.
@@ -92,7 +96,7 @@ __all__ = [
     "provenance_row",
 ]
 
-FORMAT = "semuq-leaderboard/1"
+FORMAT = "semuq-leaderboard/2"
 SCHEMA_DOC = "semuq_eval/leaderboard/schema.py"
 
 CELL_FIELDS = (
@@ -123,6 +127,7 @@ CELL_FIELDS = (
 
 HEADLINE_FIELDS = (
     "table",
+    "strategy",
     "llm",
     "column",
     "estimator",
@@ -140,32 +145,36 @@ HEADLINE_FIELDS = (
     "status",
     "note",
 )
-"""The columns of ``headline.csv``: ``table`` is ``reference`` or ``best (optimistic)``, ``column`` a section
-id or ``mean``."""
+"""The columns of ``headline.csv``: ``table`` is ``reference`` or ``best (optimistic)``, ``strategy`` the
+labels (``greedy`` or ``majority``), ``column`` a section id or ``mean``."""
 
 
-def headline_records(headline: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """``leaderboard.json``'s ``headline`` as flat records (:data:`HEADLINE_FIELDS`), rows in the table's order.
+def headline_records(headline: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """``leaderboard.json``'s ``headline`` (one table per label strategy) as flat records
+    (:data:`HEADLINE_FIELDS`): per strategy, the reference table then the optimistic one, rows in their order.
 
     Examples
     --------
     >>> cell = {"value": 0.8, "status": "ok"}
-    >>> h = {"reference": "kle_heat@enc", "columns": ["t"], "rows": [{"llm": "a", "cells": {"t": cell},
-    ...      "mean": cell}], "best": [{"llm": "a", "cells": {"t": {**cell, "estimator": "se@nli"}}}]}
-    >>> [(r["table"], r["column"], r["estimator"]) for r in headline_records(h)]
-    [('reference', 't', 'kle_heat@enc'), ('reference', 'mean', 'kle_heat@enc'), ('best (optimistic)', 't', 'se@nli')]
+    >>> h = {"reference": "kle_heat@enc", "strategy": "greedy", "columns": ["t"], "rows": [{"llm": "a",
+    ...      "cells": {"t": cell}, "mean": cell}], "best": [{"llm": "a", "cells": {"t": {**cell, "estimator": "se@nli"}}}]}
+    >>> [(r["table"], r["strategy"], r["column"], r["estimator"]) for r in headline_records({"greedy": h})]
+    [('reference', 'greedy', 't', 'kle_heat@enc'), ('reference', 'greedy', 'mean', 'kle_heat@enc'), ('best (optimistic)', 'greedy', 't', 'se@nli')]
     """
     out = []
-    for row in headline.get("rows", []):
-        for column in [*headline["columns"], "mean"]:
-            cell = row["mean"] if column == "mean" else row["cells"].get(column)
-            if cell is not None:
-                out.append({**cell, "table": "reference", "llm": row["llm"], "column": column,
-                            "estimator": headline["reference"]})  # fmt: skip
-    for row in headline.get("best", []):
-        for column in headline["columns"]:
-            if (cell := row["cells"].get(column)) is not None:
-                out.append({**cell, "table": "best (optimistic)", "llm": row["llm"], "column": column})
+    for table in headline.values():
+        strategy = table["strategy"]
+        for row in table.get("rows", []):
+            for column in [*table["columns"], "mean"]:
+                cell = row["mean"] if column == "mean" else row["cells"].get(column)
+                if cell is not None:
+                    out.append({**cell, "table": "reference", "strategy": strategy, "llm": row["llm"],
+                                "column": column, "estimator": table["reference"]})  # fmt: skip
+        for row in table.get("best", []):
+            for column in table["columns"]:
+                if (cell := row["cells"].get(column)) is not None:
+                    out.append({**cell, "table": "best (optimistic)", "strategy": strategy, "llm": row["llm"],
+                                "column": column})  # fmt: skip
     return out
 
 
