@@ -15,6 +15,7 @@ from semuq_eval.leaderboard.build import build
 from semuq_eval.leaderboard.collect import expand_inputs, group_sections, load_runs
 from semuq_eval.leaderboard.compute import LeaderboardConfig, compute
 from semuq_eval.leaderboard.curves import rejection_curve, reliability_bins
+from semuq_eval.leaderboard.schema import read_document
 from semuq_eval.metrics import Bootstrap, CalibrationProtocol, auarc, auroc, calibrate, ece
 from tests.fixtures.leaderboard_stores import STORES, different_question_sets
 
@@ -205,7 +206,6 @@ def test_another_reference_estimator_is_the_one_read(board):
 
 def test_reference_option_of_the_command(tmp_path, capsys):
     from semuq_eval.commands import main as cli_main
-    from semuq_eval.jsonio import read_json
 
     out = tmp_path / "out"
     glob = str(STORES / "*" / "semuq" / "*" / "*")
@@ -221,7 +221,7 @@ def test_reference_option_of_the_command(tmp_path, capsys):
         "cos@cos_ext",
     ]
     assert cli_main(argv) == 0
-    doc = read_json(out / "leaderboard.json")
+    doc = read_document(out / "leaderboard.json")
     assert doc["settings"]["reference"] == doc["headline"]["greedy"]["reference"] == "cos@cos_ext"
     assert "## Headline: `cos@cos_ext` for every LLM" in (out / "leaderboard.md").read_text()
     rows = (out / "headline.csv").read_text().splitlines()

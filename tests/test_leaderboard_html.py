@@ -23,6 +23,7 @@ import pytest
 
 from semuq_eval.leaderboard.build import build
 from semuq_eval.leaderboard.compute import LeaderboardConfig
+from semuq_eval.leaderboard.schema import read_document
 from tests.fixtures.leaderboard_stores import STORES, different_question_sets
 
 FLAGS = [
@@ -302,8 +303,6 @@ def test_headline_is_in_the_first_screen_sorted_with_cis_flags_and_pictures(brow
     """The reader's answer first: the headline table lies wholly within the first screen (1400 x 1000), above
     the page's prose, rows sorted by the reference estimator's mean AUROC, every cell with its CI and counts,
     the small-sample cells marked; the headline's pictures load; no console error."""
-    from semuq_eval.jsonio import read_json
-
     page = browser
     _load(page, page_dir / "index.html")
     page.js("window.scrollTo(0, 0)")
@@ -322,7 +321,7 @@ def test_headline_is_in_the_first_screen_sorted_with_cis_flags_and_pictures(brow
         "[...document.querySelectorAll('h2')].find(h => h.textContent === 'Sections').offsetTop"
     )
     assert sections > bottom
-    doc = read_json(page_dir / "leaderboard.json")
+    doc = read_document(page_dir / "leaderboard.json")
     rows = page.js(
         "[...document.querySelectorAll('#headline tbody tr')].map(r => [...r.cells].map(c => "
         "[c.textContent, c.dataset.value || null, c.classList.contains('flagged')]))"
@@ -409,10 +408,9 @@ HOSTILE = '<img src=x onerror="window.__pwned = (window.__pwned || 0) + 1">'
 def test_hostile_values_in_a_board_run_no_script_and_the_rows_still_show(browser, page_dir, tmp_path):
     """Script in every string the page shows (names, notes, counts that should be numbers, a task that would
     close the data element or open a comment): the page escapes it all, runs no injected handler and renders."""
-    from semuq_eval.jsonio import read_json
     from semuq_eval.leaderboard.html import write_html
 
-    doc = read_json(page_dir / "leaderboard.json")
+    doc = read_document(page_dir / "leaderboard.json")
     for i, cell in enumerate(doc["cells"]):
         cell["llm"] = f"{cell['llm']} {HOSTILE}"
         cell["note"] = HOSTILE

@@ -2,7 +2,10 @@
 
 A reader checks ``format`` first; a change that removes or renames a field bumps the version, an added
 field does not. Numbers that are undefined (NaN) are ``null``. Version 2 (from version 1): ``headline`` holds
-one table per label strategy (it was the greedy table). The document::
+one table per label strategy (it was the greedy table), and ``cells`` and ``ranks`` are run tables (they were
+lists of objects that repeated their run's section, task, label set and LLM, and each cell its aggregator,
+operator and accuracy). :func:`read_document` reads both versions into the records every writer and test
+uses (:func:`decode`); :func:`encode` gives the file's shape. The document::
 
     {
       "format": "semuq-leaderboard/2",
@@ -24,7 +27,7 @@ one table per label strategy (it was the greedy table). The document::
                                "versions": {"lm_eval", "transformers", "torch", "semuq_eval", "git_hash"},
                                "results_file", "notes": [...]}}],
       "skipped": [{"path", "reason"}],       # stores a glob matched but left out (unfinished runs)
-      "cells": [CELL, ...],                  # also leaderboard.csv, one row each
+      "cells": {"columns": CELL_COLUMNS, "rows": [[...], ...]},   # a run table of CELLs; leaderboard.csv
       "comparisons": {"sets": {name: {"description", "pairs": [[estimator, base], ...]}},
                       "rows": [{"set", "section", "task", "llm", "strategy", "estimator", "base", "value_a",
                                 "value_b", "difference", "ci_low", "ci_high", "p_value", "n", "status",
@@ -38,7 +41,8 @@ one table per label strategy (it was the greedy table). The document::
       "llm_pairs": [{"section", "task", "strategy", "estimator", "llm_a", "llm_b", "chosen", "value_a",
                      "value_b", "difference", "ci_low", "ci_high", "p_value", "n", "status", "improved",
                      "significant", "note"}],
-      "ranks": {"llms": [RANK + {"estimator", "llm"}], "estimators": [RANK + {"llm", "estimator"}]},
+      "ranks": {"llms": {"columns": RANK_COLUMNS, "rows": [...]},          # run tables of RANKs
+                "estimators": {"columns": RANK_COLUMNS, "rows": [...]}},
       "heatmap": [{"strategy", "aggregator", "operator", "mean_auroc", "n_cells"}],
       "headline": {strategy: {"reference", "strategy", "rule", "columns": [section ids],
                               "rows": [{"llm", "cells": {section id: HCELL + RANKS},
@@ -57,9 +61,16 @@ metric). ``reliable`` is the run's own small-sample flag (:mod:`semuq_eval.harne
 ``run`` (taken from the run's breakdown: the same numbers) or ``computed``. ``accuracy`` is the LLM's
 accuracy under the strategy on the section's questions.
 
-RANK is ``{"section", "task", "strategy", "auroc", "rank", "rank_low", "rank_high", "n_ranked",
-"n_resamples"}``: rank 1 = highest AUROC among ``n_ranked``; ``rank_low`` / ``rank_high`` the 2.5% / 97.5%
-quantiles of the rank over the ``n_resamples`` resamples that ranked it.
+A **run table** keeps per-run facts once: ``{"columns": [...], "rows": [[...], ...]}``, one row per record,
+whose ``run`` column is the index of its run in ``runs``; a record's ``section``, ``task``, ``label_set`` and
+``llm`` (:data:`RUN_KEYS`) are its run's, and a cell's ``aggregator`` and ``operator`` come from its estimator
+(``agg@op``; ``-`` without an operator) and its ``accuracy`` from ``runs[run].labels[strategy]``.
+
+RANK is ``{"section", "task", "label_set", "llm", "strategy", "estimator", "auroc", "rank", "rank_low",
+"rank_high", "n_ranked", "n_resamples"}`` (:data:`RANK_FIELDS`): in ``ranks.llms`` the rank of the LLM among the
+section's LLMs for the estimator, in ``ranks.estimators`` that of the estimator among the LLM's; rank 1 =
+highest AUROC among ``n_ranked``; ``rank_low`` / ``rank_high`` the 2.5% / 97.5% quantiles of the rank over
+the ``n_resamples`` resamples that ranked it.
 ``headline`` (:mod:`.headline`) holds one table per label strategy (``greedy``, then ``majority``), each with
 one row per LLM: ``reference`` is the estimator every cell reads (``settings.reference``, fixed before the LLMs
 are ranked), ``strategy`` its labels; ``columns``
@@ -83,21 +94,34 @@ rejected (its mean is ``aurac``, the ``auarc`` metric), ``reliability`` the bins
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
+from semuq_eval.jsonio import read_json
+from semuq_eval.leaderboard.compute import split_estimator
+
 __all__ = [
+    "CELL_COLUMNS",
     "CELL_FIELDS",
     "FORMAT",
     "HEADLINE_FIELDS",
     "PROVENANCE_COLUMNS",
+    "RANK_COLUMNS",
+    "RANK_FIELDS",
+    "RUN_KEYS",
+    "RUN_TABLES",
     "SCHEMA_DOC",
+    "decode",
+    "encode",
     "headline_records",
     "provenance_row",
+    "read_document",
 ]
 
 FORMAT = "semuq-leaderboard/2"
 SCHEMA_DOC = "semuq_eval/leaderboard/schema.py"
+_FORMAT_1 = "semuq-leaderboard/1"
 
 CELL_FIELDS = (
     "section",
@@ -124,6 +148,141 @@ CELL_FIELDS = (
     "source",
 )
 """The fields of a cell, in ``leaderboard.csv``'s column order."""
+
+RUN_KEYS = ("section", "task", "label_set", "llm")
+"""What a run table's record takes from its run (``runs[run]``)."""
+
+CELL_COLUMNS = (
+    "run",
+    *(f for f in CELL_FIELDS if f not in (*RUN_KEYS, "aggregator", "operator", "accuracy")),
+)
+"""The columns of ``cells`` in ``leaderboard.json``: a cell less what its run and its estimator give."""
+
+RANK_FIELDS = (
+    *RUN_KEYS,
+    "strategy",
+    "estimator",
+    "auroc",
+    "rank",
+    "rank_low",
+    "rank_high",
+    "n_ranked",
+    "n_resamples",
+)
+"""The fields of a RANK record (``ranks.llms`` and ``ranks.estimators``)."""
+
+RANK_COLUMNS = ("run", *RANK_FIELDS[len(RUN_KEYS) :])
+"""The columns of a ranks table in ``leaderboard.json``."""
+
+RUN_TABLES = {
+    ("cells",): (CELL_FIELDS, CELL_COLUMNS),
+    ("ranks", "llms"): (RANK_FIELDS, RANK_COLUMNS),
+    ("ranks", "estimators"): (RANK_FIELDS, RANK_COLUMNS),
+}
+"""Where the run tables are in the document (key path): the fields of their records and their columns."""
+
+
+def _derived(record: Mapping[str, Any], run: Mapping[str, Any], fields: Sequence[str]) -> dict[str, Any]:
+    """What a run table leaves out of a record: its run's keys and, for a cell, its estimator's parts and its
+    run's accuracy under its strategy."""
+    out = {k: run.get(k) for k in RUN_KEYS}
+    if fields is CELL_FIELDS:
+        out["aggregator"], out["operator"] = split_estimator(str(record.get("estimator")))
+        out["accuracy"] = ((run.get("labels") or {}).get(record.get("strategy")) or {}).get("accuracy")
+    return out
+
+
+def _at(document: Mapping[str, Any], path: tuple[str, ...]) -> Any:
+    """The value at a key path, or None."""
+    for key in path:
+        document = (document or {}).get(key)
+    return document
+
+
+def _replaced(document: Mapping[str, Any], path: tuple[str, ...], value: Any) -> dict[str, Any]:
+    """A copy of ``document`` with ``value`` at a key path (the mappings on the way copied, not changed)."""
+    head, *rest = path
+    return {**document, head: _replaced(document.get(head) or {}, tuple(rest), value) if rest else value}
+
+
+def encode(document: Mapping[str, Any]) -> dict[str, Any]:
+    """The document as ``leaderboard.json`` holds it: its run tables (:data:`RUN_TABLES`) as columns and rows.
+
+    A record whose run fields or cell's derived fields differ from what :func:`decode` would give back (an
+    edited document) is an error, so nothing is lost on the way to the file.
+
+    Examples
+    --------
+    >>> run = {"section": "s", "task": "t", "label_set": "run", "llm": "m", "labels": {"greedy": {"accuracy": 0.5}}}
+    >>> cell = {"section": "s", "task": "t", "label_set": "run", "llm": "m", "estimator": "se@nli",
+    ...         "aggregator": "se", "operator": "nli", "strategy": "greedy", "metric": "auroc", "value": 0.7,
+    ...         "accuracy": 0.5}
+    >>> doc = encode({"runs": [run], "cells": [cell], "ranks": {"llms": [], "estimators": []}})
+    >>> doc["cells"]["rows"][0][:5]
+    [0, 'se@nli', 'greedy', 'auroc', 0.7]
+    >>> decode(doc)["cells"][0] == {k: cell.get(k) for k in CELL_FIELDS}
+    True
+    """
+    runs = list(document.get("runs") or [])
+    index = {(run.get("section"), run.get("llm")): i for i, run in enumerate(runs)}
+    out = dict(document)
+    for path, (fields, columns) in RUN_TABLES.items():
+        records = _at(document, path)
+        if records is None:
+            continue
+        rows = []
+        for record in records:
+            key = (record.get("section"), record.get("llm"))
+            if key not in index:
+                raise ValueError(f"{'.'.join(path)}: no run {key} in 'runs'")
+            derived = _derived(record, runs[index[key]], fields)
+            differs = [k for k, v in derived.items() if k in record and record[k] != v]
+            if differs:
+                raise ValueError(f"{'.'.join(path)}: {', '.join(differs)} of {key} differ from its run's")
+            rows.append([index[key], *(record.get(c) for c in columns[1:])])
+        out = _replaced(out, path, {"columns": list(columns), "rows": rows})
+    return out
+
+
+def decode(document: Mapping[str, Any]) -> dict[str, Any]:
+    """The records of a ``leaderboard.json`` document (any version): run tables back to lists of records
+    (:data:`CELL_FIELDS`, :data:`RANK_FIELDS`), version 1's greedy headline as ``{"greedy": table}``.
+
+    Examples
+    --------
+    >>> decode({"format": "semuq-leaderboard/1", "headline": {"strategy": "greedy", "rows": []}})["headline"]
+    {'greedy': {'strategy': 'greedy', 'rows': []}}
+    """
+    out = dict(document)
+    if document.get("format") == _FORMAT_1:
+        headline = document.get("headline")
+        out["headline"] = {headline["strategy"]: headline} if headline else {}
+        return out
+    runs = list(document.get("runs") or [])
+    for path, (fields, _) in RUN_TABLES.items():
+        table = _at(document, path)
+        if table is None:
+            continue
+        records = []
+        for row in table["rows"]:
+            partial = dict(zip(table["columns"], row, strict=True))
+            derived = _derived(partial, runs[partial.pop("run")], fields)
+            records.append({k: derived[k] if k in derived else partial.get(k) for k in fields})
+        out = _replaced(out, path, records)
+    return out
+
+
+def read_document(path: str | Path) -> dict[str, Any]:
+    """The ``leaderboard.json`` at ``path`` as records (:func:`decode`); ValueError naming the file when it is
+    not a leaderboard of a known version."""
+    document = read_json(path)
+    found = document.get("format") if isinstance(document, dict) else None
+    if found not in (FORMAT, _FORMAT_1):
+        raise ValueError(
+            f"{path}: format {found!r} is not a leaderboard this version reads ({FORMAT}, {_FORMAT_1})"
+        )
+    return decode(document)
+
 
 HEADLINE_FIELDS = (
     "table",

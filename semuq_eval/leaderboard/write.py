@@ -2,7 +2,7 @@
 ``leaderboard.md`` (AUROC tables per section, the Enc-minus-base deltas, LLM ranks, provenance).
 
 Every writer reads the :class:`~semuq_eval.leaderboard.compute.Leaderboard` only; the HTML page and the
-plots read the same JSON document (:func:`to_document`).
+plots read the same document (:func:`to_document`: records, as :func:`~.schema.read_document` reads them back).
 """
 
 from __future__ import annotations
@@ -25,7 +25,9 @@ from semuq_eval.leaderboard.schema import (
     FORMAT,
     HEADLINE_FIELDS,
     PROVENANCE_COLUMNS,
+    RUN_TABLES,
     SCHEMA_DOC,
+    encode,
     headline_records,
     provenance_row,
 )
@@ -153,8 +155,9 @@ def _label_counts(board: Leaderboard, section: str, llm: str, strategy: str) -> 
 
 
 def write_json_document(document: Mapping[str, Any], path: str | Path) -> Path:
-    """``leaderboard.json`` (indented, NaN as null)."""
-    return write_json(path, document, indent=1)
+    """``leaderboard.json``: the document in the file's shape (:func:`~.schema.encode`: run tables), indented,
+    one line per run-table row, NaN as null."""
+    return write_json(path, encode(document), indent=1, flat=[(*path, "rows") for path in RUN_TABLES])
 
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
