@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from semuq_eval.operators import get, names, normalize_answer, operator_registry
+from semuq_eval.operators import get, names, normalize_answer, registry
 from semuq_eval.operators.nli import RULES
 from tests.fixtures.tiny_encoders import (  # noqa: F401  (pytest fixtures)
     LABELS,
@@ -91,7 +91,7 @@ def test_importing_the_package_loads_no_model_library():
 def test_registry_names_and_kinds():
     assert names() == sorted(KINDS)
     for name, kind in KINDS.items():
-        cls = operator_registry.get(name)
+        cls = registry.get(name)
         assert (cls.name, cls.kind) == (name, kind)
     with pytest.raises(KeyError, match="Unknown operator 'nope'"):
         get("nope")
