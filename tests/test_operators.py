@@ -113,6 +113,17 @@ def test_get_validates_options():
         get("cos_ext", max_length=2)
     with pytest.raises(ValueError, match="pass tokenizer="):
         get("nli_soft", model=object())
+    # one declaration of the model options: each family's batch size, an unknown option refused by name
+    assert [get(n, model="some/m").batch_size for n in ("nli", "nli_soft", "cos_ext", "enc")] == [
+        64,
+        64,
+        32,
+        32,
+    ]
+    assert get("enc", model="some/m", batch_size=5, progress=False).batch_size == 5
+    for name in ("nli", "enc"):
+        with pytest.raises(TypeError, match="colour"):
+            get(name, model="some/m", colour="red")
 
 
 def test_auto_dtype_keeps_t5_out_of_float16(make):
