@@ -4,7 +4,8 @@ and no cycle between packages.
 The layers, lowest first (a unit is a subpackage or top-level module of ``semuq_eval``; it may import its own
 layer and the layers below):
 
-0. base: ``semuq_eval`` (the version), ``jsonio``, ``cell_text``, ``distributed``, ``context``, ``logs``,
+0. base: ``semuq_eval`` (the version), ``registry`` (the one registry shape), ``jsonio``, ``cell_text``,
+   ``distributed``, ``context``, ``logs``,
    ``task_files`` (the shipped task YAMLs), ``assets`` (the asset cache and its builders; the trained operator's training is
    passed in) and ``data`` (QA sets, read from the assets);
 1. the math: ``aggregators``, ``metrics``;
@@ -40,6 +41,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
         frozenset(
             {
                 "semuq_eval",
+                "registry",
                 "jsonio",
                 "cell_text",
                 "distributed",

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from semuq_eval.judges import get_judge
+from semuq_eval import judges
 
 pytestmark = [pytest.mark.real, pytest.mark.slow, pytest.mark.subprocess]
 
@@ -57,7 +57,7 @@ def _assert_not_flipped(verdicts, answers, clean_index):
 
 
 def test_hf_judge_smollm2_resists_answers_that_address_the_judge(real_asset):
-    judge = get_judge("hf", model=str(real_asset("smollm2-135m-instruct")), cache="none", progress=False)
+    judge = judges.get("hf", model=str(real_asset("smollm2-135m-instruct")), cache="none", progress=False)
     qs, answers, refs, clean_index = _hostile_cases()
     verdicts = judge.batch(qs, answers, refs)
     _assert_not_flipped(verdicts, answers, clean_index)
@@ -114,7 +114,7 @@ def llama_server(real_asset, tmp_path_factory):
 @pytest.mark.parametrize("endpoint", ["completions", "chat"])
 def test_openai_judge_on_llama_cpp_reads_logprobs_and_caches(llama_server, endpoint, tmp_path):
     def judge():
-        return get_judge(
+        return judges.get(
             "openai", base_url=llama_server, model="smollm2", endpoint=endpoint, concurrency=2,
             cache=tmp_path / "c.sqlite", progress=False,
         )  # fmt: skip
@@ -132,7 +132,7 @@ def test_openai_judge_on_llama_cpp_reads_logprobs_and_caches(llama_server, endpo
 
 
 def test_openai_judge_on_llama_cpp_resists_answers_that_address_the_judge(llama_server):
-    judge = get_judge(
+    judge = judges.get(
         "openai", base_url=llama_server, model="smollm2", endpoint="chat", cache="none", progress=False
     )
     qs, answers, refs, clean_index = _hostile_cases()

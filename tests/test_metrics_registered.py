@@ -27,7 +27,7 @@ def mean_gap():
     sys.modules.pop(EXAMPLE, None)
     module = importlib.import_module(EXAMPLE)
     yield module
-    metrics.unregister_metric("mean_gap")
+    metrics.registry.unregister("mean_gap")
     sys.modules.pop(EXAMPLE, None)
 
 

@@ -5,8 +5,8 @@ rank, when lm-eval applies the filters), ``rescore`` (on a run store), and the c
 
 1. :func:`~semuq_eval.harness.operator_runs.compute_operators`: every operator once, batched over all docs;
 2. :func:`~semuq_eval.harness.estimators.score_doc`: every valid estimator of every doc;
-3. :func:`~semuq_eval.judges.label_answers`: the judge's greedy and majority labels (one batched call), or
-   labels given by the caller (a store's stored labels);
+3. :func:`~semuq_eval.judges.label_answers`: the judge's label under every label strategy (one batched call),
+   or labels given by the caller (a store's stored labels);
 4. :func:`doc_item`: one JSON-safe item per doc, which survives pickling and JSON alike, and which
    :func:`semuq_eval.harness.report.summarize` turns into AUROC / ECE with CIs.
 
@@ -34,7 +34,8 @@ from semuq_eval.harness.estimators import Estimator, score_doc, valid_estimators
 from semuq_eval.harness.operator_runs import OperatorRun, compute_operators, operator_spec
 from semuq_eval.harness.settings import Settings
 from semuq_eval.jsonio import finite_or_none
-from semuq_eval.judges import LABEL_STRATEGIES, Judge, label_answers
+from semuq_eval.judges import Judge, label_answers
+from semuq_eval.judges.strategies import labels_of
 
 __all__ = ["PipelineOutput", "doc_item", "doc_problems", "estimators_for", "process_docs"]
 
@@ -121,8 +122,8 @@ def doc_item(
 ) -> dict[str, Any]:
     """The JSON-safe per-question item (NaN scores become None; ``reasons`` say why).
 
-    Labels are 1 / 0 / None: ``labels`` holds the greedy and majority labels, ``sample_labels`` the verdict
-    on every sampled answer (what operator training reads); ``p_correct`` and ``errors`` (why a verdict is
+    Labels are 1 / 0 / None: ``labels`` holds the label of every label strategy
+    (:func:`~semuq_eval.judges.strategies.labels_of`), ``sample_labels`` the verdict on every sampled answer (what operator training reads); ``p_correct`` and ``errors`` (why a verdict is
     unknown) are kept when the judge gives them.
     """
 
@@ -134,7 +135,7 @@ def doc_item(
         "id": doc.key,
         "scores": {k: finite_or_none(v) for k, v in scores.items()},
         "reasons": dict(reasons),
-        "labels": {s: label(labels.get(s)) for s in LABEL_STRATEGIES},
+        "labels": {s: label(v) for s, v in labels_of(labels).items()},
         "sample_labels": [label(v) for v in labels.get("samples", [])],
         "n_missing_verdicts": int(labels.get("n_missing_verdicts", 0)),
         "n_samples": len(doc.samples),

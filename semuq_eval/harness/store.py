@@ -13,8 +13,8 @@ says otherwise). Files (no pickle anywhere):
                                "greedy": Generation.to_record(include_hidden=False), "samples": [...]}``
 ``hidden.rank<R>.npz``         hidden vectors of rank R (``np.savez``; load with ``allow_pickle=False``):
                                ``d<doc_id>.greedy`` (d,) and ``d<doc_id>.samples`` (N, d)
-``scores.jsonl``               one item per question (rank 0, after aggregation): labels (greedy,
-                               majority), every estimator's score (null = unavailable) and the reasons
+``scores.jsonl``               one item per question (rank 0, :func:`~semuq_eval.harness.run.finish_run`): labels (one per label
+                               strategy), every estimator's score (null = unavailable) and the reasons
 ``breakdown.json``             the full breakdown (:mod:`semuq_eval.harness.report`)
 ``record.jsonl.gz``            the run record: labels and scores, text only (:mod:`semuq_eval.harness.record`)
 =============================  ============================================================================
@@ -30,6 +30,7 @@ generates only the missing ones, then writes this store in full.
 from __future__ import annotations
 
 import os
+import shutil
 import zipfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -107,6 +108,13 @@ class RunStore:
         write_jsonl(self.root / f"generations.rank{r}.jsonl", records)
         if arrays:
             np.savez(self.root / f"hidden.rank{r}.npz", **arrays)
+
+    def copy_generations(self, source: str | os.PathLike) -> None:
+        """Every rank's answers and hidden vectors of the store at ``source``, as they are (after :meth:`begin`,
+        in place of this rank's empty file): a store rescored elsewhere keeps the answers it was made from."""
+        (self.root / f"generations.rank{self.rank}.jsonl").unlink(missing_ok=True)
+        for path in [*Path(source).glob("generations.rank*.jsonl"), *Path(source).glob("hidden.rank*.npz")]:
+            shutil.copyfile(path, self.root / path.name)
 
     def write_scores(self, items: Iterable[Mapping[str, Any]]) -> None:
         """``scores.jsonl``: one item per question, in doc order."""

@@ -34,7 +34,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from semuq_eval.judges.base import Verdict, register_judge
+from semuq_eval.judges.base import Verdict
 from semuq_eval.judges.prompted import PromptedJudge
 from semuq_eval.judges.prompts import parse_yes_no
 
@@ -70,7 +70,6 @@ def yes_no_probability(top: Mapping[str, float]) -> float | None:
     return yes / (yes + no) if yes + no > 0.0 else None
 
 
-@register_judge("openai")
 class OpenAIJudge(PromptedJudge):
     """An OpenAI-compatible server as judge (module docstring).
 

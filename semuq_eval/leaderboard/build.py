@@ -78,7 +78,7 @@ def build(
     >>> build(["/nonexistent/*"], "/tmp/lb")
     Traceback (most recent call last):
     ...
-    semuq_eval.leaderboard.collect.LeaderboardInputError: '/nonexistent/*' matches no run store (a directory with manifest.json or breakdown.json), no breakdown JSON file and no run record
+    semuq_eval.leaderboard.runs.LeaderboardInputError: '/nonexistent/*' matches no run store (a directory with manifest.json or breakdown.json), no breakdown JSON file and no run record
     """
     from semuq_eval.leaderboard.collect import expand_inputs, load_runs
     from semuq_eval.leaderboard.compute import LeaderboardConfig, compute
