@@ -578,7 +578,7 @@ def test_rescore_with_fewer_operators_drops_their_options(tmp_path):
 
 def test_named_operator_variant_scores_beside_its_operator_and_rescore_writes_a_store(tmp_path):
     from semuq_eval.harness.store import load_store
-    from semuq_eval.leaderboard.collect import load_run
+    from semuq_eval.leaderboard.loading import load_run
 
     run_tasks(CannedLM(white_box=True), tmp_path)
     source = tmp_path / "out" / "semuq" / "semuq_triviaqa_dpr"

@@ -117,7 +117,7 @@ def test_the_reproduction_trains_selects_rescores_and_reports(tmp_path, tiny_st_
     assert "| cae |" in text and "| deg |" in text and "| eigv |" not in text
     assert "## 1b. The main operator, fixed in advance" in text and "highest accuracy" not in text
     assert "| `enc_trained_fact_swap` beats the untrained `enc` |" in text
-    board = read_json(fixed / "leaderboard" / "leaderboard.json")
+    board = read_document(fixed / "leaderboard" / "leaderboard.json")
     assert {"enc_trained_fact_swap vs enc", "enc_trained_guided vs enc_trained_fact_swap"} <= set(
         board["comparisons"]["sets"]
     )

@@ -35,8 +35,8 @@ from semuq_eval.jsonio import finite_or_none
 from semuq_eval.judges import LABEL_STRATEGIES
 
 if TYPE_CHECKING:  # type hints only: compute imports this module
-    from semuq_eval.leaderboard.collect import Section
     from semuq_eval.leaderboard.compute import Leaderboard
+    from semuq_eval.leaderboard.runs import Section
     from semuq_eval.metrics import Bootstrap
 
 __all__ = ["REFERENCE", "RULE", "STRATEGY", "best_rows", "cell_summary", "columns", "headline"]
@@ -146,7 +146,8 @@ def headline(
     Examples
     --------
     >>> from semuq_eval.leaderboard.compute import compute, LeaderboardConfig
-    >>> from semuq_eval.leaderboard.collect import Run, group_sections
+    >>> from semuq_eval.leaderboard.runs import Run
+    >>> from semuq_eval.leaderboard.alignment import group_sections
     >>> rng = np.random.default_rng(0)
     >>> y = rng.integers(0, 2, 80).astype(float)
     >>> def run(llm, skill):
