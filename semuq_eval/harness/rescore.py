@@ -168,7 +168,11 @@ def rescore(
         operators=out.operator_runs,
         judge=judge_info,
         label_set=label_set,
-        extra={"rescored_from": str(store_path), "stored_n_samples": stored.n_samples},
+        extra={
+            "rescored_from": str(store_path),
+            "stored_n_samples": stored.n_samples,
+            **({"generator": manifest["generator"]} if manifest.get("generator") else {}),
+        },
     )
     if output is not None:
         path = Path(output)
@@ -192,7 +196,12 @@ def _write_store(
     run record."""
     source, target = Path(source), Path(target)
     store = RunStore(target)
-    store.begin(manifest.get("task", ""), settings.as_dict(), model=manifest.get("model"))
+    store.begin(
+        manifest.get("task", ""),
+        settings.as_dict(),
+        model=manifest.get("model"),
+        generator=manifest.get("generator"),
+    )
     (target / "generations.rank0.jsonl").unlink()
     for path in [*source.glob("generations.rank*.jsonl"), *source.glob("hidden.rank*.npz")]:
         shutil.copyfile(path, target / path.name)

@@ -142,6 +142,7 @@ class SemuqTask(ConfigurableTask):
         self.operator_runs: dict[str, OperatorRun] = {}
         self._summary_cache: dict[tuple, dict] = {}
         self.breakdown_path = None
+        self.generator: dict[str, Any] | None = None  # what generated the answers (Generation.source)
         self._dp_rank, self._dp_world = 0, 1  # lm-eval's split of the questions (build_all_requests)
 
     def build_all_requests(self, *args, **kwargs) -> None:
@@ -222,6 +223,9 @@ class SemuqTask(ConfigurableTask):
             self._instances, self.settings.n_samples, self.question_of, self.references_of, self._doc_key
         )
         docs = [doc for doc, _, _ in triples]
+        self.generator = next(
+            (g.source for d in docs for g in (d.greedy, *d.samples) if g.source is not None), None
+        )
         result = process_docs(docs, self.settings, judge=self.judge)
         self.operator_runs = self._gather_operator_runs(result.operator_runs)
         for (doc, greedy_inst, sample_inst), item in zip(triples, result.items, strict=True):
@@ -236,7 +240,13 @@ class SemuqTask(ConfigurableTask):
                 store = RunStore(root, rank=context.rank)
                 metadata = self.config.metadata or {}
                 model = {k: metadata[k] for k in MODEL_KEYS if metadata.get(k) is not None}
-                store.begin(self.config.task, self.settings.as_dict(), world_size=self._dp_world, model=model)
+                store.begin(
+                    self.config.task,
+                    self.settings.as_dict(),
+                    world_size=self._dp_world,
+                    model=model,
+                    generator=self.generator,
+                )
                 store.write_generations(docs, hidden=self.settings.store_hidden)
             except OSError as err:
                 log.warning("%s: could not write the run store in %s (%s)", self.config.task, root, err)
@@ -324,6 +334,7 @@ class SemuqTask(ConfigurableTask):
             extra={
                 "generation_kwargs": deepcopy(self.config.generation_kwargs),
                 "decoding": self._decoding_record(),
+                **({"generator": deepcopy(self.generator)} if self.generator else {}),
             },
         )
         root = self.context().store_dir(self.config.task)
