@@ -37,6 +37,7 @@ from typing import Any, TypeVar
 __all__ = [
     "ENDPOINTS",
     "FATAL_STATUS",
+    "REFUSED_STATUS",
     "MalformedLogprobs",
     "RequestFailed",
     "ServerClient",
@@ -49,6 +50,8 @@ __all__ = [
 
 ENDPOINTS = {"chat": "/chat/completions", "completions": "/completions"}
 FATAL_STATUS = (401, 403, 404)
+REFUSED_STATUS = (400, 413, 422)
+"""Statuses of a request the server will not take as it is (an unknown field, a value out of range)."""
 POSITIVE_TOLERANCE = 1e-3
 """Log-probabilities in (0, this] are rounding noise of a server and read as 0; larger positive ones are refused."""
 
@@ -63,10 +66,11 @@ class RequestFailed(RuntimeError):
     """A request still failing after every retry; ``unreachable`` when the last try found no server at all
     (connection refused or reset), rather than a slow or wrong reply."""
 
-    def __init__(self, reason: str, *, unreachable: bool = False) -> None:
+    def __init__(self, reason: str, *, unreachable: bool = False, status: int | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
         self.unreachable = unreachable
+        self.status = status
 
 
 class Unreadable(ValueError):
@@ -180,8 +184,9 @@ class ServerClient:
         with _OPENER.open(request, timeout=self.timeout) as response:
             return json.loads(response.read().decode("utf-8"))
 
-    def send(self, body: Mapping[str, Any], read: Callable[[Any], T]) -> T:
-        """POST ``body`` and return ``read(reply)``, retrying as the module docstring says.
+    def send(self, body: Mapping[str, Any], read: Callable[[Any], T], *, retry_refused: bool = True) -> T:
+        """POST ``body`` and return ``read(reply)``, retrying as the module docstring says (with
+        ``retry_refused=False``, HTTP 400 / 413 / 422 fail at once: a capability probe changes the request instead).
 
         Raises
         ------
@@ -190,11 +195,11 @@ class ServerClient:
         RequestFailed
             Still failing after ``max_retries`` retries (the reason of the last try).
         """
-        error, unreachable = "no attempt", False
+        error, unreachable, status = "no attempt", False, None
         for attempt in range(self.max_retries + 1):
             if attempt:
                 time.sleep(self.backoff * 2 ** (attempt - 1) * (0.5 + random.random()))
-            unreachable = False
+            unreachable, status = False, None
             try:
                 return read(self.post(body))
             except urllib.error.HTTPError as exc:
@@ -205,6 +210,9 @@ class ServerClient:
                         f"{detail.strip()} (check base_url, model and the key in ${self.api_key_env})"
                     ) from exc
                 error = f"HTTP {exc.code}: {detail.strip()[:120]}" if detail.strip() else f"HTTP {exc.code}"
+                status = exc.code
+                if not retry_refused and exc.code in REFUSED_STATUS:
+                    raise RequestFailed(error, status=status) from exc
             except (urllib.error.URLError, TimeoutError, ConnectionError, http.client.HTTPException) as exc:
                 reason = getattr(exc, "reason", exc)
                 unreachable = isinstance(reason, ConnectionError) or isinstance(exc, ConnectionError)
@@ -213,7 +221,9 @@ class ServerClient:
                 error = "the server's reply is not JSON"
             except Unreadable as exc:
                 error = str(exc)
-        raise RequestFailed(f"{error} (after {self.max_retries} retries)", unreachable=unreachable)
+        raise RequestFailed(
+            f"{error} (after {self.max_retries} retries)", unreachable=unreachable, status=status
+        )
 
     def map(self, fn: Callable[[Any], T], items: Iterable[Any]) -> list[T]:
         """``[fn(x) for x in items]`` with ``concurrency`` calls in flight, in order."""
