@@ -85,7 +85,7 @@ def run_lm_eval(argv: list[str]) -> int:
     from lm_eval._cli import HarnessCLI
     from lm_eval.utils import setup_logging
 
-    import semuq_eval.models  # noqa: F401  (registers semuq-hf and semuq-hf-multimodal)
+    import semuq_eval.models  # noqa: F401  (registers semuq-hf, semuq-hf-multimodal and semuq-api)
 
     setup_logging()
     share_lm_eval_logging()

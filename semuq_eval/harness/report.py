@@ -10,6 +10,7 @@ read one scalar each (:func:`summary_scalars`). The full breakdown is a JSON-saf
      "labels": {strategy: {"n", "n_correct", "n_missing", "accuracy"}},
      "results": {strategy: {estimator: {metric: MetricResult.as_dict()}}},
      "unavailable": {estimator: {"n_docs", "reasons": {reason: count}}},
+     "approximate": {estimator: {"n_docs", "methods": {"input: method": count}}},
      "best": {strategy: {"estimator", first metric, second metric, "reliable"}}}
 
 A strategy is each registered label strategy (:mod:`semuq_eval.judges.strategies`: ``greedy`` and
@@ -25,7 +26,9 @@ slowest rank) and ``per_rank`` holds each rank's (:func:`semuq_eval.harness.oper
 Every metric of every strategy is computed with :func:`semuq_eval.metrics.evaluate` on one shared
 seeded :class:`~semuq_eval.metrics.Bootstrap` (paired comparisons stay valid). Questions with a
 missing label are left out of that strategy (and counted); NaN scores are left out of that
-estimator (``n_missing``). An estimator with no score on any question is reported unavailable.
+estimator (``n_missing``). An estimator with no score on any question is reported unavailable. An estimator
+scored from an input the model could only estimate (``semuq-api``'s token entropies, from a server's top-k
+log-probabilities) is listed under ``approximate`` with the method and the number of questions.
 """
 
 from __future__ import annotations
@@ -101,6 +104,11 @@ def summarize(
         reasons = Counter(it["reasons"][name] for it in items if name in it.get("reasons", {}))
         if reasons:
             unavailable[name] = {"n_docs": sum(reasons.values()), "reasons": dict(reasons)}
+    approximate: dict[str, dict[str, Any]] = {}
+    for name in names:
+        methods = Counter(it["approximate"][name] for it in items if name in it.get("approximate", {}))
+        if methods:
+            approximate[name] = {"n_docs": sum(methods.values()), "methods": dict(methods)}
     scored = [n for n in names if any(it["scores"].get(n) is not None for it in items)]
     bootstrap = Bootstrap(n_resamples=settings.bootstrap, seed=settings.seed)
     protocol = CalibrationProtocol(n_bins=settings.ece_bins, refit=settings.ece_refit)
@@ -178,6 +186,7 @@ def summarize(
         "labels": labels_summary,
         "results": results,
         "unavailable": unavailable,
+        "approximate": approximate,
         "estimators_scored": scored,
         "best": best,
         **dict(extra or {}),

@@ -171,7 +171,11 @@ def rescore(
         judge=judge_info,
         store=store,
         label_set=label_set,
-        extra={"rescored_from": str(store_path), "stored_n_samples": stored.n_samples},
+        extra={
+            "rescored_from": str(store_path),
+            "stored_n_samples": stored.n_samples,
+            **({"generator": manifest["generator"]} if manifest.get("generator") else {}),
+        },
     )
     if output is not None:
         path = Path(output)
@@ -189,7 +193,12 @@ def _new_store(manifest: Mapping[str, Any], source, target: Path, settings: Sett
     elif target.exists():
         target.unlink()
     store = RunStore(target)
-    store.begin(manifest.get("task", ""), settings.as_dict(), model=manifest.get("model"))
+    store.begin(
+        manifest.get("task", ""),
+        settings.as_dict(),
+        model=manifest.get("model"),
+        generator=manifest.get("generator"),
+    )
     store.copy_generations(source)
     return store
 

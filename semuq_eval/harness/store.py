@@ -7,7 +7,9 @@ says otherwise). Files (no pickle anywhere):
 =============================  ============================================================================
 ``manifest.json``              format (``semuq-store/1``), task, settings, the LLM under test (``model``:
                                ``pretrained`` or ``model``, ``revision``, ... as lm-eval's model_args gave
-                               them), written by every rank at start
+                               them) and, when the model reports it, what generated the answers
+                               (``generator``: ``Generation.source``, e.g. a server's capabilities and
+                               fallbacks), written by every rank at start
 ``generations.rank<R>.jsonl``  one JSON object per question, written by the filter of rank R:
                                ``{"doc_id", "id", "question", "references", "n_extra_responses",
                                "greedy": Generation.to_record(include_hidden=False), "samples": [...]}``
@@ -61,6 +63,7 @@ class RunStore:
         *,
         world_size: int = 1,
         model: Mapping[str, Any] | None = None,
+        generator: Mapping[str, Any] | None = None,
     ) -> None:
         """Create the directory, write the manifest, truncate this rank's files. Rank 0 also removes the
         files of ranks >= ``world_size`` left by an earlier run with more ranks (they would be read back).
@@ -69,6 +72,8 @@ class RunStore:
         r = self.rank
         self.root.mkdir(parents=True, exist_ok=True)
         manifest = {"format": STORE_FORMAT, "task": task, "settings": settings, "model": dict(model or {})}
+        if generator:
+            manifest["generator"] = dict(generator)
         write_json(self.root / "manifest.json", manifest)
         (self.root / f"generations.rank{r}.jsonl").write_text("", encoding="utf-8")
         (self.root / f"hidden.rank{r}.npz").unlink(missing_ok=True)

@@ -151,6 +151,7 @@ class SemuqTask(ConfigurableTask):
         self._filters = []  # apply_filters below replaces lm-eval's filter ensembles
         self.operator_runs: dict[str, OperatorRun] = {}
         self._summary_cache: dict[tuple, dict] = {}
+        self.generator: dict[str, Any] | None = None  # what generated the answers (Generation.source)
         self._dp_rank, self._dp_world = 0, 1  # lm-eval's split of the questions (build_all_requests)
 
     def build_all_requests(self, *args, **kwargs) -> None:
@@ -223,6 +224,9 @@ class SemuqTask(ConfigurableTask):
             self._instances, self.settings.n_samples, self.question_of, self.references_of, self._doc_key
         )
         docs = [doc for doc, _, _ in triples]
+        self.generator = next(
+            (g.source for d in docs for g in (d.greedy, *d.samples) if g.source is not None), None
+        )
         result = process_docs(docs, self.settings, judge=self.judge)
         self.operator_runs = self._gather_operator_runs(result.operator_runs)
         for (doc, greedy_inst, sample_inst), item in zip(triples, result.items, strict=True):
@@ -235,7 +239,11 @@ class SemuqTask(ConfigurableTask):
                 metadata = self.config.metadata or {}
                 model = {k: metadata[k] for k in MODEL_KEYS if metadata.get(k) is not None}
                 self.store.begin(
-                    self.config.task, self.settings.as_dict(), world_size=self._dp_world, model=model
+                    self.config.task,
+                    self.settings.as_dict(),
+                    world_size=self._dp_world,
+                    model=model,
+                    generator=self.generator,
                 )
                 self.store.write_generations(docs, hidden=self.settings.store_hidden)
             except OSError as err:
@@ -334,6 +342,7 @@ class SemuqTask(ConfigurableTask):
             extra={
                 "generation_kwargs": deepcopy(self.config.generation_kwargs),
                 "decoding": self._decoding_record(),
+                **({"generator": deepcopy(self.generator)} if self.generator else {}),
             },
             strict=False,
         )
