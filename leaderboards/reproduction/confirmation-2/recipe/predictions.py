@@ -42,6 +42,16 @@ def planned(document: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def significance_either_way(document: Mapping[str, Any], a: str, b: str) -> tuple[int, int]:
+    """(significantly higher, significantly lower) of ``a`` against ``b``, read from the board's ``a vs b`` rows
+    or, when it compared them the other way round (``b vs a``), from those rows with the signs swapped."""
+    up, down = significance(document, a, b)
+    if up or down or any(r["set"] == f"{a} vs {b}" for r in document["comparisons"]["rows"]):
+        return up, down
+    down, up = significance(document, b, a)
+    return up, down
+
+
 def verdict(held: bool | None) -> str:
     return "no reliable cell" if held is None else ("held" if held else "NOT held")
 
@@ -52,7 +62,7 @@ def auroc_rows(document: Mapping[str, Any]) -> list[str]:
 
     def line(name: str, b: str, rule: str, test) -> str:
         p = paired(cells, CANDIDATE, b)
-        up, down = significance(document, CANDIDATE, b)
+        up, down = significance_either_way(document, CANDIDATE, b)
         held = None if p["cells"] == 0 else bool(test(p))
         if p["cells"] == 0:
             return f"| {name} | `{CANDIDATE}` vs `{b}` | {rule} | 0 | | | {verdict(held)} |"
