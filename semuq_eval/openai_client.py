@@ -249,6 +249,14 @@ _OPENER = urllib.request.build_opener(_NoCredentialsAcrossHosts)
 
 
 # ---------------------------------------------------------------------------------------------------- reading
+def first_choice(payload: Any) -> Any:
+    """The first element of a reply's ``choices``, or :class:`Unreadable`."""
+    try:
+        return payload["choices"][0]
+    except (KeyError, IndexError, TypeError):
+        raise Unreadable("the server's reply has no choices") from None
+
+
 def choice_text(choice: Any, endpoint: str, where: str = "choices[0]") -> str:
     """The text of one reply choice (chat: ``message.content``; completions: ``text``), or :class:`Unreadable`
     naming the field."""

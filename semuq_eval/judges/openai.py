@@ -35,8 +35,8 @@ from semuq_eval.openai_client import (
     RequestFailed,
     ServerClient,
     ServerRefused,
-    Unreadable,
     choice_text,
+    first_choice,
     read_logprobs,
 )
 
@@ -170,10 +170,7 @@ class OpenAIJudge(PromptedJudge):
             return Verdict(None, error=str(exc))
 
     def _read(self, payload: Any) -> Verdict:
-        try:
-            choice = payload["choices"][0]
-        except (KeyError, IndexError, TypeError):
-            raise Unreadable("the server's reply has no choices") from None
+        choice = first_choice(payload)
         text = choice_text(choice, self.endpoint)
         p = yes_no_probability(_first_top(choice.get("logprobs"), self.endpoint))
         if p is not None:
