@@ -42,8 +42,8 @@ from tqdm import tqdm
 from semuq_eval.context import RunContext
 from semuq_eval.models.capabilities import Capabilities, probe
 from semuq_eval.models.generation import Generation
-from semuq_eval.models.journal import GenerationJournal, journal_key
-from semuq_eval.models.planning import PromptGroup, group_requests
+from semuq_eval.models.journal import GenerationJournal, journal_key, restore_groups
+from semuq_eval.models.planning import PromptGroup, deliver, group_requests
 from semuq_eval.models.server_answer import answer_from_choice
 from semuq_eval.models.topk import topk_method
 from semuq_eval.openai_client import RequestFailed, ServerClient, Unreadable
@@ -190,31 +190,21 @@ class SemuqAPILM(LM):
         self._start(groups)
         results: list[Generation | None] = [None] * len(requests)
 
-        def deliver(group: PromptGroup, answers: list[Generation]) -> None:
-            for j, pos in enumerate(group.positions):
-                answer = answers[j] if len(answers) > 1 else answers[0]
-                results[pos] = answer
-                self.cache_hook.add_partial("generate_until", (group.context, group.gen_kwargs), answer)
+        def hand_out(group: PromptGroup, answers: list[Generation]) -> None:
+            deliver(results, group, answers, self.cache_hook)
 
         journal = self._journal()
         identity = self._identity()
         keys = {
             id(g): journal_key(identity, g.context, g.gen_kwargs, g.aux, g.n_gen, self.seed) for g in groups
         }
-        todo = []
-        for group in groups:
-            stored = journal.get(keys[id(group)], group.n_gen) if journal is not None else None
-            if stored is None:
-                todo.append(group)
-            else:
-                deliver(group, [_with_source(g, self.source) for g in stored])
-        if journal is not None and len(todo) < len(groups):
-            log.info(
-                "semuq-api: %d of %d prompts restored from the journal %s",
-                len(groups) - len(todo),
-                len(groups),
-                journal.directory,
-            )
+        todo = restore_groups(
+            groups,
+            journal,
+            keys,
+            lambda group, stored: hand_out(group, [_with_source(g, self.source) for g in stored]),
+            model="semuq-api",
+        )
         pbar = tqdm(
             total=sum(g.n_gen for g in groups),
             initial=sum(g.n_gen for g in groups) - sum(g.n_gen for g in todo),
@@ -223,7 +213,7 @@ class SemuqAPILM(LM):
             unit=" answers",
         )
         try:
-            self._ask_all(todo, deliver, journal, keys, pbar)
+            self._ask_all(todo, hand_out, journal, keys, pbar)
         finally:
             pbar.close()
         failed = sum(1 for r in results if r is not None and r.error is not None)
