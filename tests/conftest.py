@@ -36,3 +36,20 @@ def real_asset():
             pytest.skip(str(err))
 
     return get
+
+
+@pytest.fixture
+def stub():
+    """Starts stub servers (``stub(behaviour, port=0)``) and closes every one after the test."""
+    from tests.fixtures.stub_openai import StubServer
+
+    servers = []
+
+    def start(behaviour, port=0):
+        server = StubServer(behaviour, port)
+        servers.append(server)
+        return server
+
+    yield start
+    for s in servers:
+        s.close()

@@ -19,7 +19,7 @@ from semuq_eval.judges.cache import JudgeCache, verdict_key
 from semuq_eval.judges.openai import JudgeServerError, OpenAIJudge, yes_no_probability
 from semuq_eval.judges.prompted import PromptedJudge
 from semuq_eval.judges.prompts import PROMPTS, JudgePrompt, parse_yes_no, sanitize_answer
-from tests.fixtures.stub_openai import StubServer, answer_key, completion
+from tests.fixtures.stub_openai import answer_key, completion
 
 
 def proposed(prompt: str) -> str:
@@ -291,20 +291,6 @@ def test_hf_judge_without_yes_no_tokens_is_a_clear_error(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------- openai judge
-@pytest.fixture
-def stub():
-    servers = []
-
-    def start(behaviour, port=0):
-        server = StubServer(behaviour, port)
-        servers.append(server)
-        return server
-
-    yield start
-    for s in servers:
-        s.close()
-
-
 def _rule(body, n):
     """Yes when the proposed answer contains 'Paris'."""
     text = answer_key(body)

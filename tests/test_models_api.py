@@ -23,26 +23,12 @@ from semuq_eval.models.generation import Generation
 from semuq_eval.models.server_answer import answer_from_choice, cut_at_stop, token_spans
 from semuq_eval.models.topk import topk_entropies, topk_method
 from semuq_eval.openai_client import MalformedLogprobs, ServerClient, read_logprobs
-from tests.fixtures.stub_openai import FakeLLM, StubServer
+from tests.fixtures.stub_openai import FakeLLM
 from tests.fixtures.tiny_encoders import tiny_st_encoder, tiny_wordpiece_dir  # noqa: F401  (fixtures)
 from tests.fixtures.tiny_harness import QA, breakdown_of, run_tasks
 
 N = 3
 N_QUESTIONS = len(QA)
-
-
-@pytest.fixture
-def stub():
-    servers = []
-
-    def start(behaviour, port=0):
-        server = StubServer(behaviour, port)
-        servers.append(server)
-        return server
-
-    yield start
-    for s in servers:
-        s.close()
 
 
 def _model(server, tmp_path, **kwargs) -> SemuqAPILM:
