@@ -23,7 +23,7 @@ from semuq_eval.models.generation import Generation
 from semuq_eval.models.server_answer import answer_from_choice, cut_at_stop, token_spans
 from semuq_eval.models.topk import topk_entropies, topk_method
 from semuq_eval.openai_client import MalformedLogprobs, ServerClient, read_logprobs
-from tests.fixtures.stub_openai import FakeLLM
+from tests.fixtures.stub_openai import SERVER_ESTIMATORS, FakeLLM
 from tests.fixtures.tiny_encoders import tiny_st_encoder, tiny_wordpiece_dir  # noqa: F401  (fixtures)
 from tests.fixtures.tiny_harness import QA, breakdown_of, run_tasks
 
@@ -68,15 +68,7 @@ def test_a_semuq_run_through_a_server_gives_logprob_estimators_and_flags_te(
     server = stub(FakeLLM(n=n, chat_shape=shape))
     b = _run(_model(server, tmp_path, endpoint=endpoint), tmp_path)
     scored = b["results"]["greedy"]
-    for name in (
-        "se@lexical",
-        "msp",
-        "perplexity",
-        "te",
-        "kle_heat@lexical",
-        "cae@lexical",
-        "numsets@lexical",
-    ):
+    for name in SERVER_ESTIMATORS:
         assert name in scored and scored[name]["auroc"]["n"] == N_QUESTIONS, name
     assert b["bad_docs"] == [] and b["n_docs"] == N_QUESTIONS
     assert b["approximate"]["te"] == {

@@ -17,6 +17,7 @@ from semuq_eval.harness.store import load_store
 from semuq_eval.models.api import SemuqAPILM
 from semuq_eval.models.topk import topk_method
 from tests.fixtures.llama_server import ALIAS, LlamaServer, llama_server, smollm2_gguf  # noqa: F401
+from tests.fixtures.stub_openai import SERVER_ESTIMATORS
 from tests.fixtures.tiny_harness import QA, TASKS_DIR, breakdown_of, write_qa
 
 pytestmark = [pytest.mark.real, pytest.mark.slow, pytest.mark.subprocess]
@@ -97,15 +98,7 @@ def test_semuq_api_on_llama_cpp_end_to_end_and_resume_after_the_server_is_killed
     answered = sum(1 for rec in records if rec["greedy"].text.strip())
     assert b["n_docs"] == len(QA) and answered >= 2, [rec["greedy"].text for rec in records]
     scored = b["results"]["greedy"]
-    for name in (
-        "se@lexical",
-        "msp",
-        "perplexity",
-        "te",
-        "kle_heat@lexical",
-        "cae@lexical",
-        "numsets@lexical",
-    ):
+    for name in SERVER_ESTIMATORS:
         assert name in scored and scored[name]["auroc"]["n"] >= answered, (name, b["unavailable"].get(name))
     te_n = scored["te"]["auroc"]["n"]
     assert b["approximate"]["te"]["methods"] == {f"token_entropies: {topk_method(TOP)}": te_n}

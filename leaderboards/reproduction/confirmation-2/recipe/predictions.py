@@ -128,7 +128,10 @@ def main(argv: list[str]) -> int:
     if len(argv) != 2:
         print(__doc__, file=sys.stderr)
         return 2
-    board, diagnosis = (json.loads(Path(a).read_text(encoding="utf-8")) for a in argv)
+    from semuq_eval.leaderboard.schema import read_document  # any leaderboard.json version, as records
+
+    board = read_document(argv[0])
+    diagnosis = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
     print("\n".join([*auroc_rows(planned(board)), "", *diagnosis_rows(diagnosis)]))
     return 0
 
