@@ -42,6 +42,7 @@ __all__ = [
     "RequestFailed",
     "ServerClient",
     "ServerRefused",
+    "TRANSPORT_OPTIONS",
     "TokenLogprobs",
     "Unreadable",
     "choice_text",
@@ -54,6 +55,9 @@ REFUSED_STATUS = (400, 413, 422)
 """Statuses of a request the server will not take as it is (an unknown field, a value out of range)."""
 POSITIVE_TOLERANCE = 1e-3
 """Log-probabilities in (0, this] are rounding noise of a server and read as 0; larger positive ones are refused."""
+
+TRANSPORT_OPTIONS = ("endpoint", "api_key_env", "concurrency", "timeout", "max_retries", "backoff")
+"""The :class:`ServerClient` options every caller (judge, model, rewriter) passes through as they are."""
 
 T = TypeVar("T")
 
@@ -135,6 +139,24 @@ class ServerClient:
         self.timeout = float(timeout)
         self.max_retries = int(max_retries)
         self.backoff = float(backoff)
+
+    @classmethod
+    def take(cls, base_url: str, model: str, options: dict[str, Any], **defaults: Any) -> ServerClient:
+        """A client built from the :data:`TRANSPORT_OPTIONS` in ``options``, which are removed from it (the rest
+        stays for the caller); ``defaults`` are the caller's own defaults of those options.
+
+        Examples
+        --------
+        >>> options = {"timeout": 5, "max_tokens": 4}
+        >>> client = ServerClient.take("http://127.0.0.1:8080/v1", "local", options, concurrency=8)
+        >>> client.timeout, client.concurrency, options
+        (5.0, 8, {'max_tokens': 4})
+        """
+        unknown = sorted(set(defaults) - set(TRANSPORT_OPTIONS))
+        if unknown:
+            raise TypeError(f"ServerClient.take: {unknown} are not transport options {TRANSPORT_OPTIONS}")
+        chosen = {**defaults, **{k: options.pop(k) for k in TRANSPORT_OPTIONS if k in options}}
+        return cls(base_url, model, **chosen)
 
     @property
     def url(self) -> str:

@@ -148,6 +148,10 @@ def test_llm_rewriter_checks_replies(monkeypatch):
     assert bodies[0]["temperature"] == 0.0 and bodies[0]["model"] == "local"
     assert bodies[0]["messages"][0]["content"].startswith("Question: Capital?")
     assert rewriter.info["base_url"] == "http://127.0.0.1:9/v1"
+    completions = LLMRewriter.from_openai("http://127.0.0.1:9/v1", "local", endpoint="completions", timeout=3)
+    assert completions.info["endpoint"] == "completions"
+    with pytest.raises(TypeError, match="bogus"):
+        LLMRewriter.from_openai("http://127.0.0.1:9/v1", "local", bogus=1)
 
 
 # ---------------------------------------------------------------------------------------------- clustering

@@ -313,6 +313,19 @@ def test_openai_judge_reads_logprobs(stub, endpoint, monkeypatch):
     assert req["auth"] == "Bearer sk-test" and req["body"]["temperature"] == 0.0
 
 
+def test_openai_judge_takes_the_transport_options_and_passes_the_rest_on():
+    judge = OpenAIJudge(
+        "http://127.0.0.1:9/v1", "m", timeout=5, backoff=0, prompt="semantic_entropy_2024", cache=None
+    )
+    client = judge.client
+    assert (client.timeout, client.backoff, client.concurrency, client.endpoint) == (5.0, 0.0, 8, "chat")
+    assert judge.prompt.name == "semantic_entropy_2024"
+    with pytest.raises(TypeError, match="bogus"):
+        OpenAIJudge("http://127.0.0.1:9/v1", "m", bogus=1, cache=None)
+    with pytest.raises(ValueError, match="concurrency must be >= 1"):
+        OpenAIJudge("http://127.0.0.1:9/v1", "m", concurrency=0, cache=None)
+
+
 def test_openai_judge_parses_text_strictly_without_logprobs(stub):
     replies = {"A": "Yes.", "B": "no", "C": "As an AI, I cannot say"}
 

@@ -258,22 +258,25 @@ class LLMRewriter:
         base_url: str,
         model: str,
         *,
-        endpoint: str = "chat",
-        api_key_env: str = "OPENAI_API_KEY",
         max_tokens: int = 128,
-        timeout: float = 60.0,
         concurrency: int = 4,
         progress: bool = True,
+        **transport: Any,
     ) -> LLMRewriter:
         """A rewriter on an OpenAI-compatible server, through the one transport to such servers
         (:class:`~semuq_eval.openai_client.ServerClient`: retries, timeouts, the key from ``api_key_env``).
 
-        Greedy decoding (temperature 0); ``endpoint="chat"`` sends the prompt as a user message (the server
-        applies its chat template), ``"completions"`` sends it raw.
+        Greedy decoding (temperature 0); ``endpoint="chat"`` (default) sends the prompt as a user message (the
+        server applies its chat template), ``"completions"`` sends it raw. ``**transport`` are the transport's
+        other options (``api_key_env``, ``timeout``, ``max_retries``, ``backoff``).
         """
-        from semuq_eval.openai_client import ServerClient, choice_text, first_choice
+        from semuq_eval.openai_client import TRANSPORT_OPTIONS, ServerClient, choice_text, first_choice
 
-        client = ServerClient(base_url, model, endpoint=endpoint, api_key_env=api_key_env, timeout=timeout)
+        unknown = sorted(set(transport) - set(TRANSPORT_OPTIONS))
+        if unknown:
+            raise TypeError(f"unknown rewriter option(s) {unknown}; the transport takes {TRANSPORT_OPTIONS}")
+        client = ServerClient.take(base_url, model, transport, endpoint="chat", concurrency=concurrency)
+        endpoint = client.endpoint
 
         def complete(prompt: str) -> str:
             body = client.body(prompt, temperature=0.0, max_tokens=int(max_tokens))

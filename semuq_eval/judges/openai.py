@@ -77,24 +77,16 @@ class OpenAIJudge(PromptedJudge):
         The server's API root, e.g. ``http://127.0.0.1:8080/v1`` (a full ``.../completions`` URL also works).
     model : str
         The model name sent with every request.
-    endpoint : {"chat", "completions"}
-        Chat messages (the server applies its chat template) or a raw prompt.
-    api_key_env : str
-        The environment variable holding the API key (default ``OPENAI_API_KEY``; unset: no key sent).
-    concurrency : int
-        Requests in flight at once.
-    timeout : float
-        Seconds per request.
-    max_retries : int
-        Retries of a failed request, waiting ``backoff * 2**attempt`` seconds (with jitter) in between.
-    backoff : float
-        The first wait, in seconds.
+    endpoint, api_key_env, concurrency, timeout, max_retries, backoff :
+        The transport's options (:class:`~semuq_eval.openai_client.ServerClient`): ``"chat"`` or
+        ``"completions"``, the environment variable holding the API key, requests in flight (default 8 here),
+        seconds per request, retries of a failed request and the first wait between them.
     logprobs : bool
         Ask for the top log-probabilities of the reply's first tokens (read when the server returns them).
     max_tokens : int
         Tokens in the reply.
     **options
-        Prompt and cache options of :class:`~semuq_eval.judges.prompted.PromptedJudge`.
+        The transport's options above, and the prompt and cache options of :class:`~semuq_eval.judges.prompted.PromptedJudge`.
     """
 
     name = "openai"
@@ -104,29 +96,15 @@ class OpenAIJudge(PromptedJudge):
         base_url: str,
         model: str,
         *,
-        endpoint: str = "chat",
-        api_key_env: str = "OPENAI_API_KEY",
-        concurrency: int = 8,
-        timeout: float = 60.0,
-        max_retries: int = 3,
-        backoff: float = 1.0,
         logprobs: bool = True,
         max_tokens: int = 4,
         **options: Any,
     ) -> None:
-        super().__init__(**options)
         if int(max_tokens) < 1:
             raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
-        self.client = ServerClient(
-            base_url,
-            model,
-            endpoint=endpoint,
-            api_key_env=api_key_env,
-            concurrency=concurrency,
-            timeout=timeout,
-            max_retries=max_retries,
-            backoff=backoff,
-        )
+        options = dict(options)
+        self.client = ServerClient.take(base_url, model, options, concurrency=8, timeout=60.0)
+        super().__init__(**options)
         self.logprobs = bool(logprobs)
         self.max_tokens = int(max_tokens)
 

@@ -46,7 +46,7 @@ from semuq_eval.models.journal import GenerationJournal, journal_key, restore_gr
 from semuq_eval.models.planning import PromptGroup, deliver, group_requests
 from semuq_eval.models.server_answer import answer_from_choice
 from semuq_eval.models.topk import topk_method
-from semuq_eval.openai_client import RequestFailed, ServerClient, Unreadable
+from semuq_eval.openai_client import TRANSPORT_OPTIONS, RequestFailed, ServerClient, Unreadable
 
 __all__ = ["HIDDEN_STATES_REASON", "ChatPrompt", "SemuqAPILM"]
 
@@ -79,7 +79,7 @@ class SemuqAPILM(LM):
     base_url : str
         The server's API root, e.g. ``http://127.0.0.1:8000/v1``.
     endpoint : {"completions", "chat"}
-        The raw prompt (default; as `semuq-hf` without a chat template) or chat messages (the server applies its
+        (A transport option, like the next five: :class:`~semuq_eval.openai_client.ServerClient`.) The raw prompt (default; as `semuq-hf` without a chat template) or chat messages (the server applies its
         chat template; with ``--apply_chat_template`` lm-eval's messages are sent as they are).
     api_key_env : str
         The environment variable holding the API key (never a model argument: lm-eval writes those into its
@@ -105,12 +105,6 @@ class SemuqAPILM(LM):
         self,
         model: str | None = None,
         base_url: str | None = None,
-        endpoint: str = "completions",
-        api_key_env: str = "OPENAI_API_KEY",
-        concurrency: int = 4,
-        timeout: float = 120.0,
-        max_retries: int = 3,
-        backoff: float = 1.0,
         logprobs: bool | str = True,
         top_logprobs: int = 20,
         max_gen_toks: int = 256,
@@ -123,8 +117,11 @@ class SemuqAPILM(LM):
         if "api_key" in kwargs:
             raise ValueError(
                 "semuq-api: do not pass the API key as a model argument (lm-eval writes model arguments into its "
-                f"results); put it in an environment variable and name it with api_key_env=NAME (now {api_key_env})"
+                "results); put it in an environment variable and name it with api_key_env=NAME (now "
+                f"{kwargs.get('api_key_env', 'OPENAI_API_KEY')})"
             )
+        kwargs = dict(kwargs)
+        transport = {k: kwargs.pop(k) for k in TRANSPORT_OPTIONS if k in kwargs}
         unknown = sorted(set(kwargs) - set(LM_EVAL_ARGS))
         if unknown:
             raise ValueError(f"semuq-api: unknown model argument(s) {unknown}; see docs/serving.md")
@@ -135,15 +132,8 @@ class SemuqAPILM(LM):
                 raise ValueError(f"semuq-api: {name} must be >= {low}, got {value}")
         if int(max_n) < 1:
             raise ValueError(f"semuq-api: max_n must be >= 1, got {max_n}")
-        self.client = ServerClient(
-            base_url,
-            str(model),
-            endpoint=endpoint,
-            api_key_env=api_key_env,
-            concurrency=int(concurrency),
-            timeout=float(timeout),
-            max_retries=int(max_retries),
-            backoff=float(backoff),
+        self.client = ServerClient.take(
+            base_url, str(model), transport, endpoint="completions", concurrency=4, timeout=120.0
         )
         self.logprobs = str(logprobs).strip().lower() not in OFF
         self.top_logprobs = int(top_logprobs) if self.logprobs else 0
