@@ -4,7 +4,8 @@
 steps, one module each: :mod:`.runs` (what a run and a section are), :mod:`.discovery`, :mod:`.loading` and
 :mod:`.provenance` (find, read and check run stores or records), :mod:`.alignment` (group them into sections of runs
 comparable question by question), :mod:`.baselines` (which estimator each ``@enc`` estimator is compared with),
-:mod:`.compute` (cells with CIs, paired differences, rank intervals, on one shared seeded bootstrap),
+:mod:`.compute` (every figure on one shared seeded bootstrap per section: :mod:`.run_figures` per run, :mod:`.cells`,
+:mod:`.differences` (paired), :mod:`.ranks` (rank intervals)),
 :mod:`.headline` (one row per LLM for the reference estimator, and the optimistic best), :mod:`.curves` (its
 rejection curves and reliability diagrams), :mod:`.schema` (the versioned JSON schema), :mod:`.write` (Markdown,
 CSV, JSON), :mod:`.html` (the page), :mod:`.plots` (PNGs).

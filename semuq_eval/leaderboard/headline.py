@@ -12,7 +12,7 @@ per label strategy of :data:`~semuq_eval.judges.LABEL_STRATEGIES`, each ranked o
 A column is a task's section (:func:`columns`: its ``#common`` section when its LLMs ran different question
 sets). Each cell is the board's own figure, nothing recomputed: the reference estimator's AUROC cell (CI, correct /
 incorrect counts, the accuracy under the table's labels, the run's small-sample flag, :mod:`semuq_eval.harness.reliability`) and its
-row of the LLM rank intervals (:func:`~semuq_eval.leaderboard.compute.rank_intervals`). The mean column
+row of the LLM rank intervals (:func:`~semuq_eval.leaderboard.ranks.rank_intervals`). The mean column
 averages the LLM's task AUROCs resample by resample on the sections' shared bootstraps (the sections hold
 different questions, so resample r of each is one joint draw): its CI is the percentile interval of those
 means, and its rank interval ranks the LLMs that have every task, by the same rank rule. Rows are sorted by the
@@ -33,6 +33,7 @@ import numpy as np
 from semuq_eval.harness.reliability import MIN_VALID_SHARE
 from semuq_eval.jsonio import finite_or_none
 from semuq_eval.judges import LABEL_STRATEGIES
+from semuq_eval.leaderboard.ranks import rank_intervals
 
 if TYPE_CHECKING:  # type hints only: compute imports this module
     from semuq_eval.leaderboard.compute import Leaderboard
@@ -167,8 +168,6 @@ def _table(
     board: Leaderboard, resampled: Mapping[tuple[str, str], Mapping[tuple[str, str], tuple]], strategy: str
 ) -> dict[str, Any]:
     """One headline table: the reference estimator's AUROC under ``strategy`` labels (:func:`headline`)."""
-    from semuq_eval.leaderboard.compute import rank_intervals
-
     config = board.config
     reference, bootstrap = config.reference, config.bootstrap
     sections = columns(board.sections)

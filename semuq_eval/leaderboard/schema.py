@@ -99,7 +99,7 @@ from pathlib import Path
 from typing import Any
 
 from semuq_eval.jsonio import read_json
-from semuq_eval.leaderboard.compute import split_estimator
+from semuq_eval.leaderboard.cells import split_estimator
 
 __all__ = [
     "CELL_COLUMNS",

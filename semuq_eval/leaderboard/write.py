@@ -18,6 +18,7 @@ from typing import Any
 from semuq_eval.cell_text import cell_text
 from semuq_eval.jsonio import json_safe, write_json
 from semuq_eval.judges import LABEL_STRATEGIES
+from semuq_eval.leaderboard.cells import label_summary
 from semuq_eval.leaderboard.compute import Leaderboard
 from semuq_eval.leaderboard.headline import cell_summary
 from semuq_eval.leaderboard.schema import (
@@ -144,13 +145,11 @@ def to_document(
 
 
 def _label_counts(board: Leaderboard, section: str, llm: str, strategy: str) -> dict[str, Any]:
-    from semuq_eval.leaderboard.compute import _label_summary
-
     for s in board.sections:
         if s.id == section:
             for run in s.runs:
                 if run.llm == llm:
-                    return _label_summary(run, strategy)
+                    return label_summary(run, strategy)
     return {}
 
 
