@@ -1,6 +1,6 @@
 """Benchmark: every aggregator, vectorized over a (B, N, N) stack vs a per-question loop, and the bootstrap.
 
-Run: `python bench/aggregators.py [--questions 10000] [--n 20] [--repeats 3]`. Both sides run in
+Run: `python -m bench.aggregators [--questions 10000] [--n 20] [--repeats 3]`. Both sides run in
 this one process on the same matrices; medians over repeats and their ratio are printed.
 The loop baseline is what a straightforward implementation does: KLE with scipy.linalg.expm /
 a matrix inverse per question (as the KLE authors' code does), everything else by calling
@@ -14,8 +14,8 @@ from collections.abc import Callable
 
 import numpy as np
 import scipy.linalg
-from timing import median_time
 
+from bench.timing import median_time
 from semuq_eval import aggregators as A
 from semuq_eval import metrics as M
 

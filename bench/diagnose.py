@@ -1,7 +1,7 @@
 """Time ``semuq-eval diagnose`` on a few hundred questions for lexical, cos_ext and enc (all-MiniLM-L6-v2).
 
-    .venv/bin/python bench/diagnose.py                                  # the shipped frozen store
-    .venv/bin/python bench/diagnose.py --store PATH --output diag/      # and write the diagnosis there
+    .venv/bin/python -m bench.diagnose                                  # the shipped frozen store
+    .venv/bin/python -m bench.diagnose --store PATH --output diag/      # and write the diagnosis there
 
 One diagnose call with the three operators, as the CLI runs it; each operator's share is its own wall time
 inside the call (``timing`` of the result: its sample matrices, the other pairs, localization, bootstrap

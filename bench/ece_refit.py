@@ -1,6 +1,6 @@
 """Benchmark: ECE intervals with the calibrator fitted once vs refitted in every bootstrap resample.
 
-Run: `python bench/ece_refit.py [--estimators 10] [--resamples 1000] [--sizes 1000 5000] [--repeats 3]
+Run: `python -m bench.ece_refit [--estimators 10] [--resamples 1000] [--sizes 1000 5000] [--repeats 3]
 [--datasets 20] [--fresh 200]`. Three parts, all on synthetic runs whose scores have AUROC ~0.7
 (incorrect answers score 0.74 sd higher; accuracy 0.6; two estimators in ten are integer-valued,
 like numsets/cae, so ties occur):
@@ -26,8 +26,8 @@ import time
 import warnings
 
 import numpy as np
-from timing import median_time
 
+from bench.timing import median_time
 from semuq_eval import metrics as M
 
 SHIFT = 0.74  # N(0, 1) scores shifted by 0.74 for incorrect answers: AUROC = Phi(0.74 / sqrt 2) ~ 0.70

@@ -15,8 +15,8 @@ Each configuration runs in its own subprocess so that its peak memory is its own
   the lengths are close).
 Ratios are stock / semuq-hf for time and semuq-hf / stock for memory.
 
-    .venv/bin/python bench/generation.py                     # default model: semuq_eval.assets.locate(...)
-    .venv/bin/python bench/generation.py --model DIR --n 20 --hf-batch-sizes 1,20 --batch-size 1
+    .venv/bin/python -m bench.generation                     # default model: semuq_eval.assets.locate(...)
+    .venv/bin/python -m bench.generation --model DIR --n 20 --hf-batch-sizes 1,20 --batch-size 1
 """
 
 from __future__ import annotations

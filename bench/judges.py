@@ -1,6 +1,6 @@
 """Benchmark: the local ``hf`` judge batched (one call for all answers) vs one call per answer, and a warm cache.
 
-Run: `python bench/judges.py --store STORE [--questions 200] [--per_answer 200] [--threads 1] [--judge MODEL]`.
+Run: `python -m bench.judges --store STORE [--questions 200] [--per_answer 200] [--threads 1] [--judge MODEL]`.
 
 The answers are a run store's: the greedy answer and the N samples of its first ``--questions`` questions
 (the default demo store, ``semuq-eval demo --output_path out``, has N = 20: 200 questions give 4,200

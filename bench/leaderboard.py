@@ -1,7 +1,7 @@
 """Benchmark of `semuq-eval leaderboard`: 10 LLMs x 7 tasks x 60 estimators, 1,000 resamples, synthetic runs.
 
-    .venv/bin/python bench/leaderboard.py                       # 200 questions per task, -j 2, all outputs
-    .venv/bin/python bench/leaderboard.py --questions 1000 --jobs 1 --breakdown-metrics auroc,ece
+    .venv/bin/python -m bench.leaderboard                       # 200 questions per task, -j 2, all outputs
+    .venv/bin/python -m bench.leaderboard --questions 1000 --jobs 1 --breakdown-metrics auroc,ece
 
 Each synthetic run is a store (manifest.json, scores.jsonl with seeded scores and labels, breakdown.json).
 The breakdowns are synthetic too (plausible figures, not recomputed, except the AUROC point estimate: the

@@ -14,9 +14,9 @@ code; nothing is downloaded. Tokens come from the real all-MiniLM-L6-v2 WordPiec
 `semuq-eval assets` has prepared it, else from a word-level tokenizer built here. The paper reports
 1.11 s vs 0.03 s per question (37x) on a GPU.
 
-    .venv/bin/python bench/operators.py               # (a) 5 questions, (b) 3 questions
-    .venv/bin/python bench/operators.py --quick       # (a) 3 questions, (b) 1 question
-    .venv/bin/python bench/operators.py --threads 1   # on a machine other processes are using
+    .venv/bin/python -m bench.operators               # (a) 5 questions, (b) 3 questions
+    .venv/bin/python -m bench.operators --quick       # (a) 3 questions, (b) 1 question
+    .venv/bin/python -m bench.operators --threads 1   # on a machine other processes are using
 
 Each question is also run with its greedy answer as an anchor (the greedy-anchored comparisons of issue 23, in the
 same pass): the bench prints what they add, in forward passes and wall time, against the target of one forward pass

@@ -1,6 +1,6 @@
 """Benchmark of a leaderboard page in headless Chromium: when its headline shows, when its tables are ready.
 
-    .venv/bin/python bench/page.py BOARD [BOARD ...] --loads 5
+    .venv/bin/python -m bench.page BOARD [BOARD ...] --loads 5
 
 Each BOARD is a leaderboard folder (``index.html``, and ``cells.js`` beside it when the page has one), e.g.
 the output of ``bench/leaderboard.py`` (10 LLMs x 7 tasks x 60 estimators). Chromium (headless, 1400 x 1000,
@@ -21,12 +21,9 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: tests.fixtures.chromium
 
 PROBE = r"""
 window.__semuq = {};

@@ -1,4 +1,4 @@
-"""Timing helper shared by the benchmark scripts (run as ``python bench/<name>.py``, so ``bench/`` is on the path)."""
+"""Timing helper shared by the benchmarks (run from the repository as ``python -m bench.<name>``)."""
 
 from __future__ import annotations
 

@@ -12,8 +12,8 @@ Per epoch the record gives the time of the training steps alone (``epoch_train_s
 optimizer); the full epoch adds the validation pass and the checkpoint write. Medians over the epochs (the
 first epoch included: nothing is compiled). examples/s = triplets per epoch / training-step seconds.
 
-    .venv/bin/python bench/training.py                          # MiniLM and mpnet, fp32 and bf16, 3 epochs
-    .venv/bin/python bench/training.py --models all-minilm-l6-v2 --questions 640 --epochs 3
+    .venv/bin/python -m bench.training                          # MiniLM and mpnet, fp32 and bf16, 3 epochs
+    .venv/bin/python -m bench.training --models all-minilm-l6-v2 --questions 640 --epochs 3
 
 Needs `semuq-eval assets --only all-minilm-l6-v2,all-mpnet-base-v2,nq-open`. Report ``uptime``'s load with
 the figures: other processes on the 2 cores slow training down.

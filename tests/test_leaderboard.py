@@ -699,7 +699,7 @@ def test_compare_option_pairs_an_operator_with_its_bases(tmp_path, capsys):
 
 
 # ---------------------------------------------------------------------------------------------- the committed board
-REGENERATE = Path(__file__).resolve().parents[1] / "leaderboards" / "offline" / "regenerate.sh"
+REGENERATE = Path(__file__).resolve().parents[1] / "leaderboards" / "offline" / "recipe" / "regenerate.sh"
 
 
 def _regenerate(env: dict) -> subprocess.CompletedProcess:
@@ -709,7 +709,7 @@ def _regenerate(env: dict) -> subprocess.CompletedProcess:
 
 
 def test_offline_board_command_rescores_the_run_stores_and_builds_the_board(tmp_path, tiny_st_encoder):  # noqa: F811
-    """leaderboards/offline/regenerate.sh, the committed board's one command, on a tiny run: every operator of the
+    """leaderboards/offline/recipe/regenerate.sh, the committed board's one command, on a tiny run: every operator of the
     board (mpnet and trained variants included) is rescored into a complete store, whose run record goes to
     RECORDS; the board is built from the records with both comparisons; without RUNS (a fresh clone) the records
     alone rebuild the same board, apart from its build date; a second call keeps the finished store, and a missing

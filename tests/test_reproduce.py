@@ -1,12 +1,11 @@
-"""bench/reproduce.py, the reproduction's one command, on a tiny input: training variants from training-data files
+"""experiments/reproduce.py, the reproduction's one command, on a tiny input: training variants from training-data files
 (guided and fact-swapped ablations), selection on held-out validation files, rescoring of an evaluation run, the
 leaderboard's comparisons, the diagnosis and the report with its selection and mean-AUROC tables."""
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import tarfile
-from pathlib import Path
 
 import pytest
 
@@ -18,14 +17,9 @@ from tests.fixtures.tiny_encoders import (  # noqa: F401  (pytest fixtures)
 )
 from tests.fixtures.training_stores import guided_rows, natural_rows, write_store
 
-REPRODUCE = Path(__file__).resolve().parents[1] / "bench" / "reproduce.py"
-
 
 def _reproduce():
-    spec = importlib.util.spec_from_file_location("reproduce", REPRODUCE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module("experiments.reproduce")
 
 
 @pytest.mark.slow

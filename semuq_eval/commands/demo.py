@@ -11,7 +11,7 @@ AUROC / ECE table with 95% CIs and the correct / incorrect counts under greedy a
 plot of AUROC per estimator (one panel per label strategy).
 
 Why WebQuestions and 210: SmolLM2-135M-Instruct answers 23 of the first 100 WebQuestions correctly (chat
-template on) but only 3 of the first 100 TriviaQA questions (``bench/offline_accuracy.py``; README); the first 210
+template on) but only 3 of the first 100 TriviaQA questions (``experiments/offline_accuracy.py``; README); the first 210
 WebQuestions give 33 correct and 177 incorrect greedy answers, the fewest questions with at least 30 of each, in
 about 16 minutes on 2 CPU cores (measured). ``--llm``, ``--task`` and ``--limit`` choose others.
 """

@@ -9,7 +9,7 @@
 - dropped: hidden vectors (``hidden.rank*.npz``), token ids, log-probabilities and entropies, the breakdown.
 
 The manifest keeps the source run's settings (with ``store_hidden`` false) and adds ``frozen``: where it came
-from, the label set and its judge, which questions, and the package version, so ``bench/freeze_store.py``
+from, the label set and its judge, which questions, and the package version, so ``tools/freeze_store.py``
 reproduces it byte for byte from the same source.
 """
 

@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../../../.."
 WORK=${WORK:-${TMPDIR:-/tmp}/semuq-confirm-2}
 D=semuq_eval/assets/training_data/nqopen-dev-smollm2
-.venv/bin/python bench/reproduce.py --train $D/natural-0[01]*.jsonl.gz $D/natural-02[0-4]*.jsonl.gz \
+.venv/bin/python -m experiments.reproduce --train $D/natural-0[01]*.jsonl.gz $D/natural-02[0-4]*.jsonl.gz \
     --guided $D/guided-0[01]*.jsonl.gz $D/guided-02[0-4]*.jsonl.gz \
     --validation $D/natural-02500-02750.jsonl.gz $D/natural-02750-03000.jsonl.gz --select auroc --val_triplets 20 \
     --ablations guided_answer_pooling_auroc --work "$WORK" --report "$WORK/report" --train_only

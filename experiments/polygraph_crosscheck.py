@@ -9,7 +9,7 @@ with a stub for the clustering module it imports and does not use here.
 
     git clone https://github.com/IINemo/lm-polygraph /tmp/lm-polygraph
     git clone https://github.com/ShellyLeee/Semantic-Uncertainty-Baselines /tmp/snne
-    .venv/bin/python bench/polygraph_crosscheck.py --polygraph /tmp/lm-polygraph --snne /tmp/snne
+    .venv/bin/python -m experiments.polygraph_crosscheck --polygraph /tmp/lm-polygraph --snne /tmp/snne
 
 Prints, for each estimator, the largest absolute difference over the random questions, first where both
 sides compute the same quantity (expected: rounding), then for each named variant that differs on purpose.

@@ -5,9 +5,9 @@
 #      (a complete run store each; one already there is kept, so an interrupted regeneration resumes);
 #   2. each rescored store's run record is written to RECORDS/<task>.<run_id>.jsonl.gz (replacing the old one).
 # Then the leaderboard is built from RECORDS into OUTPUT (default leaderboards/offline).
-# Usage, from anywhere: bash leaderboards/offline/regenerate.sh   (the variables below can be set in the environment)
+# Usage, from anywhere: bash leaderboards/offline/recipe/regenerate.sh   (the variables below can be set in the environment)
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../../.."
 RUNS=${RUNS:-}
 RUN_NAMES=${RUN_NAMES:-"smollm2-webquestions smollm2-triviaqa smollm2-nqopen gemma-webquestions gemma-triviaqa gemma-nqopen"}
 WORK=${WORK:-$RUNS/offline-board}           # the rescored stores
@@ -28,7 +28,7 @@ if [ -n "$RUNS" ]; then
 EOF
     )
     for path in "$MODELS/all-minilm-l6-v2" "$MODELS/all-mpnet-base-v2" "$TRAINED"; do
-        [ -d "$path" ] || { echo "regenerate: no model at $path (semuq-eval assets / bench/reproduce.py make them)" >&2; exit 1; }
+        [ -d "$path" ] || { echo "regenerate: no model at $path (semuq-eval assets / experiments/reproduce.py make them)" >&2; exit 1; }
     done
 
     targets=()
@@ -57,4 +57,4 @@ fi
 # the headline's reference estimator, fixed here before any LLM is looked at: the trained operator, kle_heat
 "${SEMUQ[@]}" leaderboard "$RECORDS/*.jsonl.gz" --output "$OUTPUT" --common-questions also --reference kle_heat@enc_trained \
     --compare enc_trained:enc,cos_ext,lexical,cos_int --compare enc_mpnet:enc,cos_ext_mpnet \
-    --header @leaderboards/offline/HEADER.md --title "semuq-eval offline leaderboard (tiny CPU models)" --jobs 2
+    --header @leaderboards/offline/recipe/HEADER.md --title "semuq-eval offline leaderboard (tiny CPU models)" --jobs 2

@@ -6,7 +6,7 @@ semuq_nqopen and semuq_webquestions, this runs the semuq task on the first ``--l
 string judge (contains), N = 1 (only the greedy label is read), and prints greedy accuracy with a 95% Wilson
 interval. Each configuration runs in its own process; answers are journaled, so an interrupted run resumes.
 
-    .venv/bin/python bench/offline_accuracy.py --limit 100 --output /tmp/offline-accuracy
+    .venv/bin/python -m experiments.offline_accuracy --limit 100 --output /tmp/offline-accuracy
 """
 
 from __future__ import annotations

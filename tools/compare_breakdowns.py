@@ -1,6 +1,6 @@
 """Compare two ``breakdown.json`` files number by number: did a change keep a run's results?
 
-    python bench/compare_breakdowns.py BEFORE/breakdown.json AFTER/breakdown.json [--rtol 0]
+    python -m tools.compare_breakdowns BEFORE/breakdown.json AFTER/breakdown.json [--rtol 0]
 
 Compares the labels, the bad docs and, for every estimator present in both files, every field of every
 metric (value, CI, counts) under every label strategy. Estimators present in only one file are listed (a

@@ -1,6 +1,6 @@
 """Build the frozen run store that ``semuq-eval check-operator`` ships with, from a real run store.
 
-    .venv/bin/python bench/freeze_store.py /work/runs/smollm2-webquestions/semuq/semuq_webquestions/smollm2-135m-instruct
+    .venv/bin/python -m tools.freeze_store /work/runs/smollm2-webquestions/semuq/semuq_webquestions/smollm2-135m-instruct
 
 writes ``semuq_eval/diagnose/data/smollm2-webquestions/`` (questions, references, answer texts, the greedy
 answer's token offsets, the run's labels with every sample's verdict; no hidden states, log-probs or token ids:

@@ -21,7 +21,7 @@ Every step is one of the project's own commands, run as a library:
 
 Each step is skipped when its output exists (``--force`` redoes steps 2-5), so a killed run resumes.
 
-    .venv/bin/python bench/reproduce.py \\
+    .venv/bin/python -m experiments.reproduce \\
         --train /work/runs/smollm2-nqopen_train \\
         --eval '/work/runs/gemma-webquestions/semuq/*/*' '/work/runs/gemma-triviaqa/semuq/*/*' \\
         --secondary '/work/runs/smollm2-webquestions/semuq/*/*' \\
@@ -157,7 +157,7 @@ def train(args, variants: Mapping[str, Mapping[str, Any]], timings: dict) -> dic
             stores=[str(p) for p in args.train],
             output=str(folder),
             overwrite=True,
-            command=["bench/reproduce.py", *sys.argv[1:]],
+            command=["python", "-m", "experiments.reproduce", *sys.argv[1:]],
             **settings,
         )
         train_operator(config)
@@ -255,9 +255,9 @@ def leaderboard(args, stores: Sequence[Path], bases: Mapping[str, tuple[str, str
         output,
         config=LeaderboardConfig(n_resamples=args.bootstrap, compare=tuple(compare), jobs=args.jobs),
         title="Reproduction: a trained enc operator vs the untrained one, offline",
-        header="Built by `bench/reproduce.py` (see `../README.md`). Tiny CPU LLMs: read the counts and the "
+        header="Built by `experiments/reproduce.py` (see `../README.md`). Tiny CPU LLMs: read the counts and the "
         "intervals before the point estimates.",
-        command="bench/reproduce.py " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
+        command="python -m experiments.reproduce " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
         relative_to=output,
     )
 
@@ -833,11 +833,11 @@ def write_readme(args, folders, bases, document, diagnoses, names, role, timings
         "",
         "The paper's claim (Sec. 4, Tab. 1): an operator trained with a contrastive objective on a generating "
         "LLM's own correct / incorrect samples improves every aggregator, also for other LLMs and datasets. "
-        "Here, offline, with the tiny CPU LLMs this machine has. Made by `bench/reproduce.py`; every number "
+        "Here, offline, with the tiny CPU LLMs this machine has. Made by `experiments/reproduce.py`; every number "
         "below comes from the files in this folder.",
         "",
         "```",
-        "bench/reproduce.py " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
+        "python -m experiments.reproduce " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
         "```",
         "",
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; backbone "
