@@ -40,9 +40,9 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(args.threads)
+    from semuq_eval import judges
     from semuq_eval.assets import locate
     from semuq_eval.harness.store import load_store
-    from semuq_eval.judges import get_judge
 
     model = args.judge or str(locate("smollm2-135m-instruct"))
     _, records = load_store(args.store)
@@ -60,7 +60,7 @@ def main() -> None:
     )
 
     def judge(cache):
-        j = get_judge("hf", model=model, batch_size=args.batch_size, cache=cache, progress=False)
+        j = judges.get("hf", model=model, batch_size=args.batch_size, cache=cache, progress=False)
         j._load()  # model loading is not part of the timing
         return j
 

@@ -125,9 +125,11 @@ def main() -> None:
     parser.add_argument("--workdir", default="/tmp/semuq-bench-leaderboard")
     args = parser.parse_args()
 
-    from semuq_eval.leaderboard.collect import expand_inputs, group_sections, load_runs
+    from semuq_eval.leaderboard.alignment import group_sections
     from semuq_eval.leaderboard.compute import LeaderboardConfig, compute
+    from semuq_eval.leaderboard.discovery import expand_inputs
     from semuq_eval.leaderboard.html import write_html
+    from semuq_eval.leaderboard.loading import load_runs
     from semuq_eval.leaderboard.plots import plot_all
     from semuq_eval.leaderboard.write import (
         to_document,

@@ -6,8 +6,9 @@ find neither. :mod:`semuq_eval._lm_eval_hook` (armed at start-up by ``semuq_eval
 :func:`on_import` right after each of these lm-eval modules has executed:
 
 - ``lm_eval.models``, where lm-eval registers its built-in models (so ours exist exactly when ``hf`` does):
-  :func:`semuq_eval.models.register_models` registers ``semuq-hf`` and ``semuq-hf-multimodal`` lazily (no
-  torch import), and only names still free (``semuq-eval run`` and later lm-eval releases register them too).
+  :func:`semuq_eval.models.register_models` registers ``semuq-hf``, ``semuq-hf-multimodal`` and ``semuq-api``
+  lazily (no torch import), and only names still free (``semuq-eval run`` and later lm-eval releases register
+  them too).
 - ``lm_eval.tasks.manager``: ``TaskManager.__init__`` is wrapped. When lm-eval's own tasks are included
   (``include_defaults=True``: the CLI, ``simple_evaluate`` without a task manager), the semuq task folder is
   put first in ``include_path``, so user folders, which come after it, override it as they override

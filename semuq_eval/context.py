@@ -1,11 +1,12 @@
 """The run context: where a run writes, under which id, and which process of how many this is.
 
-Resolved in one place for the tasks (run store, breakdown) and the models (generation journal):
+Resolved in one place (:meth:`RunContext.resolve`), once per task (run store, breakdown) and once per model
+(generation journal):
 
 - **output directory**: an explicit value (task metadata ``output_dir``, model argument ``journal``) >
-  ``$SEMUQ_OUTPUT_DIR`` > the ``--output_path`` that :func:`semuq_eval.commands.run.run_lm_eval` registered >
-  lm-eval's ``--output_path`` read from the command line (plain ``lm_eval`` runs) > none (nothing written).
-  lm-eval accepts a ``.json`` file for ``--output_path``: its folder is used.
+  ``$SEMUQ_OUTPUT_DIR`` > lm-eval's ``--output_path``, read from the command line lm-eval parses (``lm_eval``'s,
+  or the one ``semuq-eval run`` hands to lm-eval's CLI) > none (nothing written). lm-eval accepts a ``.json``
+  file for ``--output_path``: its folder is used.
 - **run id**: metadata ``run_id``, else :func:`model_slug` of the model (``pretrained``), so that
   ``semuq-eval demo``, ``semuq-eval run`` and ``lm_eval`` with the same model write the same folder.
 - **rank / world size**: the initialized ``torch.distributed`` group (accelerate, torchrun), else the
@@ -22,17 +23,9 @@ from pathlib import Path
 
 from semuq_eval.distributed import process_group
 
-__all__ = ["OUTPUT_ENV", "RunContext", "model_slug", "resolve_output_dir", "safe_name", "set_output_dir"]
+__all__ = ["OUTPUT_ENV", "RunContext", "model_slug", "resolve_output_dir", "safe_name"]
 
 OUTPUT_ENV = "SEMUQ_OUTPUT_DIR"
-
-_registered_output: str | None = None
-
-
-def set_output_dir(path: str | os.PathLike | None) -> None:
-    """Register the run's ``--output_path`` (called by :func:`semuq_eval.commands.run.run_lm_eval`)."""
-    global _registered_output
-    _registered_output = None if path is None else str(path)
 
 
 def _output_path_from_argv(argv: list[str]) -> str | None:
@@ -54,7 +47,7 @@ def resolve_output_dir(
     >>> resolve_output_dir("results/run.json")
     PosixPath('results')
     """
-    out = explicit or os.environ.get(OUTPUT_ENV) or _registered_output
+    out = explicit or os.environ.get(OUTPUT_ENV)
     if not out:
         out = _output_path_from_argv(sys.argv if argv is None else argv)
     if not out:

@@ -106,12 +106,41 @@ def _replace_atomically(path: str | os.PathLike, chunks: Iterable[str] | bytes) 
     return path
 
 
-def write_json(path: str | os.PathLike, obj: Any, *, indent: int | None = 1) -> Path:
+def write_json(
+    path: str | os.PathLike, obj: Any, *, indent: int | None = 1, flat: Iterable[tuple[str, ...]] = ()
+) -> Path:
     """Write ``obj`` (made JSON-safe) to ``path`` atomically; returns the path.
 
-    The temporary file is per process, so ranks writing the same file never clash.
+    ``flat`` names lists (by their key paths) written one compact element per line inside the indented
+    document: a table of many rows then takes a line per row, not a line per value. The temporary file is per
+    process, so ranks writing the same file never clash.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> p = Path(tempfile.mkdtemp()) / "x.json"
+    >>> print(write_json(p, {"t": {"rows": [[1, 2], [3, None]]}}, flat=[("t", "rows")]).read_text())
+    {
+     "t": {
+      "rows": [
+    [1,2],
+    [3,null]
+    ]
+     }
+    }
     """
-    text = json.dumps(json_safe(obj), indent=indent, allow_nan=False, ensure_ascii=False)
+    obj = json_safe(obj)
+    lists = {}
+    for key_path in flat:
+        parent = obj
+        for key in key_path[:-1]:
+            parent = parent[key]
+        mark = f"flat-{os.urandom(8).hex()}"  # a random placeholder, replaced below
+        lists[json.dumps(mark)], parent[key_path[-1]] = parent[key_path[-1]], mark
+    text = json.dumps(obj, indent=indent, allow_nan=False, ensure_ascii=False)
+    for mark, items in lists.items():
+        lines = (json.dumps(x, allow_nan=False, ensure_ascii=False, separators=(",", ":")) for x in items)
+        text = text.replace(mark, "[\n" + ",\n".join(lines) + "\n]" if items else "[]", 1)
     return _replace_atomically(path, [text])
 
 

@@ -133,8 +133,8 @@ def test_llm_rewriter_checks_replies(monkeypatch):
     with pytest.raises(ValueError, match="question"):
         LLMRewriter(fake, prompt="no fields")
 
-    # the OpenAI-compatible route: the judge backend's transport, a chat body at temperature 0 (no network)
-    from semuq_eval.judges.openai import OpenAIJudge
+    # the OpenAI-compatible route: the one server transport, a chat body at temperature 0 (no network)
+    from semuq_eval.openai_client import ServerClient
 
     bodies = []
 
@@ -142,7 +142,7 @@ def test_llm_rewriter_checks_replies(monkeypatch):
         bodies.append(body)
         return {"choices": [{"message": {"content": "The capital of France is Rome."}}]}
 
-    monkeypatch.setattr(OpenAIJudge, "_post", post)
+    monkeypatch.setattr(ServerClient, "post", post)
     rewriter = LLMRewriter.from_openai("http://127.0.0.1:9/v1", "local", progress=False)
     assert rewriter.rewrite([req])[0].text == "The capital of France is Rome."
     assert bodies[0]["temperature"] == 0.0 and bodies[0]["model"] == "local"

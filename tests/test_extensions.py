@@ -1,7 +1,8 @@
 """Extending semuq-eval is one file plus one registration: the CONTRIBUTING examples, run for real.
 
-Each file in ``tests/examples/`` registers an operator, an aggregator, a judge or a metric; nothing in the
-harness is edited, yet a run's breakdown gains the new estimator and the new judge's labels.
+Each file in ``tests/examples/`` registers an operator, an aggregator, a judge, a metric or a label strategy;
+nothing in the harness is edited, yet a run's breakdown gains the new estimator, the new judge's labels and the
+new strategy's results.
 """
 
 from __future__ import annotations
@@ -13,35 +14,37 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from semuq_eval import aggregators, judges, metrics, operators
+from semuq_eval.judges import strategies
 from tests.fixtures.tiny_harness import QA, CannedLM, breakdown_of, run_tasks
 
 EXAMPLES = Path(__file__).parent / "examples"
-MODULES = ("word_overlap_operator", "mean_dissimilarity_aggregator", "first_alias_judge", "mean_gap_metric")
+REGISTERED = {
+    "word_overlap_operator": (operators, "word_overlap"),
+    "mean_dissimilarity_aggregator": (aggregators, "mean_dissimilarity"),
+    "first_alias_judge": (judges, "first_alias"),
+    "mean_gap_metric": (metrics, "mean_gap"),
+    "any_sample_strategy": (strategies, "any_sample"),
+}
+"""Example module -> (the family it registers into, the name it registers)."""
+MODULES = tuple(REGISTERED)
 
 
 @pytest.fixture
 def extensions():
-    """Import the examples (registering them) and restore every registry afterwards."""
-    from semuq_eval.aggregators import aggregator_registry
-    from semuq_eval.judges import judge_registry
-    from semuq_eval.metrics import metric_registry
-    from semuq_eval.operators import operator_registry
-
-    registries = (aggregator_registry, judge_registry, metric_registry, operator_registry)
-    saved = [dict(r._objs) for r in registries]
+    """Import the examples (registering them) and unregister them afterwards."""
     modules = {}
     for name in MODULES:
         full = f"tests.examples.{name}"
         sys.modules.pop(full, None)
         modules[name] = importlib.import_module(full)
     yield modules
-    for registry, objs in zip(registries, saved, strict=True):
-        registry._objs = objs
-    for name in MODULES:
+    for name, (family, registered) in REGISTERED.items():
+        family.registry.unregister(registered)
         sys.modules.pop(f"tests.examples.{name}", None)
 
 
-def test_a_registered_operator_aggregator_and_judge_reach_the_breakdown(extensions, tmp_path):
+def test_a_registered_operator_aggregator_judge_and_label_strategy_reach_the_breakdown(extensions, tmp_path):
     run_tasks(CannedLM(white_box=True), tmp_path, operators=["lexical", "word_overlap"], judge="first_alias")
     b = breakdown_of(tmp_path)
     greedy = b["results"]["greedy"]
@@ -52,6 +55,9 @@ def test_a_registered_operator_aggregator_and_judge_reach_the_breakdown(extensio
     assert b["operators"]["word_overlap"]["status"] == "ok"
     # Who wrote Hamlet? refs ["William Shakespeare", ...]: the first alias is not in "Christopher Marlowe"
     assert b["labels"]["greedy"]["n_correct"] == 3
+    assert list(b["labels"]) == ["any_sample", "greedy", "majority"]
+    assert b["results"]["any_sample"]["mean_dissimilarity@word_overlap"]["auroc"]["n"] == len(QA)
+    assert b["labels"]["any_sample"]["n_correct"] >= b["labels"]["majority"]["n_correct"]
 
 
 def test_the_examples_compute_what_they_say(extensions):
@@ -66,6 +72,12 @@ def test_the_examples_compute_what_they_say(extensions):
     u, y = np.array([0.1, 0.2, 0.9, 0.8]), np.array([1, 1, 0, 0])
     out = evaluate({"u": u}, y, metrics=["mean_gap"], bootstrap=Bootstrap(n_resamples=20, seed=0))
     assert out["u"]["mean_gap"].value == pytest.approx(0.85 - 0.15)
+    any_sample = extensions["any_sample_strategy"].any_sample
+    assert [any_sample(False, [False, None, True]), any_sample(True, [None]), any_sample(None, [False])] == [
+        True,
+        None,
+        False,
+    ]
 
 
 def test_contributing_shows_each_example_verbatim():

@@ -9,12 +9,13 @@ import numpy as np
 import pytest
 from lm_eval.api.instance import Instance
 
+from semuq_eval import judges
 from semuq_eval.context import RunContext, model_slug, resolve_output_dir
 from semuq_eval.harness import Doc, OperatorSpec, process_docs, rescore, score_doc, valid_estimators
 from semuq_eval.harness.settings import Settings
 from semuq_eval.harness.store import load_store
 from semuq_eval.harness.task import docs_from_instances, references_of
-from semuq_eval.judges import StringJudge, get_judge, label_answers, majority_label, normalize
+from semuq_eval.judges import StringJudge, label_answers, majority_label, normalize
 from semuq_eval.models.generation import Generation
 from tests.fixtures.tiny_harness import (
     HARNESS_META,
@@ -277,7 +278,7 @@ def test_settings_validation():
 
 
 def test_judge_registry_and_batched_labels():
-    judge = get_judge("string", mode="contains")
+    judge = judges.get("string", mode="contains")
     labels = label_answers(
         judge, ["q1", "q2"], ["Paris", "Lyon"], [["Paris", "Rome", "Paris"], []], [["Paris"], []]
     )
@@ -288,8 +289,8 @@ def test_judge_registry_and_batched_labels():
         "n_missing_verdicts": 0,
     }
     assert labels[1] == {"greedy": None, "majority": None, "samples": [], "n_missing_verdicts": 1}
-    with pytest.raises(KeyError, match="known judges"):
-        get_judge("oracle")
+    with pytest.raises(KeyError, match="unknown judge 'oracle'; known:"):
+        judges.get("oracle")
 
 
 def test_run_context():
@@ -577,7 +578,7 @@ def test_rescore_with_fewer_operators_drops_their_options(tmp_path):
 
 def test_named_operator_variant_scores_beside_its_operator_and_rescore_writes_a_store(tmp_path):
     from semuq_eval.harness.store import load_store
-    from semuq_eval.leaderboard.collect import load_run
+    from semuq_eval.leaderboard.loading import load_run
 
     run_tasks(CannedLM(white_box=True), tmp_path)
     source = tmp_path / "out" / "semuq" / "semuq_triviaqa_dpr"

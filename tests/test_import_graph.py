@@ -4,8 +4,9 @@ and no cycle between packages.
 The layers, lowest first (a unit is a subpackage or top-level module of ``semuq_eval``; it may import its own
 layer and the layers below):
 
-0. base: ``semuq_eval`` (the version), ``jsonio``, ``cell_text``, ``distributed``, ``context``, ``logs``,
-   ``task_files`` (the shipped task YAMLs), ``assets`` (the asset cache and its builders; the trained operator's training is
+0. base: ``semuq_eval`` (the version), ``registry`` (the one registry shape), ``jsonio``, ``cell_text``,
+   ``distributed``, ``context``, ``logs``, ``openai_client`` (the transport to OpenAI-compatible servers, shared by
+   a judge and a model), ``task_files`` (the shipped task YAMLs), ``assets`` (the asset cache and its builders; the trained operator's training is
    passed in) and ``data`` (QA sets, read from the assets);
 1. the math: ``aggregators``, ``metrics``;
 2. ``operators`` (their matrix kinds come from ``aggregators``; the trained operator's record is
@@ -40,11 +41,13 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
         frozenset(
             {
                 "semuq_eval",
+                "registry",
                 "jsonio",
                 "cell_text",
                 "distributed",
                 "context",
                 "logs",
+                "openai_client",
                 "task_files",
                 "assets",
                 "data",

@@ -11,8 +11,9 @@ import math
 
 import pytest
 
+from semuq_eval import judges
 from semuq_eval.harness.label_sets import label_set_names, read_label_set, slice_samples, write_label_set
-from semuq_eval.judges import Verdict, get_judge, label_answers
+from semuq_eval.judges import Verdict, label_answers
 from semuq_eval.judges.agreement import agreement
 from semuq_eval.judges.cache import JudgeCache, verdict_key
 from semuq_eval.judges.openai import JudgeServerError, OpenAIJudge, yes_no_probability
@@ -254,7 +255,7 @@ def test_hf_judge_reads_yes_no_logits_with_a_shared_prefix_like_one_full_pass_ea
         "Jupiter",
     ]
     refs = [["Shakespeare"], ["Paris"], ["Paris"], ["Paris"], ["Jupiter"]]
-    judge = get_judge("hf", model=str(tiny_judge_model), batch_size=2, cache="none", progress=False)
+    judge = judges.get("hf", model=str(tiny_judge_model), batch_size=2, cache="none", progress=False)
     verdicts = judge.batch(qs, answers, refs)
     tok = AutoTokenizer.from_pretrained(tiny_judge_model)
     lm = AutoModelForCausalLM.from_pretrained(tiny_judge_model).eval()
@@ -284,7 +285,7 @@ def test_common_prefix_length():
 def test_hf_judge_without_yes_no_tokens_is_a_clear_error(tmp_path):
     from tests.fixtures.tiny_lm import build_tiny_gpt2
 
-    judge = get_judge("hf", model=str(build_tiny_gpt2(tmp_path / "m")), cache="none", progress=False)
+    judge = judges.get("hf", model=str(build_tiny_gpt2(tmp_path / "m")), cache="none", progress=False)
     with pytest.raises(ValueError, match="single-token 'yes' or 'no'"):
         judge.batch(["q"], ["a"], [["r"]])
 

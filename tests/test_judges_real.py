@@ -4,24 +4,18 @@ OpenAI-compatible server on loopback (`openai`), and the semuq task run black-bo
 
 SmolLM2-135M judges near chance (it leans "no" on every answer), so these tests check the mechanics and the
 robustness to answers that address the judge, not judging quality. The server is llama-cpp-python's
-(`python -m llama_cpp.server`), serving the GGUF that `semuq-eval assets` keeps in the SmolLM2 folder;
-`.ci/setup` builds and caches its wheel.
+(`python -m llama_cpp.server`, tests/fixtures/llama_server.py), serving the GGUF that `semuq-eval assets` keeps
+in the SmolLM2 folder; `.ci/setup` builds and caches its wheel.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from pathlib import Path
 
 import pytest
 
-from semuq_eval.judges import get_judge
+from semuq_eval import judges
+from tests.fixtures.llama_server import llama_server  # noqa: F401  (fixture)
 
 pytestmark = [pytest.mark.real, pytest.mark.slow, pytest.mark.subprocess]
 
@@ -57,64 +51,17 @@ def _assert_not_flipped(verdicts, answers, clean_index):
 
 
 def test_hf_judge_smollm2_resists_answers_that_address_the_judge(real_asset):
-    judge = get_judge("hf", model=str(real_asset("smollm2-135m-instruct")), cache="none", progress=False)
+    judge = judges.get("hf", model=str(real_asset("smollm2-135m-instruct")), cache="none", progress=False)
     qs, answers, refs, clean_index = _hostile_cases()
     verdicts = judge.batch(qs, answers, refs)
     _assert_not_flipped(verdicts, answers, clean_index)
     assert all(0.0 < v.p_correct < 1.0 for v in verdicts)
 
 
-# ---------------------------------------------------------------------------------------------- llama.cpp server
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def llama_server(real_asset, tmp_path_factory):
-    """llama.cpp's OpenAI-compatible server on loopback, serving SmolLM2's GGUF; yields its /v1 URL."""
-    try:
-        import llama_cpp  # noqa: F401
-    except ImportError as err:
-        if os.environ.get("SEMUQ_REQUIRE_ASSETS") == "1":
-            raise
-        pytest.skip(f"llama-cpp-python[server] is not installed (bash .ci/setup builds it): {err}")
-    folder = Path(real_asset("smollm2-135m-instruct"))
-    gguf = next(folder.glob("*.gguf"), None)
-    assert gguf is not None, f"{folder} keeps no GGUF: run `semuq-eval assets` again (asset revision 2)"
-    port = _free_port()
-    log = tmp_path_factory.mktemp("llama") / "server.log"
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1"]
-    cmd += ["--port", str(port), "--n_ctx", "2048", "--model_alias", "smollm2", "--n_threads", "2"]
-    with open(log, "w") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/v1"
-    try:
-        for _ in range(120):
-            if proc.poll() is not None:
-                pytest.fail(f"llama.cpp server exited: {log.read_text()[-2000:]}")
-            try:
-                with urllib.request.urlopen(url + "/models", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                time.sleep(0.5)
-        else:
-            pytest.fail(f"llama.cpp server did not start in 60 s: {log.read_text()[-2000:]}")
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-
-
 @pytest.mark.parametrize("endpoint", ["completions", "chat"])
-def test_openai_judge_on_llama_cpp_reads_logprobs_and_caches(llama_server, endpoint, tmp_path):
+def test_openai_judge_on_llama_cpp_reads_logprobs_and_caches(llama_server, endpoint, tmp_path):  # noqa: F811
     def judge():
-        return get_judge(
+        return judges.get(
             "openai", base_url=llama_server, model="smollm2", endpoint=endpoint, concurrency=2,
             cache=tmp_path / "c.sqlite", progress=False,
         )  # fmt: skip
@@ -131,8 +78,8 @@ def test_openai_judge_on_llama_cpp_reads_logprobs_and_caches(llama_server, endpo
     assert again.batch(qs, answers, refs) == verdicts and again.stats["cache_hits"] == 3
 
 
-def test_openai_judge_on_llama_cpp_resists_answers_that_address_the_judge(llama_server):
-    judge = get_judge(
+def test_openai_judge_on_llama_cpp_resists_answers_that_address_the_judge(llama_server):  # noqa: F811
+    judge = judges.get(
         "openai", base_url=llama_server, model="smollm2", endpoint="chat", cache="none", progress=False
     )
     qs, answers, refs, clean_index = _hostile_cases()
@@ -140,7 +87,7 @@ def test_openai_judge_on_llama_cpp_resists_answers_that_address_the_judge(llama_
 
 
 @pytest.mark.parametrize("model", ["local-completions", "local-chat-completions"])
-def test_semuq_task_black_box_through_lm_eval_server_clients(llama_server, model, tmp_path):
+def test_semuq_task_black_box_through_lm_eval_server_clients(llama_server, model, tmp_path):  # noqa: F811
     """lm-eval's own server clients return text only: text estimators are scored, log-prob and hidden-state
     ones reported unavailable with the reason."""
     import lm_eval

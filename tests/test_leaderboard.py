@@ -25,9 +25,12 @@ from semuq_eval.leaderboard import (
     group_sections,
     load_runs,
 )
+from semuq_eval.leaderboard.alignment import common_questions
 from semuq_eval.leaderboard.build import build
-from semuq_eval.leaderboard.collect import common_questions, expand_inputs, load_run
 from semuq_eval.leaderboard.compute import compute
+from semuq_eval.leaderboard.discovery import expand_inputs
+from semuq_eval.leaderboard.loading import load_run
+from semuq_eval.leaderboard.schema import read_document
 from semuq_eval.metrics import Bootstrap, auroc, paired_difference
 from tests.fixtures.tiny_encoders import tiny_st_encoder, tiny_wordpiece_dir  # noqa: F401  (fixtures)
 
@@ -89,13 +92,46 @@ def golden_build(tmp_path_factory):
 def test_golden_json(golden_build):
     out, _ = golden_build
     got, want = read_json(out / "leaderboard.json"), read_json(GOLDEN / "leaderboard.json")
-    assert got["format"] == "semuq-leaderboard/1" and set(got["generator"]) >= {
+    assert got["format"] == "semuq-leaderboard/2" and set(got["generator"]) >= {
         "semuq_eval",
         "numpy",
         "python",
     }
     got.pop("generator"), want.pop("generator")
     _close(got, want)
+
+
+def test_the_json_keeps_run_facts_once_and_reads_back_as_the_records(golden_build, tmp_path):
+    """leaderboard.json's run tables: a row names its run by index (no section, LLM, label set or task
+    repeated, no aggregator / operator / accuracy), and read_document gives back the very records the writers
+    used; a version 1 board still reads; an unknown format and an edited record are clear errors."""
+    from semuq_eval.leaderboard.schema import CELL_COLUMNS, RANK_COLUMNS
+    from semuq_eval.leaderboard.write import write_json_document
+
+    out, doc = golden_build
+    raw = read_json(out / "leaderboard.json")
+    assert raw["cells"]["columns"] == list(CELL_COLUMNS) and len(raw["cells"]["rows"]) == len(doc["cells"])
+    assert raw["ranks"]["llms"]["columns"] == raw["ranks"]["estimators"]["columns"] == list(RANK_COLUMNS)
+    assert {row[0] for row in raw["cells"]["rows"]} == set(range(len(raw["runs"])))
+    assert not {"llm", "section", "task", "label_set", "accuracy", "operator"} & set(CELL_COLUMNS)
+    assert read_document(out / "leaderboard.json") == json.loads(json.dumps(doc))
+    text = (out / "leaderboard.json").read_text()
+    one_line = [line for line in text.splitlines() if line.startswith("[")]  # a run-table row per line
+    assert len(one_line) == len(doc["cells"]) + len(doc["ranks"]["llms"]) + len(doc["ranks"]["estimators"])
+    old = {**raw, "format": "semuq-leaderboard/1", "cells": doc["cells"], "ranks": doc["ranks"]}
+    old["headline"] = raw["headline"]["greedy"]
+    write_json(tmp_path / "v1.json", old)
+    v1 = read_document(tmp_path / "v1.json")
+    assert v1["cells"] == doc["cells"] and v1["headline"] == {"greedy": raw["headline"]["greedy"]}
+    write_json(tmp_path / "v0.json", {**raw, "format": "semuq-leaderboard/0"})
+    with pytest.raises(ValueError, match=r"v0.json: format 'semuq-leaderboard/0' is not a leaderboard"):
+        read_document(tmp_path / "v0.json")
+    edited = {**doc, "cells": [{**doc["cells"][0], "llm": "someone else"}, *doc["cells"][1:]]}
+    with pytest.raises(ValueError, match=r"cells: no run \('semuq_toy_a', 'someone else'\)"):
+        write_json_document(edited, tmp_path / "edited.json")
+    edited["cells"][0] = {**doc["cells"][0], "accuracy": 0.123}
+    with pytest.raises(ValueError, match="cells: accuracy of .* differ from its run's"):
+        write_json_document(edited, tmp_path / "edited.json")
 
 
 def test_comparisons_on_small_samples_are_flagged_and_counted(golden_build):
@@ -127,8 +163,8 @@ def test_golden_csv_and_markdown(golden_build):
     out, _ = golden_build
     assert _same_csv(out / "leaderboard.csv", GOLDEN / "leaderboard.csv") > 0
     assert (out / "leaderboard.md").read_text() == (GOLDEN / "leaderboard.md").read_text()
-    # 2 LLMs x (2 tasks + mean), then 2 LLMs x 2 tasks (best)
-    assert _same_csv(out / "headline.csv", GOLDEN / "headline.csv") == 10
+    # per label strategy: 2 LLMs x (2 tasks + mean), then 2 LLMs x 2 tasks (best)
+    assert _same_csv(out / "headline.csv", GOLDEN / "headline.csv") == 20
 
 
 def _same_csv(path: Path, golden: Path) -> int:
@@ -351,7 +387,7 @@ def test_one_class_labels_give_undefined_cells(tmp_path):
     write_json(store / "breakdown.json", bd)
     out = tmp_path / "out"
     assert main([str(store), "-o", str(out), "--bootstrap", "50", "--no-plots"]) == 0
-    doc = read_json(out / "leaderboard.json")
+    doc = read_document(out / "leaderboard.json")
     greedy = [c for c in doc["cells"] if c["strategy"] == "greedy" and c["metric"] == "auroc"]
     assert greedy and all(c["status"] == "undefined" and c["value"] is None for c in greedy)
     assert "one class only" in greedy[0]["note"]
@@ -402,7 +438,7 @@ def test_unfinished_runs_matched_by_a_glob_are_skipped_and_listed(tmp_path, caps
         == 0
     )
     assert "skipped" in capsys.readouterr().out
-    doc = read_json(out / "leaderboard.json")
+    doc = read_document(out / "leaderboard.json")
     assert [r["llm"] for r in doc["runs"]] == ["llm-alpha"]
     assert len(doc["skipped"]) == 1 and "unfinished run" in doc["skipped"][0]["reason"]
     assert "## Skipped stores" in (out / "leaderboard.md").read_text()
@@ -471,7 +507,7 @@ def test_common_questions_lines_runs_of_different_question_sets_up(tmp_path, cap
     out = tmp_path / "out"
     argv = [str(a), str(b), "-o", str(out), "--bootstrap", "100", "--no-plots", "--common-questions"]
     assert main(argv) == 0
-    doc = read_json(out / "leaderboard.json")
+    doc = read_document(out / "leaderboard.json")
     assert len(doc["sections"]) == 1 and doc["sections"][0]["notes"][0] == notes["semuq_toy_a"]
     assert doc["llm_pairs"]  # the two LLMs are now compared
     cell = next(
@@ -485,7 +521,7 @@ def test_common_questions_lines_runs_of_different_question_sets_up(tmp_path, cap
     want = auroc(alpha.scores["se@enc"][np.isfinite(y)], y[np.isfinite(y)])
     assert math.isclose(cell["value"], want, rel_tol=1e-12)
     assert main([str(a), str(b), "-o", str(tmp_path / "split"), "--bootstrap", "50", "--no-plots"]) == 0
-    assert len(read_json(tmp_path / "split" / "leaderboard.json")["sections"]) == 2  # without the option
+    assert len(read_document(tmp_path / "split" / "leaderboard.json")["sections"]) == 2  # without the option
 
 
 def test_common_questions_also_keeps_each_runs_own_section_and_adds_a_shared_one(tmp_path, capsys):
@@ -495,7 +531,7 @@ def test_common_questions_also_keeps_each_runs_own_section_and_adds_a_shared_one
     out = tmp_path / "out"
     argv = [str(a), str(b), "-o", str(out), "--bootstrap", "100", "--no-plots", "--compare", "enc:lexical"]
     assert main([*argv, "--common-questions", "also"]) == 0
-    doc = read_json(out / "leaderboard.json")
+    doc = read_document(out / "leaderboard.json")
     ids = [s["id"] for s in doc["sections"]]
     assert ids == ["semuq_toy_a#1", "semuq_toy_a#2", "semuq_toy_a#common"]
     sections = {s["id"]: s for s in doc["sections"]}
@@ -526,7 +562,7 @@ def test_common_questions_also_keeps_each_runs_own_section_and_adds_a_shared_one
     assert "leave out the `#common` sections (`semuq_toy_a#common`)" in (out / "leaderboard.md").read_text()
     # --common-questions alone is "only": one section
     assert main([*argv, "--common-questions"]) == 0
-    assert [s["id"] for s in read_json(out / "leaderboard.json")["sections"]] == ["semuq_toy_a"]
+    assert [s["id"] for s in read_document(out / "leaderboard.json")["sections"]] == ["semuq_toy_a"]
     with pytest.raises(SystemExit):
         main([*argv, "--common-questions", "some"])
     assert "invalid choice: 'some'" in capsys.readouterr().err
@@ -614,8 +650,8 @@ def test_cli_registered_and_jobs(tmp_path, capsys):
     assert cli_main(["leaderboard", glob, "-o", str(out), "--bootstrap", "200", "-j", "2", "--no-plots"]) == 0
     text = capsys.readouterr().out
     assert "4 runs in 2 sections" in text and "improves in" in text
-    got = read_json(out / "leaderboard.json")
-    want = read_json(GOLDEN / "leaderboard.json")
+    got = read_document(out / "leaderboard.json")
+    want = read_document(GOLDEN / "leaderboard.json")
     for key in ("cells", "comparisons", "llm_pairs", "ranks"):
         _close(got[key], want[key], key)  # two worker processes give the same figures
 
@@ -624,7 +660,7 @@ def test_metrics_option(tmp_path, capsys):
     out = tmp_path / "out"
     store = str(_store("llm-alpha", "semuq_toy_a"))
     assert main([store, "-o", str(out), "--metrics", "auroc,ece", "--bootstrap", "50", "--no-plots"]) == 0
-    assert {c["metric"] for c in read_json(out / "leaderboard.json")["cells"]} == {"auroc", "ece"}
+    assert {c["metric"] for c in read_document(out / "leaderboard.json")["cells"]} == {"auroc", "ece"}
     assert main([store, "-o", str(out), "--metrics", "ece,auroc"]) == 2
     assert main([store, "-o", str(out), "--metrics", "auroc,brier"]) == 2
     err = capsys.readouterr().err
@@ -640,7 +676,7 @@ def test_compare_option_pairs_an_operator_with_its_bases(tmp_path, capsys):
     argv = [store, "-o", str(out), "--bootstrap", "200", "--no-plots", "--compare", "enc:lexical,cos_ext"]
     assert main(argv) == 0
     assert "enc vs lexical pairs, greedy labels: improves in" in capsys.readouterr().out
-    doc = read_json(out / "leaderboard.json")
+    doc = read_document(out / "leaderboard.json")
     pairs = doc["comparisons"]["sets"]["enc vs lexical"]["pairs"]
     run = load_runs([store])[0]
     want = [[n, n.replace("@enc", "@lexical")] for n in run.estimators if n.endswith("@enc")]
@@ -704,22 +740,22 @@ def test_offline_board_command_rescores_the_run_stores_and_builds_the_board(tmp_
     run = load_run(store)
     for op in ("lexical", "cos_int", "cos_ext", "enc", "cos_ext_mpnet", "enc_mpnet", "enc_trained"):
         assert f"cae@{op}" in run.estimators, op
-    doc = read_json(tmp_path / "board" / "leaderboard.json")
+    doc = read_document(tmp_path / "board" / "leaderboard.json")
     assert doc["settings"]["compare"] == {
         "enc_trained": ["enc", "cos_ext", "lexical", "cos_int"],
         "enc_mpnet": ["enc", "cos_ext_mpnet"],
     }
     assert {"enc_trained vs enc", "enc_mpnet vs cos_ext_mpnet"} <= set(doc["comparisons"]["sets"])
     # the board's recipe fixes the headline's reference estimator: the trained operator with kle_heat
-    assert doc["settings"]["reference"] == doc["headline"]["reference"] == "kle_heat@enc_trained"
-    (row,) = doc["headline"]["rows"]
+    assert doc["settings"]["reference"] == doc["headline"]["greedy"]["reference"] == "kle_heat@enc_trained"
+    (row,) = doc["headline"]["greedy"]["rows"]
     assert row["llm"] == "canned" and all(c["status"] != "not_run" for c in row["cells"].values())
     assert (tmp_path / "board" / "index.html").is_file()
     assert [p.name for p in (tmp_path / "records").iterdir()] == ["semuq_triviaqa_dpr.canned.jsonl.gz"]
     assert [Path(r["path"]).name for r in doc["runs"]] == ["semuq_triviaqa_dpr.canned.jsonl.gz"]
     fresh = _regenerate({k: v for k, v in env.items() if k not in ("RUNS", "WORK", "MODELS", "TRAINED")})
     assert fresh.returncode == 0, fresh.stderr[-3000:]
-    again = read_json(tmp_path / "board" / "leaderboard.json")
+    again = read_document(tmp_path / "board" / "leaderboard.json")
     assert {**again, "created": None} == {**doc, "created": None}  # the same board, from the records alone
     assert f"kept {store}" in _regenerate(env).stdout  # an interrupted regeneration resumes
     missing = _regenerate({**env, "TRAINED": str(tmp_path / "nowhere")})

@@ -11,10 +11,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from semuq_eval.leaderboard.alignment import group_sections
 from semuq_eval.leaderboard.build import build
-from semuq_eval.leaderboard.collect import expand_inputs, group_sections, load_runs
 from semuq_eval.leaderboard.compute import LeaderboardConfig, compute
 from semuq_eval.leaderboard.curves import rejection_curve, reliability_bins
+from semuq_eval.leaderboard.discovery import expand_inputs
+from semuq_eval.leaderboard.loading import load_runs
+from semuq_eval.leaderboard.schema import read_document
 from semuq_eval.metrics import Bootstrap, CalibrationProtocol, auarc, auroc, calibrate, ece
 from tests.fixtures.leaderboard_stores import STORES, different_question_sets
 
@@ -87,17 +90,22 @@ def board():
     return compute(group_sections(runs), FAST), runs
 
 
-def test_headline_rows_are_the_reference_cells_with_ranks(board):
+@pytest.mark.parametrize("strategy", ["greedy", "majority"])
+def test_headline_rows_are_the_reference_cells_with_ranks(board, strategy):
+    """One headline per label strategy, greedy first: the majority-vote one reads the same estimator under the
+    majority labels (its own counts, accuracy and ranks)."""
     board, runs = board
-    h = board.headline
-    assert h["reference"] == "kle_heat@enc" == board.config.reference and h["strategy"] == "greedy"
+    assert list(board.headline) == ["greedy", "majority"]
+    h = board.headline[strategy]
+    assert h["reference"] == "kle_heat@enc" == board.config.reference and h["strategy"] == strategy
     assert h["columns"] == ["semuq_toy_a", "semuq_toy_b"]
-    assert [r["llm"] for r in h["rows"]] == ["llm-alpha", "llm-beta"]
+    assert sorted(r["llm"] for r in h["rows"]) == ["llm-alpha", "llm-beta"]
     for row in h["rows"]:
         for task, cell in row["cells"].items():
             run = next(r for r in runs if r.llm == row["llm"] and r.task == task)
-            y = run.labels["greedy"]
-            assert math.isclose(cell["value"], auroc(run.scores["kle_heat@enc"], y), rel_tol=1e-12)
+            known = np.isfinite(run.labels[strategy])
+            y, u = run.labels[strategy][known], run.scores["kle_heat@enc"][known]
+            assert math.isclose(cell["value"], auroc(u, y), rel_tol=1e-12)
             assert (cell["n_correct"], cell["n_incorrect"]) == (int(y.sum()), int((1 - y).sum()))
             assert math.isclose(cell["accuracy"], y.mean())
             assert cell["ci_low"] < cell["value"] < cell["ci_high"]
@@ -105,7 +113,7 @@ def test_headline_rows_are_the_reference_cells_with_ranks(board):
                 r
                 for r in board.llm_ranks
                 if (r["section"], r["llm"], r["estimator"], r["strategy"])
-                == (task, row["llm"], "kle_heat@enc", "greedy")
+                == (task, row["llm"], "kle_heat@enc", strategy)
             )
             assert (cell["rank"], cell["rank_low"], cell["rank_high"]) == (
                 rank["rank"],
@@ -118,7 +126,7 @@ def test_headline_rows_are_the_reference_cells_with_ranks(board):
 
 def test_headline_mean_column_and_sorting(board):
     board, runs = board
-    rows = board.headline["rows"]
+    rows = board.headline["greedy"]["rows"]
     means = [r["mean"]["value"] for r in rows]
     assert means == sorted(means, reverse=True)
     alpha, beta = rows
@@ -146,7 +154,8 @@ def test_headline_mean_column_and_sorting(board):
 
 def test_best_table_is_each_llms_best_cell(board):
     board, _ = board
-    for row in board.headline["best"]:
+    greedy = board.headline["greedy"]
+    for row in greedy["best"]:
         for task, cell in row["cells"].items():
             values = [
                 c["value"]
@@ -155,7 +164,7 @@ def test_best_table_is_each_llms_best_cell(board):
                 == (row["llm"], task, "greedy", "auroc", "ok")
             ]
             assert cell["value"] == max(values)
-            reference = next(r for r in board.headline["rows"] if r["llm"] == row["llm"])["cells"][task]
+            reference = next(r for r in greedy["rows"] if r["llm"] == row["llm"])["cells"][task]
             assert cell["value"] >= reference["value"]
 
 
@@ -187,7 +196,7 @@ def test_curves_are_the_reference_estimator_per_llm_and_task(board):
 def test_another_reference_estimator_is_the_one_read(board):
     _, runs = board
     other = compute(group_sections(runs), LeaderboardConfig(n_resamples=200, reference="se@lexical"))
-    h = other.headline
+    h = other.headline["greedy"]
     assert h["reference"] == "se@lexical" and other.config.as_dict()["reference"] == "se@lexical"
     # llm-beta ran no lexical operator on semuq_toy_b: that cell is "not run", so its mean is undefined
     beta = next(r for r in h["rows"] if r["llm"] == "llm-beta")
@@ -199,7 +208,6 @@ def test_another_reference_estimator_is_the_one_read(board):
 
 def test_reference_option_of_the_command(tmp_path, capsys):
     from semuq_eval.commands import main as cli_main
-    from semuq_eval.jsonio import read_json
 
     out = tmp_path / "out"
     glob = str(STORES / "*" / "semuq" / "*" / "*")
@@ -215,11 +223,12 @@ def test_reference_option_of_the_command(tmp_path, capsys):
         "cos@cos_ext",
     ]
     assert cli_main(argv) == 0
-    doc = read_json(out / "leaderboard.json")
-    assert doc["settings"]["reference"] == doc["headline"]["reference"] == "cos@cos_ext"
+    doc = read_document(out / "leaderboard.json")
+    assert doc["settings"]["reference"] == doc["headline"]["greedy"]["reference"] == "cos@cos_ext"
     assert "## Headline: `cos@cos_ext` for every LLM" in (out / "leaderboard.md").read_text()
     rows = (out / "headline.csv").read_text().splitlines()
-    assert sum(",cos@cos_ext," in r and r.startswith("reference,") for r in rows) == 6
+    assert sum(",cos@cos_ext," in r and r.startswith("reference,greedy,") for r in rows) == 6
+    assert sum(",cos@cos_ext," in r and r.startswith("reference,majority,") for r in rows) == 6
 
 
 def test_one_llm_more_is_one_headline_row_more(tmp_path):
@@ -233,8 +242,8 @@ def test_one_llm_more_is_one_headline_row_more(tmp_path):
             stores / "llm-gamma" / "semuq" / task / "llm-gamma",
         )
     after = build([str(stores / "*" / "semuq" / "*" / "*")], tmp_path / "after", config=FAST, plots=False)
-    rows_before = {r["llm"]: r for r in before["headline"]["rows"]}
-    rows_after = {r["llm"]: r for r in after["headline"]["rows"]}
+    rows_before = {r["llm"]: r for r in before["headline"]["greedy"]["rows"]}
+    rows_after = {r["llm"]: r for r in after["headline"]["greedy"]["rows"]}
     assert set(rows_after) - set(rows_before) == {"llm-gamma"} and len(rows_after) == len(rows_before) + 1
     figures = ("value", "ci_low", "ci_high", "n_correct", "n_incorrect", "accuracy", "reliable")
     for llm, row in rows_before.items():
@@ -245,7 +254,8 @@ def test_one_llm_more_is_one_headline_row_more(tmp_path):
     assert gamma["cells"]["semuq_toy_a"]["value"] == rows_before["llm-alpha"]["cells"]["semuq_toy_a"]["value"]
     md = (tmp_path / "after" / "leaderboard.md").read_text().split("### Optimistic")[0]
     assert sum(line.startswith("| llm-") for line in md.splitlines()) == 3
-    assert len((tmp_path / "after" / "headline.csv").read_text().splitlines()) == 1 + 3 * 3 + 3 * 2
+    # per label strategy: 3 LLMs x (2 tasks + mean), then 3 LLMs x 2 tasks (best)
+    assert len((tmp_path / "after" / "headline.csv").read_text().splitlines()) == 1 + 2 * (3 * 3 + 3 * 2)
 
 
 def test_a_task_whose_llms_ran_different_question_sets_is_its_common_column(tmp_path):
@@ -253,7 +263,7 @@ def test_a_task_whose_llms_ran_different_question_sets_is_its_common_column(tmp_
     (the LLMs on the same questions) and ranks them there, and draws its curves from it."""
     stores = different_question_sets(tmp_path)  # beta: the first 40 questions
     doc = build(stores, tmp_path / "out", common_questions="also", config=FAST, plots=False)
-    h = doc["headline"]
+    h = doc["headline"]["greedy"]
     assert [s["id"] for s in doc["sections"]] == ["semuq_toy_a#1", "semuq_toy_a#2", "semuq_toy_a#common"]
     assert h["columns"] == ["semuq_toy_a#common"]
     for row in h["rows"]:
@@ -270,7 +280,7 @@ def test_an_llm_without_every_task_gets_a_mean_note_and_no_mean_rank(tmp_path):
         _copy_store("llm-beta", "semuq_toy_a", tmp_path),
     ]
     doc = build(stores, tmp_path / "out", config=FAST, plots=False)
-    rows = {r["llm"]: r for r in doc["headline"]["rows"]}
+    rows = {r["llm"]: r for r in doc["headline"]["greedy"]["rows"]}
     beta = rows["llm-beta"]
     assert set(beta["cells"]) == {"semuq_toy_a"} and beta["mean"]["n_tasks"] == 1
     assert beta["mean"]["value"] == beta["cells"]["semuq_toy_a"]["value"]
@@ -292,7 +302,7 @@ def test_a_breakdown_only_run_has_its_cell_but_no_mean_ci_and_no_curve(tmp_path)
     lone = tmp_path / "beta-toy-b.json"
     shutil.copy(STORES / "llm-beta" / "semuq" / "semuq_toy_b" / "llm-beta" / "breakdown.json", lone)
     board = compute(group_sections(load_runs([lone])), LeaderboardConfig(n_resamples=50))
-    (row,) = board.headline["rows"]
+    (row,) = board.headline["greedy"]["rows"]
     cell = next(iter(row["cells"].values()))
     assert cell["status"] == "ok" and cell["ci_low"] < cell["value"] < cell["ci_high"]
     assert row["mean"]["value"] == cell["value"] and row["mean"]["ci_low"] is None

@@ -1,158 +1,33 @@
 """index.html in a real headless Chromium: loads from file://, sorts, filters, no console errors, a screenshot.
 
-Chromium (Debian's ``chromium``; ``.ci/setup`` installs it) is driven over the DevTools protocol with a
-minimal standard-library WebSocket client (no Selenium). Without Chromium the test is skipped with the
-reason, except under ``SEMUQ_REQUIRE_ASSETS=1`` (CI), where it fails.
+Chromium (Debian's ``chromium``; ``.ci/setup`` installs it) is driven over the DevTools protocol
+(``tests/fixtures/chromium.py``). Without Chromium the test is skipped with the reason, except under
+``SEMUQ_REQUIRE_ASSETS=1`` (CI), where it fails.
 """
 
 from __future__ import annotations
 
 import base64
-import json
 import math
 import os
 import shutil
-import socket
-import struct
-import subprocess
 import time
-import urllib.request
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from semuq_eval.leaderboard.alignment import group_sections
 from semuq_eval.leaderboard.build import build
-from semuq_eval.leaderboard.compute import LeaderboardConfig
+from semuq_eval.leaderboard.compute import LeaderboardConfig, compute
+from semuq_eval.leaderboard.html import CELLS_JS, write_html
+from semuq_eval.leaderboard.runs import Run
+from semuq_eval.leaderboard.schema import read_document
+from semuq_eval.leaderboard.write import to_document
+from tests.fixtures.chromium import CHROMIUM, Page, launch, load
 from tests.fixtures.leaderboard_stores import STORES, different_question_sets
 
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--remote-debugging-port=0",
-    "--remote-allow-origins=*",
-    "--window-size=1400,1000",
-]
-
-
-def _chromium() -> str | None:
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        path = shutil.which(name)
-        if path:
-            return path
-    return "/usr/bin/chromium" if os.path.exists("/usr/bin/chromium") else None
-
-
-CHROMIUM = _chromium()
 REQUIRED = os.environ.get("SEMUQ_REQUIRE_ASSETS") == "1"
-
-
-class _WebSocket:
-    """Just enough RFC 6455 for the DevTools protocol: client text frames (masked), server frames read whole."""
-
-    def __init__(self, url: str, timeout: float = 30.0) -> None:
-        assert url.startswith("ws://")
-        host_port, _, path = url[5:].partition("/")
-        host, _, port = host_port.partition(":")
-        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
-        key = base64.b64encode(os.urandom(16)).decode()
-        self.sock.sendall(
-            (
-                f"GET /{path} HTTP/1.1\r\nHost: {host_port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
-            ).encode()
-        )
-        response = b""
-        while b"\r\n\r\n" not in response:
-            chunk = self.sock.recv(4096)
-            if not chunk:
-                raise ConnectionError("DevTools closed the connection during the handshake")
-            response += chunk
-        if b" 101 " not in response.split(b"\r\n", 1)[0]:
-            raise ConnectionError(f"DevTools refused the WebSocket: {response[:200]!r}")
-        self.buffer = response.split(b"\r\n\r\n", 1)[1]
-
-    def _read(self, n: int) -> bytes:
-        while len(self.buffer) < n:
-            chunk = self.sock.recv(1 << 20)
-            if not chunk:
-                raise ConnectionError("DevTools closed the connection")
-            self.buffer += chunk
-        out, self.buffer = self.buffer[:n], self.buffer[n:]
-        return out
-
-    def send(self, text: str) -> None:
-        payload = text.encode()
-        header = bytes([0x81])
-        n = len(payload)
-        if n < 126:
-            header += bytes([0x80 | n])
-        elif n < 1 << 16:
-            header += bytes([0x80 | 126]) + struct.pack(">H", n)
-        else:
-            header += bytes([0x80 | 127]) + struct.pack(">Q", n)
-        mask = os.urandom(4)
-        self.sock.sendall(header + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload)))
-
-    def recv(self) -> str:
-        message = b""
-        while True:
-            b0, b1 = self._read(2)
-            n = b1 & 0x7F
-            if n == 126:
-                n = struct.unpack(">H", self._read(2))[0]
-            elif n == 127:
-                n = struct.unpack(">Q", self._read(8))[0]
-            data = self._read(n)
-            opcode = b0 & 0x0F
-            if opcode == 0x8:
-                raise ConnectionError("DevTools closed the WebSocket")
-            if opcode in (0x9, 0xA):  # ping / pong: not sent by DevTools in practice
-                continue
-            message += data
-            if b0 & 0x80:
-                return message.decode()
-
-
-class _Page:
-    """One DevTools page session: commands, and every console / exception / log event seen."""
-
-    def __init__(self, ws: _WebSocket) -> None:
-        self.ws, self.next_id, self.events = ws, 0, []
-
-    def call(self, method: str, **params):
-        self.next_id += 1
-        self.ws.send(json.dumps({"id": self.next_id, "method": method, "params": params}))
-        while True:
-            msg = json.loads(self.ws.recv())
-            if msg.get("id") == self.next_id:
-                if "error" in msg:
-                    raise RuntimeError(f"{method}: {msg['error']}")
-                return msg.get("result", {})
-            self.events.append(msg)
-
-    def js(self, expression: str):
-        result = self.call("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)
-        if "exceptionDetails" in result:
-            raise RuntimeError(f"{expression}: {result['exceptionDetails']}")
-        return result["result"].get("value")
-
-    def errors(self) -> list[str]:
-        out = []
-        for e in self.events:
-            m, p = e.get("method"), e.get("params", {})
-            if m == "Runtime.exceptionThrown":
-                out.append(json.dumps(p.get("exceptionDetails", {}))[:300])
-            elif m == "Runtime.consoleAPICalled" and p.get("type") in ("error", "assert", "warning"):
-                out.append(f"console.{p['type']}: {json.dumps(p.get('args'))[:300]}")
-            elif m == "Log.entryAdded" and p.get("entry", {}).get("level") in ("error", "warning"):
-                out.append(f"log: {p['entry'].get('text')} {p['entry'].get('url', '')}")
-        return out
 
 
 @pytest.fixture(scope="module")
@@ -174,47 +49,11 @@ def browser(tmp_path_factory):
         pytest.skip(
             "chromium is not installed (apt-get install -y chromium chromium-driver); page test skipped"
         )
-    profile = tmp_path_factory.mktemp("chromium-profile")
-    proc = subprocess.Popen(
-        [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "about:blank"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        port_file = profile / "DevToolsActivePort"
-        deadline = time.time() + 60
-        while not (port_file.is_file() and port_file.read_text().strip()):
-            if proc.poll() is not None or time.time() > deadline:
-                raise RuntimeError(f"chromium did not start (exit code {proc.poll()})")
-            time.sleep(0.1)
-        port = int(port_file.read_text().split()[0])
-        targets = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10))
-        url = next(t["webSocketDebuggerUrl"] for t in targets if t.get("type") == "page")
-        page = _Page(_WebSocket(url))
-        for domain in ("Page", "Runtime", "Log"):
-            page.call(f"{domain}.enable")
+    with launch(tmp_path_factory.mktemp("chromium-profile")) as page:
         yield page
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
-def _load(page: _Page, path: Path) -> None:
-    page.call("Page.navigate", url=path.as_uri())
-    deadline = time.time() + 30
-    while (
-        page.js("document.readyState") != "complete"
-        or page.js("document.body && document.body.dataset.ready") != "1"
-    ):
-        if time.time() > deadline:
-            raise AssertionError(f"the page did not become ready; errors: {page.errors()}")
-        time.sleep(0.1)
-
-
-def _choose(page: _Page, element: str, value: str, event: str = "change") -> None:
+def _choose(page: Page, element: str, value: str, event: str = "change") -> None:
     """Set a filter control and fire its event, as a user would."""
     page.js(
         f"(() => {{ const e = document.getElementById({element!r}); e.value = {value!r}; "
@@ -226,8 +65,8 @@ def _choose(page: _Page, element: str, value: str, event: str = "change") -> Non
 def test_page_in_headless_chromium(browser, page_dir, tmp_path):
     page = browser
     index = page_dir / "index.html"
-    assert "http://" not in index.read_text().split("<body>", 1)[1] and "https://" not in index.read_text()
-    _load(page, index)
+    assert "http://" not in index.read_text().split("<body", 1)[1] and "https://" not in index.read_text()
+    load(page, index)
     assert page.js("location.protocol") == "file:"
     n_rows = page.js("document.querySelectorAll('#cells tbody tr').length")
     assert n_rows > 0
@@ -302,10 +141,8 @@ def test_headline_is_in_the_first_screen_sorted_with_cis_flags_and_pictures(brow
     """The reader's answer first: the headline table lies wholly within the first screen (1400 x 1000), above
     the page's prose, rows sorted by the reference estimator's mean AUROC, every cell with its CI and counts,
     the small-sample cells marked; the headline's pictures load; no console error."""
-    from semuq_eval.jsonio import read_json
-
     page = browser
-    _load(page, page_dir / "index.html")
+    load(page, page_dir / "index.html")
     page.js("window.scrollTo(0, 0)")
     box = page.js(
         "(() => { const r = document.getElementById('headline').getBoundingClientRect(); "
@@ -322,19 +159,23 @@ def test_headline_is_in_the_first_screen_sorted_with_cis_flags_and_pictures(brow
         "[...document.querySelectorAll('h2')].find(h => h.textContent === 'Sections').offsetTop"
     )
     assert sections > bottom
-    doc = read_json(page_dir / "leaderboard.json")
+    doc = read_document(page_dir / "leaderboard.json")
     rows = page.js(
         "[...document.querySelectorAll('#headline tbody tr')].map(r => [...r.cells].map(c => "
         "[c.textContent, c.dataset.value || null, c.classList.contains('flagged')]))"
     )
-    assert [r[0][0] for r in rows] == [r["llm"] for r in doc["headline"]["rows"]] == ["llm-alpha", "llm-beta"]
+    assert (
+        [r[0][0] for r in rows]
+        == [r["llm"] for r in doc["headline"]["greedy"]["rows"]]
+        == ["llm-alpha", "llm-beta"]
+    )
     means = [float(r[-1][1]) for r in rows]
     assert means == sorted(means, reverse=True)
     header = page.js("[...document.querySelectorAll('#headline thead th')].map(th => th.textContent)")
-    assert header == ["LLM", *doc["headline"]["columns"], "mean"]
-    for shown, row in zip(rows, doc["headline"]["rows"], strict=True):
+    assert header == ["LLM", *doc["headline"]["greedy"]["columns"], "mean"]
+    for shown, row in zip(rows, doc["headline"]["greedy"]["rows"], strict=True):
         for (text, value, flagged), column in zip(
-            shown[1:], [*doc["headline"]["columns"], "mean"], strict=True
+            shown[1:], [*doc["headline"]["greedy"]["columns"], "mean"], strict=True
         ):
             cell = row["mean"] if column == "mean" else row["cells"][column]
             assert text.startswith(f"{cell['value']:.3f} [{cell['ci_low']:.3f}, {cell['ci_high']:.3f}]")
@@ -344,8 +185,15 @@ def test_headline_is_in_the_first_screen_sorted_with_cis_flags_and_pictures(brow
             assert flagged == (not cell["reliable"]) == (" ! " in text)
             assert math.isclose(float(value), cell["value"], abs_tol=1e-6)
     assert any(flagged for row in rows for _, _, flagged in row[1:])  # the fixture has a small-sample cell
+    # beside it, the same table under majority-vote labels, in its own order
+    majority = page.js(
+        "[...document.querySelectorAll('#headline-majority tbody tr')].map(r => [...r.cells].map(c => c.textContent))"
+    )
+    assert [r[0] for r in majority] == [r["llm"] for r in doc["headline"]["majority"]["rows"]]
+    cell = doc["headline"]["majority"]["rows"][0]["mean"]
+    assert majority[0][-1].startswith(f"{cell['value']:.3f} [{cell['ci_low']:.3f}, {cell['ci_high']:.3f}]")
     assert "kle_heat@enc" in page.js("document.querySelector('.rule').textContent")
-    assert page.js("document.querySelectorAll('#best tbody tr').length") == 2
+    assert page.js("document.querySelectorAll('#best tbody tr, #best-majority tbody tr').length") == 4
     pictures = page.js(
         "[...document.querySelectorAll('#headline-plots img')].map(i => [i.getAttribute('src'), i.complete, i.naturalWidth])"
     )
@@ -374,7 +222,7 @@ def test_common_section_counts_in_the_heatmap_only_when_chosen(browser, tmp_path
     out = tmp_path / "page"
     build(stores, out, common_questions="also", config=LeaderboardConfig(n_resamples=50), plots=False)
     page = browser
-    _load(page, out / "index.html")
+    load(page, out / "index.html")
 
     def n_cells() -> int:
         titles = page.js("[...document.querySelectorAll('#heatmap td')].map(td => td.title)")
@@ -398,10 +246,7 @@ HOSTILE = '<img src=x onerror="window.__pwned = (window.__pwned || 0) + 1">'
 def test_hostile_values_in_a_board_run_no_script_and_the_rows_still_show(browser, page_dir, tmp_path):
     """Script in every string the page shows (names, notes, counts that should be numbers, a task that would
     close the data element or open a comment): the page escapes it all, runs no injected handler and renders."""
-    from semuq_eval.jsonio import read_json
-    from semuq_eval.leaderboard.html import write_html
-
-    doc = read_json(page_dir / "leaderboard.json")
+    doc = read_document(page_dir / "leaderboard.json")
     for i, cell in enumerate(doc["cells"]):
         cell["llm"] = f"{cell['llm']} {HOSTILE}"
         cell["note"] = HOSTILE
@@ -419,22 +264,22 @@ def test_hostile_values_in_a_board_run_no_script_and_the_rows_still_show(browser
         row["note"], row["estimator"] = HOSTILE, HOSTILE
     for rank in doc["ranks"]["llms"]:
         rank["rank"], rank["llm"] = HOSTILE, HOSTILE
-    headline = doc["headline"]
-    headline["reference"], headline["rule"], headline["strategy"] = HOSTILE, HOSTILE, HOSTILE
-    for rows in (headline["rows"], headline["best"]):
-        for row in rows:
-            row["llm"] = HOSTILE
+    for headline in doc["headline"].values():
+        headline["reference"], headline["rule"], headline["strategy"] = HOSTILE, HOSTILE, HOSTILE
+        for rows in (headline["rows"], headline["best"]):
+            for row in rows:
+                row["llm"] = HOSTILE
+                for cell in row["cells"].values():
+                    cell["note"], cell["n_correct"], cell["rank"] = HOSTILE, HOSTILE, HOSTILE
+                row["cells"][HOSTILE] = next(iter(row["cells"].values()))
+        headline["columns"].append(HOSTILE)
+        for row in headline["best"]:
             for cell in row["cells"].values():
-                cell["note"], cell["n_correct"], cell["rank"] = HOSTILE, HOSTILE, HOSTILE
-            row["cells"][HOSTILE] = next(iter(row["cells"].values()))
-    headline["columns"].append(HOSTILE)
-    for row in headline["best"]:
-        for cell in row["cells"].values():
-            cell["estimator"] = HOSTILE
+                cell["estimator"] = HOSTILE
     index = write_html(doc, tmp_path / "index.html", title=HOSTILE, header=HOSTILE)
-    assert "<img" not in index.read_text(encoding="utf-8").split("<body>", 1)[1]  # built without plots
+    assert "<img" not in index.read_text(encoding="utf-8").split("<body", 1)[1]  # built without plots
     page = browser
-    _load(page, index)
+    load(page, index)
     page.js("document.querySelector('#cells th[data-key=llm]').click()")
     _choose(page, "f-metric", "")
     time.sleep(0.5)  # an injected image would fail to load and fire its handler by now
@@ -447,3 +292,86 @@ def test_hostile_values_in_a_board_run_no_script_and_the_rows_still_show(browser
     assert heads and all(h == HOSTILE for h in heads)
     assert HOSTILE in page.js("document.querySelector('#headline thead').textContent")
     assert page.errors() == []
+
+
+# -- a page that stays light as the board grows ----------------------------------------------------------
+
+BENCHMARK_CELLS = (
+    33_600  # bench/leaderboard.py: 10 LLMs x 7 tasks x 60 estimators x 2 label strategies x 4 metrics
+)
+PAGE_BUDGET = 2_000_000  # bytes of index.html for the benchmark board (docs/leaderboard.md)
+TABLE_BUDGET = 64  # bytes per cell of cells.js, all the page's tables included (the benchmark board: 57.3)
+
+
+def _synthetic_page(out: Path, n_estimators: int) -> dict:
+    """A board of 3 LLMs x 2 tasks x ``n_estimators`` estimators (80 questions, the benchmark's 4 metrics), its
+    page written to ``out``; returns its document."""
+    rng = np.random.default_rng(0)
+    names = [f"agg{i}@op{i % 6}" for i in range(n_estimators - 1)] + ["kle_heat@enc"]
+    runs = []
+    for task in ("semuq_t1", "semuq_t2"):
+        y = rng.integers(0, 2, 80).astype(float)
+        for llm in ("llm-a", "llm-b", "llm-c"):
+            bd = {"format": "semuq-breakdown/1", "task": task, "n_samples": 5, "n_docs": 80, "results": {},
+                  "labels": {}, "settings": {"min_minority": 20}}  # fmt: skip
+            scores = {n: rng.normal(size=80) + rng.uniform(0, 2) * (1 - y) for n in names}
+            runs.append(Run(path=Path(llm), task=task, llm=llm, breakdown=bd, settings=bd["settings"],
+                            doc_ids=np.arange(80), scores=scores, labels={"greedy": y, "majority": 1 - y}))  # fmt: skip
+    config = LeaderboardConfig(n_resamples=20, metrics=("auroc", "ece", "prr", "auarc"))
+    document = to_document(compute(group_sections(runs), config), created="2026-01-01T00:00:00+00:00")
+    out.mkdir()
+    write_html(document, out / "index.html")
+    return document
+
+
+@pytest.mark.slow
+def test_the_page_stays_light_as_the_board_grows(tmp_path):
+    """index.html holds the headline and what grows with runs, not with cells: six times the estimators leave
+    it the same size, and it stays within the benchmark's 2 MB budget scaled to its cells; the tables go to
+    cells.js, within a fixed number of bytes per cell."""
+    small = _synthetic_page(tmp_path / "small", 10)
+    large = _synthetic_page(tmp_path / "large", 60)
+    page = {n: (tmp_path / n / "index.html").stat().st_size for n in ("small", "large")}
+    n_cells = len(large["cells"])
+    assert n_cells == 3 * 2 * 60 * 2 * 4 == 6 * len(small["cells"])
+    assert page["large"] <= PAGE_BUDGET * n_cells / BENCHMARK_CELLS
+    assert page["large"] - page["small"] < 0.02 * page["small"]  # the best-estimator names differ, no more
+    assert (tmp_path / "large" / CELLS_JS).stat().st_size <= TABLE_BUDGET * n_cells
+
+
+def _open_until(page: Page, index: Path, text: str) -> None:
+    """Open ``index`` afresh (its events only) and wait until the tables' place says ``text``."""
+    page.events.clear()
+    page.call("Page.navigate", url=index.as_uri())
+    deadline = time.time() + 30
+    while text not in page.js("(document.getElementById('count') || {}).textContent || ''"):
+        assert time.time() < deadline, page.errors()
+        time.sleep(0.05)
+
+
+@pytest.mark.chromium
+def test_the_tables_load_from_cells_js_after_the_headline(browser, page_dir, tmp_path):
+    """The page asks for cells.js once it has loaded and renders every table from it, no console error; without
+    cells.js (or with one from another build) the headline still shows and the page says what is missing."""
+    page = browser
+    load(page, page_dir / "index.html")
+    assert page.js("document.head.querySelector('script').getAttribute('src')") == CELLS_JS  # added at load
+    n_cells = page.js("document.getElementById('count').textContent")
+    assert (
+        n_cells.startswith("Showing ") and page.js("document.querySelectorAll('#cells tbody tr').length") > 0
+    )
+    assert page.errors() == []
+
+    alone = tmp_path / "alone"  # the page and its plots, without cells.js
+    shutil.copytree(page_dir / "plots", alone / "plots")
+    shutil.copy(page_dir / "index.html", alone / "index.html")
+    _open_until(page, alone / "index.html", "could not be loaded")
+    assert page.js("document.querySelectorAll('#headline tbody tr').length") == 2
+    assert page.js("document.querySelectorAll('#cells tbody tr').length") == 0
+    assert len(page.errors()) == 1 and "cells.js" in page.errors()[0]  # the failed load, nothing else
+
+    (alone / CELLS_JS).write_text(
+        (page_dir / CELLS_JS).read_text().replace('"created":"', '"created":"earlier ', 1), encoding="utf-8"
+    )
+    _open_until(page, alone / "index.html", "another build")
+    assert page.js("document.querySelectorAll('#cells tbody tr').length") == 0 and page.errors() == []

@@ -7,7 +7,6 @@ and its ``higher_is_better`` decides which estimator is best and what lm-eval is
 from __future__ import annotations
 
 import importlib
-import json
 import sys
 
 import numpy as np
@@ -16,6 +15,7 @@ import pytest
 from semuq_eval import metrics
 from semuq_eval.harness.report import summarize, summary_keys
 from semuq_eval.harness.settings import Settings
+from semuq_eval.leaderboard.schema import read_document
 from tests.fixtures.tiny_harness import QA, CannedLM, breakdown_of, run_tasks
 
 EXAMPLE = "tests.examples.mean_gap_metric"
@@ -27,7 +27,7 @@ def mean_gap():
     sys.modules.pop(EXAMPLE, None)
     module = importlib.import_module(EXAMPLE)
     yield module
-    metrics.unregister_metric("mean_gap")
+    metrics.registry.unregister("mean_gap")
     sys.modules.pop(EXAMPLE, None)
 
 
@@ -51,7 +51,7 @@ def test_a_registered_metric_reaches_the_breakdown_and_the_leaderboard(mean_gap,
         assert c["status"] == "ok" and c["value"] == pytest.approx(
             b["results"]["greedy"][c["estimator"]]["mean_gap"]["value"]
         )
-    on_disk = json.loads((tmp_path / "board" / "leaderboard.json").read_text())
+    on_disk = read_document(tmp_path / "board" / "leaderboard.json")
     assert any(c["metric"] == "mean_gap" for c in on_disk["cells"])
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from semuq_eval.operators import get, names, normalize_answer, operator_registry
+from semuq_eval.operators import get, names, normalize_answer, registry
 from semuq_eval.operators.nli import RULES
 from tests.fixtures.tiny_encoders import (  # noqa: F401  (pytest fixtures)
     LABELS,
@@ -91,7 +91,7 @@ def test_importing_the_package_loads_no_model_library():
 def test_registry_names_and_kinds():
     assert names() == sorted(KINDS)
     for name, kind in KINDS.items():
-        cls = operator_registry.get(name)
+        cls = registry.get(name)
         assert (cls.name, cls.kind) == (name, kind)
     with pytest.raises(KeyError, match="Unknown operator 'nope'"):
         get("nope")
@@ -113,6 +113,17 @@ def test_get_validates_options():
         get("cos_ext", max_length=2)
     with pytest.raises(ValueError, match="pass tokenizer="):
         get("nli_soft", model=object())
+    # one declaration of the model options: each family's batch size, an unknown option refused by name
+    assert [get(n, model="some/m").batch_size for n in ("nli", "nli_soft", "cos_ext", "enc")] == [
+        64,
+        64,
+        32,
+        32,
+    ]
+    assert get("enc", model="some/m", batch_size=5, progress=False).batch_size == 5
+    for name in ("nli", "enc"):
+        with pytest.raises(TypeError, match="colour"):
+            get(name, model="some/m", colour="red")
 
 
 def test_auto_dtype_keeps_t5_out_of_float16(make):

@@ -28,8 +28,9 @@ from semuq_eval.harness.record import (
 from semuq_eval.jsonio import read_jsonl, write_jsonl
 from semuq_eval.leaderboard import LeaderboardConfig, LeaderboardInputError, group_sections, load_runs
 from semuq_eval.leaderboard.build import build
-from semuq_eval.leaderboard.collect import load_run
 from semuq_eval.leaderboard.compute import compute
+from semuq_eval.leaderboard.loading import load_run
+from semuq_eval.leaderboard.schema import read_document
 
 STORES = Path(__file__).parent / "fixtures" / "leaderboard" / "stores"
 FAST = LeaderboardConfig(n_resamples=200)
@@ -195,7 +196,7 @@ def test_a_record_that_cannot_join_its_section_is_refused_naming_the_field(
         ["leaderboard", *args, "--add", str(incoming), "--add", str(fits), "-o", str(out), "--no-plots"]
     )
     assert status == 1
-    document = json.loads((out / "leaderboard.json").read_text())
+    document = read_document(out / "leaderboard.json")
     (entry,) = document["skipped"]
     reason = entry["reason"]
     assert Path(entry["path"]).name == incoming.name and "\n" not in reason  # the path relative to the board

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from semuq_eval.jsonio import read_json
+from semuq_eval.leaderboard.schema import read_document
 from tests.fixtures.tiny_encoders import (  # noqa: F401  (pytest fixtures)
     tiny_st_encoder,
     tiny_wordpiece_dir,
@@ -82,7 +83,7 @@ def test_the_reproduction_trains_selects_rescores_and_reports(tmp_path, tiny_st_
     selected = text.split("is the one with the highest accuracy at its kept epoch: **`")[1].split("`")[0]
     assert selected in ops
     assert "## 2a. Mean AUROC per operator over the reliable cells" in text and "(no reliable cell)" in text
-    board = read_json(report / "leaderboard" / "leaderboard.json")
+    board = read_document(report / "leaderboard" / "leaderboard.json")
     assert f"{selected} vs enc" in board["comparisons"]["sets"]
     assert {f"{o} vs {selected}" for o in ops if o != selected} <= set(board["comparisons"]["sets"])
     assert "enc_trained_mpnet vs enc_other_backbone" in board["comparisons"]["sets"]  # its own untrained base
@@ -116,7 +117,7 @@ def test_the_reproduction_trains_selects_rescores_and_reports(tmp_path, tiny_st_
     assert "| cae |" in text and "| deg |" in text and "| eigv |" not in text
     assert "## 1b. The main operator, fixed in advance" in text and "highest accuracy" not in text
     assert "| `enc_trained_fact_swap` beats the untrained `enc` |" in text
-    board = read_json(fixed / "leaderboard" / "leaderboard.json")
+    board = read_document(fixed / "leaderboard" / "leaderboard.json")
     assert {"enc_trained_fact_swap vs enc", "enc_trained_guided vs enc_trained_fact_swap"} <= set(
         board["comparisons"]["sets"]
     )

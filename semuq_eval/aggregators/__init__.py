@@ -2,7 +2,9 @@
 
 Every graph aggregator accepts S of shape (N, N) or (B, N, N) and returns a float or a
 (B,) array; higher means more uncertain. ``get(name)`` returns the registered
-:class:`Aggregator` for the names users type (README, "Estimators").
+:class:`Aggregator` for the names users type (README, "Estimators"), ``names()`` lists them; ``register``
+adds one, and an installed package adds one through the entry-point group ``semuq_eval.aggregators``
+(:mod:`semuq_eval.registry`). The built-in aggregators are numpy functions: importing this package registers them.
 """
 
 from __future__ import annotations
@@ -13,8 +15,8 @@ from semuq_eval.aggregators.base import (
     OPTIONS,
     Aggregator,
     MatrixKind,
-    aggregator_registry,
-    register_aggregator,
+    register,
+    registry,
 )
 from semuq_eval.aggregators.baseline import length, msp, perplexity
 from semuq_eval.aggregators.clustering import cluster, to_equivalence
@@ -32,12 +34,12 @@ from semuq_eval.aggregators.token import te, te_enc
 
 def get(name: str) -> Aggregator:
     """The aggregator registered under ``name`` (KeyError listing the known names otherwise)."""
-    return aggregator_registry.get(name)
+    return registry.get(name)
 
 
 def names() -> list[str]:
-    """All registered aggregator names."""
-    return sorted(aggregator_registry.keys())
+    """All registered aggregator names (installed packages' included)."""
+    return registry.names()
 
 
 __all__ = [
@@ -46,7 +48,6 @@ __all__ = [
     "OPTIONS",
     "Aggregator",
     "MatrixKind",
-    "aggregator_registry",
     "cae",
     "cluster",
     "cocoa",
@@ -64,7 +65,8 @@ __all__ = [
     "names",
     "numsets",
     "perplexity",
-    "register_aggregator",
+    "register",
+    "registry",
     "se",
     "semantic_density",
     "sentence_sar",

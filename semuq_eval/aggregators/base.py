@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from lm_eval.api.registry import Registry
+
+from semuq_eval.registry import Registry
 
 MatrixKind = Literal["equivalence", "graded", "gram"]
 """What an aggregator needs from its matrix.
@@ -103,10 +104,20 @@ class Aggregator:
         return self.func.__doc__
 
 
-aggregator_registry: Registry[Aggregator] = Registry("aggregator")
+def _check(name: str, obj: object) -> Aggregator:
+    """A loaded aggregator must be an :class:`Aggregator` (what :func:`register` makes of a function)."""
+    if not isinstance(obj, Aggregator):
+        raise TypeError(
+            f"aggregator {name!r}: {obj!r} is not a registered aggregator; decorate the function with "
+            f"semuq_eval.aggregators.register({name!r}, matrix=...)"
+        )
+    return obj
 
 
-def register_aggregator(
+registry: Registry[Aggregator] = Registry("aggregator", group="semuq_eval.aggregators", check=_check)
+
+
+def register(
     name: str,
     *,
     matrix: MatrixKind | None,
@@ -120,14 +131,14 @@ def register_aggregator(
     --------
     The registration of a new aggregator (the harness then scores ``mean_sim@<op>`` for every operator)::
 
-        @register_aggregator("mean_sim", matrix="graded", equation="example")
+        @register("mean_sim", matrix="graded", equation="example")
         def mean_sim(S):
             return 1.0 - float(np.mean(S))
     """
 
     def decorate(func: Callable) -> Callable:
         target = Aggregator(name, func, matrix, tuple(inputs), tuple(options), equation)
-        aggregator_registry.register(name, target=target)
+        registry.register(name, target)
         return func
 
     return decorate

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from semuq_eval.aggregators.base import register_aggregator
+from semuq_eval.aggregators.base import register
 
 
 def _logprobs(token_logprobs: np.ndarray) -> np.ndarray:
@@ -34,7 +34,7 @@ def _logprobs(token_logprobs: np.ndarray) -> np.ndarray:
     return lp
 
 
-@register_aggregator("msp", matrix=None, inputs=("token_logprobs",), equation="MSP (Fomicheva et al., 2020)")
+@register("msp", matrix=None, inputs=("token_logprobs",), equation="MSP (Fomicheva et al., 2020)")
 def msp(token_logprobs: np.ndarray) -> float:
     """Maximum sequence probability: U = -sum_t log p(y_t | x, y_<t) of the greedy answer (NaN if T = 0).
 
@@ -47,9 +47,7 @@ def msp(token_logprobs: np.ndarray) -> float:
     return float(-lp.sum()) if lp.size else float("nan")
 
 
-@register_aggregator(
-    "perplexity", matrix=None, inputs=("token_logprobs",), equation="log-perplexity (LM-Polygraph)"
-)
+@register("perplexity", matrix=None, inputs=("token_logprobs",), equation="log-perplexity (LM-Polygraph)")
 def perplexity(token_logprobs: np.ndarray) -> float:
     """Mean negative token log-probability of the greedy answer, -(1/T) sum_t log p(y_t | ...) (NaN if T = 0).
 
@@ -62,7 +60,7 @@ def perplexity(token_logprobs: np.ndarray) -> float:
     return float(-lp.mean()) if lp.size else float("nan")
 
 
-@register_aggregator("length", matrix=None, inputs=("token_ids",), equation="length (Santilli et al., 2025)")
+@register("length", matrix=None, inputs=("token_ids",), equation="length (Santilli et al., 2025)")
 def length(token_ids: np.ndarray) -> float:
     """The greedy answer's length in tokens, U = T.
 

@@ -20,7 +20,7 @@ from typing import Literal
 
 import numpy as np
 
-from semuq_eval.aggregators.base import as_ragged, as_vector_stack, register_aggregator, unstack
+from semuq_eval.aggregators.base import as_ragged, as_vector_stack, register, unstack
 from semuq_eval.aggregators.baseline import msp, perplexity
 
 Confidence = Literal["msp", "perplexity"]
@@ -35,7 +35,7 @@ def _dissimilarity(greedy_similarities: np.ndarray | Sequence[float]) -> tuple[n
     return 1.0 - sims.mean(axis=-1), single
 
 
-@register_aggregator(
+@register(
     "consistency",
     matrix=None,
     inputs=("greedy_similarities",),
@@ -55,7 +55,7 @@ def consistency(greedy_similarities: np.ndarray | Sequence[float]) -> float | np
     return unstack(values, single)
 
 
-@register_aggregator(
+@register(
     "cocoa",
     matrix=None,
     inputs=("greedy_similarities", "token_logprobs"),

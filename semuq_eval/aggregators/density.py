@@ -25,7 +25,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.special import logsumexp
 
-from semuq_eval.aggregators.base import as_ragged, as_vector_stack, register_aggregator, unstack
+from semuq_eval.aggregators.base import as_ragged, as_vector_stack, register, unstack
 
 
 def _log_weights(logprobs: np.ndarray, lengths: np.ndarray, length_normalized: bool) -> np.ndarray:
@@ -34,7 +34,7 @@ def _log_weights(logprobs: np.ndarray, lengths: np.ndarray, length_normalized: b
     return logprobs / np.maximum(lengths, 1.0) if length_normalized else logprobs
 
 
-@register_aggregator(
+@register(
     "semantic_density",
     matrix=None,
     inputs=("greedy_similarities", "seq_logprobs", "seq_lengths", "token_logprobs"),

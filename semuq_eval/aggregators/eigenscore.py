@@ -19,12 +19,12 @@ from typing import Literal
 
 import numpy as np
 
-from semuq_eval.aggregators.base import as_matrix_stack, register_aggregator, unstack
+from semuq_eval.aggregators.base import as_matrix_stack, register, unstack
 
 Centering = Literal["none", "samples"]
 
 
-@register_aggregator("eigenscore", matrix="gram", equation="EigenScore (Chen et al., 2024, INSIDE)")
+@register("eigenscore", matrix="gram", equation="EigenScore (Chen et al., 2024, INSIDE)")
 def eigenscore(S: np.ndarray, *, alpha: float = 1e-3, centering: Centering = "none") -> float | np.ndarray:
     """U = (1/N) sum_k log lambda_k(C + alpha I), C = S or its sample-centred H S H (see the module).
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
-from semuq_eval.aggregators.base import register_aggregator, shannon_entropy, unstack
+from semuq_eval.aggregators.base import register, shannon_entropy, unstack
 from semuq_eval.aggregators.clustering import cluster, cluster_sizes, to_equivalence
 
 
@@ -29,7 +29,7 @@ def _as_rows(values: np.ndarray, shape: tuple[int, int], name: str) -> np.ndarra
     return arr
 
 
-@register_aggregator(
+@register(
     "se", matrix="equivalence", inputs=("seq_logprobs",), options=("tau",), equation="F_SE (App. A.3.1)"
 )
 def se(
@@ -66,7 +66,7 @@ def se(
     return unstack(shannon_entropy(q), single)
 
 
-@register_aggregator("cae", matrix="equivalence", options=("tau",), equation="F_CAE (App. A.3.2)")
+@register("cae", matrix="equivalence", options=("tau",), equation="F_CAE (App. A.3.2)")
 def cae(S: np.ndarray, *, tau: float = 0.5) -> float | np.ndarray:
     """Cluster-assignment entropy, Eq. F_CAE: entropy of the empirical cluster frequencies |C_k| / N."""
     labels, single = _labels(S, tau)
@@ -74,7 +74,7 @@ def cae(S: np.ndarray, *, tau: float = 0.5) -> float | np.ndarray:
     return unstack(shannon_entropy(freq), single)
 
 
-@register_aggregator("numsets", matrix="equivalence", options=("tau",), equation="NumSets (Lin et al. 2024)")
+@register("numsets", matrix="equivalence", options=("tau",), equation="NumSets (Lin et al. 2024)")
 def numsets(S: np.ndarray, *, tau: float = 0.5) -> float | np.ndarray:
     """Number of semantic clusters K (Lin et al. 2024's NumSets), as a float."""
     labels, single = _labels(S, tau)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from semuq_eval.aggregators.base import as_matrix_stack, register_aggregator, unstack
+from semuq_eval.aggregators.base import as_matrix_stack, register, unstack
 from semuq_eval.aggregators.kernel import graph_weights
 
 
@@ -20,7 +20,7 @@ def _normalized_laplacian(W: np.ndarray) -> np.ndarray:
     return np.eye(W.shape[-1]) - inv_sqrt[:, :, None] * W * inv_sqrt[:, None, :]
 
 
-@register_aggregator("eigv", matrix="graded", equation="U_EigV (Lin et al. 2024)")
+@register("eigv", matrix="graded", equation="U_EigV (Lin et al. 2024)")
 def eigv(S: np.ndarray) -> float | np.ndarray:
     """U_EigV = sum_k max(0, 1 - lambda_k) over the eigenvalues of the normalized Laplacian.
 
@@ -31,7 +31,7 @@ def eigv(S: np.ndarray) -> float | np.ndarray:
     return unstack(np.clip(1.0 - lam, 0.0, None).sum(axis=-1), single)
 
 
-@register_aggregator("deg", matrix="graded", equation="U_Deg (Lin et al. 2024)")
+@register("deg", matrix="graded", equation="U_Deg (Lin et al. 2024)")
 def deg(S: np.ndarray) -> float | np.ndarray:
     """U_Deg = Tr(N I - D) / N^2: one minus the mean similarity (diagonal included)."""
     stack, single = as_matrix_stack(S)
@@ -40,7 +40,7 @@ def deg(S: np.ndarray) -> float | np.ndarray:
     return unstack((n * n - W.sum(axis=(-1, -2))) / (n * n), single)
 
 
-@register_aggregator("ecc", matrix="graded", equation="U_Ecc (Lin et al. 2024)")
+@register("ecc", matrix="graded", equation="U_Ecc (Lin et al. 2024)")
 def ecc(S: np.ndarray, *, threshold: float = 0.9) -> float | np.ndarray:
     """U_Ecc: spread of the answers' spectral embeddings around their mean.
 

@@ -7,7 +7,7 @@ from typing import Literal
 
 import numpy as np
 
-from semuq_eval.aggregators.base import as_matrix_stack, register_aggregator, shannon_entropy, unstack
+from semuq_eval.aggregators.base import as_matrix_stack, register, shannon_entropy, unstack
 
 KernelNormalization = Literal["trace", "diag"]
 
@@ -44,7 +44,7 @@ def _kle(
     return unstack(shannon_entropy(lam), single)
 
 
-@register_aggregator("kle_heat", matrix="graded", equation="F_KLE with K = exp(-tL) (App. A.3.3)")
+@register("kle_heat", matrix="graded", equation="F_KLE with K = exp(-tL) (App. A.3.3)")
 def kle_heat(
     S: np.ndarray, *, t: float = 0.3, normalize: KernelNormalization = "trace"
 ) -> float | np.ndarray:
@@ -60,9 +60,7 @@ def kle_heat(
     return _kle(S, lambda mu: np.exp(-t * mu), normalize)
 
 
-@register_aggregator(
-    "kle_matern", matrix="graded", equation="F_KLE with K = (2nu/kappa^2 I + L)^-nu (App. A.3.3)"
-)
+@register("kle_matern", matrix="graded", equation="F_KLE with K = (2nu/kappa^2 I + L)^-nu (App. A.3.3)")
 def kle_matern(
     S: np.ndarray, *, kappa: float = 1.0, nu: float = 1.0, normalize: KernelNormalization = "trace"
 ) -> float | np.ndarray:

@@ -18,10 +18,10 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.special import logsumexp
 
-from semuq_eval.aggregators.base import as_matrix_stack, as_vector_stack, register_aggregator, unstack
+from semuq_eval.aggregators.base import as_matrix_stack, as_vector_stack, register, unstack
 
 
-@register_aggregator(
+@register(
     "sentence_sar",
     matrix="graded",
     inputs=("seq_logprobs",),

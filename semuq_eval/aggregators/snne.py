@@ -15,10 +15,10 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
-from semuq_eval.aggregators.base import as_matrix_stack, register_aggregator, unstack
+from semuq_eval.aggregators.base import as_matrix_stack, register, unstack
 
 
-@register_aggregator("snne", matrix="graded", equation="SNNE (Nguyen et al., 2025)")
+@register("snne", matrix="graded", equation="SNNE (Nguyen et al., 2025)")
 def snne(S: np.ndarray, *, temperature: float = 1.0, self_similarity: bool = False) -> float | np.ndarray:
     """U = -(1/N) sum_i log sum_{j != i} exp(S_ij / tau) (``self_similarity=True``: j ranges over all).
 

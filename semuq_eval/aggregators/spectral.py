@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from semuq_eval.aggregators.base import as_matrix_stack, register_aggregator, shannon_entropy, unstack
+from semuq_eval.aggregators.base import as_matrix_stack, register, shannon_entropy, unstack
 
 
-@register_aggregator("cos", matrix="gram", equation="F_COS (App. A.3.4)")
+@register("cos", matrix="gram", equation="F_COS (App. A.3.4)")
 def cos(S: np.ndarray) -> float | np.ndarray:
     """COS spectral entropy, Eq. F_COS: entropy of the eigenvalues of S / Tr(S).
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from semuq_eval.aggregators.base import as_ragged, register_aggregator, unstack
+from semuq_eval.aggregators.base import as_ragged, register, unstack
 
 Ragged = np.ndarray | Sequence[Sequence[float]]
 
@@ -21,7 +21,7 @@ def _weighted_mean(entropies: list[np.ndarray], weights: list[np.ndarray]) -> np
         return np.where(total_w > 0, total_hw / np.where(total_w > 0, total_w, 1.0), np.nan)
 
 
-@register_aggregator("te", matrix=None, inputs=("token_entropies",), equation="token_entropy (App. A.1)")
+@register("te", matrix=None, inputs=("token_entropies",), equation="token_entropy (App. A.1)")
 def te(token_entropies: Ragged) -> float | np.ndarray:
     """Token entropy, Eq. token_entropy: U_TE = (1/T) sum_t H_t over one generation.
 
@@ -32,9 +32,7 @@ def te(token_entropies: Ragged) -> float | np.ndarray:
     return unstack(_weighted_mean(rows, [np.ones_like(r) for r in rows]), single)
 
 
-@register_aggregator(
-    "te_enc", matrix=None, inputs=("token_entropies", "token_weights"), equation="te_enc (Sec. 4.2)"
-)
+@register("te_enc", matrix=None, inputs=("token_entropies", "token_weights"), equation="te_enc (Sec. 4.2)")
 def te_enc(token_entropies: Ragged, token_weights: Ragged) -> float | np.ndarray:
     """Operator-weighted token entropy, Eq. te_enc: U = sum_t w_t H_t with w_t = ||h_t|| / sum ||h_t'||.
 

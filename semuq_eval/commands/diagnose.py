@@ -111,21 +111,21 @@ def main(argv: list[str]) -> int:
     if problem:  # checked before any work: nothing of the user's is replaced
         print(f"semuq-eval diagnose: --output {output} {problem}", file=sys.stderr)
         return 2
+    from semuq_eval import judges
     from semuq_eval.diagnose.diagnosis import diagnose
     from semuq_eval.diagnose.report import markdown, write_report
-    from semuq_eval.judges import get_judge
     from semuq_eval.metrics import Bootstrap
 
     try:
         judge = (
-            get_judge(args.judge, **json_object(args.judge_options, "--judge_options"))
+            judges.get(args.judge, **json_object(args.judge_options, "--judge_options"))
             if args.judge
             else None
         )
         equivalence = None
         if args.equivalence_judge:
             options = json_object(args.equivalence_judge_options, "--equivalence_judge_options")
-            equivalence = get_judge(args.equivalence_judge, **options)
+            equivalence = judges.get(args.equivalence_judge, **options)
         result = diagnose(
             args.stores,
             args.operators,

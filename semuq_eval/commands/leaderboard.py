@@ -112,8 +112,8 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``semuq-eval leaderboard`` (module docstring); returns the exit status."""
     from semuq_eval.leaderboard.baselines import parse_compare
-    from semuq_eval.leaderboard.collect import LeaderboardInputError
     from semuq_eval.leaderboard.compute import LeaderboardConfig
+    from semuq_eval.leaderboard.runs import LeaderboardInputError
 
     args = _parser().parse_args(argv)
     header = args.header

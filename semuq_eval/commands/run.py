@@ -3,7 +3,8 @@ registered.
 
 lm-eval 0.4.13 has no plugin discovery, so :func:`run_lm_eval` imports the plugin's models (registering
 them lazily) and prepends the shipped task folder to ``--include_path`` before handing over to lm-eval's
-``HarnessCLI``; the run's ``--output_path`` is registered with the run context (:mod:`semuq_eval.context`).
+``HarnessCLI``, whose command line is the one the run context reads ``--output_path`` from
+(:mod:`semuq_eval.context`).
 
 Data parallelism: ``accelerate launch --multi_gpu --num_processes K -m semuq_eval run ...`` (or
 ``torchrun --nproc_per_node K -m semuq_eval run ...``) starts K processes. On a machine without GPUs
@@ -84,8 +85,7 @@ def run_lm_eval(argv: list[str]) -> int:
     from lm_eval._cli import HarnessCLI
     from lm_eval.utils import setup_logging
 
-    import semuq_eval.models  # noqa: F401  (registers semuq-hf and semuq-hf-multimodal)
-    from semuq_eval.context import set_output_dir
+    import semuq_eval.models  # noqa: F401  (registers semuq-hf, semuq-hf-multimodal and semuq-api)
 
     setup_logging()
     share_lm_eval_logging()
@@ -99,10 +99,8 @@ def run_lm_eval(argv: list[str]) -> int:
                 [args.include_path] if isinstance(args.include_path, str) else list(args.include_path or [])
             )
             args.include_path = [str(tasks_dir()), *extra]
-        set_output_dir(getattr(args, "output_path", None))
         check_settings_early(args)
         cli.execute(args)
     finally:
         sys.argv = saved
-        set_output_dir(None)
     return 0

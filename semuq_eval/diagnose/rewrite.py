@@ -265,38 +265,21 @@ class LLMRewriter:
         concurrency: int = 4,
         progress: bool = True,
     ) -> LLMRewriter:
-        """A rewriter on an OpenAI-compatible server, through the ``openai`` judge backend's transport.
+        """A rewriter on an OpenAI-compatible server, through the one transport to such servers
+        (:class:`~semuq_eval.openai_client.ServerClient`: retries, timeouts, the key from ``api_key_env``).
 
         Greedy decoding (temperature 0); ``endpoint="chat"`` sends the prompt as a user message (the server
         applies its chat template), ``"completions"`` sends it raw.
         """
-        from semuq_eval.judges.openai import OpenAIJudge
+        from semuq_eval.openai_client import ServerClient, choice_text, first_choice
 
-        backend = OpenAIJudge(
-            base_url,
-            model,
-            endpoint=endpoint,
-            api_key_env=api_key_env,
-            timeout=timeout,
-            max_tokens=max_tokens,
-            logprobs=False,
-            cache=None,
-            progress=False,
-        )
+        client = ServerClient(base_url, model, endpoint=endpoint, api_key_env=api_key_env, timeout=timeout)
 
         def complete(prompt: str) -> str:
-            body: dict[str, Any] = {"model": backend.model, "temperature": 0.0, "max_tokens": int(max_tokens)}
-            if endpoint == "chat":
-                body["messages"] = [{"role": "user", "content": prompt}]
-            else:
-                body["prompt"] = prompt
-            choice = backend._post(body)["choices"][0]
-            text = (choice.get("message") or {}).get("content") if endpoint == "chat" else choice.get("text")
-            if not isinstance(text, str):
-                raise ValueError("the server's reply has no text")
-            return text
+            body = client.body(prompt, temperature=0.0, max_tokens=int(max_tokens))
+            return client.send(body, lambda reply: choice_text(first_choice(reply), endpoint))
 
-        identity = {"base_url": backend.base_url, "endpoint": endpoint, "decoding": "temperature 0"}
+        identity = {"base_url": client.base_url, "endpoint": endpoint, "decoding": "temperature 0"}
         return cls(complete, name=model, concurrency=concurrency, progress=progress, identity=identity)
 
     def _one(self, request: RewriteRequest) -> Rewrite:

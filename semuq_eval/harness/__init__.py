@@ -2,10 +2,10 @@
 
 Data flow (README, "How a run works"): task (greedy + N sampled requests, :mod:`~.task`) -> model ->
 :mod:`~.pipeline` on all docs of a rank (operators once, :mod:`~.operator_runs`; every valid estimator,
-:mod:`~.estimators`; the judge's labels, :mod:`semuq_eval.judges`) -> one JSON-safe item per doc ->
-AUROC / ECE with CIs over all items (:mod:`~.report`) -> lm-eval's results + ``breakdown.json`` + the run
-store (:mod:`~.store`), which ``rescore`` (:mod:`~.rescore`) reads back and ``judge`` labels again
-(:mod:`~.relabel`).
+:mod:`~.estimators`; the judge's labels, :mod:`semuq_eval.judges`) -> one JSON-safe item per doc -> the run
+finished in one place (:mod:`~.run`: AUROC / ECE with CIs over all items, :mod:`~.report`; ``breakdown.json``
+and the run store, :mod:`~.store`) -> lm-eval's results. ``rescore`` (:mod:`~.rescore`) reads a store back and
+goes down the same path; ``judge`` labels it again (:mod:`~.relabel`).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from semuq_eval.harness.estimators import Estimator, OperatorSpec, score_doc, va
 from semuq_eval.harness.pipeline import PipelineOutput, process_docs
 from semuq_eval.harness.report import breakdown_table, summarize
 from semuq_eval.harness.rescore import rescore
+from semuq_eval.harness.run import finish_run
 from semuq_eval.harness.settings import Settings
 from semuq_eval.harness.store import RunStore, load_store
 
@@ -26,6 +27,7 @@ __all__ = [
     "RunStore",
     "Settings",
     "breakdown_table",
+    "finish_run",
     "valid_estimators",
     "load_store",
     "process_docs",

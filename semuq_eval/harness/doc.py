@@ -44,21 +44,25 @@ class Doc:
     def signal(self, name: str) -> tuple[Any, str | None]:
         """``(value, None)`` for a generating-model input of :data:`DOC_SIGNALS`, or ``(None, reason)``."""
         if name == "seq_logprobs":
-            if any(g.seq_logprob is None for g in self.samples):
-                return None, "the model returned no sequence log-probabilities (black-box model)"
+            missing = [g for g in self.samples if g.seq_logprob is None]
+            if missing:
+                why = next((g.error for g in missing if g.error), "black-box model")
+                return None, f"the model returned no sequence log-probabilities ({why})"
             lp = np.array([g.seq_logprob for g in self.samples], dtype=np.float64)
             bad = np.flatnonzero(~np.isfinite(lp))
             if bad.size:
                 return None, f"samples {bad.tolist()[:10]} have NaN or infinite log-probabilities"
             return lp, None
         if name == "seq_lengths":
-            if any(g.token_ids is None for g in self.samples):
-                return None, "the model returned no token ids (black-box model)"
-            return np.array([len(g.token_ids) for g in self.samples], dtype=np.float64), None
+            # token ids, or the token log-probabilities of a server that returns no ids: one per token either way
+            tokens = [g.token_ids if g.token_ids is not None else g.token_logprobs for g in self.samples]
+            if any(t is None for t in tokens):
+                return None, "the model returned no tokens (black-box model)"
+            return np.array([len(t) for t in tokens], dtype=np.float64), None
         if name in _TOKEN_ARRAYS:
             values, what = getattr(self.greedy, name), _TOKEN_ARRAYS[name]
             if values is None:
-                return None, f"the model returned no token {what} (black-box model)"
+                return None, f"the model returned no token {what} ({self.greedy.error or 'black-box model'})"
             arr = np.asarray(values, dtype=np.float64)
             if arr.size == 0:
                 return None, "the greedy answer has no tokens"
@@ -67,6 +71,14 @@ class Doc:
             return arr, None
         if name == "token_ids":
             if self.greedy.token_ids is None:
-                return None, "the model returned no token ids (black-box model)"
+                return None, "the model returned no token ids (black-box model, or a server: token text only)"
             return np.asarray(self.greedy.token_ids), None
         raise KeyError(f"unknown doc signal {name!r}; known: {list(DOC_SIGNALS)}")
+
+    def approximation(self, name: str) -> str | None:
+        """The method by which the generating-model input ``name`` (:data:`DOC_SIGNALS`) was estimated, or None
+        when it is exact (``Generation.approximate`` of the answers it is read from)."""
+        answers = [self.greedy] if name in _TOKEN_ARRAYS or name == "token_ids" else self.samples
+        field = {"seq_logprobs": "token_logprobs", "seq_lengths": "token_ids"}.get(name, name)
+        methods = sorted({g.approximate[field] for g in answers if field in g.approximate})
+        return "; ".join(methods) or None

@@ -9,6 +9,10 @@ that reads neither (``te``, ``msp``, ``perplexity``, ``length``) is an estimator
 An estimator whose inputs are missing for a question (a black-box model gives no log-probs, an operator
 could not run, a generation has NaN log-probs) is **unavailable** there: its score is NaN and the reason
 is recorded. Nothing is ever filled with zeros, and one bad question never raises.
+
+An estimator scored from an input that the model could only estimate (``Generation.approximate``: e.g. the token
+entropies of ``semuq-api``, from a server's top-k log-probabilities) declares it: :func:`approximations` names
+the method per question, and the breakdown flags the estimator (``approximate``).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from semuq_eval import aggregators as agg_registry
 from semuq_eval.aggregators import ACCEPTS, Aggregator
 from semuq_eval.harness.doc import DOC_SIGNALS, Doc
 
-__all__ = ["Estimator", "OperatorSpec", "score_doc", "valid_estimators"]
+__all__ = ["Estimator", "OperatorSpec", "approximations", "score_doc", "valid_estimators"]
 
 
 class OperatorSpec(NamedTuple):
@@ -106,6 +110,32 @@ def score_doc(
             reasons[est.name] = why
         scores[est.name] = value
     return scores, reasons
+
+
+def approximations(
+    doc: Doc, estimator_list: Sequence[Estimator], scores: Mapping[str, float]
+) -> dict[str, str]:
+    """``{estimator: "input: method"}`` for the estimators scored on ``doc`` from an estimated input.
+
+    Examples
+    --------
+    >>> from semuq_eval.models.generation import Generation
+    >>> g = Generation("a", token_entropies=[0.5], approximate={"token_entropies": "topk_renormalized(k=5)"})
+    >>> approximations(Doc(0, "q", [], g, [g]), [Estimator("te", "te", None)], {"te": 0.5})
+    {'te': 'token_entropies: topk_renormalized(k=5)'}
+    """
+    out: dict[str, str] = {}
+    for est in estimator_list:
+        if not math.isfinite(scores.get(est.name, math.nan)):
+            continue
+        notes = [
+            f"{name}: {method}"
+            for name in agg_registry.get(est.aggregator).inputs
+            if name in DOC_SIGNALS and (method := doc.approximation(name))
+        ]
+        if notes:
+            out[est.name] = "; ".join(notes)
+    return out
 
 
 def _arguments(

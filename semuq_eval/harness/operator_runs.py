@@ -50,9 +50,9 @@ def get_operator(name: str, options: Mapping[str, Any] | None = None):
 def operator_spec(name: str, options: Mapping[str, Any] | None = None) -> OperatorSpec:
     """The declarations (class ``kind`` and ``extras``) of operator ``name``: registered, or a named variant
     whose ``options`` give the registered operator (:func:`semuq_eval.operators.resolve`)."""
-    from semuq_eval.operators import operator_registry, resolve
+    from semuq_eval import operators
 
-    cls = operator_registry.get(resolve(name, options)[0])
+    cls = operators.registry.get(operators.resolve(name, options)[0])
     return OperatorSpec(cls.kind, tuple(cls.extras))
 
 

@@ -5,8 +5,8 @@ rank, when lm-eval applies the filters), ``rescore`` (on a run store), and the c
 
 1. :func:`~semuq_eval.harness.operator_runs.compute_operators`: every operator once, batched over all docs;
 2. :func:`~semuq_eval.harness.estimators.score_doc`: every valid estimator of every doc;
-3. :func:`~semuq_eval.judges.label_answers`: the judge's greedy and majority labels (one batched call), or
-   labels given by the caller (a store's stored labels);
+3. :func:`~semuq_eval.judges.label_answers`: the judge's label under every label strategy (one batched call),
+   or labels given by the caller (a store's stored labels);
 4. :func:`doc_item`: one JSON-safe item per doc, which survives pickling and JSON alike, and which
    :func:`semuq_eval.harness.report.summarize` turns into AUROC / ECE with CIs.
 
@@ -30,11 +30,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from semuq_eval.harness.doc import Doc
-from semuq_eval.harness.estimators import Estimator, score_doc, valid_estimators
+from semuq_eval.harness.estimators import Estimator, approximations, score_doc, valid_estimators
 from semuq_eval.harness.operator_runs import OperatorRun, compute_operators, operator_spec
 from semuq_eval.harness.settings import Settings
 from semuq_eval.jsonio import finite_or_none
-from semuq_eval.judges import LABEL_STRATEGIES, Judge, label_answers
+from semuq_eval.judges import Judge, label_answers
+from semuq_eval.judges.strategies import labels_of
 
 __all__ = ["PipelineOutput", "doc_item", "doc_problems", "estimators_for", "process_docs"]
 
@@ -108,7 +109,11 @@ def process_docs(
         scores, reasons = score_doc(
             doc, est, run_options=run_options, aggregator_options=settings.aggregator_options
         )
-        items.append(doc_item(doc, scores, reasons, doc_labels, doc_problems(doc, settings.n_samples)))
+        item = doc_item(doc, scores, reasons, doc_labels, doc_problems(doc, settings.n_samples))
+        approximate = approximations(doc, est, scores)
+        if approximate:
+            item["approximate"] = approximate
+        items.append(item)
     return PipelineOutput(items, runs, est)
 
 
@@ -119,10 +124,11 @@ def doc_item(
     labels: Mapping[str, Any],
     problems: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The JSON-safe per-question item (NaN scores become None; ``reasons`` say why).
+    """The JSON-safe per-question item (NaN scores become None; ``reasons`` say why; :func:`process_docs` adds
+    ``approximate``, ``{estimator: "input: method"}``, when an estimator was scored from an estimated input).
 
-    Labels are 1 / 0 / None: ``labels`` holds the greedy and majority labels, ``sample_labels`` the verdict
-    on every sampled answer (what operator training reads); ``p_correct`` and ``errors`` (why a verdict is
+    Labels are 1 / 0 / None: ``labels`` holds the label of every label strategy
+    (:func:`~semuq_eval.judges.strategies.labels_of`), ``sample_labels`` the verdict on every sampled answer (what operator training reads); ``p_correct`` and ``errors`` (why a verdict is
     unknown) are kept when the judge gives them.
     """
 
@@ -134,7 +140,7 @@ def doc_item(
         "id": doc.key,
         "scores": {k: finite_or_none(v) for k, v in scores.items()},
         "reasons": dict(reasons),
-        "labels": {s: label(labels.get(s)) for s in LABEL_STRATEGIES},
+        "labels": {s: label(v) for s, v in labels_of(labels).items()},
         "sample_labels": [label(v) for v in labels.get("samples", [])],
         "n_missing_verdicts": int(labels.get("n_missing_verdicts", 0)),
         "n_samples": len(doc.samples),
@@ -158,6 +164,12 @@ def doc_problems(doc: Doc, n_samples: int) -> list[str]:
         out.append(f"only {len(doc.samples)} of {n_samples} sampled answers")
     elif doc.samples and all(not g.text.strip() for g in doc.samples):
         out.append("all sampled answers are empty")
+    failed = [("greedy", doc.greedy.error)] if doc.greedy.error else []
+    failed += [(f"sample {i}", g.error) for i, g in enumerate(doc.samples) if g.error]
+    if failed:
+        where, error = failed[0]
+        more = f" (and {len(failed) - 1} more answers)" if len(failed) > 1 else ""
+        out.append(f"{where}: {error}{more}")
     lp = doc.greedy.token_logprobs
     if lp is not None and len(lp) and not all(math.isfinite(float(v)) for v in lp):
         out.append("greedy answer has NaN or infinite token log-probabilities")

@@ -12,7 +12,7 @@ Format ``semuq-run-record/1``; line 1 is the manifest, every other line one ques
     {"format": "semuq-run-record/1", "task": str, "llm": str, "model": {...}, "n_samples": int,
      "n_questions": int, "question_set": str, "estimators": [str], "label_sets": {name: judge info},
      "judge", "label_set", "operators": {name: {"kind", "status", "info"}}, "decoding", "generation_kwargs",
-     "settings", "seeds", "unavailable", "created"}
+     "settings", "seeds", "unavailable", "created"[, "approximate", "generator"]}
     {"doc_id": int, "id": str | null, "question_hash": str, "scores": [float | null, ...],
      "labels": {label set: {"greedy": 1 | 0 | null, "majority": 1 | 0 | null, "samples": [1 | 0 | null]}}}
 
@@ -57,6 +57,8 @@ RECORD_NAME = "record.jsonl.gz"
 
 #: the breakdown's fields a record keeps as they are (what identifies the run, and what the leaderboard reads)
 _KEPT = ("judge", "label_set", "decoding", "generation_kwargs", "settings", "seeds", "unavailable", "created")
+#: kept too when the breakdown has them (estimators scored from estimated inputs; what generated the answers)
+_KEPT_IF_PRESENT = ("approximate", "generator")
 _STRATEGIES = ("greedy", "majority")
 
 
@@ -185,6 +187,7 @@ def record_from_store(store: str | os.PathLike) -> RunRecord:
         },
         "operators": {n: _operator(e) for n, e in (breakdown.get("operators") or {}).items()},
         **{k: breakdown.get(k) for k in _KEPT},
+        **{k: breakdown[k] for k in _KEPT_IF_PRESENT if breakdown.get(k)},
     }
     return RunRecord(json_safe(header), json_safe(questions))
 

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from semuq_eval import judges
 from semuq_eval.harness.label_sets import (
     check_name,
     label_records,
@@ -27,7 +28,6 @@ from semuq_eval.harness.report import summarize
 from semuq_eval.harness.settings import Settings
 from semuq_eval.harness.store import load_store
 from semuq_eval.jsonio import read_json, read_jsonl
-from semuq_eval.judges import get_judge
 from semuq_eval.judges.agreement import agreement
 
 __all__ = ["auroc_side_by_side", "compare_label_sets", "judge_store"]
@@ -49,7 +49,7 @@ def judge_store(
     _, records = load_store(store)
     if not records:
         raise ValueError(f"{store}: the store has no questions")
-    judge = get_judge(judge_name, **dict(judge_options or {}))
+    judge = judges.get(judge_name, **dict(judge_options or {}))
     start = time.perf_counter()
     labels = label_records(judge, records)
     seconds = time.perf_counter() - start

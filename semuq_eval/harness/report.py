@@ -7,10 +7,14 @@ read one scalar each (:func:`summary_scalars`). The full breakdown is a JSON-saf
     {"format": "semuq-breakdown/1", "task", "created", "settings", "equivalence_rule", "judge", "label_set",
      "operators": {op: {kind, status, info, cost, n_unavailable, reasons[, per_rank]}},
      "n_docs", "bad_docs": [{"doc_id", "id", "problems"}],
-     "labels": {"greedy"|"majority": {"n", "n_correct", "n_missing", "accuracy"}},
-     "results": {"greedy"|"majority": {estimator: {metric: MetricResult.as_dict()}}},
+     "labels": {strategy: {"n", "n_correct", "n_missing", "accuracy"}},
+     "results": {strategy: {estimator: {metric: MetricResult.as_dict()}}},
      "unavailable": {estimator: {"n_docs", "reasons": {reason: count}}},
-     "best": {"greedy"|"majority": {"estimator", first metric, second metric, "reliable"}}}
+     "approximate": {estimator: {"n_docs", "methods": {"input: method": count}}},
+     "best": {strategy: {"estimator", first metric, second metric, "reliable"}}}
+
+A strategy is each registered label strategy (:mod:`semuq_eval.judges.strategies`: ``greedy`` and
+``majority``, App. D, and any registered further).
 
 The metrics are the run's ``metrics`` setting (default :data:`semuq_eval.metrics.DEFAULT_METRICS`: AUROC, ECE,
 PRR, AUARC); ``best`` is the estimator best by the first, as its ``higher_is_better`` says, and holds the first
@@ -22,7 +26,9 @@ slowest rank) and ``per_rank`` holds each rank's (:func:`semuq_eval.harness.oper
 Every metric of every strategy is computed with :func:`semuq_eval.metrics.evaluate` on one shared
 seeded :class:`~semuq_eval.metrics.Bootstrap` (paired comparisons stay valid). Questions with a
 missing label are left out of that strategy (and counted); NaN scores are left out of that
-estimator (``n_missing``). An estimator with no score on any question is reported unavailable.
+estimator (``n_missing``). An estimator with no score on any question is reported unavailable. An estimator
+scored from an input the model could only estimate (``semuq-api``'s token entropies, from a server's top-k
+log-probabilities) is listed under ``approximate`` with the method and the number of questions.
 """
 
 from __future__ import annotations
@@ -41,7 +47,7 @@ from semuq_eval.cell_text import cell_text
 from semuq_eval.harness.reliability import MIN_MINORITY, assess, label_warning
 from semuq_eval.harness.settings import Settings
 from semuq_eval.jsonio import finite_or_none
-from semuq_eval.judges import LABEL_STRATEGIES
+from semuq_eval.judges import strategies as label_strategies
 from semuq_eval.metrics import DEFAULT_METRICS, Metric
 from semuq_eval.metrics import get as get_metric
 
@@ -98,6 +104,11 @@ def summarize(
         reasons = Counter(it["reasons"][name] for it in items if name in it.get("reasons", {}))
         if reasons:
             unavailable[name] = {"n_docs": sum(reasons.values()), "reasons": dict(reasons)}
+    approximate: dict[str, dict[str, Any]] = {}
+    for name in names:
+        methods = Counter(it["approximate"][name] for it in items if name in it.get("approximate", {}))
+        if methods:
+            approximate[name] = {"n_docs": sum(methods.values()), "methods": dict(methods)}
     scored = [n for n in names if any(it["scores"].get(n) is not None for it in items)]
     bootstrap = Bootstrap(n_resamples=settings.bootstrap, seed=settings.seed)
     protocol = CalibrationProtocol(n_bins=settings.ece_bins, refit=settings.ece_refit)
@@ -105,7 +116,7 @@ def summarize(
     first = shown[0]
     nobody = {"estimator": None, **{m.name: None for m in shown}}
     labels_summary, results, best = {}, {}, {}
-    for strategy in LABEL_STRATEGIES:
+    for strategy in label_strategies.names():
         keep = [it for it in items if it["labels"].get(strategy) is not None]
         y = np.array([it["labels"][strategy] for it in keep], dtype=np.float64)
         labels_summary[strategy] = {
@@ -175,6 +186,7 @@ def summarize(
         "labels": labels_summary,
         "results": results,
         "unavailable": unavailable,
+        "approximate": approximate,
         "estimators_scored": scored,
         "best": best,
         **dict(extra or {}),
@@ -182,11 +194,13 @@ def summarize(
 
 
 def summary_keys(settings: Settings) -> dict[str, bool]:
-    """The keys of lm-eval's table, each with whether higher is better: the accuracies, the first two metrics
-    of the best estimator and of each ``table_estimators`` (``auroc_greedy:<est>``), and ``n_estimators``."""
+    """The keys of lm-eval's table, each with whether higher is better: the accuracy of each label strategy,
+    the first two metrics of the best estimator and of each ``table_estimators`` (``auroc_greedy:<est>``), and
+    ``n_estimators``."""
     shown = _summary_metrics(settings.metrics)
-    keys = {"acc_greedy": True, "acc_majority": True}
-    for s in LABEL_STRATEGIES:
+    strategies = label_strategies.names()
+    keys = {f"acc_{s}": True for s in strategies}
+    for s in strategies:
         keys.update({f"{m.name}_best_{s}": m.higher_is_better for m in shown})
     keys["n_estimators"] = True
     for m in shown:
@@ -202,12 +216,9 @@ def summary_scalars(breakdown: Mapping[str, Any]) -> dict[str, float]:
         return nan if v is None else float(v)
 
     shown = breakdown["settings"].get("metrics", DEFAULT_METRICS)[:2]
-    out = {
-        "acc_greedy": num(breakdown["labels"]["greedy"]["accuracy"]),
-        "acc_majority": num(breakdown["labels"]["majority"]["accuracy"]),
-        "n_estimators": float(len(breakdown["results"]["greedy"])),
-    }
-    for s in LABEL_STRATEGIES:
+    out = {f"acc_{s}": num(v["accuracy"]) for s, v in breakdown["labels"].items()}
+    out["n_estimators"] = float(len(breakdown["results"]["greedy"]))
+    for s in breakdown["labels"]:
         out.update({f"{m}_best_{s}": num(breakdown["best"][s][m]) for m in shown})
     for e in breakdown["settings"].get("table_estimators", []):
         per = breakdown["results"]["greedy"].get(e)
@@ -235,7 +246,7 @@ def breakdown_table(breakdown: Mapping[str, Any]) -> str:
     reason follows the table.
     """
     results = breakdown.get("results", {})
-    strategies = [s for s in ("greedy", "majority") if s in results]
+    strategies = list(results)
     names = sorted({name for per in results.values() for name in per})
     shown = _summary_metrics(breakdown.get("settings", {}).get("metrics", DEFAULT_METRICS))
     first = shown[0]

@@ -16,8 +16,8 @@ named variant (:func:`semuq_eval.operators.resolve`)::
             store_output="rescored/semuq/semuq_webquestions/gemma-3-270m")
 
 ``store_output`` writes a complete run store there (answers and hidden vectors copied, the new scores and
-breakdown), which every store reader takes: ``semuq-eval leaderboard``, ``diagnose``, ``judge``. The command
-is :mod:`semuq_eval.commands.rescore`.
+breakdown, written by :func:`~semuq_eval.harness.run.finish_run` as a run's are), which every store reader
+takes: ``semuq-eval leaderboard``, ``diagnose``, ``judge``. The command is :mod:`semuq_eval.commands.rescore`.
 """
 
 from __future__ import annotations
@@ -32,8 +32,7 @@ from typing import Any
 from semuq_eval.harness.doc import Doc
 from semuq_eval.harness.label_sets import RUN_LABELS, read_label_set, slice_samples
 from semuq_eval.harness.pipeline import process_docs
-from semuq_eval.harness.record import write_store_record
-from semuq_eval.harness.report import summarize
+from semuq_eval.harness.run import finish_run
 from semuq_eval.harness.settings import Settings
 from semuq_eval.harness.store import RunStore, load_store
 from semuq_eval.jsonio import write_json
@@ -161,44 +160,47 @@ def rescore(
     else:
         label_set, judge_info, label_records = stored_labels
         out = process_docs(docs, settings, labels=label_records, estimator_names=estimator_names)
-    breakdown = summarize(
+    store = None
+    if store_output is not None:
+        store = _new_store(manifest, store_path, Path(store_output), settings)
+    breakdown = finish_run(
         out.items,
         settings,
         task=manifest.get("task", ""),
         operators=out.operator_runs,
         judge=judge_info,
+        store=store,
         label_set=label_set,
-        extra={"rescored_from": str(store_path), "stored_n_samples": stored.n_samples},
+        extra={
+            "rescored_from": str(store_path),
+            "stored_n_samples": stored.n_samples,
+            **({"generator": manifest["generator"]} if manifest.get("generator") else {}),
+        },
     )
     if output is not None:
         path = Path(output)
         if path.is_dir() or not path.suffix:
             path = path / "breakdown.rescore.json"
         write_json(path, breakdown)
-    if store_output is not None:
-        target = Path(store_output)
-        if target.is_dir():
-            shutil.rmtree(target)  # refused above unless empty or forced
-        elif target.exists():
-            target.unlink()
-        _write_store(manifest, store_path, target, settings, out.items, breakdown)
     return breakdown
 
 
-def _write_store(
-    manifest: Mapping[str, Any], source, target, settings: Settings, items, breakdown: Mapping[str, Any]
-) -> None:
-    """A complete run store at ``target``: ``source``'s answers and hidden vectors, the rescored rest and its
-    run record."""
-    source, target = Path(source), Path(target)
+def _new_store(manifest: Mapping[str, Any], source, target: Path, settings: Settings) -> RunStore:
+    """A new run store at ``target`` (emptied first: refused in :func:`rescore` unless empty or forced) holding
+    ``source``'s answers and hidden vectors; :func:`finish_run` adds the rescored rest."""
+    if target.is_dir():
+        shutil.rmtree(target)
+    elif target.exists():
+        target.unlink()
     store = RunStore(target)
-    store.begin(manifest.get("task", ""), settings.as_dict(), model=manifest.get("model"))
-    (target / "generations.rank0.jsonl").unlink()
-    for path in [*source.glob("generations.rank*.jsonl"), *source.glob("hidden.rank*.npz")]:
-        shutil.copyfile(path, target / path.name)
-    store.write_scores(items)
-    store.write_breakdown(breakdown)
-    write_store_record(target)
+    store.begin(
+        manifest.get("task", ""),
+        settings.as_dict(),
+        model=manifest.get("model"),
+        generator=manifest.get("generator"),
+    )
+    store.copy_generations(source)
+    return store
 
 
 def _stored_labels(

@@ -231,9 +231,9 @@ class Settings:
 
     def make_judge(self):
         """The judge these settings name, built with ``judge_options``."""
-        from semuq_eval.judges import get_judge
+        from semuq_eval import judges
 
-        return get_judge(self.judge, **self.judge_options)
+        return judges.get(self.judge, **self.judge_options)
 
     def as_dict(self) -> dict[str, Any]:
         """The settings as JSON-safe data (tuples become lists), as stored in manifests and breakdowns."""

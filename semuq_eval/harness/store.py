@@ -7,14 +7,16 @@ says otherwise). Files (no pickle anywhere):
 =============================  ============================================================================
 ``manifest.json``              format (``semuq-store/1``), task, settings, the LLM under test (``model``:
                                ``pretrained`` or ``model``, ``revision``, ... as lm-eval's model_args gave
-                               them), written by every rank at start
+                               them) and, when the model reports it, what generated the answers
+                               (``generator``: ``Generation.source``, e.g. a server's capabilities and
+                               fallbacks), written by every rank at start
 ``generations.rank<R>.jsonl``  one JSON object per question, written by the filter of rank R:
                                ``{"doc_id", "id", "question", "references", "n_extra_responses",
                                "greedy": Generation.to_record(include_hidden=False), "samples": [...]}``
 ``hidden.rank<R>.npz``         hidden vectors of rank R (``np.savez``; load with ``allow_pickle=False``):
                                ``d<doc_id>.greedy`` (d,) and ``d<doc_id>.samples`` (N, d)
-``scores.jsonl``               one item per question (rank 0, after aggregation): labels (greedy,
-                               majority), every estimator's score (null = unavailable) and the reasons
+``scores.jsonl``               one item per question (rank 0, :func:`~semuq_eval.harness.run.finish_run`): labels (one per label
+                               strategy), every estimator's score (null = unavailable) and the reasons
 ``breakdown.json``             the full breakdown (:mod:`semuq_eval.harness.report`)
 ``record.jsonl.gz``            the run record: labels and scores, text only (:mod:`semuq_eval.harness.record`)
 =============================  ============================================================================
@@ -30,6 +32,7 @@ generates only the missing ones, then writes this store in full.
 from __future__ import annotations
 
 import os
+import shutil
 import zipfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -60,6 +63,7 @@ class RunStore:
         *,
         world_size: int = 1,
         model: Mapping[str, Any] | None = None,
+        generator: Mapping[str, Any] | None = None,
     ) -> None:
         """Create the directory, write the manifest, truncate this rank's files. Rank 0 also removes the
         files of ranks >= ``world_size`` left by an earlier run with more ranks (they would be read back).
@@ -68,6 +72,8 @@ class RunStore:
         r = self.rank
         self.root.mkdir(parents=True, exist_ok=True)
         manifest = {"format": STORE_FORMAT, "task": task, "settings": settings, "model": dict(model or {})}
+        if generator:
+            manifest["generator"] = dict(generator)
         write_json(self.root / "manifest.json", manifest)
         (self.root / f"generations.rank{r}.jsonl").write_text("", encoding="utf-8")
         (self.root / f"hidden.rank{r}.npz").unlink(missing_ok=True)
@@ -107,6 +113,13 @@ class RunStore:
         write_jsonl(self.root / f"generations.rank{r}.jsonl", records)
         if arrays:
             np.savez(self.root / f"hidden.rank{r}.npz", **arrays)
+
+    def copy_generations(self, source: str | os.PathLike) -> None:
+        """Every rank's answers and hidden vectors of the store at ``source``, as they are (after :meth:`begin`,
+        in place of this rank's empty file): a store rescored elsewhere keeps the answers it was made from."""
+        (self.root / f"generations.rank{self.rank}.jsonl").unlink(missing_ok=True)
+        for path in [*Path(source).glob("generations.rank*.jsonl"), *Path(source).glob("hidden.rank*.npz")]:
+            shutil.copyfile(path, self.root / path.name)
 
     def write_scores(self, items: Iterable[Mapping[str, Any]]) -> None:
         """``scores.jsonl``: one item per question, in doc order."""

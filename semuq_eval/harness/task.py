@@ -16,14 +16,17 @@ Per question, :meth:`SemuqTask.construct_requests` returns
 - a sampled Instance (idx 1, repeats N) with the task's ``generation_kwargs`` (App. E.2: temperature
   1.0, top-p 0.9, top-k 50), which ``--gen_kwargs`` overrides.
 
-lm-eval then calls :meth:`SemuqTask.apply_filters` once per rank, on all of the rank's instances. It builds
-one :class:`~semuq_eval.harness.doc.Doc` per question (the greedy answer and EXACTLY N samples: lm-eval's
-data-parallel padding repeats a rank's last request, and the extra responses are dropped and counted), runs
-the pipeline on all of them at once (:func:`~semuq_eval.harness.pipeline.process_docs`: operators batched,
-scores, labels), writes the run store, and leaves each question's JSON-safe item as the filtered response of
-its sampled request. ``process_results`` only hands that item on; the aggregation functions compute AUROC /
-ECE with CIs over all items (:mod:`semuq_eval.harness.report`), return summary scalars for lm-eval's table,
-and write ``breakdown.json`` and ``scores.jsonl`` to the run store.
+The task is an adapter between lm-eval's instances and the pipeline's docs; a run goes down the path of
+:mod:`semuq_eval.harness.run`. The run context (output folder, run id, rank) and the run store are resolved once,
+when lm-eval builds the task. lm-eval then calls :meth:`SemuqTask.apply_filters` once per rank, on all of the
+rank's instances: it builds one :class:`~semuq_eval.harness.doc.Doc` per question (the greedy answer and EXACTLY
+N samples: lm-eval's data-parallel padding repeats a rank's last request, and the extra responses are dropped and
+counted), runs the pipeline on all of them at once (:func:`~semuq_eval.harness.pipeline.process_docs`: operators
+batched, scores, labels), starts the run store with the rank's answers, and leaves each question's JSON-safe
+item as the filtered response of its sampled request. ``process_results`` only hands that item on; the first
+aggregation call finishes the run on all items (:func:`~semuq_eval.harness.run.finish_run`: AUROC / ECE with
+CIs, ``breakdown.json``, ``scores.jsonl``, the run record), and every aggregation call returns one summary
+scalar of it for lm-eval's table.
 """
 
 from __future__ import annotations
@@ -44,8 +47,8 @@ from semuq_eval.harness.doc import Doc
 from semuq_eval.harness.operator_runs import OperatorRun, merge_operator_runs
 from semuq_eval.harness.overlap import warn_training_overlap
 from semuq_eval.harness.pipeline import process_docs
-from semuq_eval.harness.record import write_store_record
-from semuq_eval.harness.report import summarize, summary_keys, summary_scalars
+from semuq_eval.harness.report import summary_keys, summary_scalars
+from semuq_eval.harness.run import finish_run
 from semuq_eval.harness.settings import Settings
 from semuq_eval.harness.store import RunStore
 from semuq_eval.logs import share_lm_eval_logging
@@ -138,10 +141,17 @@ class SemuqTask(ConfigurableTask):
         # a trained operator (enc) that was trained on this run's LLM or dataset: warn once, before generating
         llm = (self.config.metadata or {}).get("pretrained")
         warn_training_overlap(self.settings, llm=llm, task=self.config.task)
+        # where this run writes and as which process; lm-eval's CLI merges model_args into the metadata, so each
+        # model gets its own folder by default
+        self.run_context = RunContext.resolve(
+            output_dir=self.settings.output_dir, run_id=self.settings.run_id, model=llm
+        )
+        root = self.run_context.store_dir(self.config.task)
+        self.store = None if root is None else RunStore(root, rank=self.run_context.rank)
         self._filters = []  # apply_filters below replaces lm-eval's filter ensembles
         self.operator_runs: dict[str, OperatorRun] = {}
         self._summary_cache: dict[tuple, dict] = {}
-        self.breakdown_path = None
+        self.generator: dict[str, Any] | None = None  # what generated the answers (Generation.source)
         self._dp_rank, self._dp_world = 0, 1  # lm-eval's split of the questions (build_all_requests)
 
     def build_all_requests(self, *args, **kwargs) -> None:
@@ -208,20 +218,15 @@ class SemuqTask(ConfigurableTask):
         v = doc.get("id", doc.get("question_id"))
         return None if v is None else str(v)
 
-    def context(self) -> RunContext:
-        """Where this run writes and as which process (:mod:`semuq_eval.context`)."""
-        metadata = self.config.metadata or {}
-        # lm-eval's CLI merges model_args into metadata: each model gets its own folder by default
-        return RunContext.resolve(
-            output_dir=self.settings.output_dir, run_id=self.settings.run_id, model=metadata.get("pretrained")
-        )
-
     # -- the pipeline, once per rank ------------------------------------------------------------------
     def apply_filters(self):
         triples = docs_from_instances(
             self._instances, self.settings.n_samples, self.question_of, self.references_of, self._doc_key
         )
         docs = [doc for doc, _, _ in triples]
+        self.generator = next(
+            (g.source for d in docs for g in (d.greedy, *d.samples) if g.source is not None), None
+        )
         result = process_docs(docs, self.settings, judge=self.judge)
         self.operator_runs = self._gather_operator_runs(result.operator_runs)
         for (doc, greedy_inst, sample_inst), item in zip(triples, result.items, strict=True):
@@ -229,17 +234,22 @@ class SemuqTask(ConfigurableTask):
                 greedy_inst.filtered_resps[FILTER] = [doc.greedy]
             if sample_inst is not None:
                 sample_inst.filtered_resps[FILTER] = item
-        context = self.context()
-        root = context.store_dir(self.config.task)
-        if root is not None and self.settings.store and self._writes_outputs():
+        if self.store is not None and self.settings.store and self._writes_outputs():
             try:
-                store = RunStore(root, rank=context.rank)
                 metadata = self.config.metadata or {}
                 model = {k: metadata[k] for k in MODEL_KEYS if metadata.get(k) is not None}
-                store.begin(self.config.task, self.settings.as_dict(), world_size=self._dp_world, model=model)
-                store.write_generations(docs, hidden=self.settings.store_hidden)
+                self.store.begin(
+                    self.config.task,
+                    self.settings.as_dict(),
+                    world_size=self._dp_world,
+                    model=model,
+                    generator=self.generator,
+                )
+                self.store.write_generations(docs, hidden=self.settings.store_hidden)
             except OSError as err:
-                log.warning("%s: could not write the run store in %s (%s)", self.config.task, root, err)
+                log.warning(
+                    "%s: could not write the run store in %s (%s)", self.config.task, self.store.root, err
+                )
         return None
 
     def _gather_operator_runs(self, runs: dict[str, OperatorRun]) -> dict[str, OperatorRun]:
@@ -297,7 +307,7 @@ class SemuqTask(ConfigurableTask):
     def _aggregate(self, key: str, items: list[dict]) -> float:
         fingerprint = (len(items), tuple(it["doc_id"] for it in items))
         if fingerprint not in self._summary_cache:
-            self._summary_cache[fingerprint] = self.full_breakdown(items)
+            self._summary_cache[fingerprint] = self._finish(items)
         value = summary_scalars(self._summary_cache[fingerprint]).get(key, math.nan)
         return float(value)
 
@@ -313,48 +323,26 @@ class SemuqTask(ConfigurableTask):
             "model's generation_config cannot change the decoding; other lm-eval models apply their own defaults",
         }
 
-    def full_breakdown(self, items: list[dict]) -> dict:
-        """Compute the breakdown of all items and write it (with scores.jsonl) to the store directory."""
-        breakdown = summarize(
-            items,
-            self.settings,
-            task=self.config.task,
-            operators=self.operator_runs,
-            judge=self.judge.info,
-            extra={
-                "generation_kwargs": deepcopy(self.config.generation_kwargs),
-                "decoding": self._decoding_record(),
-            },
-        )
-        root = self.context().store_dir(self.config.task)
-        if root is not None and self._writes_outputs(warn=False):
-            try:
-                store = RunStore(root)
-                root.mkdir(parents=True, exist_ok=True)
-                if self.settings.store:
-                    store.write_scores(items)
-                self.breakdown_path = store.write_breakdown(breakdown)
-                if self.settings.store:
-                    write_store_record(root)
-                labels = breakdown["labels"]["greedy"]
-                log.info(
-                    "%s: semuq breakdown (%d questions, greedy labels %d correct / %d incorrect; %d estimators) "
-                    "written to %s",
-                    self.config.task,
-                    breakdown["n_docs"],
-                    labels["n_correct"],
-                    labels["n"] - labels["n_correct"],
-                    len(breakdown["estimators_scored"]),
-                    self.breakdown_path,
-                )
-            except (OSError, ValueError) as err:
-                log.warning(
-                    "%s: could not write the breakdown or record to %s (%s)", self.config.task, root, err
-                )
-        elif root is None:
+    def _finish(self, items: list[dict]) -> dict:
+        """The run finished on all items (:func:`~semuq_eval.harness.run.finish_run`), written by the process
+        that writes the outputs; a store that cannot be written costs a warning, never lm-eval's results."""
+        if self.store is None:
             log.warning(
                 "%s: no output directory (set --output_path, metadata output_dir or $SEMUQ_OUTPUT_DIR); "
                 "the full semuq breakdown is not written",
                 self.config.task,
             )
-        return breakdown
+        return finish_run(
+            items,
+            self.settings,
+            task=self.config.task,
+            operators=self.operator_runs,
+            judge=self.judge.info,
+            store=self.store if self._writes_outputs(warn=False) else None,
+            extra={
+                "generation_kwargs": deepcopy(self.config.generation_kwargs),
+                "decoding": self._decoding_record(),
+                **({"generator": deepcopy(self.generator)} if self.generator else {}),
+            },
+            strict=False,
+        )

@@ -1,7 +1,10 @@
 """Judges: correctness labels for generated answers, from the question's reference answers.
 
-``get_judge(name, **options)`` builds the judge registered under ``name``; ``names()`` lists them.
-:func:`label_answers` turns one judge's verdicts into the greedy and majority labels of App. D.
+``get(name, **options)`` builds the judge registered under ``name``; ``names()`` lists them; ``register`` adds
+one, and an installed package adds one through the entry-point group ``semuq_eval.judges``
+(:mod:`semuq_eval.registry`). :func:`label_answers` turns one judge's verdicts into a label per label strategy
+(:mod:`~semuq_eval.judges.strategies`, a registry of its own: the greedy and majority labels of App. D and any
+registered further).
 
 =========  ======================================================================================
 name       judge
@@ -18,33 +21,23 @@ The LLM judges share prompts (:mod:`~semuq_eval.judges.prompts`), a persistent v
 
 from __future__ import annotations
 
-from semuq_eval.judges.base import Judge, Verdict, as_verdict, get_judge, judge_registry, register_judge
-from semuq_eval.judges.hf import HFJudge
-from semuq_eval.judges.openai import OpenAIJudge
+from semuq_eval.judges.base import Judge, Verdict, as_verdict, get, names, register, registry
 from semuq_eval.judges.strategies import LABEL_STRATEGIES, label_answers, majority_label
 from semuq_eval.judges.string import MODES, StringJudge, normalize, token_f1
-
-
-def names() -> list[str]:
-    """The registered judge names."""
-    return sorted(judge_registry.keys())
-
 
 __all__ = [
     "LABEL_STRATEGIES",
     "MODES",
-    "HFJudge",
     "Judge",
-    "OpenAIJudge",
     "StringJudge",
     "Verdict",
     "as_verdict",
-    "get_judge",
-    "judge_registry",
+    "get",
     "label_answers",
     "majority_label",
     "names",
     "normalize",
-    "register_judge",
+    "register",
+    "registry",
     "token_f1",
 ]

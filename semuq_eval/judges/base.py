@@ -15,9 +15,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from lm_eval.api.registry import Registry
+from semuq_eval.registry import Registry
 
-__all__ = ["Judge", "Verdict", "as_verdict", "get_judge", "judge_registry", "register_judge"]
+__all__ = ["Judge", "Verdict", "as_verdict", "get", "names", "register", "registry"]
 
 
 @dataclass(frozen=True)
@@ -83,17 +83,31 @@ class Judge(Protocol):
     def info(self) -> dict[str, Any]: ...
 
 
-judge_registry: Registry[Any] = Registry("judge")
+def _check(name: str, obj: object) -> type:
+    """A loaded judge must be a class whose instances have ``batch`` (:class:`Judge`)."""
+    if not (isinstance(obj, type) and callable(getattr(obj, "batch", None))):
+        raise TypeError(f"judge {name!r}: {obj!r} is not a judge class (a class with a batch method)")
+    return obj
 
 
-def register_judge(name: str) -> Callable[[type], type]:
-    """Class decorator: register a :class:`Judge` class under ``name``; ``get_judge(name, **options)`` builds it.
+registry: Registry[type] = Registry("judge", group="semuq_eval.judges", check=_check)
+
+for _name, _target in {
+    "string": "semuq_eval.judges.string:StringJudge",
+    "hf": "semuq_eval.judges.hf:HFJudge",
+    "openai": "semuq_eval.judges.openai:OpenAIJudge",
+}.items():
+    registry.register(_name, _target)
+
+
+def register(name: str) -> Callable[[type], type]:
+    """Class decorator: register a :class:`Judge` class under ``name``; ``get(name, **options)`` builds it.
 
     Examples
     --------
     A judge that takes an answer as correct when it names the first alias verbatim::
 
-        @register_judge("verbatim")
+        @register("verbatim")
         class VerbatimJudge:
             name = "verbatim"
             info = {"judge": "verbatim"}
@@ -103,16 +117,17 @@ def register_judge(name: str) -> Callable[[type], type]:
     """
 
     def decorate(cls: type) -> type:
-        judge_registry.register(name, target=cls)
+        registry.register(name, _check(name, cls))
         return cls
 
     return decorate
 
 
-def get_judge(name: str, **options: Any) -> Judge:
+def get(name: str, **options: Any) -> Judge:
     """The judge registered as ``name``, built with ``options`` (KeyError listing the known names)."""
-    try:
-        cls = judge_registry.get(name)
-    except KeyError:
-        raise KeyError(f"unknown judge {name!r}; known judges: {sorted(judge_registry.keys())}") from None
-    return cls(**options)
+    return registry.get(name)(**options)
+
+
+def names() -> list[str]:
+    """The registered judge names (installed packages' included)."""
+    return registry.names()

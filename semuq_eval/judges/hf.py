@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from semuq_eval.judges.base import Verdict, register_judge
+from semuq_eval.judges.base import Verdict
 from semuq_eval.judges.prompted import PromptedJudge
 
 __all__ = ["HFJudge", "common_prefix_length", "yes_no_token_ids"]
@@ -67,7 +67,6 @@ def _folder_revision(path: Path) -> str:
     return "local-" + h.hexdigest()[:16]
 
 
-@register_judge("hf")
 class HFJudge(PromptedJudge):
     """A local transformers causal LM as judge (module docstring).
 

@@ -9,7 +9,8 @@ an unknown label with the reply kept; a request that still fails after ``max_ret
 connection refused, HTTP 429 / 5xx, garbage body) is an unknown label with the reason, not cached, so the
 next run asks again. HTTP 401 / 403 / 404 (wrong key, model or URL) stop the judge at once with a clear
 error. ``concurrency`` requests run in parallel. The API key is read from the environment variable named by
-``api_key_env`` (no key: no Authorization header, as local servers expect).
+``api_key_env`` (no key: no Authorization header, as local servers expect). Requests are built, sent and read
+by :mod:`semuq_eval.openai_client`, the transport the ``semuq-api`` model uses too.
 
 Example
 -------
@@ -22,30 +23,27 @@ Example
 
 from __future__ import annotations
 
-import json
 import math
-import os
-import random
-import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from semuq_eval.judges.base import Verdict, register_judge
+from semuq_eval.judges.base import Verdict
 from semuq_eval.judges.prompted import PromptedJudge
 from semuq_eval.judges.prompts import parse_yes_no
+from semuq_eval.openai_client import (
+    MalformedLogprobs,
+    RequestFailed,
+    ServerClient,
+    ServerRefused,
+    choice_text,
+    first_choice,
+    read_logprobs,
+)
 
 __all__ = ["JudgeServerError", "OpenAIJudge", "yes_no_probability"]
 
-ENDPOINTS = {"chat": "/chat/completions", "completions": "/completions"}
-FATAL_STATUS = (401, 403, 404)
-
-
-class JudgeServerError(RuntimeError):
-    """The server refuses the judge's configuration (key, model or URL): every request would fail."""
+JudgeServerError = ServerRefused
+"""The server refuses the judge's configuration (key, model or URL): every request would fail."""
 
 
 def yes_no_probability(top: Mapping[str, float]) -> float | None:
@@ -70,7 +68,6 @@ def yes_no_probability(top: Mapping[str, float]) -> float | None:
     return yes / (yes + no) if yes + no > 0.0 else None
 
 
-@register_judge("openai")
 class OpenAIJudge(PromptedJudge):
     """An OpenAI-compatible server as judge (module docstring).
 
@@ -118,35 +115,32 @@ class OpenAIJudge(PromptedJudge):
         **options: Any,
     ) -> None:
         super().__init__(**options)
-        if endpoint not in ENDPOINTS:
-            raise ValueError(f"endpoint must be one of {sorted(ENDPOINTS)}, got {endpoint!r}")
-        if not str(base_url).startswith(("http://", "https://")):
-            raise ValueError(f"base_url must start with http:// or https://, got {base_url!r}")
-        for key, value, low in (
-            ("concurrency", concurrency, 1),
-            ("max_retries", max_retries, 0),
-            ("max_tokens", max_tokens, 1),
-        ):
-            if int(value) < low:
-                raise ValueError(f"{key} must be >= {low}, got {value}")
-        if not float(timeout) > 0:
-            raise ValueError(f"timeout must be > 0, got {timeout}")
-        self.base_url = str(base_url).rstrip("/")
-        self.model = str(model)
-        self.endpoint = endpoint
-        self.api_key_env = api_key_env
-        self.concurrency = int(concurrency)
-        self.timeout = float(timeout)
-        self.max_retries = int(max_retries)
-        self.backoff = float(backoff)
+        if int(max_tokens) < 1:
+            raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
+        self.client = ServerClient(
+            base_url,
+            model,
+            endpoint=endpoint,
+            api_key_env=api_key_env,
+            concurrency=concurrency,
+            timeout=timeout,
+            max_retries=max_retries,
+            backoff=backoff,
+        )
         self.logprobs = bool(logprobs)
         self.max_tokens = int(max_tokens)
 
     @property
     def url(self) -> str:
-        if self.base_url.endswith(tuple(ENDPOINTS.values())):
-            return self.base_url
-        return self.base_url + ENDPOINTS[self.endpoint]
+        return self.client.url
+
+    @property
+    def model(self) -> str:
+        return self.client.model
+
+    @property
+    def endpoint(self) -> str:
+        return self.client.endpoint
 
     @property
     def identity(self) -> dict[str, Any]:
@@ -160,76 +154,25 @@ class OpenAIJudge(PromptedJudge):
 
     @property
     def info(self) -> dict[str, Any]:
-        return {**super().info, "base_url": self.base_url}
+        return {**super().info, "base_url": self.client.base_url}
 
     # ------------------------------------------------------------------ requests
     def _body(self, prompt: str) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": self.model, "temperature": 0.0, "max_tokens": self.max_tokens}
-        if self.endpoint == "chat":
-            body["messages"] = [{"role": "user", "content": prompt}]
-            if self.logprobs:
-                body.update(logprobs=True, top_logprobs=10)
-        else:
-            body["prompt"] = prompt
-            if self.logprobs:
-                body["logprobs"] = 10
-        return body
-
-    def _post(self, body: Mapping[str, Any]) -> dict[str, Any]:
-        headers = {"Content-Type": "application/json"}
-        key = os.environ.get(self.api_key_env) if self.api_key_env else None
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        request = urllib.request.Request(
-            self.url, data=json.dumps(body).encode(), headers=headers, method="POST"
-        )
-        with _OPENER.open(request, timeout=self.timeout) as response:
-            return json.loads(response.read().decode("utf-8"))
+        fields: dict[str, Any] = {"temperature": 0.0, "max_tokens": self.max_tokens}
+        if self.logprobs:
+            fields.update(self.client.logprob_fields(10))
+        return self.client.body(prompt, **fields)
 
     def _ask(self, prompt: str) -> Verdict:
-        error = "no attempt"
-        for attempt in range(self.max_retries + 1):
-            if attempt:
-                time.sleep(self.backoff * 2 ** (attempt - 1) * (0.5 + random.random()))
-            try:
-                return self._read(self._post(self._body(prompt)))
-            except urllib.error.HTTPError as exc:
-                detail = exc.read()[:200].decode("utf-8", "replace") if exc.fp else ""
-                if exc.code in FATAL_STATUS:
-                    raise JudgeServerError(
-                        f"judge server {self.url} answered HTTP {exc.code} for model {self.model!r}: {detail.strip()} "
-                        f"(check base_url, model and the key in ${self.api_key_env})"
-                    ) from exc
-                error = f"HTTP {exc.code}"
-            except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
-                error = f"request failed: {getattr(exc, 'reason', exc)}"
-            except (json.JSONDecodeError, UnicodeDecodeError):
-                error = "the server's reply is not JSON"
-            except _Unreadable as exc:
-                error = str(exc)
-        return Verdict(None, error=f"{error} (after {self.max_retries} retries)")
-
-    def _read(self, payload: Mapping[str, Any]) -> Verdict:
         try:
-            choice = payload["choices"][0]
-        except (KeyError, IndexError, TypeError):
-            raise _Unreadable("the server's reply has no choices") from None
-        if not isinstance(choice, Mapping):
-            raise _Unreadable(
-                f"the server's reply has a choice that is not an object ({type(choice).__name__})"
-            )
-        if self.endpoint == "chat":
-            message = choice.get("message")
-            if not isinstance(message, Mapping):
-                raise _Unreadable("the server's reply has no message object")
-            text = message.get("content")
-            top = _chat_top(choice.get("logprobs"))
-        else:
-            text = choice.get("text")
-            top = _completion_top(choice.get("logprobs"))
-        if not isinstance(text, str):
-            raise _Unreadable("the server's reply has no text")
-        p = yes_no_probability(top) if top else None
+            return self.client.send(self._body(prompt), self._read)
+        except RequestFailed as exc:
+            return Verdict(None, error=str(exc))
+
+    def _read(self, payload: Any) -> Verdict:
+        choice = first_choice(payload)
+        text = choice_text(choice, self.endpoint)
+        p = yes_no_probability(_first_top(choice.get("logprobs"), self.endpoint))
         if p is not None:
             return Verdict(p > 0.5, p, text)
         label = parse_yes_no(text)
@@ -238,48 +181,19 @@ class OpenAIJudge(PromptedJudge):
         return Verdict(label, None, text)
 
     def judge_prompts(self, prompts: Sequence[str], questions: Sequence[int]) -> list[Verdict]:
-        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
-            return list(pool.map(self._ask, prompts))
+        return self.client.map(self._ask, prompts)
 
 
-class _Unreadable(ValueError):
-    """A reply whose structure is not an OpenAI completion (retried like a failed request)."""
-
-
-class _NoCredentialsAcrossHosts(urllib.request.HTTPRedirectHandler):
-    """Follows a redirect, but never sends the API key to another host (urllib copies every header)."""
-
-    def redirect_request(self, req, fp, code, msg, headers, newurl):
-        new = super().redirect_request(req, fp, code, msg, headers, newurl)
-        if (
-            new is not None
-            and urllib.parse.urlsplit(newurl).netloc != urllib.parse.urlsplit(req.full_url).netloc
-        ):
-            new.headers.pop("Authorization", None)
-            new.unredirected_hdrs.pop("Authorization", None)
-        return new
-
-
-_OPENER = urllib.request.build_opener(_NoCredentialsAcrossHosts)
-
-
-def _chat_top(logprobs: Any) -> dict[str, float]:
-    """``{token: logprob}`` of the first position of a chat reply's ``logprobs.content``."""
+def _first_top(logprobs: Any, endpoint: str) -> dict[str, float]:
+    """``{token: logprob}`` at the reply's first position (chat) or first non-blank one (completions); empty
+    when the server returned none or they cannot be read (the text then decides)."""
     try:
-        first = logprobs["content"][0]
-        top = first.get("top_logprobs") or [first]
-        return {str(t["token"]): float(t["logprob"]) for t in top}
-    except (AttributeError, KeyError, IndexError, TypeError, ValueError):
+        parsed = read_logprobs(logprobs)
+    except MalformedLogprobs:
         return {}
-
-
-def _completion_top(logprobs: Any) -> dict[str, float]:
-    """``{token: logprob}`` of the first non-blank position of a completion's legacy ``logprobs``."""
-    try:
-        tokens, tops = logprobs.get("tokens") or [], logprobs.get("top_logprobs") or []
-        for token, top in zip(tokens, tops, strict=False):
-            if str(token).strip():
-                return {str(k): float(v) for k, v in (top or {}).items()}
-    except (AttributeError, TypeError, ValueError):
-        pass
+    if parsed is None:
+        return {}
+    for i, token in enumerate(parsed.tokens):
+        if endpoint == "chat" or token.strip():
+            return parsed.top[i] or {token: parsed.logprobs[i]}
     return {}

@@ -1,21 +1,82 @@
-"""The two label strategies of App. D, from any judge's verdicts: ``greedy`` and ``majority``.
+"""Label strategies: a question's correctness label from one judge's verdicts on its greedy and N sampled answers.
 
-``greedy`` is the verdict on the greedy answer. ``majority`` is the strict majority of the verdicts on the N
+A label strategy is a function ``(greedy, samples) -> True | False | None`` of the verdict on the greedy answer
+and the verdicts on the sampled answers (each True, False or None: unknown). The two of App. D are built in:
+``greedy`` is the verdict on the greedy answer; ``majority`` is the strict majority of the verdicts on the
 sampled answers: missing verdicts are left out of the vote, a tie (e.g. 10 correct, 10 incorrect) is
-**incorrect**, and no verdict at all gives a missing label. Both use the same judge, and the verdict on every
-sampled answer is kept (``samples``): training an operator needs them.
+**incorrect**, and no verdict at all gives a missing label. Every run labels its questions under every
+registered strategy; ``register`` adds one, and an installed package adds one through the entry-point group
+``semuq_eval.label_strategies`` (:mod:`semuq_eval.registry`). The verdict on every sampled answer is kept
+(``samples``): training an operator needs them, and any strategy can be derived from them later.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from semuq_eval.judges.base import Judge, as_verdict
+from semuq_eval.registry import Registry
 
-__all__ = ["LABEL_STRATEGIES", "label_answers", "majority_label"]
+__all__ = [
+    "LABEL_STRATEGIES",
+    "LabelStrategy",
+    "get",
+    "label_answers",
+    "labels_of",
+    "majority_label",
+    "names",
+    "register",
+    "registry",
+]
+
+LabelStrategy = Callable[[bool | None, Sequence[bool | None]], bool | None]
+"""``strategy(greedy, samples)``: the label from the verdict on the greedy answer and those on the samples."""
 
 LABEL_STRATEGIES = ("greedy", "majority")
+"""App. D's two strategies, always registered: the leaderboard compares runs under these."""
+
+
+def _check(name: str, obj: object) -> LabelStrategy:
+    """A loaded label strategy must be callable as ``strategy(greedy, samples)``."""
+    if not callable(obj) or isinstance(obj, type):
+        raise TypeError(f"label strategy {name!r}: {obj!r} is not a function (greedy, samples) -> label")
+    return obj
+
+
+registry: Registry[LabelStrategy] = Registry(
+    "label strategy", group="semuq_eval.label_strategies", check=_check
+)
+
+
+def register(name: str) -> Callable[[LabelStrategy], LabelStrategy]:
+    """Decorator: register ``strategy(greedy, samples) -> bool | None`` under ``name`` and return it unchanged.
+
+    Examples
+    --------
+    A label that is correct when any sampled answer is (no verdict at all: unknown)::
+
+        @register("any_sample")
+        def any_sample(greedy, samples):
+            judged = [v for v in samples if v is not None]
+            return any(judged) if judged else None
+    """
+
+    def decorate(strategy: LabelStrategy) -> LabelStrategy:
+        registry.register(name, _check(name, strategy))
+        return strategy
+
+    return decorate
+
+
+def get(name: str) -> LabelStrategy:
+    """The label strategy registered under ``name`` (KeyError listing the known names otherwise)."""
+    return registry.get(name)
+
+
+def names() -> list[str]:
+    """The registered label strategies (installed packages' included)."""
+    return registry.names()
 
 
 def majority_label(verdicts: Sequence[bool | None]) -> bool | None:
@@ -36,6 +97,26 @@ def majority_label(verdicts: Sequence[bool | None]) -> bool | None:
     return sum(judged) * 2 > len(judged)
 
 
+@register("greedy")
+def greedy(greedy: bool | None, samples: Sequence[bool | None]) -> bool | None:
+    """App. D's greedy label: the verdict on the greedy answer."""
+    return greedy
+
+
+@register("majority")
+def majority(greedy: bool | None, samples: Sequence[bool | None]) -> bool | None:
+    """App. D's majority label: :func:`majority_label` of the sampled answers' verdicts."""
+    return majority_label(samples)
+
+
+def labels_of(record: Mapping[str, Any]) -> dict[str, bool | None]:
+    """Every registered strategy's label of one question's label ``record`` (as :func:`label_answers` returns
+    it, or a store's label set): the record's own label where it has one, else the strategy applied to its
+    verdicts (``greedy``, the verdict on the greedy answer, and ``samples``)."""
+    greedy_verdict, samples = record.get("greedy"), record.get("samples", [])
+    return {s: record[s] if s in record else get(s)(greedy_verdict, samples) for s in names()}
+
+
 def label_answers(
     judge: Judge,
     questions: Sequence[str],
@@ -43,10 +124,10 @@ def label_answers(
     samples: Sequence[Sequence[str]],
     references: Sequence[Sequence[str]],
 ) -> list[dict[str, Any]]:
-    """Both label strategies for many questions, with ONE ``judge.batch`` call over all their answers.
+    """Every label strategy for many questions, with ONE ``judge.batch`` call over all their answers.
 
-    Returns, per question, ``{"greedy": bool|None, "majority": bool|None, "samples": [bool|None, ...],
-    "n_missing_verdicts": int}``, plus ``"p_correct": {"greedy": p, "samples": [...]}`` when the judge gives
+    Returns, per question, ``{"greedy": bool|None, "majority": bool|None, <each further registered
+    strategy>: bool|None, "samples": [bool|None, ...], "n_missing_verdicts": int}``, plus ``"p_correct": {"greedy": p, "samples": [...]}`` when the judge gives
     probabilities and ``"errors": {reason: count}`` when some verdicts are unknown. A None label is missing
     (left out of that strategy's metrics, counted).
     """
@@ -61,13 +142,13 @@ def label_answers(
     if len(raw) != len(answers):
         raise ValueError(f"judge {judge.name} returned {len(raw)} verdicts for {len(answers)} answers")
     verdicts = [as_verdict(v) for v in raw]
+    strategies = {s: get(s) for s in names()}
     out = []
     for start, end in spans:
         own = verdicts[start:end]
         labels = [v.label for v in own]
         record: dict[str, Any] = {
-            "greedy": labels[0],
-            "majority": majority_label(labels[1:]),
+            **{s: strategy(labels[0], labels[1:]) for s, strategy in strategies.items()},
             "samples": labels[1:],
             "n_missing_verdicts": sum(v is None for v in labels),
         }

@@ -19,8 +19,6 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from semuq_eval.judges.base import register_judge
-
 __all__ = ["MODES", "StringJudge", "normalize", "token_f1"]
 
 MODES = ("contains", "em", "f1")
@@ -50,7 +48,6 @@ def token_f1(prediction: str, reference: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-@register_judge("string")
 @dataclass(frozen=True)
 class StringJudge:
     """Deterministic string matching after SQuAD normalization (see the module docstring).

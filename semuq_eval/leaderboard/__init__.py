@@ -1,7 +1,8 @@
 """The leaderboard: merge runs of many LLMs x tasks into Markdown, CSV, JSON, one static HTML page and plots.
 
 ``semuq-eval leaderboard 'out/**/semuq/*/*' --output leaderboards/mine`` runs :func:`.build.build`. The
-steps, one module each: :mod:`.collect` (find, read and check run stores; group them into sections of runs
+steps, one module each: :mod:`.runs` (what a run and a section are), :mod:`.discovery`, :mod:`.loading` and
+:mod:`.provenance` (find, read and check run stores or records), :mod:`.alignment` (group them into sections of runs
 comparable question by question), :mod:`.baselines` (which estimator each ``@enc`` estimator is compared with),
 :mod:`.compute` (cells with CIs, paired differences, rank intervals, on one shared seeded bootstrap),
 :mod:`.headline` (one row per LLM for the reference estimator, and the optimistic best), :mod:`.curves` (its
@@ -11,8 +12,11 @@ CSV, JSON), :mod:`.html` (the page), :mod:`.plots` (PNGs).
 
 from __future__ import annotations
 
-from semuq_eval.leaderboard.collect import LeaderboardInputError, expand_inputs, group_sections, load_runs
+from semuq_eval.leaderboard.alignment import group_sections
 from semuq_eval.leaderboard.compute import Leaderboard, LeaderboardConfig
+from semuq_eval.leaderboard.discovery import expand_inputs
+from semuq_eval.leaderboard.loading import load_runs
+from semuq_eval.leaderboard.runs import LeaderboardInputError
 
 # ``compute`` stays a module name (semuq_eval.leaderboard.compute.compute is the function), not re-exported
 

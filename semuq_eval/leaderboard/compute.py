@@ -1,6 +1,6 @@
 """Every figure of a leaderboard, on one shared seeded bootstrap per section.
 
-Within a section (:mod:`semuq_eval.leaderboard.collect`) every run holds the same questions in doc-id order,
+Within a section (:mod:`semuq_eval.leaderboard.alignment`) every run holds the same questions in doc-id order,
 so :meth:`Bootstrap.counts` gives every LLM and every estimator the **same** resampled question sets:
 resample r draws the same questions for every LLM. That makes three things valid:
 
@@ -42,9 +42,9 @@ from semuq_eval.harness.reliability import MIN_MINORITY, assess
 from semuq_eval.jsonio import finite_or_none
 from semuq_eval.judges import LABEL_STRATEGIES
 from semuq_eval.leaderboard.baselines import PAIR_SETS, PAIRS, operator_pairs
-from semuq_eval.leaderboard.collect import Run, Section
 from semuq_eval.leaderboard.curves import curves
 from semuq_eval.leaderboard.headline import REFERENCE, headline
+from semuq_eval.leaderboard.runs import Run, Section
 from semuq_eval.metrics import (
     DEFAULT_METRICS,
     Bootstrap,
@@ -435,7 +435,7 @@ def compute(sections: Sequence[Section], config: LeaderboardConfig | None = None
     Parameters
     ----------
     sections : sequence of Section
-        From :func:`semuq_eval.leaderboard.collect.group_sections`.
+        From :func:`semuq_eval.leaderboard.alignment.group_sections`.
     config : LeaderboardConfig, optional
 
     Returns
@@ -445,7 +445,8 @@ def compute(sections: Sequence[Section], config: LeaderboardConfig | None = None
     Examples
     --------
     >>> import numpy as np
-    >>> from semuq_eval.leaderboard.collect import Run, group_sections
+    >>> from semuq_eval.leaderboard.runs import Run
+    >>> from semuq_eval.leaderboard.alignment import group_sections
     >>> rng = np.random.default_rng(0)
     >>> y = rng.integers(0, 2, 80).astype(float)
     >>> def run(llm):

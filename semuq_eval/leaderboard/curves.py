@@ -1,7 +1,7 @@
 """The per-question pictures of the headline: accuracy-vs-rejection curves and reliability diagrams.
 
-Both read one run's per-question scores and labels (``scores.jsonl``, which :mod:`.collect` loads into
-:class:`~.collect.Run`; a breakdown-only run has none, so it gets no curve). They are drawn from the same
+Both read one run's per-question scores and labels (``scores.jsonl``, which :mod:`.loading` loads into
+:class:`~.runs.Run`; a breakdown-only run has none, so it gets no curve). They are drawn from the same
 definitions as the cells' figures:
 
 - :func:`rejection_curve` is the curve whose mean is :func:`semuq_eval.metrics.auarc` (AURAC): the answers are

@@ -5,20 +5,21 @@ each LLM would reward the LLM whose many estimators happened to get lucky, so th
 **reference estimator**, fixed before the LLMs are looked at: :attr:`LeaderboardConfig.reference
 <semuq_eval.leaderboard.compute.LeaderboardConfig>` (``--reference``; default :data:`REFERENCE`, the
 question-conditioned operator ``enc``, the paper's trained operator, with the fixed ``kle_heat`` aggregator),
-under the greedy labels
-(:data:`STRATEGY`: is the answer the LLM would give correct?).
+under the greedy labels (:data:`STRATEGY`: is the answer the LLM would give correct?), and beside it the same table under the
+majority-vote labels (is the answer most of its N samples agree on correct?): :func:`headline` gives one table
+per label strategy of :data:`~semuq_eval.judges.LABEL_STRATEGIES`, each ranked on its own labels.
 
 A column is a task's section (:func:`columns`: its ``#common`` section when its LLMs ran different question
 sets). Each cell is the board's own figure, nothing recomputed: the reference estimator's AUROC cell (CI, correct /
-incorrect counts, greedy accuracy, the run's small-sample flag, :mod:`semuq_eval.harness.reliability`) and its
+incorrect counts, the accuracy under the table's labels, the run's small-sample flag, :mod:`semuq_eval.harness.reliability`) and its
 row of the LLM rank intervals (:func:`~semuq_eval.leaderboard.compute.rank_intervals`). The mean column
 averages the LLM's task AUROCs resample by resample on the sections' shared bootstraps (the sections hold
 different questions, so resample r of each is one joint draw): its CI is the percentile interval of those
 means, and its rank interval ranks the LLMs that have every task, by the same rank rule. Rows are sorted by the
 mean column (highest first; an LLM without one last).
 
-The second headline, :func:`best_rows`, gives each LLM's best estimator per task: the maximum of many noisy
-AUROCs, biased upward, hence labelled **optimistic** wherever it is shown.
+Each table comes with :func:`best_rows`, each LLM's best estimator per task under the same labels: the maximum
+of many noisy AUROCs, biased upward, hence labelled **optimistic** wherever it is shown.
 """
 
 from __future__ import annotations
@@ -31,10 +32,11 @@ import numpy as np
 
 from semuq_eval.harness.reliability import MIN_VALID_SHARE
 from semuq_eval.jsonio import finite_or_none
+from semuq_eval.judges import LABEL_STRATEGIES
 
 if TYPE_CHECKING:  # type hints only: compute imports this module
-    from semuq_eval.leaderboard.collect import Section
     from semuq_eval.leaderboard.compute import Leaderboard
+    from semuq_eval.leaderboard.runs import Section
     from semuq_eval.metrics import Bootstrap
 
 __all__ = ["REFERENCE", "RULE", "STRATEGY", "best_rows", "cell_summary", "columns", "headline"]
@@ -44,7 +46,8 @@ REFERENCE = "kle_heat@enc"
 which weights it runs with is the runs' choice) with the fixed aggregator ``kle_heat``."""
 
 STRATEGY = "greedy"
-"""The headline's label strategy: the greedy answer's correctness (its accuracy is the LLM's accuracy)."""
+"""The first headline's label strategy: the greedy answer's correctness (its accuracy is the LLM's accuracy);
+the headline's pictures (:mod:`.curves`) are drawn under it."""
 
 RULE = (
     "each cell is the AUROC of the reference estimator {reference}, set in the board's settings before the "
@@ -123,8 +126,9 @@ def columns(sections: Sequence[Section]) -> list[Section]:
 
 def headline(
     board: Leaderboard, resampled: Mapping[tuple[str, str], Mapping[tuple[str, str], tuple]]
-) -> dict[str, Any]:
-    """The headline table of a computed board (module docstring): ``leaderboard.json``'s ``headline``.
+) -> dict[str, dict[str, Any]]:
+    """The headline tables of a computed board (module docstring): ``leaderboard.json``'s ``headline``, one
+    table per label strategy (greedy first).
 
     Parameters
     ----------
@@ -137,12 +141,13 @@ def headline(
     Returns
     -------
     dict
-        ``{"reference", "strategy", "rule", "columns", "rows", "best"}`` (:mod:`.schema`).
+        ``{strategy: {"reference", "strategy", "rule", "columns", "rows", "best"}}`` (:mod:`.schema`).
 
     Examples
     --------
     >>> from semuq_eval.leaderboard.compute import compute, LeaderboardConfig
-    >>> from semuq_eval.leaderboard.collect import Run, group_sections
+    >>> from semuq_eval.leaderboard.runs import Run
+    >>> from semuq_eval.leaderboard.alignment import group_sections
     >>> rng = np.random.default_rng(0)
     >>> y = rng.integers(0, 2, 80).astype(float)
     >>> def run(llm, skill):
@@ -150,11 +155,18 @@ def headline(
     ...           "labels": {}, "settings": {"min_minority": 20}}
     ...     return Run(path=llm, task="t", llm=llm, breakdown=bd, settings=bd["settings"], doc_ids=np.arange(80),
     ...                scores={"kle_heat@enc": rng.normal(size=80) + skill * (1 - y)},
-    ...                labels={"greedy": y, "majority": y})
+    ...                labels={"greedy": y, "majority": 1 - y})
     >>> board = compute(group_sections([run("a", 0.2), run("b", 2.0)]), LeaderboardConfig(n_resamples=200))
-    >>> [(row["llm"], round(row["mean"]["value"], 3), row["mean"]["rank"]) for row in board.headline["rows"]]
-    [('b', 0.905, 1), ('a', 0.599, 2)]
+    >>> [(s, [(row["llm"], round(row["mean"]["value"], 3)) for row in h["rows"]]) for s, h in board.headline.items()]
+    [('greedy', [('b', 0.905), ('a', 0.599)]), ('majority', [('a', 0.401), ('b', 0.095)])]
     """
+    return {strategy: _table(board, resampled, strategy) for strategy in LABEL_STRATEGIES}
+
+
+def _table(
+    board: Leaderboard, resampled: Mapping[tuple[str, str], Mapping[tuple[str, str], tuple]], strategy: str
+) -> dict[str, Any]:
+    """One headline table: the reference estimator's AUROC under ``strategy`` labels (:func:`headline`)."""
     from semuq_eval.leaderboard.compute import rank_intervals
 
     config = board.config
@@ -165,12 +177,12 @@ def headline(
     at = {
         (c["section"], c["llm"]): c
         for c in board.cells
-        if c["estimator"] == reference and c["strategy"] == STRATEGY and c["metric"] == "auroc"
+        if c["estimator"] == reference and c["strategy"] == strategy and c["metric"] == "auroc"
     }
     ranks = {
         (r["section"], r["llm"]): r
         for r in board.llm_ranks
-        if r["estimator"] == reference and r["strategy"] == STRATEGY
+        if r["estimator"] == reference and r["strategy"] == strategy
     }
     rows, means = [], {}
     for llm in llms:
@@ -182,7 +194,7 @@ def headline(
             rank = ranks.get((s.id, llm)) or {}
             cell.update({k: rank.get(k) for k in ("rank", "rank_low", "rank_high", "n_ranked")})
             cells[s.id] = cell
-            figure = resampled.get((s.id, llm), {}).get((STRATEGY, reference))
+            figure = resampled.get((s.id, llm), {}).get((strategy, reference))
             draws.append(None if figure is None else figure[1])
         mean, means[llm] = _mean_cell(list(cells.values()), draws, bootstrap)
         mean["n_tasks"] = len(cells)
@@ -203,16 +215,19 @@ def headline(
     rows.sort(key=lambda r: (r["mean"]["value"] is None, -(r["mean"]["value"] or 0.0)))
     return {
         "reference": reference,
-        "strategy": STRATEGY,
-        "rule": RULE.format(reference=reference, strategy=STRATEGY),
+        "strategy": strategy,
+        "rule": RULE.format(reference=reference, strategy=strategy),
         "columns": ids,
         "rows": rows,
-        "best": best_rows(board.cells, [r["llm"] for r in rows], ids),
+        "best": best_rows(board.cells, [r["llm"] for r in rows], ids, strategy),
     }
 
 
-def best_rows(cells: Sequence[Mapping[str, Any]], llms: Sequence[str], ids: Sequence[str]) -> list[dict]:
-    """Each LLM's best estimator per task (greedy AUROC; optimistic: the maximum of many noisy cells).
+def best_rows(
+    cells: Sequence[Mapping[str, Any]], llms: Sequence[str], ids: Sequence[str], strategy: str = STRATEGY
+) -> list[dict]:
+    """Each LLM's best estimator per task (AUROC under ``strategy`` labels; optimistic: the maximum of many
+    noisy cells).
 
     Rows follow ``llms`` (the headline's order); a cell is the best estimator's AUROC cell, with its name.
 
@@ -227,7 +242,7 @@ def best_rows(cells: Sequence[Mapping[str, Any]], llms: Sequence[str], ids: Sequ
     """
     best: dict[tuple[str, str], Mapping[str, Any]] = {}
     for c in cells:
-        if c["strategy"] == STRATEGY and c["metric"] == "auroc" and c["status"] == "ok":
+        if c["strategy"] == strategy and c["metric"] == "auroc" and c["status"] == "ok":
             key = (c["section"], c["llm"])
             if key not in best or c["value"] > best[key]["value"]:
                 best[key] = c
@@ -246,7 +261,7 @@ def best_rows(cells: Sequence[Mapping[str, Any]], llms: Sequence[str], ids: Sequ
 
 def cell_summary(cell: Mapping[str, Any] | None) -> str:
     """A headline cell as one line of text, the same in the Markdown and the page: AUROC [CI] (correct /
-    incorrect), ``!`` when flagged, then the greedy accuracy and the rank interval.
+    incorrect), ``!`` when flagged, then the accuracy under the table's labels and the rank interval.
 
     Examples
     --------

@@ -1,11 +1,17 @@
-"""``index.html``: one static page that works from ``file://`` with no network (no CDN, no fetch).
+"""``index.html`` and ``cells.js`` beside it: a static page that works from ``file://`` with no network (no
+CDN, no fetch), and stays light as the board grows.
 
-First, within the first screen and before any prose, the headline (:mod:`.headline`), written as static
-escaped HTML: one row per LLM (sorted by the reference estimator's mean AUROC), one column per task and the mean,
-each cell the AUROC with its CI, counts, accuracy and rank interval, flagged cells marked ``!``; its rule; the
-optimistic best-estimator table; and the headline's pictures (forest plot, rejection curves, reliability
-diagrams). Then the leaderboard's data, embedded in the page as JSON (``<script type="application/json">``),
-from which a small vanilla script renders:
+``index.html`` holds what does not grow with the number of estimators. First, within the first screen and
+before any prose, the headline (:mod:`.headline`), written as static escaped HTML: per label strategy (greedy,
+then majority) one row per LLM (sorted by the reference estimator's mean AUROC), one column per task and the
+mean, each cell the AUROC with its CI, counts, accuracy and rank interval, flagged cells marked ``!``; its rule;
+the optimistic best-estimator tables; and the headline's pictures (forest plot, rejection curves, reliability
+diagrams). Then the sections, the plots and the runs' provenance.
+
+The tables that grow with the board (every cell, the comparisons, the ranks) are in :data:`CELLS_JS`, compact
+(:func:`page_data`), as a script the page adds once it has loaded (a ``<script src>``, which Chromium allows
+from ``file://`` where it refuses ``fetch``), so the headline shows before the tables are read. From it a
+small vanilla script renders:
 
 - a sortable (click a column header; again to reverse) and filterable (section / task, LLM, label set, label
   strategy, metric, estimator text, reliable only) table of every cell, with a CI bar per figure; whatever the
@@ -14,14 +20,16 @@ from which a small vanilla script renders:
   only when it is the section chosen: its questions are also in its task's other sections);
 - the Enc-minus-base AUROC deltas per cell (pair x LLM, like the paper's per-cell tables) with the
   "improves in X of Y cells" counts, for the label strategy chosen;
-- LLM rank intervals and LLM-vs-LLM differences; the runs' provenance; the PNG plots (relative links).
+- LLM rank intervals and LLM-vs-LLM differences.
+
+A ``cells.js`` from another build (its ``created`` is not the page's) or none is said in place of the tables.
 
 Examples
 --------
->>> page = render_html({"format": "semuq-leaderboard/1", "created": "now", "cells": [], "sections": [],
+>>> page = render_html({"format": "semuq-leaderboard/2", "created": "now", "cells": [], "sections": [],
 ...     "runs": [], "comparisons": {"rows": [], "summary": [], "sets": {}}, "llm_pairs": [],
 ...     "ranks": {"llms": [], "estimators": []}, "settings": {}, "heatmap": []})
->>> page.startswith("<!DOCTYPE html>") and "http" not in page.split("<body>")[1]
+>>> page.startswith("<!DOCTYPE html>") and "http" not in page.split("<body")[1]
 True
 """
 
@@ -39,9 +47,22 @@ from semuq_eval.leaderboard.headline import cell_summary
 from semuq_eval.leaderboard.plots import HEADLINE_PLOTS
 from semuq_eval.leaderboard.schema import CELL_FIELDS, PROVENANCE_COLUMNS, provenance_row
 
-__all__ = ["render_html", "write_html"]
+__all__ = ["CELLS_JS", "page_data", "render_html", "write_html"]
 
-_PAGE_FIELDS = [f for f in CELL_FIELDS if f not in ("aggregator", "operator", "source")]
+_PAGE_FIELDS = {
+    "cells": [
+        f for f in CELL_FIELDS if f not in ("task", "aggregator", "operator", "n", "n_missing", "n_valid_resamples", "source")
+    ],
+    "comparisons": ["set", "section", "llm", "strategy", "estimator", "base", "difference", "ci_low", "ci_high",
+                    "p_value", "significant", "reliable", "status", "note"],
+    "llm_pairs": ["section", "strategy", "estimator", "llm_a", "llm_b", "difference", "ci_low", "ci_high", "p_value",
+                  "significant", "status"],
+    "ranks": ["section", "strategy", "estimator", "llm", "auroc", "rank", "rank_low", "rank_high", "n_ranked"],
+}  # fmt: skip
+"""The fields of each table the page shows or filters on (``cells.js`` holds these only)."""
+
+CELLS_JS = "cells.js"
+"""The page's tables, beside ``index.html`` (:func:`write_html`)."""
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:1.2em 2em;color:#222}
@@ -71,10 +92,12 @@ _JS = r"""
 (function(){
 "use strict";
 // Data never reaches the page as markup: every value is a text node or a property (el, below); styles and
-// classes come from numbers and fixed names only.
-const D = JSON.parse(document.getElementById("leaderboard-data").textContent);
-const F = D.cell_fields, cells = D.cells.map(r => Object.fromEntries(F.map((f, i) => [f, r[i]])));
+// classes come from numbers and fixed names only. The data comes from cells.js, loaded once the page (and its
+// headline, static HTML) has loaded.
+let D, cells;
 const $ = id => document.getElementById(id);
+// a table of cells.js: rows of values; a field with a list in `values` holds indexes into it
+const decode = t => t.rows.map(r => Object.fromEntries(t.fields.map((f, i) => [f, t.values[f] ? t.values[f][r[i]] : r[i]])));
 const num = v => (typeof v === "number" && isFinite(v)) ? v : null;
 const fmt = (v, d) => num(v) == null ? "" : num(v).toFixed(d == null ? 3 : d);
 const int = v => num(v) == null ? "" : String(Math.round(num(v)));
@@ -93,11 +116,6 @@ function options(id, values, all) {
   $(id).replaceChildren(...(all ? [el("option", {value: ""}, ["all"])] : []), ...values.map(v => el("option", {value: v}, [v])));
 }
 const uniq = k => [...new Set(cells.map(c => String(c[k])))].sort();
-options("f-section", uniq("section"), true); options("f-llm", uniq("llm"), true);
-options("f-labelset", uniq("label_set"), true);
-options("f-strategy", uniq("strategy"), true); options("f-metric", uniq("metric"), true);
-if (uniq("metric").includes("auroc")) $("f-metric").value = "auroc";
-if (uniq("strategy").includes("greedy")) $("f-strategy").value = "greedy";
 function kept() {
   const text = $("f-estimator").value.trim().toLowerCase(), rel = $("f-reliable").checked;
   return cells.filter(c => Object.entries(filters).every(([k, id]) => !$(id).value || String(c[k]) === $(id).value)
@@ -198,16 +216,39 @@ function renderRanks() {
       el("td", {class: "num"}, [fmt(p.p_value)])])));
 }
 function render() { renderCells(); renderHeatmap(); renderDeltas(); renderRanks(); }
-document.querySelectorAll("#cells th[data-key]").forEach(th => th.addEventListener("click", () => {
-  if (sortKey === th.dataset.key) sortDir = -sortDir; else { sortKey = th.dataset.key; sortDir = th.dataset.num ? -1 : 1; }
-  renderCells();
-}));
-Object.values(filters).forEach(id => $(id).addEventListener("change", () => { limit = 200; render(); }));
-$("f-estimator").addEventListener("input", () => { limit = 200; render(); });
-$("f-reliable").addEventListener("change", () => { limit = 200; render(); });
-$("more").addEventListener("click", () => { limit += 1000; renderCells(); });
-render();
-document.body.dataset.ready = "1";
+function start() {
+  const data = window.SEMUQ_LEADERBOARD;
+  if (!data || data.created !== document.body.dataset.created) {
+    $("count").textContent = "cells.js, beside this page, is from another build: rebuild the leaderboard (the headline above is this build's).";
+    return;
+  }
+  D = {repeats: data.repeats, comparisons: {...data.comparisons, rows: decode(data.comparisons.rows)},
+       llm_pairs: decode(data.llm_pairs), ranks: {llms: decode(data.ranks.llms)}};
+  cells = decode(data.cells);
+  options("f-section", uniq("section"), true); options("f-llm", uniq("llm"), true);
+  options("f-labelset", uniq("label_set"), true);
+  options("f-strategy", uniq("strategy"), true); options("f-metric", uniq("metric"), true);
+  if (uniq("metric").includes("auroc")) $("f-metric").value = "auroc";
+  if (uniq("strategy").includes("greedy")) $("f-strategy").value = "greedy";
+  document.querySelectorAll("#cells th[data-key]").forEach(th => th.addEventListener("click", () => {
+    if (sortKey === th.dataset.key) sortDir = -sortDir; else { sortKey = th.dataset.key; sortDir = th.dataset.num ? -1 : 1; }
+    renderCells();
+  }));
+  Object.values(filters).forEach(id => $(id).addEventListener("change", () => { limit = 200; render(); }));
+  $("f-estimator").addEventListener("input", () => { limit = 200; render(); });
+  $("f-reliable").addEventListener("change", () => { limit = 200; render(); });
+  $("more").addEventListener("click", () => { limit += 1000; renderCells(); });
+  render();
+  document.body.dataset.ready = "1";
+}
+window.addEventListener("load", () => {
+  const script = el("script", {src: "cells.js"});
+  script.addEventListener("load", start);
+  script.addEventListener("error", () => {
+    $("count").textContent = "cells.js, beside this page, could not be loaded: the tables below need it (the headline above does not).";
+  });
+  document.head.append(script);
+});
 })();
 """
 
@@ -228,23 +269,49 @@ def script_json(data: Any) -> str:
     return re.sub("[<>&\u2028\u2029]", lambda m: _SCRIPT_ESCAPES[m.group()], text)
 
 
-def _compact(document: Mapping[str, Any]) -> dict[str, Any]:
-    """The page's data: cells as rows of values (``cell_fields`` names the columns), floats rounded."""
+def _coded(records: Sequence[Mapping[str, Any]], fields: Sequence[str]) -> dict[str, Any]:
+    """Records as a compact table of ``cells.js``: rows of values in ``fields`` order, floats rounded to 4
+    decimals (the page shows 3); a field with few distinct values (at most a quarter of the rows: names,
+    labels, statuses, counts) holds indexes into its list in ``values``.
 
-    def r(v: Any) -> Any:
-        return round(v, 5) if isinstance(v, float) else v
+    Examples
+    --------
+    >>> _coded([{"llm": "a", "value": v} for v in (0.123456, 0.5, 0.25, 1.0)], ["llm", "value"])["rows"]
+    [[0, 0.1235], [0, 0.5], [0, 0.25], [0, 1.0]]
+    """
+    columns = {
+        f: [round(v, 4) if isinstance(v, float) else v for v in (r.get(f) for r in records)] for f in fields
+    }
+    values: dict[str, list[Any]] = {}
+    for f, column in columns.items():
+        # a value's type is part of its key: true and 1 are two values
+        keys = [(type(v), v if isinstance(v, (str, int, float, type(None))) else repr(v)) for v in column]
+        first: dict[tuple, Any] = {}
+        for key, v in zip(keys, column, strict=True):
+            first.setdefault(key, v)
+        if len(first) <= len(column) / 4:
+            index = {key: i for i, key in enumerate(first)}
+            values[f] = list(first.values())
+            columns[f] = [index[key] for key in keys]
+    rows = [list(row) for row in zip(*columns.values(), strict=True)] if records else []
+    return {"fields": list(fields), "values": values, "rows": rows}
 
+
+def page_data(document: Mapping[str, Any]) -> dict[str, Any]:
+    """What ``cells.js`` gives the page: the cells, the Enc-minus-base comparisons, the LLM-vs-LLM differences
+    and the LLM rank intervals, as compact tables (:func:`_coded`); ``created`` ties it to its page."""
+    comparisons = document["comparisons"]
     return {
-        "cell_fields": _PAGE_FIELDS,
+        "created": str(document.get("created")),
         "repeats": [s["id"] for s in document["sections"] if s.get("repeats")],
-        "cells": [[r(c.get(f)) for f in _PAGE_FIELDS] for c in document["cells"]],
+        "cells": _coded(document["cells"], _PAGE_FIELDS["cells"]),
         "comparisons": {
-            "sets": document["comparisons"].get("sets", {}),
-            "summary": document["comparisons"]["summary"],
-            "rows": [{k: r(v) for k, v in row.items()} for row in document["comparisons"]["rows"]],
+            "sets": comparisons.get("sets", {}),
+            "summary": comparisons["summary"],
+            "rows": _coded(comparisons["rows"], _PAGE_FIELDS["comparisons"]),
         },
-        "llm_pairs": [{k: r(v) for k, v in row.items()} for row in document["llm_pairs"]],
-        "ranks": {"llms": [{k: r(v) for k, v in row.items()} for row in document["ranks"]["llms"]]},
+        "llm_pairs": _coded(document["llm_pairs"], _PAGE_FIELDS["llm_pairs"]),
+        "ranks": {"llms": _coded(document["ranks"]["llms"], _PAGE_FIELDS["ranks"])},
     }
 
 
@@ -297,21 +364,34 @@ def _headline_table(headline: Mapping[str, Any], table_id: str, best: bool) -> s
 
 
 def _headline_html(document: Mapping[str, Any], plots: Sequence[str]) -> str:
-    """The headline block: the reference table, its rule, the optimistic table and the headline's pictures."""
-    headline = document.get("headline") or {}
-    if not headline.get("rows"):
+    """The headline block: per label strategy (greedy first) the reference table and its rule, then the
+    optimistic tables and the headline's pictures."""
+    tables = [t for t in (document.get("headline") or {}).values() if t.get("rows")]
+    if not tables:
         return ""
     imgs = "".join(f'<img src="{html.escape(p)}" alt="{html.escape(p)}">' for p in plots)
+    ids = [
+        "" if i == 0 else "-" + re.sub(r"[^a-z0-9]+", "-", str(t["strategy"]).lower())
+        for i, t in enumerate(tables)
+    ]
+    reference = "".join(
+        f"<h2>Headline: {html.escape(str(t['reference']))} for every LLM "
+        f"({html.escape(str(t['strategy']))} labels)</h2>"
+        + _headline_table(t, "headline" + suffix, best=False)
+        + f'<p class="rule">Rule: {_inline(str(t["rule"]))}. A cell: AUROC [95% CI] (correct/incorrect'
+        f" answers), <span class=flag>!</span> = small sample, accuracy under {html.escape(str(t['strategy']))}"
+        " labels, rank (1 = best) and its 95% bootstrap interval.</p>"
+        for t, suffix in zip(tables, ids, strict=True)
+    )
+    best = "".join(
+        f"<p>{html.escape(str(t['strategy']))} labels</p>" + _headline_table(t, "best" + suffix, best=True)
+        for t, suffix in zip(tables, ids, strict=True)
+    )
     return (
-        f"<h2>Headline: {html.escape(str(headline['reference']))} for every LLM "
-        f"({html.escape(str(headline['strategy']))} labels)</h2>"
-        + _headline_table(headline, "headline", best=False)
-        + f'<p class="rule">Rule: {_inline(str(headline["rule"]))}. A cell: AUROC [95% CI] (correct/incorrect'
-        " answers), <span class=flag>!</span> = small sample, greedy accuracy, rank (1 = best) and its 95%"
-        " bootstrap interval.</p>"
+        reference
         + "<details><summary>Optimistic: each LLM's best estimator per task (the maximum of many noisy AUROCs, "
         "biased upward; not a ranking)</summary>"
-        + _headline_table(headline, "best", best=True)
+        + best
         + "</details>"
         + (f'<div class="hplots" id="headline-plots">{imgs}</div>' if imgs else "")
     )
@@ -325,7 +405,6 @@ def render_html(
     title: str = "semuq-eval leaderboard",
 ) -> str:
     """The page (module docstring) for a ``leaderboard.json`` document; ``plots`` are relative PNG paths."""
-    data = script_json(_compact(document))
     boot = (document.get("settings") or {}).get("bootstrap") or {}
     head_text = "".join(f"<p>{_inline(p)}</p>" for p in header.strip().split("\n\n") if p.strip())
     sections = "".join(
@@ -368,14 +447,14 @@ def render_html(
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <style>{_CSS}</style></head>
-<body>
+<body data-created="{html.escape(str(document.get("created")))}">
 <h1>{html.escape(title)}</h1>
 {_headline_html(document, pictures)}
 {f'<div class="header">{head_text}</div>' if head_text else ""}
 <p class="meta">Built {html.escape(str(document.get("created")))}; format {html.escape(str(document.get("format")))};
 {html.escape(str(boot.get("method", "")))}, seed {html.escape(str(boot.get("seed", "")))}, shared by every LLM and estimator of a
 section. Grey rows and <span class="flag">!</span> = unreliable (small minority class or few valid resamples), listed after the reliable cells whatever the sort.
-Data: leaderboard.json, leaderboard.csv, leaderboard.md.</p>
+Data: leaderboard.json, leaderboard.csv, leaderboard.md; the tables below load from cells.js.</p>
 <h2>Sections</h2><ul>{sections}</ul>{skipped}
 <div id="filters">
 <label>section<select id="f-section"></select></label>
@@ -387,7 +466,7 @@ Data: leaderboard.json, leaderboard.csv, leaderboard.md.</p>
 <label><span><input id="f-reliable" type="checkbox"> reliable only</span></label>
 </div>
 <h2>Cells</h2>
-<p id="count"></p>
+<p id="count">Loading the tables (cells.js)…</p>
 <table id="cells"><thead><tr>{ths}</tr></thead><tbody></tbody></table>
 <button id="more" type="button">show more</button>
 <h2>Mean AUROC: operator x aggregator (cells under the filters)</h2>
@@ -405,14 +484,17 @@ Data: leaderboard.json, leaderboard.csv, leaderboard.md.</p>
 <h2>Plots</h2><div class="plots">{imgs or "<p>(built without plots)</p>"}</div>
 <h2>Runs and provenance</h2>
 {_runs_table(document)}
-<script type="application/json" id="leaderboard-data">{data}</script>
 <script>{_JS}</script>
 </body></html>
 """
 
 
 def write_html(document: Mapping[str, Any], path: str | Path, **kwargs: Any) -> Path:
-    """Write :func:`render_html` to ``path`` (``index.html``)."""
+    """Write :func:`render_html` to ``path`` (``index.html``) and the page's tables to :data:`CELLS_JS` beside it
+    (``window.SEMUQ_LEADERBOARD = {...}``, :func:`page_data`)."""
     path = Path(path)
+    path.with_name(CELLS_JS).write_text(
+        f"window.SEMUQ_LEADERBOARD = {script_json(page_data(document))};\n", encoding="utf-8"
+    )
     path.write_text(render_html(document, **kwargs), encoding="utf-8")
     return path

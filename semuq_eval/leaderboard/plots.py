@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from semuq_eval.jsonio import read_json, write_json
+from semuq_eval.leaderboard.headline import STRATEGY
 
 __all__ = [
     "HEADLINE_PLOTS",
@@ -111,10 +112,10 @@ def plot_auroc(document: Mapping[str, Any], section: Mapping[str, Any], path: st
 
 
 def plot_forest(document: Mapping[str, Any], path: str | Path) -> Path | None:
-    """The headline cells as a forest plot: per LLM (headline order) and column (tasks, then the mean), the
-    reference estimator's AUROC with its 95% CI; hollow = flagged (small sample). None without a headline."""
+    """The greedy headline's cells as a forest plot: per LLM (headline order) and column (tasks, then the mean),
+    the reference estimator's AUROC with its 95% CI; hollow = flagged (small sample). None without a headline."""
     plt = _plt()
-    headline = document.get("headline") or {}
+    headline = (document.get("headline") or {}).get(STRATEGY) or {}
     entries = []  # (label, cell)
     for row in headline.get("rows", []):
         for column in [*headline["columns"], "mean"]:

@@ -1,10 +1,14 @@
-"""The ``leaderboard.json`` schema, versioned: ``"format": "semuq-leaderboard/1"``.
+"""The ``leaderboard.json`` schema, versioned: ``"format": "semuq-leaderboard/2"``.
 
 A reader checks ``format`` first; a change that removes or renames a field bumps the version, an added
-field does not. Numbers that are undefined (NaN) are ``null``. The document::
+field does not. Numbers that are undefined (NaN) are ``null``. Version 2 (from version 1): ``headline`` holds
+one table per label strategy (it was the greedy table), and ``cells`` and ``ranks`` are run tables (they were
+lists of objects that repeated their run's section, task, label set and LLM, and each cell its aggregator,
+operator and accuracy). :func:`read_document` reads both versions into the records every writer and test
+uses (:func:`decode`); :func:`encode` gives the file's shape. The document::
 
     {
-      "format": "semuq-leaderboard/1",
+      "format": "semuq-leaderboard/2",
       "schema": "semuq_eval/leaderboard/schema.py",          # where this description lives
       "created": ISO time, "generator": {"semuq_eval", "numpy", "scipy", "python"},
       "settings": {"bootstrap": {"n_resamples", "seed", "confidence_level", "method"},
@@ -23,7 +27,7 @@ field does not. Numbers that are undefined (NaN) are ``null``. The document::
                                "versions": {"lm_eval", "transformers", "torch", "semuq_eval", "git_hash"},
                                "results_file", "notes": [...]}}],
       "skipped": [{"path", "reason"}],       # stores a glob matched but left out (unfinished runs)
-      "cells": [CELL, ...],                  # also leaderboard.csv, one row each
+      "cells": {"columns": CELL_COLUMNS, "rows": [[...], ...]},   # a run table of CELLs; leaderboard.csv
       "comparisons": {"sets": {name: {"description", "pairs": [[estimator, base], ...]}},
                       "rows": [{"set", "section", "task", "llm", "strategy", "estimator", "base", "value_a",
                                 "value_b", "difference", "ci_low", "ci_high", "p_value", "n", "status",
@@ -37,11 +41,13 @@ field does not. Numbers that are undefined (NaN) are ``null``. The document::
       "llm_pairs": [{"section", "task", "strategy", "estimator", "llm_a", "llm_b", "chosen", "value_a",
                      "value_b", "difference", "ci_low", "ci_high", "p_value", "n", "status", "improved",
                      "significant", "note"}],
-      "ranks": {"llms": [RANK + {"estimator", "llm"}], "estimators": [RANK + {"llm", "estimator"}]},
+      "ranks": {"llms": {"columns": RANK_COLUMNS, "rows": [...]},          # run tables of RANKs
+                "estimators": {"columns": RANK_COLUMNS, "rows": [...]}},
       "heatmap": [{"strategy", "aggregator", "operator", "mean_auroc", "n_cells"}],
-      "headline": {"reference", "strategy", "rule", "columns": [section ids],      # (added in place)
-                   "rows": [{"llm", "cells": {section id: HCELL + RANKS}, "mean": HCELL + RANKS + {"n_tasks"}}],
-                   "best": [{"llm", "cells": {section id: HCELL + {"estimator"}}}]},
+      "headline": {strategy: {"reference", "strategy", "rule", "columns": [section ids],
+                              "rows": [{"llm", "cells": {section id: HCELL + RANKS},
+                                        "mean": HCELL + RANKS + {"n_tasks"}}],
+                              "best": [{"llm", "cells": {section id: HCELL + {"estimator"}}}]}},
       "curves": [{"section", "task", "llm", "estimator", "strategy", "n",     # (added in place)
                   "accuracy_kept", "aurac", "reliability": [{"low", "high", "n", "confidence", "accuracy"}],
                   "ece"}]
@@ -55,14 +61,23 @@ metric). ``reliable`` is the run's own small-sample flag (:mod:`semuq_eval.harne
 ``run`` (taken from the run's breakdown: the same numbers) or ``computed``. ``accuracy`` is the LLM's
 accuracy under the strategy on the section's questions.
 
-RANK is ``{"section", "task", "strategy", "auroc", "rank", "rank_low", "rank_high", "n_ranked",
-"n_resamples"}``: rank 1 = highest AUROC among ``n_ranked``; ``rank_low`` / ``rank_high`` the 2.5% / 97.5%
-quantiles of the rank over the ``n_resamples`` resamples that ranked it.
-``headline`` (:mod:`.headline`) is the table with one row per LLM: ``reference`` is the estimator every cell
-reads (``settings.reference``, fixed before the LLMs are ranked), ``strategy`` its labels (greedy); ``columns``
+A **run table** keeps per-run facts once: ``{"columns": [...], "rows": [[...], ...]}``, one row per record,
+whose ``run`` column is the index of its run in ``runs``; a record's ``section``, ``task``, ``label_set`` and
+``llm`` (:data:`RUN_KEYS`) are its run's, and a cell's ``aggregator`` and ``operator`` come from its estimator
+(``agg@op``; ``-`` without an operator) and its ``accuracy`` from ``runs[run].labels[strategy]``.
+
+RANK is ``{"section", "task", "label_set", "llm", "strategy", "estimator", "auroc", "rank", "rank_low",
+"rank_high", "n_ranked", "n_resamples"}`` (:data:`RANK_FIELDS`): in ``ranks.llms`` the rank of the LLM among the
+section's LLMs for the estimator, in ``ranks.estimators`` that of the estimator among the LLM's; rank 1 =
+highest AUROC among ``n_ranked``; ``rank_low`` / ``rank_high`` the 2.5% / 97.5% quantiles of the rank over
+the ``n_resamples`` resamples that ranked it.
+``headline`` (:mod:`.headline`) holds one table per label strategy (``greedy``, then ``majority``), each with
+one row per LLM: ``reference`` is the estimator every cell reads (``settings.reference``, fixed before the LLMs
+are ranked), ``strategy`` its labels; ``columns``
 one section per task (:func:`.headline.columns`: the ``#common`` one when the task's LLMs ran different question
 sets). HCELL is ``{"value", "ci_low", "ci_high", "n_correct",
-"n_incorrect", "accuracy", "reliable", "status", "note"}``: the reference estimator's AUROC cell (the mean
+"n_incorrect", "accuracy", "reliable", "status", "note"}``: the reference estimator's AUROC cell under the
+table's labels (the mean
 column: the mean over the LLM's tasks with the percentile interval of the resampled means, summed counts, the
 mean accuracy, ``reliable`` when every task cell is); RANKS is ``{"rank", "rank_low", "rank_high",
 "n_ranked"}`` as in RANK (the mean column ranks the LLMs that have every task). Rows are sorted by the mean
@@ -71,7 +86,7 @@ column, highest first. ``best`` is each LLM's best estimator per task, in the sa
 ``accuracy_kept[i]`` is the accuracy of the kept answers when the ``i`` most uncertain of the ``n`` are
 rejected (its mean is ``aurac``, the ``auarc`` metric), ``reliability`` the bins of the calibrated confidence
 (ECE's calibrator and bins; they add up to ``ece``).
-``headline.csv`` holds both tables, one row per (table, LLM, column) (:data:`HEADLINE_FIELDS`).
+``headline.csv`` holds every table, one row per (table, strategy, LLM, column) (:data:`HEADLINE_FIELDS`).
 
 ``difference`` is AUROC(a) - AUROC(b) (``estimator`` minus ``base``; ``llm_a`` minus ``llm_b``);
 ``significant``: its interval excludes 0.
@@ -79,21 +94,34 @@ rejected (its mean is ``aurac``, the ``auarc`` metric), ``reliability`` the bins
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
+from semuq_eval.jsonio import read_json
+from semuq_eval.leaderboard.compute import split_estimator
+
 __all__ = [
+    "CELL_COLUMNS",
     "CELL_FIELDS",
     "FORMAT",
     "HEADLINE_FIELDS",
     "PROVENANCE_COLUMNS",
+    "RANK_COLUMNS",
+    "RANK_FIELDS",
+    "RUN_KEYS",
+    "RUN_TABLES",
     "SCHEMA_DOC",
+    "decode",
+    "encode",
     "headline_records",
     "provenance_row",
+    "read_document",
 ]
 
-FORMAT = "semuq-leaderboard/1"
+FORMAT = "semuq-leaderboard/2"
 SCHEMA_DOC = "semuq_eval/leaderboard/schema.py"
+_FORMAT_1 = "semuq-leaderboard/1"
 
 CELL_FIELDS = (
     "section",
@@ -121,8 +149,144 @@ CELL_FIELDS = (
 )
 """The fields of a cell, in ``leaderboard.csv``'s column order."""
 
+RUN_KEYS = ("section", "task", "label_set", "llm")
+"""What a run table's record takes from its run (``runs[run]``)."""
+
+CELL_COLUMNS = (
+    "run",
+    *(f for f in CELL_FIELDS if f not in (*RUN_KEYS, "aggregator", "operator", "accuracy")),
+)
+"""The columns of ``cells`` in ``leaderboard.json``: a cell less what its run and its estimator give."""
+
+RANK_FIELDS = (
+    *RUN_KEYS,
+    "strategy",
+    "estimator",
+    "auroc",
+    "rank",
+    "rank_low",
+    "rank_high",
+    "n_ranked",
+    "n_resamples",
+)
+"""The fields of a RANK record (``ranks.llms`` and ``ranks.estimators``)."""
+
+RANK_COLUMNS = ("run", *RANK_FIELDS[len(RUN_KEYS) :])
+"""The columns of a ranks table in ``leaderboard.json``."""
+
+RUN_TABLES = {
+    ("cells",): (CELL_FIELDS, CELL_COLUMNS),
+    ("ranks", "llms"): (RANK_FIELDS, RANK_COLUMNS),
+    ("ranks", "estimators"): (RANK_FIELDS, RANK_COLUMNS),
+}
+"""Where the run tables are in the document (key path): the fields of their records and their columns."""
+
+
+def _derived(record: Mapping[str, Any], run: Mapping[str, Any], fields: Sequence[str]) -> dict[str, Any]:
+    """What a run table leaves out of a record: its run's keys and, for a cell, its estimator's parts and its
+    run's accuracy under its strategy."""
+    out = {k: run.get(k) for k in RUN_KEYS}
+    if fields is CELL_FIELDS:
+        out["aggregator"], out["operator"] = split_estimator(str(record.get("estimator")))
+        out["accuracy"] = ((run.get("labels") or {}).get(record.get("strategy")) or {}).get("accuracy")
+    return out
+
+
+def _at(document: Mapping[str, Any], path: tuple[str, ...]) -> Any:
+    """The value at a key path, or None."""
+    for key in path:
+        document = (document or {}).get(key)
+    return document
+
+
+def _replaced(document: Mapping[str, Any], path: tuple[str, ...], value: Any) -> dict[str, Any]:
+    """A copy of ``document`` with ``value`` at a key path (the mappings on the way copied, not changed)."""
+    head, *rest = path
+    return {**document, head: _replaced(document.get(head) or {}, tuple(rest), value) if rest else value}
+
+
+def encode(document: Mapping[str, Any]) -> dict[str, Any]:
+    """The document as ``leaderboard.json`` holds it: its run tables (:data:`RUN_TABLES`) as columns and rows.
+
+    A record whose run fields or cell's derived fields differ from what :func:`decode` would give back (an
+    edited document) is an error, so nothing is lost on the way to the file.
+
+    Examples
+    --------
+    >>> run = {"section": "s", "task": "t", "label_set": "run", "llm": "m", "labels": {"greedy": {"accuracy": 0.5}}}
+    >>> cell = {"section": "s", "task": "t", "label_set": "run", "llm": "m", "estimator": "se@nli",
+    ...         "aggregator": "se", "operator": "nli", "strategy": "greedy", "metric": "auroc", "value": 0.7,
+    ...         "accuracy": 0.5}
+    >>> doc = encode({"runs": [run], "cells": [cell], "ranks": {"llms": [], "estimators": []}})
+    >>> doc["cells"]["rows"][0][:5]
+    [0, 'se@nli', 'greedy', 'auroc', 0.7]
+    >>> decode(doc)["cells"][0] == {k: cell.get(k) for k in CELL_FIELDS}
+    True
+    """
+    runs = list(document.get("runs") or [])
+    index = {(run.get("section"), run.get("llm")): i for i, run in enumerate(runs)}
+    out = dict(document)
+    for path, (fields, columns) in RUN_TABLES.items():
+        records = _at(document, path)
+        if records is None:
+            continue
+        rows = []
+        for record in records:
+            key = (record.get("section"), record.get("llm"))
+            if key not in index:
+                raise ValueError(f"{'.'.join(path)}: no run {key} in 'runs'")
+            derived = _derived(record, runs[index[key]], fields)
+            differs = [k for k, v in derived.items() if k in record and record[k] != v]
+            if differs:
+                raise ValueError(f"{'.'.join(path)}: {', '.join(differs)} of {key} differ from its run's")
+            rows.append([index[key], *(record.get(c) for c in columns[1:])])
+        out = _replaced(out, path, {"columns": list(columns), "rows": rows})
+    return out
+
+
+def decode(document: Mapping[str, Any]) -> dict[str, Any]:
+    """The records of a ``leaderboard.json`` document (any version): run tables back to lists of records
+    (:data:`CELL_FIELDS`, :data:`RANK_FIELDS`), version 1's greedy headline as ``{"greedy": table}``.
+
+    Examples
+    --------
+    >>> decode({"format": "semuq-leaderboard/1", "headline": {"strategy": "greedy", "rows": []}})["headline"]
+    {'greedy': {'strategy': 'greedy', 'rows': []}}
+    """
+    out = dict(document)
+    if document.get("format") == _FORMAT_1:
+        headline = document.get("headline")
+        out["headline"] = {headline["strategy"]: headline} if headline else {}
+        return out
+    runs = list(document.get("runs") or [])
+    for path, (fields, _) in RUN_TABLES.items():
+        table = _at(document, path)
+        if table is None:
+            continue
+        records = []
+        for row in table["rows"]:
+            partial = dict(zip(table["columns"], row, strict=True))
+            derived = _derived(partial, runs[partial.pop("run")], fields)
+            records.append({k: derived[k] if k in derived else partial.get(k) for k in fields})
+        out = _replaced(out, path, records)
+    return out
+
+
+def read_document(path: str | Path) -> dict[str, Any]:
+    """The ``leaderboard.json`` at ``path`` as records (:func:`decode`); ValueError naming the file when it is
+    not a leaderboard of a known version."""
+    document = read_json(path)
+    found = document.get("format") if isinstance(document, dict) else None
+    if found not in (FORMAT, _FORMAT_1):
+        raise ValueError(
+            f"{path}: format {found!r} is not a leaderboard this version reads ({FORMAT}, {_FORMAT_1})"
+        )
+    return decode(document)
+
+
 HEADLINE_FIELDS = (
     "table",
+    "strategy",
     "llm",
     "column",
     "estimator",
@@ -140,32 +304,36 @@ HEADLINE_FIELDS = (
     "status",
     "note",
 )
-"""The columns of ``headline.csv``: ``table`` is ``reference`` or ``best (optimistic)``, ``column`` a section
-id or ``mean``."""
+"""The columns of ``headline.csv``: ``table`` is ``reference`` or ``best (optimistic)``, ``strategy`` the
+labels (``greedy`` or ``majority``), ``column`` a section id or ``mean``."""
 
 
-def headline_records(headline: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """``leaderboard.json``'s ``headline`` as flat records (:data:`HEADLINE_FIELDS`), rows in the table's order.
+def headline_records(headline: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """``leaderboard.json``'s ``headline`` (one table per label strategy) as flat records
+    (:data:`HEADLINE_FIELDS`): per strategy, the reference table then the optimistic one, rows in their order.
 
     Examples
     --------
     >>> cell = {"value": 0.8, "status": "ok"}
-    >>> h = {"reference": "kle_heat@enc", "columns": ["t"], "rows": [{"llm": "a", "cells": {"t": cell},
-    ...      "mean": cell}], "best": [{"llm": "a", "cells": {"t": {**cell, "estimator": "se@nli"}}}]}
-    >>> [(r["table"], r["column"], r["estimator"]) for r in headline_records(h)]
-    [('reference', 't', 'kle_heat@enc'), ('reference', 'mean', 'kle_heat@enc'), ('best (optimistic)', 't', 'se@nli')]
+    >>> h = {"reference": "kle_heat@enc", "strategy": "greedy", "columns": ["t"], "rows": [{"llm": "a",
+    ...      "cells": {"t": cell}, "mean": cell}], "best": [{"llm": "a", "cells": {"t": {**cell, "estimator": "se@nli"}}}]}
+    >>> [(r["table"], r["strategy"], r["column"], r["estimator"]) for r in headline_records({"greedy": h})]
+    [('reference', 'greedy', 't', 'kle_heat@enc'), ('reference', 'greedy', 'mean', 'kle_heat@enc'), ('best (optimistic)', 'greedy', 't', 'se@nli')]
     """
     out = []
-    for row in headline.get("rows", []):
-        for column in [*headline["columns"], "mean"]:
-            cell = row["mean"] if column == "mean" else row["cells"].get(column)
-            if cell is not None:
-                out.append({**cell, "table": "reference", "llm": row["llm"], "column": column,
-                            "estimator": headline["reference"]})  # fmt: skip
-    for row in headline.get("best", []):
-        for column in headline["columns"]:
-            if (cell := row["cells"].get(column)) is not None:
-                out.append({**cell, "table": "best (optimistic)", "llm": row["llm"], "column": column})
+    for table in headline.values():
+        strategy = table["strategy"]
+        for row in table.get("rows", []):
+            for column in [*table["columns"], "mean"]:
+                cell = row["mean"] if column == "mean" else row["cells"].get(column)
+                if cell is not None:
+                    out.append({**cell, "table": "reference", "strategy": strategy, "llm": row["llm"],
+                                "column": column, "estimator": table["reference"]})  # fmt: skip
+        for row in table.get("best", []):
+            for column in table["columns"]:
+                if (cell := row["cells"].get(column)) is not None:
+                    out.append({**cell, "table": "best (optimistic)", "strategy": strategy, "llm": row["llm"],
+                                "column": column})  # fmt: skip
     return out
 
 

@@ -2,7 +2,7 @@
 ``leaderboard.md`` (AUROC tables per section, the Enc-minus-base deltas, LLM ranks, provenance).
 
 Every writer reads the :class:`~semuq_eval.leaderboard.compute.Leaderboard` only; the HTML page and the
-plots read the same JSON document (:func:`to_document`).
+plots read the same document (:func:`to_document`: records, as :func:`~.schema.read_document` reads them back).
 """
 
 from __future__ import annotations
@@ -25,7 +25,9 @@ from semuq_eval.leaderboard.schema import (
     FORMAT,
     HEADLINE_FIELDS,
     PROVENANCE_COLUMNS,
+    RUN_TABLES,
     SCHEMA_DOC,
+    encode,
     headline_records,
     provenance_row,
 )
@@ -153,8 +155,9 @@ def _label_counts(board: Leaderboard, section: str, llm: str, strategy: str) -> 
 
 
 def write_json_document(document: Mapping[str, Any], path: str | Path) -> Path:
-    """``leaderboard.json`` (indented, NaN as null)."""
-    return write_json(path, document, indent=1)
+    """``leaderboard.json``: the document in the file's shape (:func:`~.schema.encode`: run tables), indented,
+    one line per run-table row, NaN as null."""
+    return write_json(path, encode(document), indent=1, flat=[(*path, "rows") for path in RUN_TABLES])
 
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -191,7 +194,8 @@ def write_csv(document: Mapping[str, Any], path: str | Path) -> Path:
 
 
 def write_headline_csv(document: Mapping[str, Any], path: str | Path) -> Path:
-    """``headline.csv``: the two headline tables, one row per (table, LLM, column) (:data:`~.schema.HEADLINE_FIELDS`)."""
+    """``headline.csv``: the headline tables of every label strategy, one row per (table, strategy, LLM, column)
+    (:data:`~.schema.HEADLINE_FIELDS`)."""
     path = Path(path)
     with open(path, "w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh, lineterminator="\n")
@@ -202,15 +206,16 @@ def write_headline_csv(document: Mapping[str, Any], path: str | Path) -> Path:
 
 
 def _headline_markdown(headline: Mapping[str, Any]) -> list[str]:
-    """The two headline tables (reference estimator, then the optimistic best per task), Markdown lines."""
+    """One label strategy's headline tables (reference estimator, then the optimistic best per task), Markdown
+    lines."""
     if not headline.get("rows"):
         return []
-    columns = headline["columns"]
+    columns, strategy = headline["columns"], headline["strategy"]
     lines = [
-        f"## Headline: `{headline['reference']}` for every LLM ({headline['strategy']} labels)",
+        f"## Headline: `{headline['reference']}` for every LLM ({strategy} labels)",
         "",
         f"Rule: {headline['rule']}. A cell: AUROC [95% CI] (correct/incorrect answers), `!` = small sample, "
-        "the greedy accuracy, the rank (1 = best AUROC) and its 95% bootstrap interval.",
+        f"the accuracy under {strategy} labels, the rank (1 = best AUROC) and its 95% bootstrap interval.",
         "",
     ]
     rows = [
@@ -220,7 +225,7 @@ def _headline_markdown(headline: Mapping[str, Any]) -> list[str]:
     lines += _table(["LLM", *columns, "mean"], rows)
     lines += [
         "",
-        "### Optimistic: each LLM's best estimator per task",
+        f"### Optimistic: each LLM's best estimator per task ({strategy} labels)",
         "",
         "The maximum of many noisy AUROCs, biased upward: not a ranking (the table above is).",
         "",
@@ -272,7 +277,9 @@ def write_markdown(
     """``leaderboard.md``: reads well in a pull request (AUROC per section; other metrics in the CSV)."""
     settings = document["settings"]
     boot = settings["bootstrap"]
-    lines = [f"# {title}", "", *_headline_markdown(document.get("headline") or {})]
+    lines = [f"# {title}", ""]
+    for table in (document.get("headline") or {}).values():
+        lines += _headline_markdown(table)
     if header:
         lines += [header.rstrip(), ""]
     lines += [

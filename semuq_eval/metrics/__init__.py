@@ -5,8 +5,9 @@ scores many estimators at once with CIs on shared resamples (ECE's calibrator fi
 refitted in every resample with ``CalibrationProtocol(refit="per_resample")``); :func:`paired_difference`
 compares two estimators (or two LLMs) resample by resample; :func:`resample` gives one metric on every
 resample, for callers that compare or rank. ``get(name)`` returns the registered :class:`Metric`, which
-declares ``higher_is_better`` and its table ``label``; :data:`DEFAULT_METRICS` are a run's metrics unless
-its ``metrics`` setting names others (:func:`check_metrics`).
+declares ``higher_is_better`` and its table ``label``; ``names()`` lists them; ``register`` adds one, and an
+installed package adds one through the entry-point group ``semuq_eval.metrics`` (:mod:`semuq_eval.registry`).
+:data:`DEFAULT_METRICS` are a run's metrics unless its ``metrics`` setting names others (:func:`check_metrics`).
 """
 
 from __future__ import annotations
@@ -15,9 +16,8 @@ from semuq_eval.metrics.base import (
     DEFAULT_METRICS,
     Metric,
     check_metrics,
-    metric_registry,
-    register_metric,
-    unregister_metric,
+    register,
+    registry,
 )
 from semuq_eval.metrics.bootstrap import (
     Bootstrap,
@@ -33,13 +33,13 @@ from semuq_eval.metrics.ranking import auarc, auroc, prr
 
 
 def get(name: str) -> Metric:
-    """The metric registered under ``name``."""
-    return metric_registry.get(name)
+    """The metric registered under ``name`` (KeyError listing the known names otherwise)."""
+    return registry.get(name)
 
 
 def names() -> list[str]:
-    """All registered metric names."""
-    return sorted(metric_registry.keys())
+    """All registered metric names (installed packages' included)."""
+    return registry.names()
 
 
 __all__ = [
@@ -58,11 +58,10 @@ __all__ = [
     "ece",
     "evaluate",
     "get",
-    "metric_registry",
     "names",
     "paired_difference",
     "prr",
-    "register_metric",
+    "register",
+    "registry",
     "resample",
-    "unregister_metric",
 ]

@@ -6,7 +6,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
-from lm_eval.api.registry import Registry
+
+from semuq_eval.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -34,14 +35,24 @@ class Metric:
         return self.func(*args, **kwargs)
 
 
-metric_registry: Registry[Metric] = Registry("metric")
+def _check(name: str, obj: object) -> Metric:
+    """A loaded metric must be a :class:`Metric` (what :func:`register` makes of a function)."""
+    if not isinstance(obj, Metric):
+        raise TypeError(
+            f"metric {name!r}: {obj!r} is not a registered metric; decorate the function with "
+            f"semuq_eval.metrics.register({name!r}, weighted=..., higher_is_better=...)"
+        )
+    return obj
+
+
+registry: Registry[Metric] = Registry("metric", group="semuq_eval.metrics", check=_check)
 
 DEFAULT_METRICS = ("auroc", "ece", "prr", "auarc")
 """A run's metrics unless its ``metrics`` setting says otherwise: AUROC and ECE (the paper's), PRR and AUARC
 (LM-Polygraph's). The first ranks the estimators; the first two are lm-eval's table."""
 
 
-def register_metric(
+def register(
     name: str,
     *,
     weighted: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
@@ -56,16 +67,10 @@ def register_metric(
 
     def decorate(func: Callable) -> Callable:
         metric = Metric(name, func, weighted, higher_is_better, calibrated, label or name.upper())
-        metric_registry.register(name, target=metric)
+        registry.register(name, metric)
         return func
 
     return decorate
-
-
-def unregister_metric(name: str) -> None:
-    """Remove the metric registered under ``name`` (a test or a session that registered one for a while)."""
-    metric_registry.get(name)  # unknown name: the registry's error
-    metric_registry._objs.pop(name)  # lm-eval's Registry has no public removal
 
 
 def check_metrics(names: Iterable[str]) -> tuple[str, ...]:
@@ -86,9 +91,9 @@ def check_metrics(names: Iterable[str]) -> tuple[str, ...]:
     ValueError: unknown metric(s) ['brier']; known: ['auarc', 'auroc', 'ece', 'prr']
     """
     names = tuple(names)
-    unknown = [n for n in names if n not in metric_registry]
+    unknown = [n for n in names if n not in registry]
     if unknown:
-        raise ValueError(f"unknown metric(s) {unknown}; known: {sorted(metric_registry.keys())}")
+        raise ValueError(f"unknown metric(s) {unknown}; known: {registry.names()}")
     if not names or len(set(names)) != len(names):
         raise ValueError(f"metrics must name at least one metric, each once; got {list(names)}")
     return names

@@ -22,7 +22,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from semuq_eval.metrics.base import DEFAULT_METRICS, Metric, check_inputs, metric_registry
+from semuq_eval.metrics.base import DEFAULT_METRICS, Metric, check_inputs, registry
 from semuq_eval.metrics.calibration import (
     CalibrationProtocol,
     _refit_entries,
@@ -315,7 +315,7 @@ def resample(
     """
     bootstrap = bootstrap or Bootstrap()
     protocol = protocol or CalibrationProtocol()
-    m = metric_registry.get(metric)
+    m = registry.get(metric)
     u, y, valid = check_inputs(uncertainty, correct)
     values = _metric_values(m, u, y, protocol)
     mask = valid & np.isfinite(values)
@@ -397,7 +397,7 @@ def evaluate(
     """
     bootstrap = bootstrap or Bootstrap()
     protocol = protocol or CalibrationProtocol()
-    chosen = [metric_registry.get(m) for m in metrics]
+    chosen = [registry.get(m) for m in metrics]
     y = check_inputs(np.zeros(len(np.asarray(correct))), correct)[1]
     results: dict[str, dict[str, MetricResult]] = {}
     for name, raw in scores.items():
@@ -437,7 +437,7 @@ def paired_difference(
     """
     bootstrap = bootstrap or Bootstrap()
     protocol = protocol or CalibrationProtocol()
-    m = metric_registry.get(metric)
+    m = registry.get(metric)
     if len(u_a) != len(u_b):
         raise ValueError(
             f"u_a has {len(u_a)} questions but u_b has {len(u_b)}: a paired test needs the same ones"

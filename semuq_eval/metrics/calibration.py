@@ -46,7 +46,7 @@ from scipy.special import expit
 from sklearn.isotonic import IsotonicRegression, isotonic_regression
 from sklearn.linear_model import LogisticRegression
 
-from semuq_eval.metrics.base import check_inputs, register_metric
+from semuq_eval.metrics.base import check_inputs, register
 
 
 @dataclass(frozen=True)
@@ -460,7 +460,7 @@ def ece_weighted(
         return np.where(total > 0, np.abs(gap).sum(axis=1) / total, np.nan)
 
 
-@register_metric("ece", weighted=ece_weighted, higher_is_better=False, calibrated=True)
+@register("ece", weighted=ece_weighted, higher_is_better=False, calibrated=True)
 def ece(uncertainty: np.ndarray, correct: np.ndarray, protocol: CalibrationProtocol | None = None) -> float:
     """Expected calibration error of an uncertainty score under ``protocol`` (lower is better)."""
     protocol = protocol or CalibrationProtocol()

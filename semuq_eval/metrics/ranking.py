@@ -13,7 +13,7 @@ import warnings
 
 import numpy as np
 
-from semuq_eval.metrics.base import check_inputs, register_metric
+from semuq_eval.metrics.base import check_inputs, register
 
 
 def _sorted_groups(u: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
@@ -112,7 +112,7 @@ def _point(core, uncertainty, correct, name: str) -> float:
     return float(core(np.where(valid, u, 0.0), y, counts)[0])
 
 
-@register_metric("auroc", weighted=auroc_weighted, higher_is_better=True)
+@register("auroc", weighted=auroc_weighted, higher_is_better=True)
 def auroc(uncertainty: np.ndarray, correct: np.ndarray) -> float:
     """AUROC of the uncertainty score for detecting incorrect answers (0.5 = random, 1 = perfect).
 
@@ -122,7 +122,7 @@ def auroc(uncertainty: np.ndarray, correct: np.ndarray) -> float:
     return _point(auroc_weighted, uncertainty, correct, "AUROC")
 
 
-@register_metric("auarc", weighted=auarc_weighted, higher_is_better=True)
+@register("auarc", weighted=auarc_weighted, higher_is_better=True)
 def auarc(uncertainty: np.ndarray, correct: np.ndarray) -> float:
     """Area under the accuracy-rejection curve (see :func:`auarc_weighted`); NaN uncertainties left out."""
     u, y, valid = check_inputs(uncertainty, correct)
@@ -131,7 +131,7 @@ def auarc(uncertainty: np.ndarray, correct: np.ndarray) -> float:
     return float(auarc_weighted(np.where(valid, u, 0.0), y, valid[None].astype(np.float64))[0])
 
 
-@register_metric("prr", weighted=prr_weighted, higher_is_better=True)
+@register("prr", weighted=prr_weighted, higher_is_better=True)
 def prr(uncertainty: np.ndarray, correct: np.ndarray) -> float:
     """Prediction rejection ratio (see :func:`prr_weighted`); one class only gives NaN with a warning."""
     return _point(prr_weighted, uncertainty, correct, "PRR")

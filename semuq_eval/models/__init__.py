@@ -4,6 +4,9 @@
   a request with one `generate` call and returns `Generation`s (text + token log-probs, token entropies,
   token offsets and the last hidden state).
 - `semuq-hf-multimodal` -> `semuq_eval.models.hf_multimodal:SemuqHFMultimodalLM`: the same for image+text tasks.
+- `semuq-api` -> `semuq_eval.models.api:SemuqAPILM`: any OpenAI-compatible server (vLLM, SGLang, TGI, llama.cpp,
+  OpenAI): the N samples of a question in one request, token log-probabilities and token entropies estimated
+  from the top-k the server returns (no torch).
 
 Any other lm-eval model returns plain strings; `as_generation` turns them into text-only Generations.
 """
@@ -17,6 +20,7 @@ __all__ = ["MODELS", "Generation", "as_generation", "register_models"]
 MODELS = {
     "semuq-hf": "semuq_eval.models.hf:SemuqHFLM",
     "semuq-hf-multimodal": "semuq_eval.models.hf_multimodal:SemuqHFMultimodalLM",
+    "semuq-api": "semuq_eval.models.api:SemuqAPILM",
 }
 
 

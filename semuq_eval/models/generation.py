@@ -22,6 +22,15 @@ hidden             (d,) float32|None   last-layer hidden state (after the final 
                                        model has read the whole answer. For an empty answer: the state at
                                        the last token before it (the end of the prompt).
 greedy             bool                produced by greedy decoding (do_sample=False)
+approximate        dict[str, str]      the fields that are estimates, each with the name of its method, e.g.
+                                       ``{"token_entropies": "topk_renormalized(k=20)"}`` (semuq-api: a
+                                       server returns only the top-k of each distribution). Empty: every
+                                       field is exact as described here
+error              str | None          why this answer's signals (or the answer itself) are missing: a
+                                       request that failed, a reply that broke the protocol
+source             dict | None         what produced the answer, shared by every answer of one model (its
+                                       kind, a server's capabilities and fallbacks); written once into
+                                       the run store's manifest and the breakdown, not per answer
 =================  ==================  ==================================================================
 
 T counts the generated tokens that contribute to the returned text. Tokens removed by lm-eval's
@@ -60,6 +69,9 @@ _FIELDS = (
     "token_offsets",
     "hidden",
     "greedy",
+    "approximate",
+    "error",
+    "source",
 )
 
 
@@ -82,6 +94,9 @@ class Generation(str):
     token_offsets: np.ndarray | None
     hidden: np.ndarray | None
     greedy: bool
+    approximate: dict[str, str]
+    error: str | None
+    source: dict[str, Any] | None
 
     def __new__(
         cls,
@@ -94,6 +109,9 @@ class Generation(str):
         token_offsets: Any = None,
         hidden: Any = None,
         greedy: bool = False,
+        approximate: dict[str, str] | None = None,
+        error: str | None = None,
+        source: dict[str, Any] | None = None,
     ) -> Generation:
         obj = super().__new__(cls, text)
         obj.token_ids = _array(token_ids, np.int64)
@@ -105,6 +123,9 @@ class Generation(str):
             seq_logprob = float(np.sum(obj.token_logprobs, dtype=np.float64))
         obj.seq_logprob = None if seq_logprob is None else float(seq_logprob)
         obj.greedy = bool(greedy)
+        obj.approximate = {str(k): str(v) for k, v in (approximate or {}).items()}
+        obj.error = None if error is None else str(error)
+        obj.source = source
         obj._check()
         return obj
 
@@ -120,6 +141,9 @@ class Generation(str):
             raise ValueError(f"token_offsets must have shape (T, 2), got {self.token_offsets.shape}")
         if self.hidden is not None and self.hidden.ndim != 1:
             raise ValueError(f"hidden must have shape (d,), got {self.hidden.shape}")
+        unknown = sorted(set(self.approximate) - set(_FIELDS))
+        if unknown:
+            raise ValueError(f"approximate names unknown fields {unknown}")
 
     # -- text -----------------------------------------------------------------------------------
     @property
@@ -145,7 +169,8 @@ class Generation(str):
     def to_record(self, *, include_hidden: bool = True) -> dict[str, Any]:
         """A JSON-safe dict (lists, floats, None) for the run store; `from_record` inverts it.
 
-        Non-finite floats (which the raw distribution should not produce) are stored as None.
+        Non-finite floats (which the raw distribution should not produce) are stored as None. ``approximate`` and
+        ``error`` are written only when set; ``source`` never (the run store's manifest holds it once).
         """
 
         def floats(arr):
@@ -154,6 +179,11 @@ class Generation(str):
             return [v if math.isfinite(v) else None for v in arr.astype(np.float64).tolist()]
 
         seq = self.seq_logprob
+        extra: dict[str, Any] = {}
+        if self.approximate:
+            extra["approximate"] = dict(self.approximate)
+        if self.error is not None:
+            extra["error"] = self.error
         return {
             "text": self.text,
             "greedy": self.greedy,
@@ -163,6 +193,7 @@ class Generation(str):
             "seq_logprob": None if seq is None or not math.isfinite(seq) else seq,
             "token_offsets": None if self.token_offsets is None else self.token_offsets.tolist(),
             "hidden": floats(self.hidden) if include_hidden else None,
+            **extra,
         }
 
     @classmethod
@@ -183,11 +214,14 @@ class Generation(str):
             token_offsets=record.get("token_offsets"),
             hidden=floats(record.get("hidden")),
             greedy=bool(record.get("greedy", False)),
+            approximate=record.get("approximate"),
+            error=record.get("error"),
         )
 
 
 def _rebuild(text: str, state: dict[str, Any]) -> Generation:
     obj = str.__new__(Generation, text)
+    obj.__dict__.update({"approximate": {}, "error": None, "source": None})  # pickled by an older version
     obj.__dict__.update(state)
     return obj
 

@@ -46,8 +46,8 @@ from semuq_eval.models.alignment import align_answer, hflm_postprocess
 from semuq_eval.models.data_parallel import cpu_data_parallel_split
 from semuq_eval.models.decoding import decoding_kwargs
 from semuq_eval.models.generation import Generation, as_generation
-from semuq_eval.models.journal import GenerationJournal, journal_key
-from semuq_eval.models.planning import GenerateCall, PromptGroup, batch_groups, group_requests
+from semuq_eval.models.journal import GenerationJournal, journal_key, restore_groups
+from semuq_eval.models.planning import GenerateCall, PromptGroup, batch_groups, deliver, group_requests
 from semuq_eval.models.prefill import shared_prefill, supports_shared_prefill
 from semuq_eval.models.recorder import OneStepLater, StepRecorder, generation_eos_ids
 
@@ -149,11 +149,8 @@ class SemuqGenerateMixin:
             unit=" answers",
         )
 
-        def deliver(group: PromptGroup, outs: list[Generation]) -> None:
-            for j, pos in enumerate(group.positions):
-                gen = outs[j] if len(outs) > 1 else outs[0]
-                results[pos] = gen
-                self.cache_hook.add_partial("generate_until", (group.context, group.gen_kwargs), gen)
+        def hand_out(group: PromptGroup, outs: list[Generation]) -> None:
+            deliver(results, group, outs, self.cache_hook)
 
         journal = self._semuq_journal()
         keys = {}
@@ -162,27 +159,14 @@ class SemuqGenerateMixin:
             keys = {
                 id(g): journal_key(identity, g.context, g.gen_kwargs, g.aux, g.n_gen, seed) for g in groups
             }
-        todo = []
-        for group in groups:
-            stored = journal.get(keys[id(group)], group.n_gen) if journal is not None else None
-            if stored is None:
-                todo.append(group)
-            else:
-                deliver(group, stored)
-                pbar.update(group.n_gen)
-        if journal is not None and len(todo) < len(groups):
-            eval_logger.info(
-                "semuq-hf: %d of %d prompts restored from the journal %s",
-                len(groups) - len(todo),
-                len(groups),
-                journal.directory,
-            )
+        todo = restore_groups(groups, journal, keys, hand_out, model="semuq-hf")
+        pbar.update(sum(g.n_gen for g in groups) - sum(g.n_gen for g in todo))
         eos = self.tok_decode(self.eot_token_id, skip_special_tokens=False)
         batches = batch_groups(todo, self._semuq_rows_per_call(max(g.n_gen for g in todo))) if todo else []
         for batch in batches:
             outputs = self._semuq_generate_batch(batch, eos)
             for group, outs in zip(batch, outputs, strict=True):
-                deliver(group, outs)
+                hand_out(group, outs)
             pbar.update(sum(g.n_gen for g in batch))  # once per batch: the first rate seen is a real one
             if journal is not None:
                 journal.add((keys[id(g)], outs) for g, outs in zip(batch, outputs, strict=True))

@@ -38,7 +38,7 @@ import numpy as np
 from semuq_eval.jsonio import append_jsonl, parse_jsonl
 from semuq_eval.models.generation import Generation
 
-__all__ = ["GenerationJournal", "journal_key"]
+__all__ = ["GenerationJournal", "journal_key", "restore_groups"]
 
 log = logging.getLogger(__name__)
 
@@ -132,3 +132,31 @@ class GenerationJournal:
             self._entries[key] = records
             lines.append({"key": key, "generations": records})
         append_jsonl(self.path, lines, durable=True)
+
+
+def restore_groups(
+    groups: Sequence[Any],
+    journal: GenerationJournal | None,
+    keys: dict[int, str],
+    restored: Any,
+    *,
+    model: str,
+) -> list[Any]:
+    """The prompt groups still to generate: each group the journal holds (under ``keys[id(group)]``) is handed to
+    ``restored(group, answers)`` instead, and the count is logged once (``model`` names the lm-eval model)."""
+    todo = []
+    for group in groups:
+        stored = journal.get(keys[id(group)], group.n_gen) if journal is not None else None
+        if stored is None:
+            todo.append(group)
+        else:
+            restored(group, stored)
+    if journal is not None and len(todo) < len(groups):
+        log.info(
+            "%s: %d of %d prompts restored from the journal %s",
+            model,
+            len(groups) - len(todo),
+            len(groups),
+            journal.directory,
+        )
+    return todo

@@ -28,7 +28,7 @@ from typing import Any
 from lm_eval.api.instance import Instance
 from lm_eval.models.utils import handle_stop_sequences, normalize_gen_kwargs
 
-__all__ = ["GenerateCall", "PromptGroup", "batch_groups", "group_key", "group_requests"]
+__all__ = ["GenerateCall", "PromptGroup", "batch_groups", "deliver", "group_key", "group_requests"]
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +63,15 @@ class PromptGroup:
     n_gen: int = 1
     greedy: bool = True
     length: int = 0
+
+
+def deliver(results: list, group: PromptGroup, answers: Sequence[Any], cache_hook: Any) -> None:
+    """Each request of ``group`` gets its answer in ``results`` (the one answer for all when greedy) and in
+    lm-eval's request cache (``cache_hook``)."""
+    for j, pos in enumerate(group.positions):
+        answer = answers[j] if len(answers) > 1 else answers[0]
+        results[pos] = answer
+        cache_hook.add_partial("generate_until", (group.context, group.gen_kwargs), answer)
 
 
 def group_key(req: Instance) -> Any:

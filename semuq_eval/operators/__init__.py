@@ -1,13 +1,15 @@
 """Comparison operators: a question and its N answers -> an N x N matrix S (paper Eq. operator_S).
 
-``get(name, **options)`` builds the operator registered under ``name``; ``names()`` lists them.
+``get(name, **options)`` builds the operator registered under ``name``; ``names()`` lists them; ``register``
+adds one, and an installed package adds one through the entry-point group ``semuq_eval.operators``
+(:mod:`semuq_eval.registry`).
 
 A **named variant** runs a registered operator under a name of its own, so two configurations of one
 operator (e.g. a trained ``enc`` beside the untrained backbone) score side by side: its options name the
 registered operator, ``{"operator": "enc", "model": "ops/enc-nq"}``, and its estimators are called
 ``cae@<variant>`` etc. (:func:`resolve`).
 
-Registration is lazy ("module:Class" targets), so importing this package loads neither torch
+The built-in operators register lazily ("module:Class" targets), so importing this package loads neither torch
 nor transformers; models load on an operator's first call, once per process.
 
 ===========  ===========  ==========================================================
@@ -28,9 +30,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from lm_eval.api.registry import Registry
-
 from semuq_eval.operators.base import Cost, Operator, OperatorOutput, normalize_answer
+from semuq_eval.registry import Registry
 
 __all__ = [
     "Cost",
@@ -41,12 +42,20 @@ __all__ = [
     "get",
     "names",
     "normalize_answer",
-    "operator_registry",
-    "register_operator",
+    "register",
+    "registry",
     "resolve",
 ]
 
-operator_registry: Registry[type[Operator]] = Registry("operator", base_cls=Operator)
+
+def _check(name: str, obj: object) -> type[Operator]:
+    """A loaded operator must be an :class:`Operator` subclass."""
+    if not (isinstance(obj, type) and issubclass(obj, Operator)):
+        raise TypeError(f"operator {name!r}: {obj!r} is not a subclass of semuq_eval.operators.Operator")
+    return obj
+
+
+registry: Registry[type[Operator]] = Registry("operator", group="semuq_eval.operators", check=_check)
 
 for _name, _target in {
     "nli": "semuq_eval.operators.nli:NLIOperator",
@@ -56,10 +65,10 @@ for _name, _target in {
     "enc": "semuq_eval.operators.encoder:EncoderOperator",
     "lexical": "semuq_eval.operators.lexical:LexicalOperator",
 }.items():
-    operator_registry.register(_name, target=_target)
+    registry.register(_name, _target)
 
 
-def register_operator(name: str):
+def register(name: str):
     """Class decorator: register an :class:`Operator` subclass under ``name`` (the name users type).
 
     Examples
@@ -68,7 +77,7 @@ def register_operator(name: str):
     """
 
     def decorate(cls: type[Operator]) -> type[Operator]:
-        operator_registry.register(name, target=cls)
+        registry.register(name, _check(name, cls))
         return cls
 
     return decorate
@@ -128,9 +137,9 @@ def get(name: str, **options) -> Operator:
     """Instantiate operator ``name`` (registered, or a named variant: :func:`resolve`) with ``options``
     (no model loads yet)."""
     base, kwargs = resolve(name, options)
-    return operator_registry.get(base)(**kwargs)
+    return registry.get(base)(**kwargs)
 
 
 def names() -> list[str]:
-    """The registered operator names."""
-    return sorted(operator_registry.keys())
+    """The registered operator names (installed packages' included)."""
+    return registry.names()

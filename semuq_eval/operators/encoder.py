@@ -81,26 +81,10 @@ class _SentenceEncoderOperator(ModelTextOperator):
         *,
         condition_on_question: bool,
         separator: str | None = None,
-        max_length: int | None = None,
-        batch_size: int = 32,
-        device: str | None = None,
-        dtype: str = "auto",
-        revision: str | None = None,
-        trust_remote_code: bool = False,
-        dedup: bool = True,
-        progress: bool = True,
+        **options: Any,
     ) -> None:
-        super().__init__(
-            model,
-            max_length=max_length,
-            batch_size=batch_size,
-            device=device,
-            dtype=dtype,
-            revision=revision,
-            trust_remote_code=trust_remote_code,
-            dedup=dedup,
-            progress=progress,
-        )
+        """``options``: the model options of :class:`~semuq_eval.operators.loading.ModelTextOperator`."""
+        super().__init__(model, **options)
         self.condition_on_question = condition_on_question
         self.separator = separator
         self._token_norms: dict[str, TokenNorms] = {}
@@ -257,8 +241,9 @@ class EncoderOperator(_SentenceEncoderOperator):
         **options,
     ) -> None:
         """``model``: sentence-transformers hub id, local folder, or a loaded SentenceTransformer.
-        Options: ``separator``, ``max_length`` (default: the model's), ``batch_size``, ``device``,
-        ``dtype`` ("auto": fp16 on GPU), ``revision``, ``trust_remote_code``, ``dedup``, ``progress``.
+        Options: ``separator`` and the model options of :class:`~semuq_eval.operators.loading.ModelTextOperator`
+        (``max_length``, ``batch_size``, ``device``, ``dtype``, ``revision``, ``trust_remote_code``, ``dedup``,
+        ``progress``).
         ``condition_on_question`` and ``separator`` default to what a folder trained by
         ``semuq-eval train-operator`` records (an answer-only operator is evaluated answer-only), else
         True and the tokenizer's separator."""

@@ -121,26 +121,30 @@ def batches(order: list[int], batch_size: int, *, progress: bool, desc: str):
 
 class ModelTextOperator(TextOperator):
     """A text operator backed by a transformers model loaded on first use: the options shared by the NLI
-    operators and the sentence encoders.
+    operators and the sentence encoders, declared here once (theirs forward ``**options``).
 
     ``model`` is a hub id, a local path, or an already loaded model (used where it is: no device or dtype
-    is applied). ``max_length`` (tokens, at least ``min_length``) defaults to the model's limit.
+    is applied). ``max_length`` (tokens, at least ``min_length``) defaults to the model's limit;
+    ``batch_size`` to the operator's ``default_batch_size``; ``device`` to CUDA when available; ``dtype``
+    ``"auto"``: fp16 on GPU (:func:`auto_dtype`), fp32 elsewhere. ``dedup`` compares identical answers once;
+    ``progress`` shows a bar on long loops.
     """
 
     min_length: int = 4
+    default_batch_size: int = 32
 
     def __init__(
         self,
         model: str | os.PathLike | Any,
         *,
-        max_length: int | None,
-        batch_size: int,
-        device: str | None,
-        dtype: str,
-        revision: str | None,
-        trust_remote_code: bool,
-        dedup: bool,
-        progress: bool,
+        max_length: int | None = None,
+        batch_size: int | None = None,
+        device: str | None = None,
+        dtype: str = "auto",
+        revision: str | None = None,
+        trust_remote_code: bool = False,
+        dedup: bool = True,
+        progress: bool = True,
     ) -> None:
         super().__init__(dedup=dedup)
         if max_length is not None and max_length < self.min_length:
@@ -148,7 +152,7 @@ class ModelTextOperator(TextOperator):
         in_memory = not isinstance(model, (str, os.PathLike))
         self.model = model if in_memory else model_id(model)
         self.max_length = max_length
-        self.batch_size = batch_size
+        self.batch_size = self.default_batch_size if batch_size is None else batch_size
         self.device = None if in_memory else resolve_device(device)
         self.dtype = None if in_memory else resolve_dtype(dtype, self.device)
         self.revision = revision

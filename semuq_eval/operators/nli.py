@@ -59,6 +59,7 @@ class _NLIOperator(ModelTextOperator):
     """
 
     min_length = 8
+    default_batch_size = 64
 
     def __init__(
         self,
@@ -66,31 +67,15 @@ class _NLIOperator(ModelTextOperator):
         *,
         tokenizer: str | os.PathLike | Any | None = None,
         condition_on_question: bool = True,
-        max_length: int | None = None,
-        batch_size: int = 64,
-        device: str | None = None,
-        dtype: str = "auto",
-        revision: str | None = None,
-        trust_remote_code: bool = False,
-        dedup: bool = True,
-        progress: bool = True,
+        **options: Any,
     ) -> None:
         """``model``: hub id, local path, or an already loaded ``PreTrainedModel`` (then
-        ``tokenizer`` must be given too and the model is used where it is). ``max_length``
-        defaults to the model's limit; longer pairs are truncated with a warning."""
+        ``tokenizer`` must be given too and the model is used where it is). ``options``: the model options of
+        :class:`~semuq_eval.operators.loading.ModelTextOperator` (``max_length`` defaults to the model's limit;
+        longer pairs are truncated with a warning)."""
         if not isinstance(model, (str, os.PathLike)) and tokenizer is None:
             raise ValueError("pass tokenizer= along with an in-memory model")
-        super().__init__(
-            model,
-            max_length=max_length,
-            batch_size=batch_size,
-            device=device,
-            dtype=dtype,
-            revision=revision,
-            trust_remote_code=trust_remote_code,
-            dedup=dedup,
-            progress=progress,
-        )
+        super().__init__(model, **options)
         self.tokenizer = tokenizer
         self.condition_on_question = condition_on_question
 

@@ -2,10 +2,11 @@
 
 from collections.abc import Sequence
 
-from semuq_eval.judges import normalize, register_judge
+from semuq_eval import judges
+from semuq_eval.judges import normalize
 
 
-@register_judge("first_alias")
+@judges.register("first_alias")
 class FirstAliasJudge:
     """Correct when the normalized answer contains the question's FIRST reference alias; no reference: None."""
 

@@ -2,11 +2,11 @@
 
 import numpy as np
 
-from semuq_eval.aggregators import register_aggregator
+from semuq_eval import aggregators
 from semuq_eval.aggregators.base import as_matrix_stack, unstack
 
 
-@register_aggregator("mean_dissimilarity", matrix="graded", equation="1 - mean off-diagonal S_ij")
+@aggregators.register("mean_dissimilarity", matrix="graded", equation="1 - mean off-diagonal S_ij")
 def mean_dissimilarity(S: np.ndarray) -> float | np.ndarray:
     """U = 1 - mean_{i != j} S_ij: answers that resemble each other less give a higher uncertainty."""
     S, single = as_matrix_stack(S)  # (B, N, N) float, validated

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from semuq_eval.metrics import register_metric
+from semuq_eval import metrics
 
 
 def mean_gap_weighted(u: np.ndarray, correct: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -12,7 +12,7 @@ def mean_gap_weighted(u: np.ndarray, correct: np.ndarray, counts: np.ndarray) ->
         return (wrong @ u) / wrong.sum(axis=1) - (right @ u) / right.sum(axis=1)
 
 
-@register_metric("mean_gap", weighted=mean_gap_weighted, higher_is_better=True)
+@metrics.register("mean_gap", weighted=mean_gap_weighted, higher_is_better=True)
 def mean_gap(uncertainty: np.ndarray, correct: np.ndarray) -> float:
     """Mean uncertainty of the incorrect answers minus that of the correct ones (NaN with one class)."""
     u, y = np.asarray(uncertainty, dtype=float), np.asarray(correct, dtype=float)

@@ -2,11 +2,11 @@
 
 import numpy as np
 
-from semuq_eval.operators import register_operator
+from semuq_eval import operators
 from semuq_eval.operators.base import Cost, TextOperator
 
 
-@register_operator("word_overlap")
+@operators.register("word_overlap")
 class WordOverlapOperator(TextOperator):
     """S_ij = Jaccard overlap of the lower-cased word sets of answers i and j (graded, no model)."""
 

@@ -10,7 +10,6 @@ that both operators have are compared, so each mean difference is paired cell by
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Mapping
 from typing import Any
@@ -124,8 +123,9 @@ def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print(__doc__, file=sys.stderr)
         return 2
-    with open(argv[0], encoding="utf-8") as fh:
-        document = json.load(fh)
+    from semuq_eval.leaderboard.schema import read_document  # any leaderboard.json version, as records
+
+    document = read_document(argv[0])
     print("\n".join(predictions(document)))
     return 0
 

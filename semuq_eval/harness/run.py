@@ -1,0 +1,90 @@
+"""Finishing a run, in one place: a run's items -> metrics -> breakdown -> the run store's files.
+
+Every way of scoring goes down the same path:
+
+1. the pipeline (:func:`~semuq_eval.harness.pipeline.process_docs`) on the docs of a process: one JSON-safe item
+   per doc;
+2. the run store's start (:meth:`~semuq_eval.harness.store.RunStore.begin`, then the process's answers);
+3. :func:`finish_run` on the items of every process: the breakdown (:func:`~semuq_eval.harness.report.summarize`:
+   metrics with CIs per estimator and label strategy), then ``scores.jsonl``, ``breakdown.json`` and the run
+   record in the store.
+
+The lm-eval task (:mod:`~semuq_eval.harness.task`) runs steps 1 and 2 on each rank when lm-eval applies the
+filters, and step 3 on rank 0 with the items lm-eval gathered; ``rescore`` (:mod:`~semuq_eval.harness.rescore`)
+runs the three in a row on a stored run.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from semuq_eval.harness.record import write_store_record
+from semuq_eval.harness.report import summarize
+from semuq_eval.harness.settings import Settings
+from semuq_eval.harness.store import RunStore
+
+__all__ = ["finish_run"]
+
+log = logging.getLogger(__name__)
+
+
+def finish_run(
+    items: Sequence[Mapping[str, Any]],
+    settings: Settings,
+    *,
+    task: str,
+    operators: Mapping[str, Any],
+    judge: Mapping[str, Any],
+    store: RunStore | None = None,
+    label_set: str = "run",
+    extra: Mapping[str, Any] | None = None,
+    strict: bool = True,
+) -> dict:
+    """The breakdown of a run's ``items`` (all its questions), written into ``store`` when one is given.
+
+    Parameters
+    ----------
+    items : sequence of mapping
+        One item per question (:func:`~semuq_eval.harness.pipeline.doc_item`), from every process of the run.
+    settings : Settings
+        The run's settings: metrics, bootstrap, ``store`` (False: ``breakdown.json`` only, no ``scores.jsonl``
+        nor run record).
+    task, operators, judge, label_set, extra
+        What the breakdown records (:func:`~semuq_eval.harness.report.summarize`).
+    store : RunStore, optional
+        Where the run's files go (None: nothing is written).
+    strict : bool
+        Raise when a file cannot be written (default). False logs a warning instead and still returns the
+        breakdown: lm-eval's task keeps its results when the store's folder is not writable.
+    """
+    breakdown = summarize(
+        items, settings, task=task, operators=operators, judge=judge, label_set=label_set, extra=extra
+    )
+    if store is None:
+        return breakdown
+    try:
+        store.root.mkdir(parents=True, exist_ok=True)
+        if settings.store:
+            store.write_scores(items)
+        path = store.write_breakdown(breakdown)
+        if settings.store:
+            write_store_record(store.root)
+    except (OSError, ValueError) as err:
+        if strict:
+            raise
+        log.warning("%s: could not write the breakdown or record to %s (%s)", task, store.root, err)
+        return breakdown
+    labels = breakdown["labels"]["greedy"]
+    log.info(
+        "%s: semuq breakdown (%d questions, greedy labels %d correct / %d incorrect; %d estimators) "
+        "written to %s",
+        task,
+        breakdown["n_docs"],
+        labels["n_correct"],
+        labels["n"] - labels["n_correct"],
+        len(breakdown["estimators_scored"]),
+        path,
+    )
+    return breakdown

@@ -1,0 +1,79 @@
+"""Finding a leaderboard's inputs: run stores, breakdown files and run records named by paths or globs."""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from semuq_eval.harness.record import RECORD_SUFFIX
+from semuq_eval.leaderboard.runs import LeaderboardInputError
+
+__all__ = ["expand_inputs"]
+
+
+def expand_inputs(
+    patterns: Sequence[str | os.PathLike], skipped: list[dict[str, str]] | None = None
+) -> list[Path]:
+    """Run store directories, breakdown files or run records named by paths or globs (``**`` recurses).
+
+    A directory counts as a store when it holds ``manifest.json`` or ``breakdown.json``; a file must be a
+    ``.json`` breakdown or a ``.jsonl.gz`` run record. Every pattern must match at least one. A store a glob matches whose run has not
+    finished (a manifest but no ``breakdown.json`` yet, e.g. a run still generating) is left out and listed in
+    ``skipped`` (``{"path", "reason"}``) when a list is given, else it stays in (and :func:`load_run` says what
+    is missing); a store named explicitly always stays in.
+
+    Raises
+    ------
+    LeaderboardInputError
+        A pattern that matches nothing usable, or a path that does not exist.
+
+    Examples
+    --------
+    >>> expand_inputs(["/nonexistent/**/semuq/*/*"])
+    Traceback (most recent call last):
+    ...
+    semuq_eval.leaderboard.runs.LeaderboardInputError: '/nonexistent/**/semuq/*/*' matches no run store (a directory with manifest.json or breakdown.json), no breakdown JSON file and no run record
+    """
+    found: list[Path] = []
+    seen: set[Path] = set()
+    for pattern in patterns:
+        text = os.path.expanduser(str(pattern))
+        magic = glob.has_magic(text)
+        matches = sorted(glob.glob(text, recursive=True)) if magic else [text]
+        usable, unfinished = [], []
+        for match in matches:
+            path = Path(match)
+            if path.is_dir() and (path / "breakdown.json").is_file():
+                usable.append(path)
+            elif path.is_dir() and (path / "manifest.json").is_file():
+                (unfinished if magic and skipped is not None else usable).append(path)
+            elif path.is_file() and (path.suffix == ".json" or path.name.endswith(RECORD_SUFFIX)):
+                usable.append(path)
+            elif not magic:
+                what = (
+                    "does not exist"
+                    if not path.exists()
+                    else "is not a run store (no manifest.json or breakdown.json) nor a run record"
+                )
+                raise LeaderboardInputError(f"{path} {what}")
+        if not usable and not unfinished:
+            raise LeaderboardInputError(
+                f"{str(pattern)!r} matches no run store (a directory with manifest.json or breakdown.json), "
+                "no breakdown JSON file and no run record"
+            )
+        for path in unfinished:
+            skipped.append(
+                {"path": str(path), "reason": "unfinished run: manifest.json but no breakdown.json yet"}
+            )
+        for path in usable:
+            if path.resolve() not in seen:
+                seen.add(path.resolve())
+                found.append(path)
+    if not found:
+        raise LeaderboardInputError(
+            f"no finished run among {len(skipped or [])} store(s) matched by {[str(p) for p in patterns]}: "
+            "every one lacks breakdown.json (runs still generating?)"
+        )
+    return found

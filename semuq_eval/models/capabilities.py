@@ -1,0 +1,216 @@
+"""What an OpenAI-compatible server can give `semuq-api`, found by one probe request at the start of a run.
+
+The probe asks, in one request of two tokens, for everything the run would use: ``n=2`` samples, the
+log-probability of each token with its ``top_k`` alternatives, ``echo`` of the prompt (completions endpoint
+only) and the task's sampling options beyond OpenAI's own (e.g. ``top_k``). The reply tells:
+
+=================  ==========================================================================================
+``n``              two choices came back (otherwise: one request per sample)
+``logprobs``       each generated token carries a readable log-probability (otherwise: no ``se``, ``msp``,
+                   ``perplexity``, ``te``)
+``top_logprobs``   how many alternatives per token came back (at most the ``top_k`` asked; 0: no token
+                   entropies, so no ``te`` / ``te_enc``)
+``echo``           the reply's text starts with the prompt (reported; generation never uses it)
+``sampling``       the extra sampling options the server took
+=================  ==========================================================================================
+
+A server that refuses the probe as it is (HTTP 400 / 413 / 422) is asked again without one feature at a
+time: the one its error message names, else, in order, ``echo``, the extra sampling options, more than 5
+alternatives (OpenAI's completions limit), ``n``, the alternatives, the log-probabilities. Every step is a
+fallback that the run logs and records (``Generation.source``: the run store's manifest and the breakdown).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from semuq_eval.openai_client import (
+    MalformedLogprobs,
+    RequestFailed,
+    ServerClient,
+    Unreadable,
+    read_logprobs,
+)
+
+__all__ = ["PROBE_PROMPT", "Capabilities", "probe"]
+
+log = logging.getLogger(__name__)
+
+PROBE_PROMPT = "The capital of France is"
+OPENAI_COMPLETIONS_TOP = 5
+
+
+@dataclass
+class Capabilities:
+    """What the probe found (module docstring); ``fallbacks`` says, in words, what the run does without."""
+
+    n: bool
+    logprobs: bool
+    top_logprobs: int
+    echo: bool | None
+    sampling: dict[str, Any] = field(default_factory=dict)
+    fallbacks: list[str] = field(default_factory=list)
+    probe_requests: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _choices(payload: Any) -> list:
+    choices = payload.get("choices") if isinstance(payload, Mapping) else None
+    if not isinstance(choices, list) or not choices:
+        raise Unreadable("the server's reply to the capability probe has no choices")
+    return choices
+
+
+def _generated_logprobs(logprobs: Any, echo: bool) -> Any:
+    """The completions shape without the echoed prompt's positions (whose first log-prob is null)."""
+    if not echo or not isinstance(logprobs, Mapping) or "tokens" not in logprobs:
+        return logprobs
+    values = logprobs.get("token_logprobs")
+    if not isinstance(values, list):
+        return logprobs
+    keep = [i for i, v in enumerate(values) if v is not None]
+    out = dict(logprobs)
+    for key in ("tokens", "token_logprobs", "top_logprobs", "text_offset"):
+        if isinstance(logprobs.get(key), list) and len(logprobs[key]) == len(values):
+            out[key] = [logprobs[key][i] for i in keep]
+    return out
+
+
+def _read(payload: Any, asked: dict[str, Any], endpoint: str) -> Capabilities:
+    choices = _choices(payload)
+    first = choices[0]
+    if not isinstance(first, Mapping):
+        raise Unreadable("the server's reply to the capability probe has a choice that is not an object")
+    echo = (
+        None if endpoint == "chat" else False
+    )  # chat has no echo; a completions server that refused it: False
+    caps = Capabilities(n=False, logprobs=False, top_logprobs=0, echo=echo, sampling=dict(asked["sampling"]))
+    fallbacks = caps.fallbacks
+    if asked["n"]:
+        caps.n = len(choices) >= 2
+        if not caps.n:
+            fallbacks.append(f"n: asked for 2 choices, got {len(choices)}; one request per sample instead")
+    if asked["echo"]:
+        text = first.get("text")
+        caps.echo = isinstance(text, str) and text.startswith(PROBE_PROMPT)
+    if asked["logprobs"]:
+        try:
+            parsed = read_logprobs(_generated_logprobs(first.get("logprobs"), bool(caps.echo)))
+        except MalformedLogprobs as err:
+            parsed = None
+            fallbacks.append(f"logprobs: unreadable ({err}); answers are text only")
+        else:
+            if parsed is None or not parsed.tokens:
+                fallbacks.append("logprobs: the server returned none; answers are text only")
+        if parsed is not None and parsed.tokens:
+            caps.logprobs = True
+            if asked["top"] > 0:
+                returned = max(len(top) for top in parsed.top)
+                caps.top_logprobs = min(returned, asked["top"])
+                if caps.top_logprobs < 2:
+                    caps.top_logprobs = 0
+                    fallbacks.append(
+                        f"top_logprobs: asked for {asked['top']} alternatives, got {returned}; "
+                        "no token entropies (te, te_enc unavailable)"
+                    )
+                elif caps.top_logprobs < asked["top"]:
+                    fallbacks.append(
+                        f"top_logprobs: asked for {asked['top']} alternatives, got {returned}; "
+                        f"token entropies from the top {caps.top_logprobs}"
+                    )
+    return caps
+
+
+def _drop_next(asked: dict[str, Any], message: str) -> str | None:
+    """Remove one feature from ``asked`` (named in ``message`` first, else in the documented order); its name."""
+    text = message.lower()
+    named = [
+        ("echo", "echo" in text and asked["echo"]),
+        ("top_logprobs", "top_logprobs" in text and asked["top"] > 0),
+        *[(f"sampling:{k}", k.lower() in text) for k in asked["sampling"]],
+    ]
+    order = [
+        ("echo", asked["echo"]),
+        *[(f"sampling:{k}", True) for k in asked["sampling"]],
+        ("top_logprobs>5", asked["top"] > OPENAI_COMPLETIONS_TOP),
+        ("n", asked["n"]),
+        ("top_logprobs", asked["top"] > 0),
+        ("logprobs", asked["logprobs"]),
+    ]
+    choice = next((name for name, hit in named if hit), None) or next((n for n, ok in order if ok), None)
+    if choice is None:
+        return None
+    if choice == "echo":
+        asked["echo"] = False
+    elif choice.startswith("sampling:"):
+        asked["sampling"].pop(choice.split(":", 1)[1])
+    elif choice == "top_logprobs>5":
+        asked["top"] = OPENAI_COMPLETIONS_TOP
+    elif choice == "n":
+        asked["n"] = False
+    elif choice == "top_logprobs":
+        asked["top"] = 0
+    else:
+        asked["logprobs"], asked["top"] = False, 0
+    return choice
+
+
+def probe(
+    client: ServerClient,
+    *,
+    logprobs: bool = True,
+    top_k: int,
+    sampling: Mapping[str, Any] | None = None,
+    seed: int = 1234,
+) -> Capabilities:
+    """Probe ``client``'s server (module docstring); raise RuntimeError when even a plain request fails.
+
+    Parameters
+    ----------
+    client : the server.
+    logprobs : ask for log-probabilities at all.
+    top_k : alternatives per token wanted (0: none).
+    sampling : the sampling options beyond OpenAI's own that the run would send (e.g. ``{"top_k": 50}``).
+    seed : the request's seed.
+    """
+    asked: dict[str, Any] = {
+        "n": True,
+        "logprobs": bool(logprobs),
+        "top": int(top_k) if logprobs else 0,
+        "echo": client.endpoint == "completions",
+        "sampling": dict(sampling or {}),
+    }
+    refused: list[str] = []
+    for requests in range(1, 8):
+        fields: dict[str, Any] = {"max_tokens": 2, "temperature": 1.0, "seed": int(seed), **asked["sampling"]}
+        if asked["n"]:
+            fields["n"] = 2
+        if asked["logprobs"]:
+            fields.update(client.logprob_fields(asked["top"]))
+        if asked["echo"]:
+            fields["echo"] = True
+        try:
+            payload = client.send(client.body(PROBE_PROMPT, **fields), _choices_ok, retry_refused=False)
+        except RequestFailed as err:
+            dropped = _drop_next(asked, err.reason) if err.status is not None else None
+            if dropped is None:
+                raise RuntimeError(
+                    f"semuq-api: the capability probe of {client.public_url} failed: {err.reason}"
+                ) from err
+            refused.append(f"the server refused the probe ({err.reason}); asked again without {dropped}")
+            continue
+        caps = _read(payload, asked, client.endpoint)
+        caps.fallbacks[:0] = refused
+        caps.probe_requests = requests
+        return caps
+    raise RuntimeError(f"semuq-api: the capability probe of {client.public_url} was refused 7 times")
+
+
+def _choices_ok(payload: Any) -> Any:
+    _choices(payload)
+    return payload

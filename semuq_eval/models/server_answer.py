@@ -1,0 +1,175 @@
+"""One choice of a server's reply as a `Generation`: the text, the tokens that make it up and their signals.
+
+The rules follow `semuq-hf`'s (`semuq_eval.models.generation`):
+
+- **text**: the server's text, cut at the first of the request's stop sequences (servers cut there already;
+  some keep the stop sequence, or take only four);
+- **tokens kept**: those whose characters make up that text. Each token's span is found by spelling the reply
+  with the tokens' text (their UTF-8 ``bytes`` when the server sends them, decoded incrementally, so that the
+  token completing a character gets it and the earlier ones an empty span). A token the server spells with
+  nothing (a character split over tokens, decoded with errors ignored) gets an empty span and the next token
+  the characters skipped (at most :data:`MAX_SKIP`). Tokens past the text (a stop sequence, the end-of-sequence
+  token) are dropped; a token only partly kept is kept, its span clipped to the text;
+- **signals**: each kept token's log-probability as the server reports it, the sum of them as the sequence
+  log-probability, and token entropies estimated from the top-k alternatives (`semuq_eval.models.topk`, flagged
+  in ``Generation.approximate``). There are no token ids (servers return token text) and no hidden states.
+
+A reply whose log-probabilities break the protocol (wrong counts or types; tokens that do not spell the text)
+keeps its text and loses its signals, with the reason in ``Generation.error`` naming the field.
+"""
+
+from __future__ import annotations
+
+import codecs
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from semuq_eval.models.generation import Generation
+from semuq_eval.models.topk import topk_entropies, topk_method
+from semuq_eval.openai_client import MalformedLogprobs, TokenLogprobs, choice_text, read_logprobs
+
+__all__ = ["MAX_SKIP", "answer_from_choice", "cut_at_stop", "token_spans"]
+
+MAX_SKIP = 4
+"""Characters a token may have to skip to find its text in the reply (characters no token spelled)."""
+
+
+def cut_at_stop(text: str, until: Sequence[str]) -> str:
+    """``text`` up to the first occurrence of any non-empty stop sequence.
+
+    Examples
+    --------
+    >>> cut_at_stop("Paris\\n\\nQuestion:", ["\\n\\n", "Q:"])
+    'Paris'
+    """
+    cut = len(text)
+    for stop in until:
+        if stop:
+            i = text.find(stop)
+            if 0 <= i < cut:
+                cut = i
+    return text[:cut]
+
+
+def _pieces(parsed: TokenLogprobs) -> list[str]:
+    """Each token's contribution to the text: its bytes decoded incrementally when every token has bytes,
+    else its text as the server spelled it."""
+    if parsed.token_bytes and all(b is not None for b in parsed.token_bytes):
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        return [decoder.decode(b) for b in parsed.token_bytes]  # type: ignore[arg-type]
+    return list(parsed.tokens)
+
+
+def token_spans(pieces: Sequence[str], text: str) -> list[tuple[int, int]] | None:
+    """The [start, end) span of each token piece in ``text`` (module docstring), or None when they do not spell it.
+
+    Pieces past the end of ``text`` get the empty span (len(text), len(text)).
+
+    Examples
+    --------
+    >>> token_spans([" Par", "is", "\\n\\n"], " Paris")
+    [(0, 4), (4, 6), (6, 6)]
+    >>> token_spans(["caf", "", "", " au"], "café au")
+    [(0, 3), (3, 3), (3, 3), (3, 7)]
+    >>> token_spans(["London"], "Paris") is None
+    True
+    """
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    for piece in pieces:
+        if not piece or pos >= len(text):
+            spans.append((pos, pos))
+            continue
+        j = text.find(piece, pos, pos + MAX_SKIP + len(piece))
+        if j >= 0:
+            spans.append((pos, j + len(piece)))
+            pos = j + len(piece)
+        elif piece.startswith(text[pos:]):  # the text ends inside this token
+            spans.append((pos, len(text)))
+            pos = len(text)
+        else:
+            return None
+    if pos < len(text):
+        if len(text) - pos > MAX_SKIP or not spans:
+            return None
+        spans[-1] = (spans[-1][0], len(text))  # characters at the end that no token spelled
+    return spans
+
+
+def answer_from_choice(
+    choice: Any,
+    *,
+    endpoint: str,
+    until: Sequence[str],
+    top_k: int,
+    want_logprobs: bool,
+    greedy: bool,
+    where: str = "choices[0]",
+    source: Mapping[str, Any] | None = None,
+) -> Generation:
+    """The `Generation` of one reply choice (module docstring).
+
+    Parameters
+    ----------
+    choice : one element of the reply's ``choices``.
+    endpoint : ``"chat"`` or ``"completions"`` (where the text is).
+    until : the request's stop sequences.
+    top_k : alternatives asked per token (0: none; no entropies).
+    want_logprobs : log-probabilities were asked for: their absence is an error on this answer.
+    greedy : the answer was decoded greedily.
+    where : the choice's place in the reply, for messages.
+    source : `Generation.source` (the model's description: the same object for all its answers).
+
+    Raises
+    ------
+    semuq_eval.openai_client.Unreadable
+        The choice has no text (the request is worth retrying).
+    """
+    raw = choice_text(choice, endpoint, where)
+    text = cut_at_stop(raw, until)
+
+    def text_only(error: str | None) -> Generation:
+        return Generation(text, greedy=greedy, error=error, source=source)
+
+    if not want_logprobs:
+        return text_only(None)
+    field = f"{where}.logprobs"
+    try:
+        parsed = read_logprobs(choice.get("logprobs"), field)
+    except MalformedLogprobs as err:
+        return text_only(str(err))
+    if parsed is None:
+        return text_only(f"the server returned no log-probabilities ({field} is missing or null)")
+    spans = token_spans(_pieces(parsed), raw)
+    if spans is None:
+        return text_only(f"the tokens of {field} do not spell the reply's text")
+    kept = [i for i, (start, _) in enumerate(spans) if start < len(text)]
+    offsets = np.array([(spans[i][0], min(spans[i][1], len(text))) for i in kept], dtype=np.int64)
+    logprobs = np.array([parsed.logprobs[i] for i in kept], dtype=np.float64)
+    entropies, approximate = None, {}
+    if top_k > 0:
+        tops = [parsed.top[i] for i in kept]
+        short = next((i for i in kept if len(parsed.top[i]) < min(2, top_k)), None)
+        if short is not None:
+            got = len(parsed.top[short])
+            return Generation(
+                text,
+                token_logprobs=logprobs,
+                token_offsets=offsets.reshape(len(kept), 2),
+                greedy=greedy,
+                error=f"{field}: token {short} has {got} top alternative(s), {top_k} were asked for",
+                source=source,
+            )
+        entropies = topk_entropies(tops, top_k)
+        approximate = {"token_entropies": topk_method(top_k)}
+    return Generation(
+        text,
+        token_logprobs=logprobs,
+        token_entropies=entropies,
+        token_offsets=offsets.reshape(len(kept), 2),
+        greedy=greedy,
+        approximate=approximate,
+        source=source,
+    )

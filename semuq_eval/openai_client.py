@@ -1,0 +1,402 @@
+"""The one transport to OpenAI-compatible servers (vLLM, SGLang, TGI, llama.cpp's server, OpenAI itself).
+
+The ``openai`` judge (:mod:`semuq_eval.judges.openai`) and the ``semuq-api`` model (:mod:`semuq_eval.models.api`)
+build, send and read their requests here:
+
+- **building** (:meth:`ServerClient.body`, :meth:`ServerClient.logprob_fields`): a chat request carries the prompt as
+  messages (``/chat/completions``), a completions request the raw prompt (``/completions``); log-probabilities are
+  asked in the shape of the endpoint (chat: ``logprobs: true, top_logprobs: k``; completions: ``logprobs: k``);
+- **sending** (:meth:`ServerClient.send`): JSON over HTTP(S) with the API key read from the environment variable
+  named by ``api_key_env`` at each request (never stored, logged or written; no key: no Authorization header, as
+  local servers expect; a redirect to another host never receives it). Timeouts, refused connections, HTTP 429 /
+  5xx, non-JSON bodies and replies the caller cannot read (:class:`Unreadable`) are retried ``max_retries`` times,
+  waiting ``backoff * 2**attempt`` seconds with jitter; then :class:`RequestFailed` says why. HTTP 401 / 403 / 404
+  (wrong key, model or URL) raise :class:`ServerRefused` at once: every request would fail;
+- **reading** (:func:`choice_text`, :func:`read_logprobs`): the text of a choice, and its per-token
+  log-probabilities in either shape (chat ``content`` list, or the completions ``tokens`` / ``token_logprobs`` /
+  ``top_logprobs`` / ``text_offset`` lists; servers mix them), checked field by field: a wrong count or type is a
+  :class:`MalformedLogprobs` naming the field.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import math
+import os
+import random
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+__all__ = [
+    "ENDPOINTS",
+    "FATAL_STATUS",
+    "REFUSED_STATUS",
+    "MalformedLogprobs",
+    "RequestFailed",
+    "ServerClient",
+    "ServerRefused",
+    "TokenLogprobs",
+    "Unreadable",
+    "choice_text",
+    "read_logprobs",
+]
+
+ENDPOINTS = {"chat": "/chat/completions", "completions": "/completions"}
+FATAL_STATUS = (401, 403, 404)
+REFUSED_STATUS = (400, 413, 422)
+"""Statuses of a request the server will not take as it is (an unknown field, a value out of range)."""
+POSITIVE_TOLERANCE = 1e-3
+"""Log-probabilities in (0, this] are rounding noise of a server and read as 0; larger positive ones are refused."""
+
+T = TypeVar("T")
+
+
+class ServerRefused(RuntimeError):
+    """The server refuses the configuration (key, model or URL): every request would fail."""
+
+
+class RequestFailed(RuntimeError):
+    """A request still failing after every retry; ``unreachable`` when the last try found no server at all
+    (connection refused or reset), rather than a slow or wrong reply."""
+
+    def __init__(self, reason: str, *, unreachable: bool = False, status: int | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.unreachable = unreachable
+        self.status = status
+
+
+class Unreadable(ValueError):
+    """A reply whose structure is not what was asked for (retried like a failed request)."""
+
+
+class MalformedLogprobs(ValueError):
+    """Log-probabilities whose counts or types are wrong; the message names the field."""
+
+
+class ServerClient:
+    """Where and how to send requests to one OpenAI-compatible server (module docstring).
+
+    Parameters
+    ----------
+    base_url : str
+        The API root, e.g. ``http://127.0.0.1:8080/v1`` (a full ``.../completions`` URL also works).
+    model : str
+        The model name sent with every request.
+    endpoint : {"chat", "completions"}
+        Chat messages (the server applies its chat template) or a raw prompt.
+    api_key_env : str
+        The environment variable holding the API key (unset or empty: no key is sent).
+    concurrency : int
+        Requests in flight at once (:meth:`map`).
+    timeout : float
+        Seconds per request.
+    max_retries : int
+        Retries of a failed request.
+    backoff : float
+        The first wait between retries, in seconds; it doubles at each retry (with jitter).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        endpoint: str = "chat",
+        api_key_env: str = "OPENAI_API_KEY",
+        concurrency: int = 8,
+        timeout: float = 60.0,
+        max_retries: int = 3,
+        backoff: float = 1.0,
+    ) -> None:
+        if endpoint not in ENDPOINTS:
+            raise ValueError(f"endpoint must be one of {sorted(ENDPOINTS)}, got {endpoint!r}")
+        if not str(base_url).startswith(("http://", "https://")):
+            raise ValueError(f"base_url must start with http:// or https://, got {base_url!r}")
+        for key, value, low in (("concurrency", concurrency, 1), ("max_retries", max_retries, 0)):
+            if int(value) < low:
+                raise ValueError(f"{key} must be >= {low}, got {value}")
+        if not float(timeout) > 0:
+            raise ValueError(f"timeout must be > 0, got {timeout}")
+        if not float(backoff) >= 0:
+            raise ValueError(f"backoff must be >= 0, got {backoff}")
+        self.base_url = str(base_url).rstrip("/")
+        self.model = str(model)
+        self.endpoint = endpoint
+        self.api_key_env = api_key_env
+        self.concurrency = int(concurrency)
+        self.timeout = float(timeout)
+        self.max_retries = int(max_retries)
+        self.backoff = float(backoff)
+
+    @property
+    def url(self) -> str:
+        """The endpoint's full URL."""
+        if self.base_url.endswith(tuple(ENDPOINTS.values())):
+            return self.base_url
+        return self.base_url + ENDPOINTS[self.endpoint]
+
+    @property
+    def public_url(self) -> str:
+        """``url`` without any user name or password it holds: what may be logged or written."""
+        parts = urllib.parse.urlsplit(self.url)
+        host = parts.hostname or ""
+        netloc = f"{host}:{parts.port}" if parts.port else host
+        return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+    # ------------------------------------------------------------------ building
+    def body(self, prompt: str | list[dict[str, Any]], **fields: Any) -> dict[str, Any]:
+        """A request body: the model, the prompt (chat: ``messages``, a string becoming one user message;
+        completions: ``prompt``) and ``fields`` (decoding, log-probabilities, ...)."""
+        body: dict[str, Any] = {"model": self.model}
+        if self.endpoint == "chat":
+            body["messages"] = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
+        else:
+            if not isinstance(prompt, str):
+                raise ValueError("the completions endpoint takes a text prompt, not chat messages")
+            body["prompt"] = prompt
+        body.update(fields)
+        return body
+
+    def logprob_fields(self, top: int) -> dict[str, Any]:
+        """The fields asking for each generated token's log-probability and its ``top`` alternatives."""
+        if self.endpoint == "chat":
+            return {"logprobs": True, **({"top_logprobs": int(top)} if top > 0 else {})}
+        return {"logprobs": int(top)}
+
+    # ------------------------------------------------------------------ sending
+    def post(self, body: Mapping[str, Any]) -> Any:
+        """One POST of ``body``; the decoded JSON reply (urllib / JSON errors propagate)."""
+        headers = {"Content-Type": "application/json"}
+        key = os.environ.get(self.api_key_env) if self.api_key_env else None
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        request = urllib.request.Request(
+            self.url, data=json.dumps(body).encode(), headers=headers, method="POST"
+        )
+        with _OPENER.open(request, timeout=self.timeout) as response:
+            return json.loads(response.read().decode("utf-8"))
+
+    def send(self, body: Mapping[str, Any], read: Callable[[Any], T], *, retry_refused: bool = True) -> T:
+        """POST ``body`` and return ``read(reply)``, retrying as the module docstring says (with
+        ``retry_refused=False``, HTTP 400 / 413 / 422 fail at once: a capability probe changes the request instead).
+
+        Raises
+        ------
+        ServerRefused
+            HTTP 401 / 403 / 404.
+        RequestFailed
+            Still failing after ``max_retries`` retries (the reason of the last try).
+        """
+        error, unreachable, status = "no attempt", False, None
+        for attempt in range(self.max_retries + 1):
+            if attempt:
+                time.sleep(self.backoff * 2 ** (attempt - 1) * (0.5 + random.random()))
+            unreachable, status = False, None
+            try:
+                return read(self.post(body))
+            except urllib.error.HTTPError as exc:
+                detail = exc.read()[:200].decode("utf-8", "replace") if exc.fp else ""
+                if exc.code in FATAL_STATUS:
+                    raise ServerRefused(
+                        f"server {self.public_url} answered HTTP {exc.code} for model {self.model!r}: "
+                        f"{detail.strip()} (check base_url, model and the key in ${self.api_key_env})"
+                    ) from exc
+                error = f"HTTP {exc.code}: {detail.strip()[:120]}" if detail.strip() else f"HTTP {exc.code}"
+                status = exc.code
+                if not retry_refused and exc.code in REFUSED_STATUS:
+                    raise RequestFailed(error, status=status) from exc
+            except (urllib.error.URLError, TimeoutError, ConnectionError, http.client.HTTPException) as exc:
+                reason = getattr(exc, "reason", exc)
+                unreachable = isinstance(reason, ConnectionError) or isinstance(exc, ConnectionError)
+                error = f"request failed: {reason}"
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                error = "the server's reply is not JSON"
+            except Unreadable as exc:
+                error = str(exc)
+        raise RequestFailed(
+            f"{error} (after {self.max_retries} retries)", unreachable=unreachable, status=status
+        )
+
+    def map(self, fn: Callable[[Any], T], items: Iterable[Any]) -> list[T]:
+        """``[fn(x) for x in items]`` with ``concurrency`` calls in flight, in order."""
+        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
+            return list(pool.map(fn, items))
+
+
+class _NoCredentialsAcrossHosts(urllib.request.HTTPRedirectHandler):
+    """Follows a redirect, but never sends the API key to another host (urllib copies every header)."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if (
+            new is not None
+            and urllib.parse.urlsplit(newurl).netloc != urllib.parse.urlsplit(req.full_url).netloc
+        ):
+            new.headers.pop("Authorization", None)
+            new.unredirected_hdrs.pop("Authorization", None)
+        return new
+
+
+_OPENER = urllib.request.build_opener(_NoCredentialsAcrossHosts)
+
+
+# ---------------------------------------------------------------------------------------------------- reading
+def first_choice(payload: Any) -> Any:
+    """The first element of a reply's ``choices``, or :class:`Unreadable`."""
+    try:
+        return payload["choices"][0]
+    except (KeyError, IndexError, TypeError):
+        raise Unreadable("the server's reply has no choices") from None
+
+
+def choice_text(choice: Any, endpoint: str, where: str = "choices[0]") -> str:
+    """The text of one reply choice (chat: ``message.content``; completions: ``text``), or :class:`Unreadable`
+    naming the field."""
+    if not isinstance(choice, Mapping):
+        raise Unreadable(f"the server's reply has a choice that is not an object ({type(choice).__name__})")
+    if endpoint == "chat":
+        message = choice.get("message")
+        if not isinstance(message, Mapping):
+            raise Unreadable(f"the server's reply has no message object in {where}")
+        text = message.get("content")
+        field = f"{where}.message.content"
+    else:
+        text = choice.get("text")
+        field = f"{where}.text"
+    if not isinstance(text, str):
+        raise Unreadable(f"the server's reply has no text: {field} is {type(text).__name__}, not a string")
+    return text
+
+
+@dataclass
+class TokenLogprobs:
+    """One choice's per-token log-probabilities, in one shape whatever the server sent.
+
+    Attributes
+    ----------
+    tokens : the tokens' text, as the server spells them.
+    logprobs : log p of each token (the server's distribution; <= 0).
+    top : per token, ``{alternative: logprob}`` of the top alternatives (empty when not returned).
+    token_bytes : per token, its UTF-8 bytes when the server gave them (chat ``bytes``), else None.
+    text_offset : per token, its character offset as the server gave it (completions), else None.
+    """
+
+    tokens: list[str]
+    logprobs: list[float]
+    top: list[dict[str, float]]
+    token_bytes: list[bytes | None]
+    text_offset: list[int] | None = None
+
+
+def _number(value: Any, field: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise MalformedLogprobs(f"{field} must be a number, got {type(value).__name__}")
+    value = float(value)
+    if math.isnan(value) or value > POSITIVE_TOLERANCE:
+        raise MalformedLogprobs(f"{field} must be a log-probability (<= 0), got {value}")
+    return min(value, 0.0)
+
+
+def _token(value: Any, field: str) -> str:
+    if not isinstance(value, str):
+        raise MalformedLogprobs(f"{field} must be a string, got {type(value).__name__}")
+    return value
+
+
+def _top(value: Any, field: str) -> dict[str, float]:
+    """Alternatives as ``{token: logprob}`` from a list of ``{token, logprob}`` objects or a dict."""
+    if value is None:
+        return {}
+    if isinstance(value, Mapping):
+        return {_token(k, f"{field} key"): _number(v, f"{field}[{k!r}]") for k, v in value.items()}
+    if isinstance(value, list):
+        out: dict[str, float] = {}
+        for j, entry in enumerate(value):
+            if not isinstance(entry, Mapping):
+                raise MalformedLogprobs(f"{field}[{j}] must be an object, got {type(entry).__name__}")
+            token = _token(entry.get("token"), f"{field}[{j}].token")
+            lp = _number(entry.get("logprob"), f"{field}[{j}].logprob")
+            out[token] = max(lp, out.get(token, -math.inf))
+        return out
+    raise MalformedLogprobs(f"{field} must be a list or an object, got {type(value).__name__}")
+
+
+def _bytes(value: Any, field: str) -> bytes | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(
+        isinstance(b, int) and not isinstance(b, bool) and 0 <= b < 256 for b in value
+    ):
+        raise MalformedLogprobs(f"{field} must be a list of byte values (0-255)")
+    return bytes(value)
+
+
+def read_logprobs(logprobs: Any, where: str = "choices[0].logprobs") -> TokenLogprobs | None:
+    """A choice's ``logprobs`` in either shape (module docstring); None when the server returned none.
+
+    Raises
+    ------
+    MalformedLogprobs
+        Naming the field whose count or type is wrong.
+
+    Examples
+    --------
+    >>> read_logprobs({"content": [{"token": "Paris", "logprob": -0.1, "top_logprobs": []}]}).tokens
+    ['Paris']
+    >>> read_logprobs({"tokens": [" A"], "token_logprobs": [-0.5], "top_logprobs": [{" A": -0.5}]}).top
+    [{' A': -0.5}]
+    """
+    if logprobs is None:
+        return None
+    if not isinstance(logprobs, Mapping):
+        raise MalformedLogprobs(f"{where} must be an object, got {type(logprobs).__name__}")
+    if "content" in logprobs:  # the chat shape
+        content = logprobs["content"]
+        if content is None:
+            return None
+        if not isinstance(content, list):
+            raise MalformedLogprobs(f"{where}.content must be a list, got {type(content).__name__}")
+        out = TokenLogprobs([], [], [], [])
+        for i, entry in enumerate(content):
+            field = f"{where}.content[{i}]"
+            if not isinstance(entry, Mapping):
+                raise MalformedLogprobs(f"{field} must be an object, got {type(entry).__name__}")
+            out.tokens.append(_token(entry.get("token"), f"{field}.token"))
+            out.logprobs.append(_number(entry.get("logprob"), f"{field}.logprob"))
+            out.top.append(_top(entry.get("top_logprobs"), f"{field}.top_logprobs"))
+            out.token_bytes.append(_bytes(entry.get("bytes"), f"{field}.bytes"))
+        return out
+    if "tokens" in logprobs or "token_logprobs" in logprobs:  # the completions shape
+        tokens, values = logprobs.get("tokens"), logprobs.get("token_logprobs")
+        tops, offsets = logprobs.get("top_logprobs"), logprobs.get("text_offset")
+        for name, value in (("tokens", tokens), ("token_logprobs", values)):
+            if not isinstance(value, list):
+                raise MalformedLogprobs(f"{where}.{name} must be a list, got {type(value).__name__}")
+        for name, value in (("top_logprobs", tops), ("text_offset", offsets)):
+            if value is not None and not isinstance(value, list):
+                raise MalformedLogprobs(f"{where}.{name} must be a list, got {type(value).__name__}")
+        for name, value in (("token_logprobs", values), ("top_logprobs", tops), ("text_offset", offsets)):
+            if value is not None and len(value) != len(tokens):
+                raise MalformedLogprobs(f"{where}.{name} has {len(value)} entries for {len(tokens)} tokens")
+        if offsets is not None:
+            for i, o in enumerate(offsets):
+                if isinstance(o, bool) or not isinstance(o, int):
+                    raise MalformedLogprobs(f"{where}.text_offset[{i}] must be an integer, got {o!r:.30}")
+            if any(b < a for a, b in zip(offsets, offsets[1:], strict=False)):
+                raise MalformedLogprobs(f"{where}.text_offset must not decrease")
+        return TokenLogprobs(
+            tokens=[_token(t, f"{where}.tokens[{i}]") for i, t in enumerate(tokens)],
+            logprobs=[_number(v, f"{where}.token_logprobs[{i}]") for i, v in enumerate(values)],
+            top=[_top(t, f"{where}.top_logprobs[{i}]") for i, t in enumerate(tops or [None] * len(tokens))],
+            token_bytes=[None] * len(tokens),
+            text_offset=list(offsets) if offsets is not None else None,
+        )
+    raise MalformedLogprobs(f"{where} has neither 'content' (chat) nor 'tokens' (completions)")

@@ -1,0 +1,168 @@
+"""One registry shape for the five extensible families: operators, aggregators, metrics, judges, label strategies.
+
+A :class:`Registry` maps the names users type to objects. An entry is the object itself, or a lazy
+``"module:object"`` target imported on its first lookup (so that naming an operator loads no model library).
+Every family also reads an entry-point group (``semuq_eval.operators``, ``semuq_eval.aggregators``,
+``semuq_eval.metrics``, ``semuq_eval.judges``, ``semuq_eval.label_strategies``): an installed package adds an
+entry without touching this repository, e.g. in its ``pyproject.toml``::
+
+    [project.entry-points."semuq_eval.operators"]
+    word_overlap = "my_package.operators:WordOverlapOperator"
+
+A lazy target or an entry point names the registered object itself, or a module object whose import registers
+the name with the family's ``register`` decorator (the decorator's registration then replaces the lazy entry).
+Each family module (e.g. :mod:`semuq_eval.operators`) exposes its registry as ``registry`` and the same three
+calls: ``register`` (a decorator with the family's declarations), ``get`` and ``names``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import sys
+import threading
+from collections.abc import Callable
+from importlib import metadata
+from typing import Any, Generic, TypeVar
+
+__all__ = ["Registry"]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class _Lazy:
+    """A registered name whose object is imported on its first lookup: a ``"module:object"`` target or an
+    entry point."""
+
+    def __init__(self, target: str | metadata.EntryPoint) -> None:
+        if isinstance(target, str) and not (":" in target and all(target.partition(":")[::2])):
+            raise ValueError(f"a lazy target is 'module:object', got {target!r}")
+        self.target = target
+
+    def __str__(self) -> str:
+        if isinstance(self.target, str):
+            return self.target
+        dist = self.target.dist.name if self.target.dist else "an installed package"
+        return f"{self.target.value} (entry point of {dist})"
+
+    def load(self) -> Any:
+        if isinstance(self.target, str):
+            module, _, attribute = self.target.partition(":")
+            return getattr(importlib.import_module(module), attribute)
+        return self.target.load()
+
+
+class Registry(Generic[T]):
+    """Names -> objects of one family, with lazy targets and the family's entry-point group.
+
+    Parameters
+    ----------
+    family : str
+        What an entry is, for messages ("operator").
+    group : str
+        The entry-point group read for installed packages' entries.
+    check : callable, optional
+        ``check(name, obj) -> obj``: validates a loaded object (raising TypeError naming what is wrong) and
+        returns what to register.
+
+    Examples
+    --------
+    >>> r = Registry("colour", group="semuq_eval.doctest_colours")
+    >>> r.register("red", "colorsys:rgb_to_hsv")
+    >>> r.names(), r.get("red").__name__
+    (['red'], 'rgb_to_hsv')
+    """
+
+    def __init__(self, family: str, *, group: str, check: Callable[[str, Any], T] | None = None) -> None:
+        self.family = family
+        self.group = group
+        self._check = check
+        self._entries: dict[str, T | _Lazy] = {}
+        self._discovered_on: tuple[str, ...] | None = None
+        self._points: set[metadata.EntryPoint] = set()
+        self._lock = threading.RLock()
+
+    def register(self, name: str, target: T | str) -> None:
+        """Register ``target`` (an object, or a lazy ``"module:object"`` string) under ``name``.
+
+        A concrete object replaces a lazy entry of the same name (the lazy target's module registering
+        itself); registering another object under a taken name raises ValueError.
+        """
+        entry = _Lazy(target) if isinstance(target, str) else target
+        with self._lock:
+            current = self._entries.get(name)
+            if current is not None and current is not target and not isinstance(current, _Lazy):
+                raise ValueError(f"{self.family} {name!r} is already registered ({current!r})")
+            if isinstance(current, _Lazy) and isinstance(entry, _Lazy):
+                raise ValueError(f"{self.family} {name!r} is already registered (lazily, {current})")
+            self._entries[name] = entry
+
+    def unregister(self, name: str) -> None:
+        """Remove ``name`` (a test, or a session that registered an entry for a while); KeyError if unknown."""
+        with self._lock:
+            if name not in self._entries:
+                raise KeyError(self._unknown(name))
+            del self._entries[name]
+            self._points = {p for p in self._points if p.name != name}  # found again if still installed
+            self._discovered_on = None
+
+    def get(self, name: str) -> T:
+        """The object registered under ``name``, imported if lazy. KeyError naming the known names otherwise."""
+        self._discover()
+        with self._lock:
+            if name not in self._entries:
+                raise KeyError(self._unknown(name))
+            entry = self._entries[name]
+            if not isinstance(entry, _Lazy):
+                return entry
+            try:
+                loaded = entry.load()
+            except Exception as err:
+                raise ImportError(f"{self.family} {name!r}: loading {entry} failed: {err}") from err
+            registered = self._entries.get(name)
+            if not isinstance(registered, _Lazy):  # its module registered it: the declared object
+                return registered
+            obj = self._check(name, loaded) if self._check else loaded
+            self._entries[name] = obj
+            return obj
+
+    def names(self) -> list[str]:
+        """The registered names, sorted (installed packages' entry points included)."""
+        self._discover()
+        return sorted(self._entries)
+
+    def __contains__(self, name: object) -> bool:
+        self._discover()
+        return name in self._entries
+
+    def _unknown(self, name: str) -> str:
+        return f"unknown {self.family} {name!r}; known: {sorted(self._entries)}"
+
+    def _discover(self) -> None:
+        """Add the entry points of ``group`` not registered yet; read again whenever ``sys.path`` changed.
+
+        An entry point whose name is taken is skipped with a warning naming its package: a registered name
+        keeps its meaning.
+        """
+        path = tuple(sys.path)
+        if path == self._discovered_on:
+            return
+        with self._lock:
+            self._discovered_on = path
+            for point in metadata.entry_points(group=self.group):
+                if point in self._points:
+                    continue
+                self._points.add(point)
+                if point.name not in self._entries:
+                    self._entries[point.name] = _Lazy(point)
+                    continue
+                dist = point.dist.name if point.dist else "an installed package"
+                log.warning(
+                    "%s %r from %s (%s) is ignored: the name is registered already",
+                    self.family,
+                    point.name,
+                    dist,
+                    point.value,
+                )

@@ -1,0 +1,155 @@
+"""`semuq-api` against a real server: llama.cpp's, on loopback, serving SmolLM2-135M-Instruct's GGUF from the assets
+(tests/fixtures/llama_server.py). A semuq task runs end to end: samples with log-probabilities, `se`, `msp`,
+`perplexity` and `te` (approximate, flagged) in the breakdown next to the text operator's estimators, `cos_int`
+unavailable with its reason; the server is killed mid-run and the run, started again against a new server,
+asks only for what its journal lacks. The stub server covers what llama.cpp does not do (tests/test_models_api.py).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+
+from semuq_eval.harness.store import load_store
+from semuq_eval.models.api import SemuqAPILM
+from semuq_eval.models.topk import topk_method
+from tests.fixtures.llama_server import ALIAS, LlamaServer, llama_server, smollm2_gguf  # noqa: F401
+from tests.fixtures.tiny_harness import QA, TASKS_DIR, breakdown_of, write_qa
+
+pytestmark = [pytest.mark.real, pytest.mark.slow, pytest.mark.subprocess]
+
+N = 3
+TOP = 5
+PROMPTS = 2 * len(QA)  # a greedy and a sampled prompt per question
+META = {"n_samples": N, "operators": ["lexical", "cos_int"], "bootstrap": 20}
+
+
+def _model(url: str, tmp_path, **kwargs) -> SemuqAPILM:
+    options = dict(model=ALIAS, base_url=url, top_logprobs=TOP, concurrency=1, timeout=300, backoff=0.1)
+    return SemuqAPILM(**{**options, "journal": str(tmp_path / "journal"), **kwargs})
+
+
+def _evaluate(lm: SemuqAPILM, tmp_path, chat: bool = False, **meta) -> None:
+    """One semuq_triviaqa_dpr run of the tiny QA set, answers of at most 12 tokens (the task's budget is 128)."""
+    import lm_eval
+    from lm_eval.tasks import TaskManager
+
+    meta = {**META, "data_dir": str(write_qa(tmp_path / "data")), "output_dir": str(tmp_path / "out"), **meta}
+    lm_eval.simple_evaluate(
+        model=lm,
+        tasks=["semuq_triviaqa_dpr"],
+        gen_kwargs="max_gen_toks=12",
+        apply_chat_template=chat,
+        bootstrap_iters=0,
+        task_manager=TaskManager(include_path=str(TASKS_DIR), include_defaults=False, metadata=meta),
+    )
+
+
+def _kill_when_journaled(server: LlamaServer, journal, lines: int, stop: threading.Event) -> threading.Thread:
+    """Kill the server once the journal holds ``lines`` prompts: mid-run, whatever the machine's speed."""
+
+    def watch() -> None:
+        while not stop.is_set():
+            if journal.is_file() and len(journal.read_text().splitlines()) >= lines:
+                server.kill()
+                return
+            time.sleep(0.05)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_semuq_api_on_llama_cpp_end_to_end_and_resume_after_the_server_is_killed(real_asset, tmp_path):
+    gguf = smollm2_gguf(real_asset)
+    journal = tmp_path / "journal" / "rank0.jsonl"
+    first = LlamaServer(gguf, tmp_path / "server1.log")
+    stop = threading.Event()
+    try:
+        watcher = _kill_when_journaled(first, journal, 2, stop)
+        with pytest.raises(
+            RuntimeError, match=r"cannot be reached .* in the journal .*run the same command again"
+        ):
+            _evaluate(_model(first.url, tmp_path, max_retries=1), tmp_path)
+        watcher.join(timeout=30)
+    finally:
+        stop.set()
+        first.stop()
+    kept = len(journal.read_text().splitlines())
+    assert 2 <= kept < PROMPTS
+    # another server on another port: the journal is keyed by the model's name, not its URL
+    second = LlamaServer(gguf, tmp_path / "server2.log")
+    try:
+        _evaluate(_model(second.url, tmp_path), tmp_path)
+    finally:
+        second.stop()
+    keys = [json.loads(line)["key"] for line in journal.read_text().splitlines()]
+    assert len(keys) == len(set(keys)) == PROMPTS  # nothing journaled before was asked again
+
+    b = breakdown_of(tmp_path)
+    manifest, records = load_store(tmp_path / "out" / "semuq" / "semuq_triviaqa_dpr")
+    # SmolLM2 on the raw prompt sometimes answers nothing at once ("\n\n"): an empty answer, never an error
+    problems = {p for d in b["bad_docs"] for p in d["problems"]}
+    assert problems <= {"empty greedy answer", "all sampled answers are empty"}, b["bad_docs"]
+    answered = sum(1 for rec in records if rec["greedy"].text.strip())
+    assert b["n_docs"] == len(QA) and answered >= 2, [rec["greedy"].text for rec in records]
+    scored = b["results"]["greedy"]
+    for name in (
+        "se@lexical",
+        "msp",
+        "perplexity",
+        "te",
+        "kle_heat@lexical",
+        "cae@lexical",
+        "numsets@lexical",
+    ):
+        assert name in scored and scored[name]["auroc"]["n"] >= answered, (name, b["unavailable"].get(name))
+    te_n = scored["te"]["auroc"]["n"]
+    assert b["approximate"]["te"]["methods"] == {f"token_entropies: {topk_method(TOP)}": te_n}
+    assert any("hidden states" in r for r in b["unavailable"]["cos@cos_int"]["reasons"])
+    generator = b["generator"]
+    caps = generator["capabilities"]
+    assert caps["logprobs"] is True and caps["top_logprobs"] == TOP and caps["echo"] is True
+    assert caps["n"] is False  # llama.cpp's server ignores n: one request per sample, and the run says so
+    assert any(f.startswith("n: asked for 2 choices, got 1") for f in generator["fallbacks"])
+
+    assert manifest["generator"]["base_url"].startswith("http://127.0.0.1:")
+    for rec in records:
+        assert len(rec["samples"]) == N
+        for gen in [rec["greedy"], *rec["samples"]]:
+            if not gen.text:
+                continue
+            assert gen.error is None and len(gen.token_logprobs) == len(gen.token_entropies) > 0
+            assert (gen.token_logprobs <= 0).all() and (gen.token_entropies >= 0).all()
+            assert gen.token_offsets[-1][1] == len(gen.text)
+    assert len({rec["greedy"].text for rec in records}) > 1  # real answers, one per question
+
+
+def test_semuq_api_chat_endpoint_on_llama_cpp(llama_server, tmp_path):  # noqa: F811
+    """The chat endpoint, the server applying SmolLM2's chat template to lm-eval's messages."""
+    import lm_eval
+    from lm_eval.tasks import TaskManager
+
+    from tests.fixtures.tiny_harness import TASKS_DIR, write_qa
+
+    meta = {
+        **META,
+        "n_samples": 2,
+        "data_dir": str(write_qa(tmp_path / "data")),
+        "output_dir": str(tmp_path / "out"),
+    }
+    lm_eval.simple_evaluate(
+        model=_model(llama_server, tmp_path, endpoint="chat", max_gen_toks=8),
+        tasks=["semuq_triviaqa_dpr"],
+        apply_chat_template=True,
+        bootstrap_iters=0,
+        task_manager=TaskManager(include_path=str(TASKS_DIR), include_defaults=False, metadata=meta),
+    )
+    b = breakdown_of(tmp_path)
+    assert not [d for d in b["bad_docs"] if set(d["problems"]) - {"empty greedy answer"}], b["bad_docs"]
+    assert b["generator"]["capabilities"]["echo"] is None and b["generator"]["endpoint"] == "chat"
+    assert {"msp", "perplexity", "te", "se@lexical"} <= set(b["results"]["greedy"])
+    assert b["approximate"]["te"]["n_docs"] == b["results"]["greedy"]["te"]["auroc"]["n"] >= 2
