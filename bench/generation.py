@@ -1,5 +1,6 @@
 """Benchmark: generated tokens per second for N samples + 1 greedy answer per question, against the machine's
-arithmetic limit: `semuq-hf` in float32 and bfloat16, lm-eval's stock `hf` (float32), `semuq-api` on llama.cpp.
+arithmetic limit: `semuq-hf` in float32 and bfloat16, lm-eval's stock `hf` (float32), `semuq-api` on
+llama.cpp.
 
 Run it from the repository with ``python -m bench.generation``:
 
@@ -9,38 +10,39 @@ Run it from the repository with ``python -m bench.generation``:
 
 One model, SmolLM2-135M-Instruct: the local HF folder (default: the `smollm2-135m-instruct` asset) and, for
 llama.cpp, the GGUF that folder keeps (the asset's float32 weights were converted from it). The same 20
-TriviaQA-like questions, the model's chat template applied to each (one prompt string for every configuration),
-the same decoding: N samples at temperature 1, top-p 0.9, top-k 50, plus the greedy answer, max_gen_toks 32. The
-requests are built as lm-eval's evaluator builds them: per question one greedy Instance (repeats 1) and one sampled
-Instance added N times (the same object), then ONE `lm.generate_until(requests)`.
+TriviaQA-like questions, the model's chat template applied to each (one prompt string for every
+configuration), the same decoding: N samples at temperature 1, top-p 0.9, top-k 50, plus the greedy answer,
+max_gen_toks 32. The requests are built as lm-eval's evaluator builds them: per question one greedy Instance
+(repeats 1) and one sampled Instance added N times (the same object), then ONE `lm.generate_until(requests)`.
 
 Configurations (``--configs``, comma-separated):
-- ``semuq-hf-fp32``, ``semuq-hf-bf16``: `semuq-hf` with ``dtype=float32`` / ``dtype=bfloat16``, ``--batch-size``
-  prompts per call;
+- ``semuq-hf-fp32``, ``semuq-hf-bf16``: `semuq-hf` with ``dtype=float32`` / ``dtype=bfloat16``,
+  ``--batch-size`` prompts per call;
 - ``hf``: lm-eval's stock `hf` (float32), once per ``--hf-batch-sizes`` entry (sequences per call);
-- ``semuq-api-llamacpp``: `semuq-api` (completions endpoint, log-probabilities with 20 alternatives, journal off)
-  against ``python -m llama_cpp.server`` serving the GGUF on loopback (bench/llama_server.py, the tests' server),
-  started by the benchmark with ``--threads`` threads and stopped at the end, even on error.
+- ``semuq-api-llamacpp``: `semuq-api` (completions endpoint, log-probabilities with 20 alternatives, journal
+  off) against ``python -m llama_cpp.server`` serving the GGUF on loopback (bench/llama_server.py, the tests'
+  server), started by the benchmark with ``--threads`` threads and stopped at the end, even on error.
 
-Each run is a subprocess of its own (its peak memory is its own); ``--repeats`` rounds run every configuration in
-turn and the medians are kept. Per configuration:
+Each run is a subprocess of its own (its peak memory is its own); ``--repeats`` rounds run every configuration
+in turn and the medians are kept. Per configuration:
 - ``tok/s``: answer tokens / wall time of `generate_until` (model loading and a one-request warm-up excluded),
-  the answer tokens being the returned answers re-tokenized with the model's tokenizer (stock `hf` returns text
-  only: one count for all); ``x fp32``: tok/s over `semuq-hf` float32's;
-- ``% limit``: tok/s over the arithmetic ceiling of its weights' dtype (below); llama.cpp's quantized weights have
-  no torch matmul to measure, its row is set against the float32 ceiling;
-- ``peak gen MB``: peak resident memory during `generate_until` (the high-water mark reset after the warm-up; for
-  llama.cpp the server's); ``peak all MB``: the same process's peak, loading included; ``tok/ans``: mean answer
-  length (sampling differs between runs: tok/s compares equal work, gen s only if the lengths are close).
+  the answer tokens being the returned answers re-tokenized with the model's tokenizer (stock `hf` returns
+  text only: one count for all); ``x fp32``: tok/s over `semuq-hf` float32's;
+- ``% limit``: tok/s over the arithmetic ceiling of its weights' dtype (below); llama.cpp's quantized weights
+  have no torch matmul to measure, its row is set against the float32 ceiling;
+- ``peak gen MB``: peak resident memory during `generate_until` (the high-water mark reset after the warm-up;
+  for llama.cpp the server's); ``peak all MB``: the same process's peak, loading included; ``tok/ans``: mean
+  answer length (sampling differs between runs: tok/s compares equal work, gen s only if the lengths are
+  close).
 
 The arithmetic limit: FLOPs per generated token ~= 2 x the parameters that take part in a matmul per token,
 counted on the model's config (a tied input/output embedding matrix counted once, as the output projection; an
 untied input embedding is a lookup and not counted; attention over the context and the prompt's prefill not
-counted), and the peak FLOP/s of one dense ``torch.matmul`` per dtype with ``torch.set_num_threads(cores)`` in this
-process (square matrices, doubled from 256 until one product takes ``--matmul-seconds`` or reaches
-``--matmul-max-size``; median of ``--matmul-repeats``). Ceiling tok/s = peak FLOP/s / FLOPs per token. The report
-also says whether the CPU has native bf16 (``avx512_bf16`` or ``amx_bf16`` in /proc/cpuinfo); without it torch
-emulates bfloat16.
+counted), and the peak FLOP/s of one dense ``torch.matmul`` per dtype with ``torch.set_num_threads(cores)`` in
+this process (square matrices, doubled from 256 until one product takes ``--matmul-seconds`` or reaches
+``--matmul-max-size``; median of ``--matmul-repeats``). Ceiling tok/s = peak FLOP/s / FLOPs per token. The
+report also says whether the CPU has native bf16 (``avx512_bf16`` or ``amx_bf16`` in /proc/cpuinfo); without
+it torch emulates bfloat16.
 """
 
 from __future__ import annotations
@@ -99,9 +101,9 @@ def _default_model() -> str:
     return str(locate("smollm2-135m-instruct"))
 
 
-# -- the arithmetic limit ----------------------------------------------------------------------------------------
+# -- the arithmetic limit ------------------------------------------------------------------------------------
 def flops_per_token(model_dir: str) -> tuple[int, str]:
-    """(parameters counted, how): FLOPs per generated token ~= 2 x the parameters counted (module docstring)."""
+    """(parameters counted, how): FLOPs per generated token ~= 2 x the parameters counted (module doc)."""
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
@@ -119,8 +121,8 @@ def flops_per_token(model_dir: str) -> tuple[int, str]:
 
 
 def matmul_peak(dtype: str, threads: int, max_size: int, seconds: float, repeats: int) -> tuple[float, int]:
-    """(FLOP/s, size): one square ``torch.matmul`` in ``dtype``, the size doubled from 256 until a product takes
-    ``seconds`` or reaches ``max_size``; the median of ``repeats`` products at that size."""
+    """(FLOP/s, size): one square ``torch.matmul`` in ``dtype``, the size doubled from 256 until a product
+    takes ``seconds`` or reaches ``max_size``; the median of ``repeats`` products at that size."""
     import torch
 
     torch.set_num_threads(threads)
@@ -148,7 +150,7 @@ def cpu_info() -> tuple[str, list[str]]:
     return name, [flag for flag in NATIVE_BF16 if flag in flags]
 
 
-# -- one run (the worker subprocess) -----------------------------------------------------------------------------
+# -- one run (the worker subprocess) -------------------------------------------------------------------------
 def _rss_mb(field: str, pid: str = "self") -> float:
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -167,7 +169,8 @@ def _reset_peak_rss(pid: str = "self") -> bool:
 
 
 def build_requests(tokenizer, n: int, max_gen_toks: int, questions: list[str]) -> list:
-    """lm-eval's requests for ``questions``: per question the greedy Instance, then the sampled one N times."""
+    """lm-eval's requests for ``questions``: per question the greedy Instance, then the sampled one N
+    times."""
     from lm_eval.api.instance import Instance
 
     sampled = {
@@ -281,7 +284,7 @@ def _run(
     return json.loads(line)
 
 
-# -- the whole benchmark -------------------------------------------------------------------------------------------
+# -- the whole benchmark -------------------------------------------------------------------------------------
 def _configs(args: argparse.Namespace, parser: argparse.ArgumentParser) -> list[tuple[str, str, str, int]]:
     """(name, kind, dtype, batch size) of every run configuration asked for."""
     names = [c.strip() for c in args.configs.split(",") if c.strip()]
@@ -339,12 +342,14 @@ def _report(args: argparse.Namespace, limit: dict, rows: list[dict], gguf: Path 
     )
     print(
         f"arithmetic limit: FLOPs per generated token = 2 x {params / 1e6:.1f}M parameters = "
-        f"{2 * params / 1e6:.0f} MFLOP ({limit['counted']}; attention over the context and prefill not counted)"
+        f"{2 * params / 1e6:.0f} MFLOP ({limit['counted']}; attention over the context and prefill not "
+        "counted)"
     )
     for dtype, peak in limit["peaks"].items():
         print(
             f"  {dtype:<9} torch.matmul {peak['size']}x{peak['size']}, {limit['cores']} threads, median of "
-            f"{args.matmul_repeats}: {peak['flops'] / 1e9:.2f} GFLOP/s -> ceiling {peak['ceiling_tok_s']:.1f} tok/s"
+            f"{args.matmul_repeats}: {peak['flops'] / 1e9:.3g} GFLOP/s -> ceiling "
+            f"{peak['ceiling_tok_s']:.3g} tok/s"
         )
     base = next((r for r in rows if r["config"] == "semuq-hf-fp32"), None)
     header = (
@@ -357,12 +362,13 @@ def _report(args: argparse.Namespace, limit: dict, rows: list[dict], gguf: Path 
         ratio = f"{r['tok_s'] / base['tok_s']:.2f}x" if base else "-"
         print(
             f"{r['config']:<20}{r['weights']:>9}{r['batch_size']:>6}{r['gen_s']:>9.2f}{r['tokens']:>8}"
-            f"{r['tok_s']:>9.2f}{ratio:>8}{r['ceiling_tok_s']:>9.1f}{100 * r['fraction']:>8.2f}%"
+            f"{r['tok_s']:>9.2f}{ratio:>8}{r['ceiling_tok_s']:>9.3g}{100 * r['fraction']:>8.3g}%"
             f"{r['peak_gen_mb']:>13.0f}{r['peak_all_mb']:>13.0f}{r['tok_per_answer']:>9.1f}"
         )
     print(
-        "tok/s = answer tokens / generate_until wall time; x fp32 = over semuq-hf-fp32; ceiling = tok/s at the "
-        "matmul peak of the weights' dtype (llama.cpp's GGUF: the float32 peak); % limit = tok/s / ceiling"
+        "tok/s = answer tokens / generate_until wall time; x fp32 = over semuq-hf-fp32; ceiling = tok/s at "
+        "the matmul peak of the weights' dtype (llama.cpp's GGUF: the float32 peak); % limit = tok/s / "
+        "ceiling; semuq-api asks one request at a time"
     )
     print(
         f"medians of {args.repeats} interleaved runs; gen s of each: "
@@ -394,8 +400,8 @@ def main(argv: list[str] | None = None) -> None:
         type=int,
         default=0,
         help="torch threads per run and llama.cpp's server threads (0: torch's default here). On a shared "
-        "machine use 1: with 2 threads, any other busy process stalls the threads' barriers and times grow 10x "
-        "or more",
+        "machine use 1: with 2 threads, any other busy process stalls the threads' barriers and times grow "
+        "10x or more",
     )
     p.add_argument("--repeats", type=int, default=3, help="interleaved repetitions (median kept)")
     p.add_argument("--matmul-max-size", type=int, default=4096, help="largest matrix side of the matmul peak")
@@ -433,8 +439,8 @@ def main(argv: list[str] | None = None) -> None:
                     r = _run(kind, dtype, bs, args, server if kind == "semuq-api" else None)
                     trials[(name, bs)].append(r)
                     print(
-                        f"  [{rep + 1}/{args.repeats}] {name} batch={bs}: {r['gen_s']} s, {r['tok_s']:.2f} tok/s, "
-                        f"{r['peak_gen_mb']} MB, load {r['load_avg']}",
+                        f"  [{rep + 1}/{args.repeats}] {name} batch={bs}: {r['gen_s']} s, "
+                        f"{r['tok_s']:.2f} tok/s, {r['peak_gen_mb']} MB, load {r['load_avg']}",
                         file=sys.stderr,
                     )
         finally:

@@ -34,8 +34,8 @@ def gguf_in(folder: Path) -> Path:
 class LlamaServer:
     """One llama.cpp server process on a free loopback port, serving ``gguf`` as model ``alias``.
 
-    ``threads``: ggml threads for decoding and for the prompt; the default 1 suits a loaded machine, where ggml's
-    threads stall waiting for each other at every step.
+    ``threads``: ggml threads for decoding and for the prompt; the default 1 suits a loaded machine, where
+    ggml's threads stall waiting for each other at every step.
     """
 
     def __init__(self, gguf: Path, log: Path, threads: int = 1, alias: str = ALIAS) -> None:
