@@ -38,11 +38,12 @@ in turn and the medians are kept. Per configuration:
 The arithmetic limit: FLOPs per generated token ~= 2 x the parameters that take part in a matmul per token,
 counted on the model's config (a tied input/output embedding matrix counted once, as the output projection; an
 untied input embedding is a lookup and not counted; attention over the context and the prompt's prefill not
-counted), and the peak FLOP/s of one dense ``torch.matmul`` per dtype with ``torch.set_num_threads(cores)`` in
-this process (square matrices, doubled from 256 until one product takes ``--matmul-seconds`` or reaches
-``--matmul-max-size``; median of ``--matmul-repeats``). Ceiling tok/s = peak FLOP/s / FLOPs per token. The
-report also says whether the CPU has native bf16 (``avx512_bf16`` or ``amx_bf16`` in /proc/cpuinfo); without
-it torch emulates bfloat16.
+counted), and the peak FLOP/s of dense ``torch.matmul`` per dtype with ``torch.set_num_threads(cores)`` in
+this process: square matrices, doubled from 256 until one product takes ``--matmul-seconds`` or reaches
+``--matmul-max-size``, median of ``--matmul-repeats``; the best of three operand layouts, ``a@b``, ``a@b.T``
+(nn.Linear's) and ``a.T@b``, all printed (without native bf16 they differ by an order of magnitude).
+Ceiling tok/s = peak FLOP/s / FLOPs per token. The report also says whether the CPU has native bf16
+(``avx512_bf16`` or ``amx_bf16`` in /proc/cpuinfo); without it torch emulates bfloat16.
 """
 
 from __future__ import annotations
@@ -93,6 +94,9 @@ CONFIGS = {
 }
 """Configuration name -> (worker kind, weights' dtype; ``gguf``: the GGUF file's own quantization)."""
 NATIVE_BF16 = ("avx512_bf16", "amx_bf16")
+LAYOUTS = {"a@b": lambda a, b: (a, b), "a@b.T": lambda a, b: (a, b.t()), "a.T@b": lambda a, b: (a.t(), b)}
+"""Operand layouts of the matmul peak (``a@b.T`` is nn.Linear's: x @ W.T). Without native bf16, torch's
+bfloat16 products differ by an order of magnitude between them; float32's barely: the best is the peak."""
 
 
 def _default_model() -> str:
@@ -120,15 +124,18 @@ def flops_per_token(model_dir: str) -> tuple[int, str]:
     )
 
 
-def matmul_peak(dtype: str, threads: int, max_size: int, seconds: float, repeats: int) -> tuple[float, int]:
-    """(FLOP/s, size): one square ``torch.matmul`` in ``dtype``, the size doubled from 256 until a product
-    takes ``seconds`` or reaches ``max_size``; the median of ``repeats`` products at that size."""
+def matmul_peak(
+    dtype: str, layout: str, threads: int, max_size: int, seconds: float, repeats: int
+) -> tuple[float, int]:
+    """(FLOP/s, size): one square ``torch.matmul`` in ``dtype`` and operand ``layout`` (LAYOUTS), the size
+    doubled from 256 until a product takes ``seconds`` or reaches ``max_size``; the median of ``repeats``
+    products at that size."""
     import torch
 
     torch.set_num_threads(threads)
 
     def product(size: int):
-        a, b = (torch.randn(size, size).to(getattr(torch, dtype)) for _ in range(2))
+        a, b = LAYOUTS[layout](*(torch.randn(size, size).to(getattr(torch, dtype)) for _ in range(2)))
         return lambda: torch.matmul(a, b)
 
     size = 256
@@ -309,10 +316,20 @@ def _limit(args: argparse.Namespace, dtypes: set[str]) -> dict:
     params, how = flops_per_token(args.model)
     peaks = {}
     for dtype in sorted(dtypes | {"float32"}):
-        flops, size = matmul_peak(
-            dtype, cores, args.matmul_max_size, args.matmul_seconds, args.matmul_repeats
-        )
-        peaks[dtype] = {"flops": flops, "size": size, "ceiling_tok_s": flops / (2 * params)}
+        layouts = {}
+        for layout in LAYOUTS:
+            flops, size = matmul_peak(
+                dtype, layout, cores, args.matmul_max_size, args.matmul_seconds, args.matmul_repeats
+            )
+            layouts[layout] = {"flops": flops, "size": size}
+        best = max(layouts, key=lambda layout: layouts[layout]["flops"])
+        flops = layouts[best]["flops"]
+        peaks[dtype] = {
+            "flops": flops,
+            "layout": best,
+            "layouts": layouts,
+            "ceiling_tok_s": flops / (2 * params),
+        }
     cpu, native = cpu_info()
     return {
         "cpu": cpu,
@@ -346,9 +363,12 @@ def _report(args: argparse.Namespace, limit: dict, rows: list[dict], gguf: Path 
         "counted)"
     )
     for dtype, peak in limit["peaks"].items():
+        each = ", ".join(
+            f"{layout} {m['flops'] / 1e9:.3g} ({m['size']})" for layout, m in peak["layouts"].items()
+        )
         print(
-            f"  {dtype:<9} torch.matmul {peak['size']}x{peak['size']}, {limit['cores']} threads, median of "
-            f"{args.matmul_repeats}: {peak['flops'] / 1e9:.3g} GFLOP/s -> ceiling "
+            f"  {dtype:<9} torch.matmul GFLOP/s (side), {limit['cores']} threads, median of "
+            f"{args.matmul_repeats}: {each} -> peak {peak['flops'] / 1e9:.3g} -> ceiling "
             f"{peak['ceiling_tok_s']:.3g} tok/s"
         )
     base = next((r for r in rows if r["config"] == "semuq-hf-fp32"), None)
