@@ -20,7 +20,7 @@ Configurations (``--configs``, comma-separated):
   ``--batch-size`` prompts per call;
 - ``hf``: lm-eval's stock `hf` (float32), once per ``--hf-batch-sizes`` entry (sequences per call);
 - ``semuq-api-llamacpp``: `semuq-api` (completions endpoint, log-probabilities with 20 alternatives, journal
-  off) against ``python -m llama_cpp.server`` serving the GGUF on loopback (bench/llama_server.py, the tests'
+  off) against ``python -m llama_cpp.server`` serving the GGUF on loopback (tests/fixtures/llama_process.py, the tests'
   server), started by the benchmark with ``--threads`` threads and stopped at the end, even on error.
 
 Each run is a subprocess of its own (its peak memory is its own); ``--repeats`` rounds run every configuration
@@ -59,8 +59,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.llama_server import ALIAS, LlamaServer, gguf_in
 from bench.timing import median_time
+from tests.fixtures.llama_process import ALIAS, LlamaServer, gguf_in
 
 ROOT = Path(__file__).resolve().parents[1]
 QUESTIONS = [

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-HELPERS = {"bench.timing", "bench.llama_server"}  # shared code, not scripts
+HELPERS = {"bench.timing"}  # shared code, not a script
 SCRIPTS = sorted(
     f"{folder}.{path.stem}"
     for folder in ("bench", "experiments", "tools")

@@ -13,10 +13,10 @@ import time
 
 import pytest
 
-from bench.llama_server import ALIAS, LlamaServer
 from semuq_eval.harness.store import load_store
 from semuq_eval.models.api import SemuqAPILM
 from semuq_eval.models.topk import topk_method
+from tests.fixtures.llama_process import ALIAS, LlamaServer
 from tests.fixtures.llama_server import llama_server, smollm2_gguf  # noqa: F401
 from tests.fixtures.stub_openai import SERVER_ESTIMATORS
 from tests.fixtures.tiny_harness import QA, TASKS_DIR, breakdown_of, write_qa
