@@ -597,12 +597,12 @@ def test_llm_judge_inside_a_run_keeps_probabilities_and_sample_labels(stub, tmp_
 def test_a_local_judge_model_retrained_to_the_same_shape_gets_a_new_identity(tmp_path):
     """The verdict cache is keyed by the judge's identity: weights that change keep their size, so the identity
     must follow their content, or retrained weights would reuse the old verdicts."""
-    from semuq_eval.judges.hf import _folder_revision
+    from semuq_eval.local_models import local_revision
 
     (tmp_path / "config.json").write_text('{"model_type": "tiny"}')
     weights = tmp_path / "model.safetensors"
     weights.write_bytes(b"\x00" * 4096)
-    before = _folder_revision(tmp_path)
-    assert _folder_revision(tmp_path) == before
+    before = local_revision(tmp_path)
+    assert local_revision(tmp_path) == before
     weights.write_bytes(b"\x01" + b"\x00" * 4095)  # same size, other weights
-    assert _folder_revision(tmp_path) != before
+    assert local_revision(tmp_path) != before

@@ -357,3 +357,21 @@ def test_nli_accepts_a_loaded_model(make, tiny_nli):  # noqa: F811
     loaded = get("nli_soft", model=model, tokenizer=tiny_nli(), progress=False)(QUESTIONS, ANSWERS)
     for S, T in zip(loaded.matrices, make("nli_soft")(QUESTIONS, ANSWERS).matrices, strict=True):
         np.testing.assert_allclose(S, T, atol=1e-6)
+
+
+def test_a_local_encoder_reports_the_revision_of_its_weights(tiny_st_encoder, tmp_path):  # noqa: F811
+    """Two runs of `enc` on the same folder path with other weights (a retrained `enc-trained`) are told apart:
+    the reported revision is the sha256 of the folder's weights."""
+    import shutil
+
+    folder = tmp_path / "enc"
+    shutil.copytree(tiny_st_encoder, folder)
+    before = get("enc", model=folder, progress=False)
+    revision = before.info["revision"]
+    assert revision.startswith("local-") and len(revision) == len("local-") + 16
+    weights = folder / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 1  # the same size, other weights
+    weights.write_bytes(bytes(data))
+    after = get("enc", model=folder, progress=False)
+    assert after.info["revision"] not in (None, revision)

@@ -19,7 +19,6 @@ Example
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,6 +26,7 @@ from typing import Any
 
 from semuq_eval.judges.base import Verdict
 from semuq_eval.judges.prompted import PromptedJudge
+from semuq_eval.local_models import local_revision
 
 __all__ = ["HFJudge", "common_prefix_length", "yes_no_token_ids"]
 
@@ -53,18 +53,6 @@ def yes_no_token_ids(tokenizer: Any) -> tuple[list[int], list[int]]:
     if set(yes) & set(no):
         raise ValueError("the judge's tokenizer maps 'yes' and 'no' to a shared token")
     return yes, no
-
-
-def _folder_revision(path: Path) -> str:
-    """A local model's revision: the sha256 of its config and of the CONTENT of its weight files, so retrained
-    weights of the same shape never reuse the cached verdicts of the old ones (about 2 s per GB of weights)."""
-    h = hashlib.sha256((path / "config.json").read_bytes() if (path / "config.json").is_file() else b"")
-    for f in sorted(path.glob("*.safetensors")) + sorted(path.glob("*.bin")):
-        h.update(f"{f.name}:".encode())
-        with open(f, "rb") as fh:
-            while block := fh.read(1 << 20):
-                h.update(block)
-    return "local-" + h.hexdigest()[:16]
 
 
 class HFJudge(PromptedJudge):
@@ -155,14 +143,14 @@ class HFJudge(PromptedJudge):
             self._torch = torch
             self._resolved_revision = self.revision or getattr(lm.config, "_commit_hash", None)
             if self._resolved_revision is None and Path(self.model_name).is_dir():
-                self._resolved_revision = _folder_revision(Path(self.model_name))
+                self._resolved_revision = local_revision(self.model_name)
         return self._loaded
 
     @property
     def identity(self) -> dict[str, Any]:
         revision = self.revision
         if revision is None and Path(self.model_name).is_dir():
-            revision = _folder_revision(Path(self.model_name))
+            revision = local_revision(self.model_name)
         return {
             "judge": self.name,
             "model": self.model_name,

@@ -27,7 +27,6 @@ from semuq_eval.operators.card import operator_defaults
 from semuq_eval.operators.loading import (
     ModelTextOperator,
     batches,
-    commit_hash,
     load_sentence_transformer,
     loaded_dtype,
 )
@@ -190,7 +189,7 @@ class _SentenceEncoderOperator(ModelTextOperator):
             name = getattr(config, "_name_or_path", "") or type(self.model).__name__
         return {
             "model": name,
-            "revision": self.revision or (commit_hash(config) if config is not None else None),
+            "revision": self.weights_revision(config),
             "question_conditioned": self.condition_on_question,
             "separator": loaded[2] if loaded and self.condition_on_question else None,
             "pooling": pooling_mode(model) if model is not None else None,

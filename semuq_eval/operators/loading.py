@@ -14,6 +14,7 @@ from typing import Any
 import torch
 from tqdm.auto import tqdm
 
+from semuq_eval.local_models import local_revision
 from semuq_eval.operators.base import PROGRESS_MIN_BATCHES, TextOperator
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -159,6 +160,17 @@ class ModelTextOperator(TextOperator):
         self.trust_remote_code = trust_remote_code
         self.progress = progress
         self._loaded: tuple | None = None
+        self._local_revision: str | None = None
+
+    def weights_revision(self, config: Any) -> str | None:
+        """The revision reported with the results: the one asked for, the hub commit transformers recorded, or
+        for a local folder the sha256 of its weights (:func:`~semuq_eval.local_models.local_revision`, computed
+        once), so that two runs of ``enc`` on the same path with other weights are told apart."""
+        if self.revision or (config is not None and commit_hash(config)):
+            return self.revision or commit_hash(config)
+        if isinstance(self.model, str) and self._local_revision is None:
+            self._local_revision = local_revision(self.model)
+        return self._local_revision
 
     def load_hint(self) -> str | None:
         """How to fix a model that did not load: a local folder, or the offline profile (None if loaded)."""

@@ -21,7 +21,6 @@ from semuq_eval.operators.base import Cost
 from semuq_eval.operators.loading import (
     ModelTextOperator,
     batches,
-    commit_hash,
     load_sequence_classifier,
     loaded_dtype,
     model_id,
@@ -184,7 +183,7 @@ class _NLIOperator(ModelTextOperator):
         name = self.model if isinstance(self.model, str) else getattr(self.model.config, "_name_or_path", "")
         return {
             "model": name or type(self.model).__name__,
-            "revision": self.revision or (commit_hash(config) if config is not None else None),
+            "revision": self.weights_revision(config),
             "id2label": dict(config.id2label) if config is not None else None,
             "question_conditioned": self.condition_on_question,
             "max_length": loaded[2] if loaded else self.max_length,

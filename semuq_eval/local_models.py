@@ -1,0 +1,43 @@
+"""A local model folder's revision: what names the exact weights a run used when no hub commit does.
+
+A hub model is reported with its commit; a local folder (an ``semuq-eval assets`` model, a trained operator) has
+none, and the same path can hold other weights tomorrow (a retrained ``enc-trained``). Its revision is therefore
+the sha256 of its ``config.json`` and of the content of its weight files (about 2 s per GB: callers compute it
+once per loaded model).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+__all__ = ["local_revision"]
+
+WEIGHT_PATTERNS = ("*.safetensors", "*.bin")
+
+
+def local_revision(model: str | os.PathLike) -> str | None:
+    """``local-<16 hex>`` for a local model folder, None for anything else (a hub id).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> _ = (folder / "model.safetensors").write_bytes(b"weights")
+    >>> local_revision(folder)
+    'local-8dc0c4c3e902f6d9'
+    >>> _ = (folder / "model.safetensors").write_bytes(b"other weights")
+    >>> local_revision(folder) != 'local-8dc0c4c3e902f6d9', local_revision("org/hub-model")
+    (True, None)
+    """
+    folder = Path(model).expanduser()
+    if not folder.is_dir():
+        return None
+    h = hashlib.sha256((folder / "config.json").read_bytes() if (folder / "config.json").is_file() else b"")
+    for f in (f for pattern in WEIGHT_PATTERNS for f in sorted(folder.glob(pattern))):
+        h.update(f"{f.name}:".encode())
+        with open(f, "rb") as fh:
+            while block := fh.read(1 << 20):
+                h.update(block)
+    return "local-" + h.hexdigest()[:16]
