@@ -9,6 +9,7 @@ import csv
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -783,3 +784,39 @@ def test_the_csv_never_starts_a_cell_with_a_formula(tmp_path):
     )
     assert row["section"] == "'-2+3"  # text that a spreadsheet would compute
     assert row["operator"] == "-" and row["value"] == "-0.25"  # "no operator" and numbers stay as they are
+
+
+# ----------------------------------------------------------------------------- a committed board, from its records
+CONFIRMATION_2 = Path(__file__).resolve().parents[1] / "leaderboards" / "reproduction" / "confirmation-2"
+
+
+@pytest.mark.slow
+@pytest.mark.subprocess
+def test_the_committed_test_board_rebuilds_from_its_records_alone(tmp_path):
+    """recipe/board.sh on a fresh clone: the second confirmation's test board from its committed run records gives
+    the committed leaderboard.json (every cell, comparison, rank and headline) and the same Markdown, apart from
+    the build date."""
+    output = tmp_path / "board"
+    done = subprocess.run(
+        ["bash", str(CONFIRMATION_2 / "recipe" / "board.sh")],
+        env={**os.environ, "OUTPUT": str(output), "SEMUQ": f"{sys.executable} -m semuq_eval"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    committed = CONFIRMATION_2 / "test" / "leaderboard"
+    rebuilt, kept = (json.loads((d / "leaderboard.json").read_text()) for d in (output, committed))
+    for document in (rebuilt, kept):  # the build date, and each record's path relative to the output folder
+        document["created"] = None
+        for run in document["runs"]:
+            run["path"] = Path(run["path"]).name
+    assert rebuilt == kept
+
+    def bare(text: str) -> str:  # the build date, the output folder, record paths relative to it
+        text = re.sub(r"\d{4}-\d{2}-\d{2}T[\d:+.]+", "DATE", text)
+        text = re.sub(r"[^`,\s]*/([^/`,\s]+\.jsonl\.gz)", r"\1", text)
+        return re.sub(r"--output \S+", "--output OUT", text)
+
+    for name in ("leaderboard.md", "headline.csv", "leaderboard.csv"):
+        assert bare((output / name).read_text()) == bare((committed / name).read_text()), name
