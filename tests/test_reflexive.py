@@ -315,15 +315,31 @@ def test_semuq_hf_end_to_end_scores_both_and_keeps_the_replies(hf, tmp_path):
         if reflexive_signal({"verbalized": {"reply": r}}, "verbalized_confidence")[1] is None
     ]
     if len(parsed) < len(replies):
-        reasons = (
-            b["unavailable"]["verbalized"]["reasons"]
-            if not parsed
-            else b["unavailable"]["verbalized"]["reasons"]
-        )
+        reasons = b["unavailable"]["verbalized"]["reasons"]
         assert sum(reasons.values()) == len(replies) - len(parsed)
         assert all(k.startswith("unparsable verbalized confidence: ") for k in reasons)
     else:
         assert "verbalized" in b["results"]["greedy"]
+
+
+def test_semuq_hf_resumes_the_follow_ups_from_the_journal(gpt2_dir, tmp_path):
+    from semuq_eval.models.hf import SemuqHFLM
+
+    questions = list(QA)[:2]
+    first = SemuqHFLM(pretrained=gpt2_dir, device="cpu", batch_size=2, journal=str(tmp_path / "j"))
+    out = first.generate_until(_greedy_requests(questions, REFLEXIVE))
+    again = SemuqHFLM(pretrained=gpt2_dir, device="cpu", batch_size=2, journal=str(tmp_path / "j"))
+    with count_forwards(again.model) as calls:
+        restored = again.generate_until(_greedy_requests(questions, REFLEXIVE))
+    assert calls == []  # neither the answers nor their follow-ups are asked again
+    for a, b in zip(out, restored, strict=True):
+        assert b.reflexive["verbalized"] == a.reflexive["verbalized"]
+        for key in ("logprob_true", "logprob_false"):
+            assert b.reflexive["p_true"][key] == pytest.approx(a.reflexive["p_true"][key], rel=1e-12)
+    # the same prompts without the setting are other journal entries: generated afresh, no follow-ups
+    with count_forwards(again.model) as calls:
+        plain = again.generate_until(_greedy_requests(questions, []))
+    assert calls and all(g.reflexive is None for g in plain)
 
 
 def test_semuq_hf_setting_off_reports_them_not_asked(hf, tmp_path):
