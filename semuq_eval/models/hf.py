@@ -57,6 +57,7 @@ from semuq_eval.models.planning import GenerateCall, PromptGroup, batch_groups, 
 from semuq_eval.models.prefill import shared_prefill, supports_shared_prefill
 from semuq_eval.models.recorder import OneStepLater, StepRecorder, generation_eos_ids
 from semuq_eval.models.reflexive import (
+    REFLEXIVE_KEY,
     VERBALIZED_MAX_TOKENS,
     check_model,
     fill_answer,
@@ -151,11 +152,15 @@ class SemuqGenerateMixin:
     def generate_until(self, requests: list[Instance], disable_tqdm: bool = False) -> list[Generation]:
         if not requests:
             return []
-        if getattr(self, "backend", "causal") != "causal":
+        causal = getattr(self, "backend", "causal") == "causal"
+        asked = {
+            m for r in requests if isinstance(r.args[1], dict) for m in r.args[1].get(REFLEXIVE_KEY) or ()
+        }
+        check_model(sorted(asked), self._semuq_name if causal else f"{self._semuq_name} (seq2seq)")
+        if not causal:
             eval_logger.warning("semuq-hf: seq2seq models are served by HFLM's generate_until (text only)")
             return [as_generation(s) for s in super().generate_until(requests, disable_tqdm=disable_tqdm)]
         groups = group_requests(requests, self.max_gen_toks, self.tok_encode)
-        check_model(sorted({m for g in groups for m in g.reflexive or ()}), self._semuq_name)
         results: list[Generation | None] = [None] * len(requests)
         # progress in answers generated (a prompt with N samples counts N): the cost of a batch grows with its
         # rows, so the rate, and the ETA, stay steady whether greedy or sampled prompts come first
