@@ -23,18 +23,30 @@ from pathlib import Path
 
 from semuq_eval.distributed import process_group
 
-__all__ = ["OUTPUT_ENV", "RunContext", "model_slug", "resolve_output_dir", "safe_name"]
+__all__ = ["OUTPUT_ENV", "RunContext", "model_from_argv", "model_slug", "resolve_output_dir", "safe_name"]
 
 OUTPUT_ENV = "SEMUQ_OUTPUT_DIR"
 
 
-def _output_path_from_argv(argv: list[str]) -> str | None:
+def _argv_value(argv: list[str], flag: str, *aliases: str) -> str | None:
     for i, arg in enumerate(argv):
-        if arg in ("--output_path", "-o") and i + 1 < len(argv):
+        if arg in (flag, *aliases) and i + 1 < len(argv):
             return argv[i + 1]
-        if arg.startswith("--output_path="):
+        if arg.startswith(f"{flag}="):
             return arg.split("=", 1)[1]
     return None
+
+
+def model_from_argv(argv: list[str] | None = None) -> str | None:
+    """The lm-eval model named by ``--model`` on the command line lm-eval parses (None: not named there, e.g. a
+    model object handed to ``simple_evaluate``).
+
+    Examples
+    --------
+    >>> model_from_argv(["lm_eval", "--model", "hf", "--tasks", "semuq_triviaqa"])
+    'hf'
+    """
+    return _argv_value(sys.argv if argv is None else argv, "--model")
 
 
 def resolve_output_dir(
@@ -49,7 +61,7 @@ def resolve_output_dir(
     """
     out = explicit or os.environ.get(OUTPUT_ENV)
     if not out:
-        out = _output_path_from_argv(sys.argv if argv is None else argv)
+        out = _argv_value(sys.argv if argv is None else argv, "--output_path", "-o")
     if not out:
         return None
     out = str(out)

@@ -26,6 +26,7 @@ from semuq_eval.aggregators.eigenscore import eigenscore
 from semuq_eval.aggregators.entropy import cae, numsets, se
 from semuq_eval.aggregators.graph import deg, ecc, eigv
 from semuq_eval.aggregators.kernel import kle_heat, kle_matern
+from semuq_eval.aggregators.reflexive import p_true, verbalized
 from semuq_eval.aggregators.sar import sentence_sar
 from semuq_eval.aggregators.snne import snne
 from semuq_eval.aggregators.spectral import cos
@@ -64,6 +65,7 @@ __all__ = [
     "msp",
     "names",
     "numsets",
+    "p_true",
     "perplexity",
     "register",
     "registry",
@@ -74,4 +76,5 @@ __all__ = [
     "te",
     "te_enc",
     "to_equivalence",
+    "verbalized",
 ]

@@ -42,9 +42,13 @@ INPUTS: dict[str, str] = {
     "greedy_similarities": "(N,) s(greedy, y_i | x) of the greedy answer with each sample, yielded by an "
     "operator that declares them",
     "seq_lengths": "(N,) lengths in tokens of the sampled answers",
+    "p_true_logprobs": "(2,) log mass of the True-ish and False-ish first tokens of the P(True) follow-up "
+    "(setting reflexive; -inf: no mass)",
+    "verbalized_confidence": "the confidence c in [0, 100] stated in the verbalized follow-up (setting reflexive)",
 }
 """The inputs an aggregator can declare besides its matrix. All but ``token_weights`` and
-``greedy_similarities`` come from the generating model (white-box only); an input that an operator yields
+``greedy_similarities`` come from the generating model (white-box only; the two reflexive ones from its answers to
+follow-up prompts, :mod:`semuq_eval.models.reflexive`); an input that an operator yields
 (``Operator.extras``) makes the estimator ``aggregator@operator`` even when the aggregator reads no matrix
 (``te_enc@enc``, ``consistency@nli``)."""
 

@@ -64,13 +64,14 @@ def prepare_distributed() -> None:
 
 def check_settings_early(args) -> None:
     """Validate the semuq settings of ``--metadata`` before lm-eval loads the model (it builds the tasks, which
-    validate them again with their YAML's metadata, only after the model): a bad setting costs no model load.
-    Raises ValueError naming the setting."""
+    validate them again with their YAML's metadata, only after the model): a bad setting, or reflexive follow-ups
+    asked of a model that cannot answer them, costs no model load. Raises ValueError naming the setting."""
     metadata = getattr(args, "metadata", None)
     if isinstance(metadata, dict) and metadata and "semuq" in str(getattr(args, "tasks", "")):
         from semuq_eval.harness.settings import Settings
+        from semuq_eval.models.reflexive import check_model
 
-        Settings.from_metadata(metadata)
+        check_model(Settings.from_metadata(metadata).reflexive, getattr(args, "model", None))
 
 
 def run_lm_eval(argv: list[str]) -> int:

@@ -8,11 +8,21 @@ from typing import Any
 import numpy as np
 
 from semuq_eval.models.generation import Generation
+from semuq_eval.models.reflexive import SIGNALS as REFLEXIVE_SIGNALS
+from semuq_eval.models.reflexive import reflexive_signal
 
 __all__ = ["DOC_SIGNALS", "Doc"]
 
-DOC_SIGNALS = ("seq_logprobs", "seq_lengths", "token_entropies", "token_logprobs", "token_ids")
-"""Aggregator inputs read from the generating model's answers; every other input comes from an operator."""
+DOC_SIGNALS = (
+    "seq_logprobs",
+    "seq_lengths",
+    "token_entropies",
+    "token_logprobs",
+    "token_ids",
+    *REFLEXIVE_SIGNALS,
+)
+"""Aggregator inputs read from the generating model's answers (the reflexive ones from its answers to the follow-up
+prompts, :mod:`semuq_eval.models.reflexive`); every other input comes from an operator."""
 
 _TOKEN_ARRAYS = {"token_entropies": "entropies", "token_logprobs": "log-probabilities"}
 
@@ -73,6 +83,8 @@ class Doc:
             if self.greedy.token_ids is None:
                 return None, "the model returned no token ids (black-box model, or a server: token text only)"
             return np.asarray(self.greedy.token_ids), None
+        if name in REFLEXIVE_SIGNALS:
+            return reflexive_signal(self.greedy.reflexive, name)
         raise KeyError(f"unknown doc signal {name!r}; known: {list(DOC_SIGNALS)}")
 
     def approximation(self, name: str) -> str | None:

@@ -47,6 +47,10 @@ store                  true                                         write the ru
 store_hidden           true                                         keep hidden vectors in the store (.npz)
 table_estimators       []                                           extra estimators shown in lm-eval's table
                                                                     (``auroc_greedy:<est>``)
+reflexive              []                                           follow-ups asked about the greedy answer:
+                                                                    ``p_true``, ``verbalized`` (estimators of
+                                                                    the same names; semuq-hf and semuq-api
+                                                                    only, :mod:`semuq_eval.models.reflexive`)
 =====================  ===========================================  =========================================
 """
 
@@ -118,6 +122,7 @@ class Settings:
     store: bool = True
     store_hidden: bool = True
     table_estimators: tuple[str, ...] = ()
+    reflexive: tuple[str, ...] = ()
 
     @classmethod
     def from_metadata(cls, metadata: Mapping[str, Any] | None, *, expand_profile: bool = True) -> Settings:
@@ -141,7 +146,7 @@ class Settings:
             if key not in known and key not in STRING_JUDGE_SHORTHANDS and close:
                 raise ValueError(f"metadata: unknown setting {key!r}; did you mean {close[0]!r}?")
         kwargs = {k: v for k, v in metadata.items() if k in known}
-        for key in ("operators", "aggregators", "table_estimators", "metrics"):
+        for key in ("operators", "aggregators", "table_estimators", "metrics", "reflexive"):
             if isinstance(kwargs.get(key), str):
                 kwargs[key] = [s.strip() for s in kwargs[key].split(",") if s.strip()]
             value = kwargs.get(key)
@@ -171,6 +176,7 @@ class Settings:
     def validate(self) -> None:
         """Check types, ranges and registry names; normalize numbers. Raises ValueError naming the key."""
         from semuq_eval import aggregators, judges, metrics, operators
+        from semuq_eval.models.reflexive import METHODS as REFLEXIVE_METHODS
 
         for key, low in (
             ("n_samples", 1),
@@ -208,6 +214,7 @@ class Settings:
             ("operator_options", tuple(self.operator_options), self.operators),
             ("aggregator_options", tuple(self.aggregator_options), aggregators.names()),
             ("judge", (self.judge,), judges.names()),
+            ("reflexive", self.reflexive, REFLEXIVE_METHODS),
         )
         for key, given, known in checks:
             unknown = [x for x in given if x not in known]
@@ -217,8 +224,10 @@ class Settings:
             self.metrics = metrics.check_metrics(self.metrics)
         except ValueError as err:
             raise ValueError(f"metadata metrics: {err}") from None
-        if len(set(self.operators)) != len(self.operators):
-            raise ValueError(f"metadata operators: names repeated in {list(self.operators)}")
+        for key in ("operators", "reflexive"):
+            names = getattr(self, key)
+            if len(set(names)) != len(names):
+                raise ValueError(f"metadata {key}: names repeated in {list(names)}")
         for name in self.operators:  # registered, or a named variant of a registered operator
             try:
                 operators.resolve(name, self.operator_options.get(name))

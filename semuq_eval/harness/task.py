@@ -16,6 +16,13 @@ Per question, :meth:`SemuqTask.construct_requests` returns
 - a sampled Instance (idx 1, repeats N) with the task's ``generation_kwargs`` (App. E.2: temperature
   1.0, top-p 0.9, top-k 50), which ``--gen_kwargs`` overrides.
 
+With the setting ``reflexive`` (e.g. ``[p_true, verbalized]``), the greedy Instance's generation kwargs also carry
+the follow-up prompts, the question filled in and ``{answer}`` left open, under the reserved key
+``semuq_reflexive``: lm-eval builds every request before any is answered, so the model (``semuq-hf`` or
+``semuq-api``) asks them once it has the greedy answer (:mod:`semuq_eval.models.reflexive`). Another model is
+refused when the task is built if the command line names it (``--model``), else when its answers come back
+without the follow-ups.
+
 The task is an adapter between lm-eval's instances and the pipeline's docs; a run goes down the path of
 :mod:`semuq_eval.harness.run`. The run context (output folder, run id, rank) and the run store are resolved once,
 when lm-eval builds the task. lm-eval then calls :meth:`SemuqTask.apply_filters` once per rank, on all of the
@@ -41,7 +48,7 @@ from typing import Any
 from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
 
-from semuq_eval.context import RunContext
+from semuq_eval.context import RunContext, model_from_argv
 from semuq_eval.distributed import all_gather_object, process_group
 from semuq_eval.harness.doc import Doc
 from semuq_eval.harness.operator_runs import OperatorRun, merge_operator_runs
@@ -53,6 +60,7 @@ from semuq_eval.harness.settings import Settings
 from semuq_eval.harness.store import RunStore
 from semuq_eval.logs import share_lm_eval_logging
 from semuq_eval.models.generation import Generation, as_generation
+from semuq_eval.models.reflexive import REFLEXIVE_KEY, REFLEXIVE_MODELS, check_model, templates
 
 __all__ = ["SemuqTask", "docs_from_instances", "references_of"]
 
@@ -137,6 +145,7 @@ class SemuqTask(ConfigurableTask):
         super().__init__(data_dir=data_dir, cache_dir=cache_dir, download_mode=download_mode, config=config)
         share_lm_eval_logging()  # plain `lm_eval` runs show semuq-eval's INFO lines (where the breakdown went)
         self.settings = Settings.from_metadata(self.config.metadata)
+        check_model(self.settings.reflexive, model_from_argv())
         self.judge = self.settings.make_judge()
         # a trained operator (enc) that was trained on this run's LLM or dataset: warn once, before generating
         llm = (self.config.metadata or {}).get("pretrained")
@@ -167,6 +176,8 @@ class SemuqTask(ConfigurableTask):
         kwargs.pop("chat_template", None)
         task, doc_id, _ = kwargs.pop("metadata", (self.config.task, None, 1))
         greedy, sampled = self.decoding()
+        if self.settings.reflexive:
+            greedy[REFLEXIVE_KEY] = templates(self.question_of(doc), self.settings.reflexive)
         extra = ()
         if self.config.doc_to_image:
             extra = ({"visual": self.doc_to_image(doc)},)
@@ -224,6 +235,11 @@ class SemuqTask(ConfigurableTask):
             self._instances, self.settings.n_samples, self.question_of, self.references_of, self._doc_key
         )
         docs = [doc for doc, _, _ in triples]
+        if self.settings.reflexive and docs and all(d.greedy.reflexive is None for d in docs):
+            raise RuntimeError(
+                f"{self.config.task}: metadata reflexive {list(self.settings.reflexive)}: the model returned no "
+                f"answers to the reflexive follow-ups; use {' or '.join(REFLEXIVE_MODELS)}"
+            )
         self.generator = next(
             (g.source for d in docs for g in (d.greedy, *d.samples) if g.source is not None), None
         )

@@ -15,7 +15,14 @@ A run, in the order things happen (docs/serving.md is the user's page):
 3. **Answers** (`semuq_eval.models.server_answer`): the text, the tokens that make it up with their character
    spans, their log-probabilities (so ``se``, ``msp``, ``perplexity``) and token entropies estimated from the
    top-k (`semuq_eval.models.topk`: ``te`` / ``te_enc`` are flagged approximate in the breakdown). No token ids.
-4. **Journal**: every prompt's answers are appended to the generation journal (`semuq_eval.models.journal`) as soon
+4. **Reflexive follow-ups** (setting ``reflexive``, `semuq_eval.models.reflexive`): once a greedy answer is in, one
+   request per follow-up at temperature 0, in the same worker: P(True) asks for one token with its top
+   alternatives and reads the True-ish / False-ish mass at the first position from them (an alternative outside
+   the server's top-k counts as no mass); the verbalized reply is the text of at most 8 tokens. The prompt is raw
+   text on ``endpoint=completions`` and one user message on ``endpoint=chat`` (the server's chat template wraps
+   it). A follow-up that fails (after its retries, or a reply that cannot be read) is recorded with its reason and
+   its estimator is unavailable for that question; the answer is then not journaled.
+5. **Journal**: every prompt's answers are appended to the generation journal (`semuq_eval.models.journal`) as soon
    as they are complete, and looked up before asking, so a run killed (or whose server went away) restarts
    without asking the server again for what it has. Answers with an error are not journaled.
 
@@ -44,9 +51,19 @@ from semuq_eval.models.capabilities import Capabilities, probe
 from semuq_eval.models.generation import Generation
 from semuq_eval.models.journal import GenerationJournal, journal_key, restore_groups
 from semuq_eval.models.planning import PromptGroup, deliver, group_requests
+from semuq_eval.models.reflexive import VERBALIZED_MAX_TOKENS, check_model, failed, fill_answer, masses
 from semuq_eval.models.server_answer import answer_from_choice
 from semuq_eval.models.topk import topk_method
-from semuq_eval.openai_client import TRANSPORT_OPTIONS, RequestFailed, ServerClient, Unreadable
+from semuq_eval.openai_client import (
+    TRANSPORT_OPTIONS,
+    MalformedLogprobs,
+    RequestFailed,
+    ServerClient,
+    Unreadable,
+    choice_text,
+    first_choice,
+    read_logprobs,
+)
 
 __all__ = ["HIDDEN_STATES_REASON", "ChatPrompt", "SemuqAPILM"]
 
@@ -177,6 +194,7 @@ class SemuqAPILM(LM):
         if not requests:
             return []
         groups = group_requests(requests, self.max_gen_toks, str)
+        check_model(sorted({m for g in groups for m in g.reflexive or ()}), "semuq-api")
         self._start(groups)
         results: list[Generation | None] = [None] * len(requests)
 
@@ -186,7 +204,8 @@ class SemuqAPILM(LM):
         journal = self._journal()
         identity = self._identity()
         keys = {
-            id(g): journal_key(identity, g.context, g.gen_kwargs, g.aux, g.n_gen, self.seed) for g in groups
+            id(g): journal_key(identity, g.context, g.request_kwargs, g.aux, g.n_gen, self.seed)
+            for g in groups
         }
         todo = restore_groups(
             groups,
@@ -340,7 +359,7 @@ class SemuqAPILM(LM):
                         got = [a for _, chunk in sorted(parts[id(group)].items()) for a in chunk]
                         deliver(group, got)
                         finished += 1
-                        if journal is not None and not any(a.error for a in got):
+                        if journal is not None and not any(a.error or failed(a.reflexive) for a in got):
                             journal.add([(keys[id(group)], got)])
 
     def _body(self, group: PromptGroup, count: int, offset: int) -> tuple[dict[str, Any], list[str], int]:
@@ -394,15 +413,60 @@ class SemuqAPILM(LM):
             ]
 
         try:
-            return self.client.send(body, read)
+            answers = self.client.send(body, read)
         except RequestFailed as err:
             if err.unreachable:
                 raise
             log.warning("semuq-api: a request failed: %s", err.reason)
-            return [
+            answers = [
                 Generation("", greedy=group.greedy, error=f"request failed: {err.reason}", source=self.source)
                 for _ in range(count)
             ]
+        if group.reflexive:
+            answers[0].reflexive = {
+                method: self._follow_up(method, fill_answer(template, answers[0].text))
+                if answers[0].error is None
+                else {"error": "the greedy answer failed"}
+                for method, template in group.reflexive.items()
+            }
+        return answers
+
+    def _follow_up(self, method: str, prompt: str) -> dict[str, Any]:
+        """One reflexive follow-up (module docstring, step 4): its result, or ``{"error": reason}``; RequestFailed
+        when the server cannot be reached."""
+        caps = self.capabilities
+        assert caps is not None
+        fields: dict[str, Any] = {"temperature": 0.0, "seed": self.seed}
+        if method == "verbalized":
+            fields["max_tokens"] = VERBALIZED_MAX_TOKENS
+
+            def read(payload: Any) -> dict[str, Any]:
+                return {"reply": choice_text(first_choice(payload), self.client.endpoint)}
+
+        else:
+            if not caps.logprobs:
+                return {"error": "the server returns no log-probabilities"}
+            fields.update(max_tokens=1, **self.client.logprob_fields(caps.top_logprobs))
+
+            def read(payload: Any) -> dict[str, Any]:
+                choice = first_choice(payload)
+                try:
+                    parsed = read_logprobs(choice.get("logprobs") if isinstance(choice, Mapping) else None)
+                except MalformedLogprobs as err:
+                    raise Unreadable(str(err)) from None
+                if parsed is None or not parsed.tokens:
+                    raise Unreadable("the server's reply has no log-probabilities of the first token")
+                first = dict(parsed.top[0]) if parsed.top else {}
+                first.setdefault(parsed.tokens[0], parsed.logprobs[0])
+                return masses(first)
+
+        try:
+            return self.client.send(self.client.body(prompt, **fields), read)
+        except RequestFailed as err:
+            if err.unreachable:
+                raise
+            log.warning("semuq-api: a %s follow-up failed: %s", method, err.reason)
+            return {"error": err.reason}
 
 
 def _extra_sampling(gen: Mapping[str, Any]) -> dict[str, Any]:

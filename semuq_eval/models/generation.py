@@ -31,6 +31,9 @@ error              str | None          why this answer's signals (or the answer 
 source             dict | None         what produced the answer, shared by every answer of one model (its
                                        kind, a server's capabilities and fallbacks); written once into
                                        the run store's manifest and the breakdown, not per answer
+reflexive          dict | None         the greedy answer's reflexive follow-ups (setting ``reflexive``):
+                                       ``{"p_true": {...}, "verbalized": {...}}`` as
+                                       :mod:`semuq_eval.models.reflexive` describes; None: not asked
 =================  ==================  ==================================================================
 
 T counts the generated tokens that contribute to the returned text. Tokens removed by lm-eval's
@@ -72,6 +75,7 @@ _FIELDS = (
     "approximate",
     "error",
     "source",
+    "reflexive",
 )
 
 
@@ -97,6 +101,7 @@ class Generation(str):
     approximate: dict[str, str]
     error: str | None
     source: dict[str, Any] | None
+    reflexive: dict[str, dict[str, Any]] | None
 
     def __new__(
         cls,
@@ -112,6 +117,7 @@ class Generation(str):
         approximate: dict[str, str] | None = None,
         error: str | None = None,
         source: dict[str, Any] | None = None,
+        reflexive: dict[str, dict[str, Any]] | None = None,
     ) -> Generation:
         obj = super().__new__(cls, text)
         obj.token_ids = _array(token_ids, np.int64)
@@ -126,6 +132,7 @@ class Generation(str):
         obj.approximate = {str(k): str(v) for k, v in (approximate or {}).items()}
         obj.error = None if error is None else str(error)
         obj.source = source
+        obj.reflexive = None if reflexive is None else {str(k): dict(v) for k, v in reflexive.items()}
         obj._check()
         return obj
 
@@ -169,8 +176,9 @@ class Generation(str):
     def to_record(self, *, include_hidden: bool = True) -> dict[str, Any]:
         """A JSON-safe dict (lists, floats, None) for the run store; `from_record` inverts it.
 
-        Non-finite floats (which the raw distribution should not produce) are stored as None. ``approximate`` and
-        ``error`` are written only when set; ``source`` never (the run store's manifest holds it once).
+        Non-finite floats (which the raw distribution should not produce) are stored as None. ``approximate``,
+        ``error`` and ``reflexive`` are written only when set; ``source`` never (the run store's manifest holds it
+        once).
         """
 
         def floats(arr):
@@ -184,6 +192,8 @@ class Generation(str):
             extra["approximate"] = dict(self.approximate)
         if self.error is not None:
             extra["error"] = self.error
+        if self.reflexive is not None:
+            extra["reflexive"] = {k: dict(v) for k, v in self.reflexive.items()}
         return {
             "text": self.text,
             "greedy": self.greedy,
@@ -216,12 +226,15 @@ class Generation(str):
             greedy=bool(record.get("greedy", False)),
             approximate=record.get("approximate"),
             error=record.get("error"),
+            reflexive=record.get("reflexive"),
         )
 
 
 def _rebuild(text: str, state: dict[str, Any]) -> Generation:
     obj = str.__new__(Generation, text)
-    obj.__dict__.update({"approximate": {}, "error": None, "source": None})  # pickled by an older version
+    obj.__dict__.update(
+        {"approximate": {}, "error": None, "source": None, "reflexive": None}
+    )  # pickled by an older version
     obj.__dict__.update(state)
     return obj
 

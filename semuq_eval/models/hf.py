@@ -19,6 +19,11 @@ This module holds the model classes; each step of serving `generate_until` lives
 4. Post-processing per row: the text is HFLM's; the kept tokens are those whose characters make up the text
    (`semuq_eval.models.alignment`; `semuq_eval.models.generation` for the exact rule and the offsets).
 
+Reflexive follow-ups (setting ``reflexive``, `semuq_eval.models.reflexive`): after a batch of greedy answers, the
+P(True) prompts of the batch go through ONE forward pass (batched, left-padded; the next-token distribution at the
+last position) and the verbalized prompts through one short greedy generation batched as above; the results ride on
+the greedy `Generation` (``reflexive``) and are journaled with it. The prompts are raw text (no chat template).
+
 Resume: every prompt's answers are appended to a journal as soon as its `generate` call returns, and
 looked up there before generating (`semuq_eval.models.journal`), so a killed run restarted with the same
 arguments generates only the prompts it had not finished.
@@ -34,6 +39,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 import transformers
 from lm_eval.api.instance import Instance
@@ -50,6 +56,14 @@ from semuq_eval.models.journal import GenerationJournal, journal_key, restore_gr
 from semuq_eval.models.planning import GenerateCall, PromptGroup, batch_groups, deliver, group_requests
 from semuq_eval.models.prefill import shared_prefill, supports_shared_prefill
 from semuq_eval.models.recorder import OneStepLater, StepRecorder, generation_eos_ids
+from semuq_eval.models.reflexive import (
+    REFLEXIVE_KEY,
+    VERBALIZED_MAX_TOKENS,
+    check_model,
+    fill_answer,
+    p_true_result,
+    token_sets,
+)
 
 __all__ = ["SemuqGenerateMixin", "SemuqHFLM"]
 
@@ -76,6 +90,9 @@ class SemuqGenerateMixin:
     _semuq_journal_obj: GenerationJournal | None = None
     #: expand prompts to k rows with `num_return_sequences` (text) rather than in the inputs (multimodal)
     _semuq_expand_with_generate: bool = True
+    #: the lm-eval name of the model (whether it answers the reflexive follow-ups: models.reflexive.check_model)
+    _semuq_name: str = "semuq-hf"
+    _semuq_true_false: tuple[np.ndarray, np.ndarray] | None = None
 
     # -- construction --------------------------------------------------------------------------------------------
     def __init__(
@@ -135,7 +152,12 @@ class SemuqGenerateMixin:
     def generate_until(self, requests: list[Instance], disable_tqdm: bool = False) -> list[Generation]:
         if not requests:
             return []
-        if getattr(self, "backend", "causal") != "causal":
+        causal = getattr(self, "backend", "causal") == "causal"
+        asked = {
+            m for r in requests if isinstance(r.args[1], dict) for m in r.args[1].get(REFLEXIVE_KEY) or ()
+        }
+        check_model(sorted(asked), self._semuq_name if causal else f"{self._semuq_name} (seq2seq)")
+        if not causal:
             eval_logger.warning("semuq-hf: seq2seq models are served by HFLM's generate_until (text only)")
             return [as_generation(s) for s in super().generate_until(requests, disable_tqdm=disable_tqdm)]
         groups = group_requests(requests, self.max_gen_toks, self.tok_encode)
@@ -157,7 +179,8 @@ class SemuqGenerateMixin:
         if journal is not None:
             identity, seed = self._semuq_model_identity(), torch.initial_seed()
             keys = {
-                id(g): journal_key(identity, g.context, g.gen_kwargs, g.aux, g.n_gen, seed) for g in groups
+                id(g): journal_key(identity, g.context, g.request_kwargs, g.aux, g.n_gen, seed)
+                for g in groups
             }
         todo = restore_groups(groups, journal, keys, hand_out, model="semuq-hf")
         pbar.update(sum(g.n_gen for g in groups) - sum(g.n_gen for g in todo))
@@ -165,6 +188,7 @@ class SemuqGenerateMixin:
         batches = batch_groups(todo, self._semuq_rows_per_call(max(g.n_gen for g in todo))) if todo else []
         for batch in batches:
             outputs = self._semuq_generate_batch(batch, eos)
+            self._semuq_follow_ups(batch, outputs, eos)
             for group, outs in zip(batch, outputs, strict=True):
                 hand_out(group, outs)
             pbar.update(sum(g.n_gen for g in batch))  # once per batch: the first rate seen is a real one
@@ -173,6 +197,68 @@ class SemuqGenerateMixin:
         pbar.close()
         assert all(r is not None for r in results)
         return results  # type: ignore[return-value]
+
+    # -- reflexive follow-ups ------------------------------------------------------------------------------------
+    def _semuq_follow_ups(self, batch: list[PromptGroup], outputs: list[list[Generation]], eos: str) -> None:
+        """Answer the follow-ups of the batch's greedy answers and attach them (``Generation.reflexive``)."""
+        asked = [(g, outs[0]) for g, outs in zip(batch, outputs, strict=True) if g.reflexive]
+        if not asked:
+            return
+        found: dict[int, dict[str, dict]] = {id(answer): {} for _, answer in asked}
+        p_true = [(g, a) for g, a in asked if "p_true" in g.reflexive]
+        if p_true:
+            prompts = [fill_answer(g.reflexive["p_true"], a.text) for g, a in p_true]
+            true_ids, false_ids = self._semuq_true_false_ids()
+            for (_, answer), lp in zip(p_true, self._semuq_next_token_logprobs(prompts), strict=True):
+                found[id(answer)]["p_true"] = p_true_result(lp, true_ids, false_ids)
+        verbal = [(g, a) for g, a in asked if "verbalized" in g.reflexive]
+        if verbal:
+            kwargs = {"until": [], "max_gen_toks": VERBALIZED_MAX_TOKENS, "do_sample": False}
+            groups = [
+                PromptGroup(
+                    fill_answer(g.reflexive["verbalized"], a.text), kwargs, None, request_kwargs=kwargs
+                )
+                for g, a in verbal
+            ]
+            for group in groups:
+                group.length = len(self.tok_encode(group.context))
+            replies: dict[int, str] = {}
+            for sub in batch_groups(groups, self._semuq_rows_per_call(1)):
+                for group, outs in zip(sub, self._semuq_generate_batch(sub, eos), strict=True):
+                    replies[id(group)] = outs[0].text
+            for (_, answer), group in zip(verbal, groups, strict=True):
+                found[id(answer)]["verbalized"] = {"reply": replies[id(group)]}
+        for _, answer in asked:
+            answer.reflexive = found[id(answer)]
+
+    def _semuq_true_false_ids(self) -> tuple[np.ndarray, np.ndarray]:
+        """The tokenizer's True-ish and False-ish token ids (`models.reflexive.token_sets`), found once."""
+        if self._semuq_true_false is None:
+            texts = self.tokenizer.batch_decode([[i] for i in range(len(self.tokenizer))])
+            self._semuq_true_false = token_sets(texts)
+        return self._semuq_true_false
+
+    def _semuq_next_token_logprobs(self, prompts: list[str]):
+        """The raw next-token log-distribution (V,) after each prompt, one batched forward pass per
+        `_semuq_rows_per_call(1)` prompts (left padding, positions from the attention mask as `generate` sets
+        them); yields numpy arrays in order."""
+        rows = self._semuq_rows_per_call(1)
+        autocast = torch.autocast(
+            device_type=self.device.type,
+            dtype=self.mixed_precision_dtype,
+            enabled=self.mixed_precision_dtype is not None,
+        )
+        for start in range(0, len(prompts), rows):
+            ids, mask = self.tok_batch_encode(
+                prompts[start : start + rows], left_truncate_len=self.max_length, truncation=self.truncation
+            )
+            ids, mask = ids.to(self.device), mask.to(self.device)
+            positions = (mask.long().cumsum(-1) - 1).clamp(min=0)
+            with torch.no_grad(), autocast:
+                logits = self.model(input_ids=ids, attention_mask=mask, position_ids=positions).logits[
+                    :, -1, :
+                ]
+            yield from torch.log_softmax(logits.float(), dim=-1).cpu().numpy()
 
     # -- resume ------------------------------------------------------------------------------------------------
     def _semuq_journal(self) -> GenerationJournal | None:

@@ -42,6 +42,7 @@ class SemuqHFMultimodalLM(SemuqGenerateMixin, HFMultimodalLM):
     """
 
     _semuq_expand_with_generate = False
+    _semuq_name = "semuq-hf-multimodal"  # no reflexive follow-ups: their prompts would need the image
 
     def _semuq_resolve_share_prefill(self, value: Any) -> bool:
         if value is None or (isinstance(value, str) and value.strip().lower() in ("", "auto")):

@@ -15,6 +15,10 @@ per prompt affordable, so requests are first grouped and the groups then batched
 3. One call (`GenerateCall.for_batch`). The batch's gen_kwargs are normalized as HFLM does (stop sequences,
    `max_gen_toks`, greedy decoding), with one position of the context kept for the look-ahead step (see
    `semuq_eval.models.recorder`).
+
+A greedy request may carry reflexive follow-up prompts under the reserved kwarg
+(`semuq_eval.models.reflexive.REFLEXIVE_KEY`): grouping takes them out of the decoding kwargs into
+`PromptGroup.reflexive`, so they never reach `generate` and never split a batch.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ from typing import Any
 
 from lm_eval.api.instance import Instance
 from lm_eval.models.utils import handle_stop_sequences, normalize_gen_kwargs
+
+from semuq_eval.models.reflexive import REFLEXIVE_KEY, split_reflexive
 
 __all__ = ["GenerateCall", "PromptGroup", "batch_groups", "deliver", "group_key", "group_requests"]
 
@@ -49,7 +55,10 @@ class PromptGroup:
 
     Attributes
     ----------
-    context, gen_kwargs, aux : the request's arguments (`aux`: the multimodal `{"visual": [...]}` or None).
+    context, gen_kwargs, aux : the request's arguments (`aux`: the multimodal `{"visual": [...]}` or None),
+        `gen_kwargs` without the reflexive follow-ups (the decoding).
+    request_kwargs : the request's gen_kwargs as lm-eval sent them (lm-eval's cache and the journal key).
+    reflexive : the follow-up prompts of a greedy request (`semuq_eval.models.reflexive`), or None.
     positions : indices of the group's requests in the request list.
     n_gen : rows generated for the group (the number of requests when sampled, 1 when greedy).
     greedy : decoded greedily (`do_sample=False`): one answer returned for every request.
@@ -59,6 +68,8 @@ class PromptGroup:
     context: str
     gen_kwargs: dict
     aux: dict | None
+    request_kwargs: dict = field(default_factory=dict)
+    reflexive: dict[str, str] | None = None
     positions: list[int] = field(default_factory=list)
     n_gen: int = 1
     greedy: bool = True
@@ -71,7 +82,7 @@ def deliver(results: list, group: PromptGroup, answers: Sequence[Any], cache_hoo
     for j, pos in enumerate(group.positions):
         answer = answers[j] if len(answers) > 1 else answers[0]
         results[pos] = answer
-        cache_hook.add_partial("generate_until", (group.context, group.gen_kwargs), answer)
+        cache_hook.add_partial("generate_until", (group.context, group.request_kwargs), answer)
 
 
 def group_key(req: Instance) -> Any:
@@ -113,13 +124,17 @@ def group_requests(
             args = req.args
             if not isinstance(args[1], dict):
                 raise ValueError(f"Expected `kwargs` to be of type `dict` but got {type(args[1])}")
-            group = PromptGroup(args[0], args[1], args[2] if len(args) > 2 else None)
+            decoding, reflexive = split_reflexive(args[1])
+            aux = args[2] if len(args) > 2 else None
+            group = PromptGroup(args[0], decoding, aux, request_kwargs=args[1], reflexive=reflexive)
             groups[key] = group
         group.positions.append(pos)
     for group in groups.values():
         kwargs = normalize_gen_kwargs(group.gen_kwargs, max_gen_toks)
         group.greedy = not kwargs.get("do_sample", False)
         group.n_gen = 1 if group.greedy else len(group.positions)
+        if group.reflexive is not None and not group.greedy:
+            raise ValueError(f"{REFLEXIVE_KEY}: only a greedy request (do_sample false) can carry follow-ups")
         group.length = len(tok_encode(group.context))
     return list(groups.values())
 

@@ -70,6 +70,9 @@ def outputs(x: dict) -> dict:
     out["snne_t01_self"] = A.snne(gram, temperature=0.1, self_similarity=True).tolist()
     out["eigenscore"] = A.eigenscore(gram).tolist()
     out["eigenscore_samples"] = A.eigenscore(gram, centering="samples").tolist()
+    out["p_true"] = [A.p_true(row[:2]) for row in logp]  # any two log values serve as the True / False masses
+    out["p_true_raw"] = [A.p_true(row[:2], form="raw") for row in logp]
+    out["verbalized"] = [A.verbalized(c) for c in (0.0, 7.5, 85.0, 100.0)]
     out["auroc"] = M.auroc(u, y)
     out["auarc"] = M.auarc(u, y)
     out["prr"] = M.prr(u, y)
