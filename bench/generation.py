@@ -60,6 +60,7 @@ import time
 from pathlib import Path
 
 from bench.timing import median_time
+from semuq_eval.models.cpu_dtype import NATIVE_BF16_FLAGS, native_bf16
 from tests.fixtures.llama_process import ALIAS, LlamaServer, gguf_in
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -93,7 +94,6 @@ CONFIGS = {
     "semuq-api-llamacpp": ("semuq-api", "gguf"),
 }
 """Configuration name -> (worker kind, weights' dtype; ``gguf``: the GGUF file's own quantization)."""
-NATIVE_BF16 = ("avx512_bf16", "amx_bf16")
 LAYOUTS = {"a@b": lambda a, b: (a, b), "a@b.T": lambda a, b: (a, b.t()), "a.T@b": lambda a, b: (a.t(), b)}
 """Operand layouts of the matmul peak (``a@b.T`` is nn.Linear's: x @ W.T). Without native bf16, torch's
 bfloat16 products differ by an order of magnitude between them; float32's barely: the best is the peak."""
@@ -146,15 +146,14 @@ def matmul_peak(
 
 def cpu_info() -> tuple[str, list[str]]:
     """(CPU model name, the native bf16 flags it has) from /proc/cpuinfo."""
-    name, flags = "unknown CPU", set()
+    name = "unknown CPU"
     with open("/proc/cpuinfo") as f:
         for line in f:
             key, _, value = line.partition(":")
             if key.strip() == "model name":
                 name = value.strip()
-            elif key.strip() == "flags":
-                flags = set(value.split())
-    return name, [flag for flag in NATIVE_BF16 if flag in flags]
+                break
+    return name, native_bf16()
 
 
 # -- one run (the worker subprocess) -------------------------------------------------------------------------
@@ -354,7 +353,7 @@ def _report(args: argparse.Namespace, limit: dict, rows: list[dict], gguf: Path 
         + (
             f"yes ({native})"
             if native
-            else f"no (neither {' nor '.join(NATIVE_BF16)}: torch emulates bfloat16)"
+            else f"no (neither {' nor '.join(NATIVE_BF16_FLAGS)}: torch emulates bfloat16)"
         )
     )
     print(

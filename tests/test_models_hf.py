@@ -701,3 +701,35 @@ def test_the_models_generation_config_cannot_change_the_decoding(lm, gpt2_dir):
         and kwargs["no_repeat_ngram_size"] == 0
         and kwargs["num_beams"] == 1
     )
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"), [({"avx2"}, torch.float32), ({"avx2", "amx_bf16"}, torch.bfloat16)]
+)
+def test_without_a_dtype_semuq_hf_generates_in_what_the_cpu_computes_natively(
+    tmp_path, monkeypatch, flags, expected
+):
+    """A bfloat16 checkpoint loaded with no dtype on a CPU: float32 unless the CPU has native bfloat16 (measured
+    0.70x as fast emulated, docs/speed.md); a dtype given, `auto` included, wins; the choice is recorded."""
+    from transformers import AutoModelForCausalLM
+
+    from semuq_eval.models import cpu_dtype
+    from semuq_eval.models.hf import SemuqHFLM
+
+    folder = build_tiny_gpt2(tmp_path / "src")
+    AutoModelForCausalLM.from_pretrained(folder).to(torch.bfloat16).save_pretrained(tmp_path / "bf16")
+    for name in (
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "special_tokens_map.json",
+        "vocab.json",
+        "merges.txt",
+    ):
+        if (folder / name).exists():
+            (tmp_path / "bf16" / name).write_bytes((folder / name).read_bytes())
+    monkeypatch.setattr(cpu_dtype, "cpu_flags", lambda cpuinfo="/proc/cpuinfo": set(flags))
+    chosen = SemuqHFLM(pretrained=str(tmp_path / "bf16"), device="cpu", batch_size=1)
+    assert chosen.model.dtype == expected
+    assert chosen._semuq_model_identity()["dtype"] == str(expected)
+    kept = SemuqHFLM(pretrained=str(tmp_path / "bf16"), device="cpu", batch_size=1, dtype="auto")
+    assert kept.model.dtype == torch.bfloat16  # the checkpoint's own, as asked

@@ -42,14 +42,7 @@ def _difference(
     (point_a, res_a, mask_a), (point_b, res_b, mask_b) = a, b
     if not np.array_equal(mask_a, mask_b):
         return fallback().as_dict()
-    diff = point_a - point_b
-    deltas = res_a - res_b
-    deltas = deltas[np.isfinite(deltas)]
-    low, high = bootstrap.interval(deltas)
-    if deltas.size == 0 or not np.isfinite(diff):
-        p_value = float("nan")
-    else:
-        p_value = float((1 + np.sum(np.abs(deltas - diff) >= abs(diff))) / (1 + deltas.size))
+    diff, low, high, p_value = bootstrap.paired(point_a, point_b, res_a, res_b)
     return {
         "metric": "auroc",
         "value_a": point_a,

@@ -49,6 +49,7 @@ from tqdm import tqdm
 
 from semuq_eval.context import RunContext
 from semuq_eval.models.alignment import align_answer, hflm_postprocess
+from semuq_eval.models.cpu_dtype import cpu_generation_dtype
 from semuq_eval.models.data_parallel import cpu_data_parallel_split
 from semuq_eval.models.decoding import decoding_kwargs
 from semuq_eval.models.generation import Generation, as_generation
@@ -105,6 +106,11 @@ class SemuqGenerateMixin:
         **kwargs: Any,
     ) -> None:
         """The lm-eval model's own `__init__` with `kwargs`, then the semuq options (see `SemuqHFLM`)."""
+        if "dtype" not in kwargs and _runs_on_cpu(kwargs.get("device")):
+            kwargs["dtype"] = cpu_generation_dtype()  # by what the CPU computes natively (models.cpu_dtype)
+            eval_logger.info(
+                "%s: no dtype given, generating in %s on this CPU", self._semuq_name, kwargs["dtype"]
+            )
         self._semuq_parallelize = _as_bool(kwargs.get("parallelize", False))
         self._semuq_tp_plan = kwargs.get("tp_plan")
         super().__init__(pretrained, **kwargs)  # the lm-eval model after this mixin in the MRO
@@ -455,6 +461,13 @@ class SemuqHFLM(SemuqGenerateMixin, HFLM):
       generated so that a killed run, restarted, skips them (`off` disables; see `semuq_eval.models.journal`).
     `loglikelihood*` are HFLM's, unchanged.
     """
+
+
+def _runs_on_cpu(device: Any) -> bool:
+    """Whether lm-eval's model will run on the CPU: asked for, or no device given and no GPU."""
+    if device is None or str(device) in ("", "auto"):
+        return not torch.cuda.is_available()
+    return str(device).startswith("cpu")
 
 
 def _as_bool(x: Any) -> bool:
