@@ -331,7 +331,7 @@ def test_end_to_end_white_box(tmp_path, capsys):
     assert "auroc_greedy:kle_heat@lexical,none" in res
 
     b = breakdown_of(tmp_path)
-    reflexive = {"p_true", "verbalized"}  # off by default: unavailable, not asked
+    reflexive = {"p_true", "verbalized"}  # off by default: not estimators of the run, as no operator's
     expected = {e.name for e in valid_estimators({k: SPECS[k] for k in ("lexical", "cos_int")})} - reflexive
     for strategy in ("greedy", "majority"):
         assert set(b["results"][strategy]) == expected  # every estimator, including te / se / cos@cos_int
@@ -339,10 +339,7 @@ def test_end_to_end_white_box(tmp_path, capsys):
             for metric in ("auroc", "ece"):
                 r = per[metric]
                 assert r["n"] == len(QA) and {"value", "ci_low", "ci_high"} <= set(r)
-    assert b["unavailable"] == {
-        name: {"n_docs": len(QA), "reasons": {"the run did not ask for it (setting reflexive)": len(QA)}}
-        for name in reflexive
-    }
+    assert b["unavailable"] == {}
     # exact values of the deterministic canned model (seed 0): behaviour pinned across refactors
     assert b["labels"]["greedy"] == {
         "n": 6,

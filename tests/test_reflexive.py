@@ -141,15 +141,21 @@ def test_setting_default_off_and_validated():
         Settings.from_metadata({"reflexive": 3})
 
 
-def test_estimators_not_asked_are_unavailable_with_the_reason():
+def test_estimators_not_asked_are_absent_by_default_and_unavailable_when_named():
+    """Off by default, a run has no reflexive estimators (as it has none of an operator it did not run); named
+    in ``aggregators`` without the setting, they are unavailable with the reason."""
     from semuq_eval.harness.pipeline import process_docs
     from semuq_eval.judges import StringJudge
 
     doc = Doc(0, "Capital of France?", ["Paris"], Generation("Paris", greedy=True), [Generation("Paris")])
     out = process_docs([doc], Settings(n_samples=1, operators=("lexical",)), judge=StringJudge())
-    item = out.items[0]
+    assert not {"p_true", "verbalized"} & set(out.items[0]["scores"])
+    named = Settings(n_samples=1, operators=("lexical",), aggregators=("p_true", "verbalized", "msp"))
+    item = process_docs([doc], named, judge=StringJudge()).items[0]
     assert item["scores"]["p_true"] is None and item["scores"]["verbalized"] is None
     assert item["reasons"]["p_true"] == item["reasons"]["verbalized"] == NOT_ASKED
+    asked = Settings(n_samples=1, operators=("lexical",), reflexive=("p_true",))
+    assert "p_true" in process_docs([doc], asked, judge=StringJudge()).items[0]["scores"]
 
 
 # ------------------------------------------------------------------------------------------------ records
@@ -342,11 +348,11 @@ def test_semuq_hf_resumes_the_follow_ups_from_the_journal(gpt2_dir, tmp_path):
     assert calls and all(g.reflexive is None for g in plain)
 
 
-def test_semuq_hf_setting_off_reports_them_not_asked(hf, tmp_path):
+def test_semuq_hf_setting_off_has_no_reflexive_estimators(hf, tmp_path):
     run_tasks(hf, tmp_path, n_samples=2, operators=["lexical"], bootstrap=10)
     b = breakdown_of(tmp_path)
     for name in REFLEXIVE:
-        assert b["unavailable"][name]["reasons"] == {NOT_ASKED: len(QA)}
+        assert name not in b["unavailable"] and name not in b["results"]["greedy"]
 
 
 def test_semuq_hf_multimodal_refuses_the_follow_ups():
@@ -443,7 +449,7 @@ def test_semuq_api_raw_form_through_aggregator_options(stub, tmp_path):
         for x in (tmp_path / "out/semuq/semuq_triviaqa_dpr/scores.jsonl").read_text().splitlines()
     ]
     assert [it["scores"]["p_true"] for it in items] == pytest.approx([-math.log(0.6)] * len(QA))
-    assert {it["reasons"]["verbalized"] for it in items} == {NOT_ASKED}
+    assert all("verbalized" not in it["scores"] for it in items)  # not asked: not an estimator of the run
 
 
 def test_semuq_api_garbage_is_unavailable_with_the_reason(stub, tmp_path):

@@ -2,7 +2,8 @@
 
 The follow-up prompts, how the semuq models answer them and which first tokens count as True or False are in
 :mod:`semuq_eval.models.reflexive`; the prompts are sent raw (no chat template). A run that did not ask for them
-reports both estimators unavailable ("the run did not ask for it (setting reflexive)"); an unparsable verbalized
+does not have them (named in ``aggregators`` without the setting, they are unavailable: "the run did not ask for
+it (setting reflexive)"); an unparsable verbalized
 reply makes ``verbalized`` unavailable for that question, with the reply in the reason.
 """
 

@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from semuq_eval import aggregators as agg_registry
 from semuq_eval.harness.doc import Doc
 from semuq_eval.harness.estimators import Estimator, approximations, score_doc, valid_estimators
 from semuq_eval.harness.operator_runs import OperatorRun, compute_operators, operator_spec
@@ -36,6 +37,7 @@ from semuq_eval.harness.settings import Settings
 from semuq_eval.jsonio import finite_or_none
 from semuq_eval.judges import Judge, label_answers
 from semuq_eval.judges.strategies import labels_of
+from semuq_eval.models.reflexive import METHODS as REFLEXIVE_METHODS
 
 __all__ = ["PipelineOutput", "doc_item", "doc_problems", "estimators_for", "process_docs"]
 
@@ -52,11 +54,19 @@ class PipelineOutput:
 def estimators_for(settings: Settings) -> list[Estimator]:
     """The estimators of a run: the settings' aggregators on the settings' operators, by their declarations.
 
-    An operator that cannot run keeps its estimators: they are reported unavailable, never dropped.
+    An operator that cannot run keeps its estimators: they are reported unavailable, never dropped. By default (no
+    ``aggregators`` setting) the reflexive ones are there only when the run asks for them (setting ``reflexive``),
+    as an operator's estimators are there only when the operator runs; named in ``aggregators`` without it, they
+    are reported unavailable with that reason.
     """
+    aggregators = settings.aggregators
+    if aggregators is None:
+        aggregators = [
+            n for n in agg_registry.names() if n not in REFLEXIVE_METHODS or n in settings.reflexive
+        ]
     return valid_estimators(
         {name: operator_spec(name, settings.operator_options.get(name)) for name in settings.operators},
-        settings.aggregators,
+        aggregators,
     )
 
 
