@@ -166,11 +166,10 @@ class ModelTextOperator(TextOperator):
         """The revision reported with the results: the one asked for, the hub commit transformers recorded, or
         for a local folder the sha256 of its weights (:func:`~semuq_eval.local_models.local_revision`, computed
         once), so that two runs of ``enc`` on the same path with other weights are told apart."""
-        if self.revision or (config is not None and commit_hash(config)):
-            return self.revision or commit_hash(config)
-        if isinstance(self.model, str) and self._local_revision is None:
+        revision = self.revision or (commit_hash(config) if config is not None else None)
+        if revision is None and isinstance(self.model, str) and self._local_revision is None:
             self._local_revision = local_revision(self.model)
-        return self._local_revision
+        return revision or self._local_revision
 
     def load_hint(self) -> str | None:
         """How to fix a model that did not load: a local folder, or the offline profile (None if loaded)."""
