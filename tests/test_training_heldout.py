@@ -98,21 +98,22 @@ def test_the_evaluator_refuses_held_out_questions_of_one_class(tmp_path):
         HeldoutAUROCEvaluator(questions, condition_on_question=True)
 
 
-def test_select_on_auroc_keeps_the_best_held_out_epoch(tmp_path, tiny_st_encoder):  # noqa: F811
+def auroc_config(tmp_path, backbone, **options) -> recipe.TrainingConfig:
+    """Training on 8 natural questions, the epoch selected on 8 held-out questions' AUROC (a training-data
+    file, exported from a store)."""
     train_rows = natural_rows(8)
     for i in range(8):
         train_rows[i][2][1] = (f"Author {i} wrote it.", 1)
     natural = write_store(tmp_path / "n" / "llm", train_rows)
     held = write_store(tmp_path / "v" / "llm", held_rows(8))
-    assert cli_main(["train-data", "export", str(held), "--output", str(tmp_path / "held.jsonl.gz")]) == 0
-    kept = read_training_file(tmp_path / "held.jsonl.gz").questions
-    assert [(q.greedy, q.greedy_label) for q in kept] == [(r[2][0][0], r[2][0][1]) for r in held_rows(8)]
-    config = recipe.TrainingConfig(
+    if not (tmp_path / "held.jsonl.gz").exists():
+        assert cli_main(["train-data", "export", str(held), "--output", str(tmp_path / "held.jsonl.gz")]) == 0
+    settings = dict(
         stores=[str(natural)],
         validation=[str(tmp_path / "held.jsonl.gz")],
         select_on="auroc",
         output=str(tmp_path / "op"),
-        backbone=str(tiny_st_encoder),
+        backbone=str(backbone),
         epochs=4,
         patience=4,
         batch_size=4,
@@ -120,6 +121,13 @@ def test_select_on_auroc_keeps_the_best_held_out_epoch(tmp_path, tiny_st_encoder
         device="cpu",
         progress=False,
     )
+    return recipe.TrainingConfig(**{**settings, **options})
+
+
+def test_select_on_auroc_keeps_the_best_held_out_epoch(tmp_path, tiny_st_encoder):  # noqa: F811
+    config = auroc_config(tmp_path, tiny_st_encoder)
+    kept = read_training_file(tmp_path / "held.jsonl.gz").questions
+    assert [(q.greedy, q.greedy_label) for q in kept] == [(r[2][0][0], r[2][0][1]) for r in held_rows(8)]
     record = recipe.train_operator(config)
     val = record["validation"]
     per_epoch = [e["heldout_auroc"] for e in val["per_epoch"]]
@@ -136,6 +144,64 @@ def test_select_on_auroc_keeps_the_best_held_out_epoch(tmp_path, tiny_st_encoder
         "heldout_mean_auroc"
     ]
     assert again == pytest.approx(max(per_epoch), abs=1e-6)
+
+
+def test_a_replayed_epoch_is_the_selected_epochs_bytes(tmp_path, tiny_st_encoder):  # noqa: F811
+    """stop_after_epoch=K trains epochs 1-K of the same budget with no held-out scoring in between: the bytes
+    the selection kept (how the shipped operator is rebuilt without scoring every epoch)."""
+    from safetensors.numpy import load_file
+
+    selected = recipe.train_operator(auroc_config(tmp_path, tiny_st_encoder))
+    k = selected["validation"]["best_epoch"]
+    calls = []
+    original = HeldoutAUROCEvaluator.__call__
+
+    def counted(self, model, *args, **kwargs):
+        calls.append(1)
+        return original(self, model, *args, **kwargs)
+
+    HeldoutAUROCEvaluator.__call__ = counted
+    try:
+        replay = recipe.train_operator(
+            auroc_config(tmp_path, tiny_st_encoder, output=str(tmp_path / "replay"), stop_after_epoch=k)
+        )
+    finally:
+        HeldoutAUROCEvaluator.__call__ = original
+    assert len(calls) == 2  # before and after training, not after every epoch
+    kept, replayed = (
+        load_file(tmp_path / "op" / "model.safetensors"),
+        load_file(tmp_path / "replay" / "model.safetensors"),
+    )
+    assert kept.keys() == replayed.keys() and all(np.array_equal(kept[n], replayed[n]) for n in kept)
+    val = replay["validation"]
+    assert (val["epochs_run"], val["best_epoch"], val["stopped_after_epoch"]) == (k, k, k)
+    assert not val["stopped_early"]
+    assert val["heldout_auroc"]["final"] == pytest.approx(
+        selected["validation"]["heldout_auroc"]["best"], abs=1e-6
+    )
+    assert [e.get("heldout_auroc") is not None for e in val["per_epoch"]] == [False] * (k - 1) + [True]
+    assert replay["hyperparameters"]["kept_epoch"].startswith(f"epoch {k} of the budget, replayed")
+    assert "kept: epoch" in (tmp_path / "replay" / "README.md").read_text()
+    # held-out scoring after each of epochs 1-3 (none kept early) leaves epoch 4 as the replay of 4 trains it
+    recipe.train_operator(
+        auroc_config(tmp_path, tiny_st_encoder, output=str(tmp_path / "every"), early_stopping=False)
+    )
+    recipe.train_operator(
+        auroc_config(tmp_path, tiny_st_encoder, output=str(tmp_path / "replay4"), stop_after_epoch=4)
+    )
+    every, replay4 = (
+        load_file(tmp_path / "every" / "model.safetensors"),
+        load_file(tmp_path / "replay4" / "model.safetensors"),
+    )
+    assert all(np.array_equal(every[n], replay4[n]) for n in every)
+    # the learning rate follows the budget: the same epochs of a longer budget give other weights
+    recipe.train_operator(
+        auroc_config(tmp_path, tiny_st_encoder, output=str(tmp_path / "longer"), epochs=8, stop_after_epoch=k)
+    )
+    longer = load_file(tmp_path / "longer" / "model.safetensors")
+    assert any(not np.array_equal(kept[n], longer[n]) for n in kept)
+    with pytest.raises(ValueError, match="stop_after_epoch must be in"):
+        auroc_config(tmp_path, tiny_st_encoder, stop_after_epoch=5).check()
 
 
 def test_auroc_selection_needs_both_greedy_classes(tmp_path, tiny_st_encoder, capsys):  # noqa: F811

@@ -125,6 +125,14 @@ def parser() -> argparse.ArgumentParser:
         "held-out questions make early stopping follow noise); validation accuracy is still recorded",
     )
     p.add_argument(
+        "--stop_after_epoch",
+        type=int,
+        default=None,
+        metavar="K",
+        help="replay a selection already made: train epochs 1-K of the --epochs schedule, keep epoch K, score "
+        "only before and after training (how the shipped operator is rebuilt)",
+    )
+    p.add_argument(
         "--warmup_ratio", type=float, default=0.1, help="share of the steps spent warming up (0.1)"
     )
     p.add_argument("--val_fraction", type=float, default=0.1, help="share of the questions held out (0.1)")
@@ -198,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         batch_size=args.batch_size,
         patience=args.patience,
         early_stopping=not args.no_early_stopping,
+        stop_after_epoch=args.stop_after_epoch,
         warmup_ratio=args.warmup_ratio,
         val_fraction=args.val_fraction,
         val_triplets=args.val_triplets,
@@ -232,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{' (stopped early)' if val['stopped_early'] else ''}\n"
         + (f"  texts added to the samples: {added}\n" if added else "")
         + f"  validation triplet accuracy: {val['before_training']:.3f} before training, "
-        f"{val['best_accuracy']:.3f} at the best epoch ({val['best_epoch']}), kept\n"
+        f"{val['best_accuracy']:.3f} at the kept epoch ({val['best_epoch']})\n"
         f'  use it: --metadata \'{{"operator_options": {{"enc": {{"model": "{record["output"]}"}}}}}}\''
     )
     return 0

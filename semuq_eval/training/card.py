@@ -58,6 +58,15 @@ def write_record(folder: str | os.PathLike, record: Mapping[str, Any]) -> Path:
     return write_json(Path(folder) / RECORD_FILE, {"format": RECORD_FORMAT, **dict(record)})
 
 
+def _kept(kept_epoch: str) -> str:
+    """How the card says which epoch the folder holds."""
+    if kept_epoch.startswith("best"):
+        return ", kept"
+    if kept_epoch.startswith("last"):
+        return "; the last epoch is kept (early stopping off)"
+    return f"; kept: {kept_epoch}"
+
+
 def _fmt(x: Any, digits: int | None = 3) -> str:
     if x is None:
         return "-"
@@ -138,7 +147,7 @@ def render_readme(record: Mapping[str, Any]) -> str:
         "",
         f"Metric: {val.get('metric')}. Before training: {_fmt(val.get('before_training'))}. Best epoch: "
         f"{val.get('best_epoch')} ({_fmt(val.get('best_accuracy'))})"
-        f"{', kept' if hp.get('kept_epoch', 'best validation epoch').startswith('best') else '; the last epoch is kept (early stopping off)'}; "
+        f"{_kept(hp.get('kept_epoch', 'best validation epoch'))}; "
         f"{'stopped early' if val.get('stopped_early') else 'ran every epoch'} after {val.get('epochs_run')} epoch(s).",
         "",
         "| epoch | validation accuracy | training loss | training steps (s) |",

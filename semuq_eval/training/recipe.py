@@ -94,6 +94,10 @@ class TrainingConfig:
     ``validation`` question instead (:mod:`semuq_eval.training.heldout`); ``bf16`` trains in bfloat16 mixed
     precision (autocast; the weights stay float32), for CPUs with native bf16; ``epochs`` is the budget (early
     stopping may end sooner); ``warmup_ratio`` is the share of the budget's optimizer steps spent warming up.
+    ``stop_after_epoch=K`` replays a selection already made: it trains epochs 1 to K of the ``epochs`` schedule
+    (the learning rate still warms up and decays over the whole budget) and keeps epoch K; the held-out AUROC is
+    scored only before and after training, so a shipped operator is rebuilt without re-scoring the epochs its
+    selection rejected, to the same bytes.
     """
 
     stores: Sequence[str]
@@ -117,6 +121,7 @@ class TrainingConfig:
     batch_size: int = 32
     patience: int = 3
     early_stopping: bool = True
+    stop_after_epoch: int | None = None
     warmup_ratio: float = 0.1
     val_fraction: float = 0.1
     val_triplets: int = 1
@@ -148,6 +153,10 @@ class TrainingConfig:
         for name in ("epochs", "batch_size", "patience"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.stop_after_epoch is not None and not 1 <= int(self.stop_after_epoch) <= int(self.epochs):
+            raise ValueError(
+                f"stop_after_epoch must be in [1, epochs={self.epochs}], got {self.stop_after_epoch}"
+            )
         if not self.lr > 0:
             raise ValueError(f"lr must be positive, got {self.lr}")
         if not self.margin >= 0:
@@ -359,11 +368,12 @@ class _EpochRows:
         return {col: [r[col] for r in rows] for col in self.sampler.columns}
 
 
-def _callbacks(rows: _EpochRows, timings: list[dict[str, float]]):
+def _callbacks(rows: _EpochRows, timings: list[dict[str, float]], stop_after_epoch: int | None):
     from transformers import TrainerCallback
 
     class ResampleTriplets(TrainerCallback):
-        """Draws the epoch's triplets before each epoch (App. C) and times the epoch's training steps."""
+        """Draws the epoch's triplets before each epoch (App. C), times the epoch's training steps and ends
+        training after epoch ``stop_after_epoch`` when it is set."""
 
         def __init__(self) -> None:
             self.epoch = 0
@@ -378,6 +388,8 @@ def _callbacks(rows: _EpochRows, timings: list[dict[str, float]]):
             timings.append({"epoch": self.epoch + 1, "train_seconds": time.perf_counter() - self.started})
             rows.in_epoch = False
             self.epoch += 1
+            if self.epoch == stop_after_epoch:
+                control.should_training_stop = True
 
     return ResampleTriplets()
 
@@ -463,7 +475,7 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
     anchors, positives, negatives = validation_triplets(
         data.val, seed=config.seed, format_fn=format_fn, per_question=int(config.val_triplets)
     )
-    evaluator = TripletEvaluator(
+    triplets = TripletEvaluator(
         anchors,
         positives,
         negatives,
@@ -472,6 +484,7 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
         batch_size=config.batch_size,
         write_csv=False,
     )
+    evaluator = triplets
     heldout = None
     if config.select_on == "auroc":
         from semuq_eval.training.heldout import HeldoutAUROCEvaluator
@@ -482,7 +495,7 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
             separator=separator,
             batch_size=config.batch_size,
         )
-        evaluator = SequentialEvaluator([evaluator, heldout])
+        evaluator = SequentialEvaluator([triplets, heldout])
     scores_before = evaluator(model)
     before = float(scores_before[METRIC])
     log.info("validation triplet accuracy before training: %.3f (%d triplets)", before, len(anchors))
@@ -505,6 +518,8 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
         loss = TripletLoss(model, distance_metric=TripletDistanceMetric.COSINE, triplet_margin=config.margin)
         loss_name = f"TripletLoss(distance=COSINE, margin={config.margin})"
 
+    replay = config.stop_after_epoch is not None
+    select = config.early_stopping and not replay  # score every epoch and keep the best
     checkpoints = Path(tempfile.mkdtemp(prefix=f".{output.name}.checkpoints-", dir=output.parent))
     timings: list[dict[str, float]] = []
     args = SentenceTransformerTrainingArguments(
@@ -516,11 +531,11 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
         lr_scheduler_type="linear",
         warmup_steps=float(config.warmup_ratio),
         eval_strategy="epoch",
-        save_strategy="epoch" if config.early_stopping else "no",
+        save_strategy="epoch" if select else "no",
         logging_strategy="epoch",
-        load_best_model_at_end=config.early_stopping,
-        metric_for_best_model=f"eval_{selection_metric}",
-        greater_is_better=True,
+        load_best_model_at_end=select,
+        metric_for_best_model=f"eval_{selection_metric}" if select else None,
+        greater_is_better=True if select else None,
         save_total_limit=1,
         save_only_model=True,
         seed=config.seed,
@@ -536,14 +551,17 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
         args=args,
         train_dataset=train_dataset,
         loss=loss,
-        evaluator=evaluator,
+        # a replay scores the validation triplets after every epoch as the selection did: the trainer's
+        # evaluation loop draws from torch's generator (its dataloader's base seed), which sets the next
+        # epoch's dropout; only the costly held-out AUROC is left for after training
+        evaluator=triplets if replay else evaluator,
         callbacks=[
             *(
                 [transformers.EarlyStoppingCallback(early_stopping_patience=config.patience)]
-                if config.early_stopping
+                if select
                 else []
             ),
-            _callbacks(rows, timings),
+            _callbacks(rows, timings, config.stop_after_epoch),
         ],
     )
     started = time.perf_counter()
@@ -560,6 +578,8 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
     finally:
         shutil.rmtree(checkpoints, ignore_errors=True)
 
+    if replay and heldout is not None and per_epoch:  # the kept epoch's held-out AUROC, scored after training
+        per_epoch[-1]["heldout_auroc"] = float(scores_final[HELDOUT_METRIC])
     key = "heldout_auroc" if heldout is not None else "accuracy"
     scored = [e for e in per_epoch if key in e]
     # ties: the earlier epoch, as the trainer keeps
@@ -582,8 +602,13 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
         "warmup_ratio": config.warmup_ratio,
         "batch_size": config.batch_size,
         "max_epochs": config.epochs,
-        "early_stopping_patience": config.patience if config.early_stopping else None,
-        "kept_epoch": "best validation epoch" if config.early_stopping else "last epoch (early stopping off)",
+        "early_stopping_patience": config.patience if select else None,
+        "kept_epoch": f"epoch {config.stop_after_epoch} of the budget, replayed: trained no further, the "
+        "held-out AUROC scored only after training (a selection made before)"
+        if replay
+        else "best validation epoch"
+        if config.early_stopping
+        else "last epoch (early stopping off)",
         "early_stopping_metric": f"validation triplet accuracy ({METRIC})"
         if heldout is None
         else f"held-out mean greedy AUROC of the selection rule's eight graph aggregators ({HELDOUT_METRIC})",
@@ -621,7 +646,10 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
                 config.pooling != "all",
                 "pooling=answer: mean over the answer's tokens only (Eq. encoder: all tokens)",
             ),
-            (not config.early_stopping, "no early stopping: the whole epoch budget, last epoch kept"),
+            (
+                not config.early_stopping and not replay,
+                "no early stopping: the whole epoch budget, last epoch kept",
+            ),
             (
                 heldout is not None,
                 "select_on=auroc: the epoch is selected on the held-out questions' mean greedy AUROC over the "
@@ -690,7 +718,8 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
                 else {}
             ),
             "epochs_run": n_epochs,
-            "stopped_early": n_epochs < config.epochs,
+            "stopped_early": not replay and n_epochs < config.epochs,
+            "stopped_after_epoch": config.stop_after_epoch,
         },
         "timing": {
             "train_seconds": train_seconds,
