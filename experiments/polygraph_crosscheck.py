@@ -28,7 +28,7 @@ import numpy as np
 from semuq_eval import aggregators as A
 
 POLYGRAPH_TAG = "v0.7.0"
-POLYGRAPH_FILES = ("estimator", "cocoa", "semantic_density", "sentence_sar", "eigenscore")
+POLYGRAPH_FILES = ("estimator", "cocoa", "semantic_density", "sentence_sar", "token_sar", "eigenscore")
 SNNE_COMMIT = "b00e9a550c2d8decbbca87ce152d168af13c3764"
 
 
@@ -164,6 +164,19 @@ def crosscheck(poly: dict[str, types.ModuleType], snne_mod: types.ModuleType | N
     theirs = poly["sentence_sar"].SentenceSAR()(stats)
     ours = [A.sentence_sar(q["S"], q["lp"]) for q in qs]
     rows.append(("sentence_sar vs SentenceSAR", "same inputs, t = 0.001", worst(ours, theirs)))
+
+    # TokenSAR: the greedy answer's token log-likelihoods and token similarities (drawn apart, so that the
+    # other checks keep their inputs); similarities in [0, 1) are where the paper's 1 - |s| and their 1 - s agree
+    rng = np.random.default_rng(len(qs))
+    for low, what in ((0.0, "similarities in [0, 1)"), (-0.5, "variant: similarities in [-0.5, 1)")):
+        token_sims = [rng.uniform(low, 0.99, len(q["greedy"])) for q in qs]
+        stats = {"greedy_log_likelihoods": [q["greedy"] for q in qs], "token_similarity": token_sims}
+        theirs = poly["token_sar"].TokenSAR()(stats)
+        for relevance in ("abs", "signed"):
+            ours = [
+                A.token_sar(q["greedy"], s, relevance=relevance) for q, s in zip(qs, token_sims, strict=True)
+            ]
+            rows.append((f"token_sar(relevance={relevance}) vs TokenSAR", what, worst(ours, theirs)))
 
     # EigenScore: LM-Polygraph centres each embedding over its features (Z J_d Z^T); on embeddings already
     # feature-centred and unit-norm that is our Gram matrix; on raw embeddings it is a named variant.

@@ -1,5 +1,5 @@
-"""The field's other estimators (issue 23): consistency / CoCoA, Semantic Density, SentenceSAR, SNNE and
-EigenScore: hand-computed values, bad input, batched = per question, permutation invariance."""
+"""The field's other estimators (issue 23): consistency / CoCoA, Semantic Density, SentenceSAR, TokenSAR, SNNE
+and EigenScore: hand-computed values, bad input, batched = per question, permutation invariance."""
 
 from __future__ import annotations
 
@@ -152,6 +152,40 @@ class TestSentenceSAR:
             A.sentence_sar(np.full((2, 2), np.nan), [-1.0, -1.0])
 
 
+class TestTokenSAR:
+    def test_hand_computed(self):
+        # relevances 0.1 and 0.3 -> weights 1/4 and 3/4 of -log 0.5 and -log 0.25
+        u = A.token_sar(LOG([0.5, 0.25]), [0.9, 0.7])
+        assert u == pytest.approx(0.25 * LOG(2) + 0.75 * LOG(4), rel=1e-12)
+        # uniform relevance: the mean negative log-likelihood
+        assert A.token_sar(LOG([0.5, 0.25, 0.125]), [0.2] * 3) == pytest.approx(2 * LOG(2))
+
+    def test_relevance_variants_differ_only_on_negative_similarities(self):
+        lp, sims = LOG([0.5, 0.25]), np.array([0.9, -0.5])
+        # the paper: 1 - |s| = (0.1, 0.5); LM-Polygraph: 1 - s = (0.1, 1.5)
+        assert A.token_sar(lp, sims) == pytest.approx((0.1 * LOG(2) + 0.5 * LOG(4)) / 0.6)
+        assert A.token_sar(lp, sims, relevance="signed") == pytest.approx((0.1 * LOG(2) + 1.5 * LOG(4)) / 1.6)
+        same = np.array([0.9, 0.5])
+        assert A.token_sar(lp, same) == A.token_sar(lp, same, relevance="signed")
+
+    def test_one_token_and_no_relevant_token(self):
+        assert A.token_sar([-2.5], [0.0]) == pytest.approx(2.5)  # cut to nothing: all the weight
+        assert np.isnan(A.token_sar([-1.0, -2.0], [1.0, 1.0]))  # nothing changes the meaning: undefined
+        assert np.isnan(A.token_sar(np.zeros(0), np.zeros(0)))  # no tokens
+
+    def test_bad_input(self):
+        with pytest.raises(ValueError, match="token_logprobs has NaN"):
+            A.token_sar([-1.0, np.nan], [0.5, 0.5])
+        with pytest.raises(ValueError, match="2 token log-probabilities but 3 similarities"):
+            A.token_sar([[-1.0, -1.0]], [[0.5, 0.5, 0.5]])
+        with pytest.raises(ValueError, match="<= 0"):
+            A.token_sar([-1.0, 0.5], [0.5, 0.5])
+        with pytest.raises(ValueError, match="negative relevance"):
+            A.token_sar([-1.0], [1.5])
+        with pytest.raises(ValueError, match="relevance must be one of"):
+            A.token_sar([-1.0], [0.5], relevance="cosine")
+
+
 # ---------------------------------------------------------------- SNNE
 
 
@@ -229,6 +263,7 @@ def test_batched_equals_per_question():
         (A.cocoa, (sims, greedy), {"confidence": "perplexity"}),
         (A.semantic_density, (sims, lp, lengths, greedy), {}),
         (A.sentence_sar, (S, lp), {"t": 0.01}),
+        (A.token_sar, (greedy, [rng.uniform(-0.5, 1.0, len(g)) for g in greedy]), {}),
         (A.snne, (S,), {"temperature": 0.3}),
         (A.eigenscore, (G,), {"centering": "samples"}),
     ]
@@ -249,8 +284,20 @@ def test_declarations():
         "token_logprobs",
     )
     assert A.get("sentence_sar").matrix == "graded" and A.get("sentence_sar").inputs == ("seq_logprobs",)
+    assert A.get("token_sar").matrix is None and A.get("token_sar").inputs == (
+        "token_logprobs",
+        "token_similarity",
+    )
     assert A.get("snne").matrix == "graded" and A.get("eigenscore").matrix == "gram"
-    for name in ("consistency", "cocoa", "semantic_density", "sentence_sar", "snne", "eigenscore"):
+    for name in (
+        "consistency",
+        "cocoa",
+        "semantic_density",
+        "sentence_sar",
+        "token_sar",
+        "snne",
+        "eigenscore",
+    ):
         assert (
             A.get(name).options == ()
         )  # their own options go through aggregator_options, never the run's tau

@@ -98,7 +98,8 @@ def test_declared_by_every_text_operator():
     assert "greedy_similarities" in EXTRAS
     for name in ("nli", "nli_soft", "cos_ext", "enc", "lexical"):
         assert "greedy_similarities" in operator_spec(name).extras, name
-    assert operator_spec("enc").extras == ("token_weights", "greedy_similarities")
+    assert operator_spec("enc").extras == ("token_weights", "greedy_similarities", "token_similarity")
+    assert operator_spec("cos_ext").extras == ("greedy_similarities", "token_similarity")  # TokenSAR's relevance
     assert operator_spec("cos_int").extras == ()
 
 
@@ -167,3 +168,48 @@ def test_the_harness_fills_greedy_similarities_and_scores_them():
     compute_operators([nan], ["lexical"])
     scores, reasons = score_doc(nan, est)
     assert math.isnan(scores["sentence_sar@lexical"]) and "NaN" in reasons["sentence_sar@lexical"]
+
+
+def test_token_sar_reads_the_operators_token_similarity_computed_only_when_read(tiny_st_encoder, monkeypatch):  # noqa: F811
+    from semuq_eval.harness import Settings, process_docs
+    from semuq_eval.harness.operator_runs import get_operator
+    from semuq_eval.judges import get as get_judge
+
+    options = {"cos_ext": {"model": str(tiny_st_encoder), "progress": False}}
+    lp = [-0.5, -1.0, -0.2]
+
+    def docs() -> list[Doc]:
+        samples = [Generation(a) for a in ANSWERS[0][:3]]
+        white = Generation(
+            "It was Darwin", token_logprobs=lp, token_offsets=[[0, 2], [2, 6], [6, 13]], greedy=True
+        )
+        no_offsets = Generation("It was Darwin", token_logprobs=lp, greedy=True)  # a server without offsets
+        return [
+            Doc(0, QUESTIONS[0], ["Darwin"], white, samples),
+            Doc(1, QUESTIONS[0], ["Darwin"], no_offsets, samples),
+        ]
+
+    white, no_offsets = docs()
+    compute_operators([white, no_offsets], ["cos_ext"], options, token_extras=["token_similarity"])
+    sims = white.extras["cos_ext"]["token_similarity"]
+    op = get_operator("cos_ext", options["cos_ext"])
+    expected = op.token_similarity([white.question], [[white.greedy.text]], [[white.greedy.token_offsets]])[
+        0
+    ][0]
+    np.testing.assert_allclose(sims, expected)
+    est = valid_estimators({"cos_ext": operator_spec("cos_ext")}, ["token_sar"])
+    scores, _ = score_doc(white, est)
+    assert scores["token_sar@cos_ext"] == pytest.approx(A.token_sar(lp, sims))
+    scores, reasons = score_doc(no_offsets, est)
+    assert math.isnan(scores["token_sar@cos_ext"]) and "token offsets" in reasons["token_sar@cos_ext"]
+    # a run that reads no token similarity never computes one; one that does, scores it
+    monkeypatch.setattr(type(op), "token_similarity", lambda *a, **k: pytest.fail("computed but not read"))
+    settings = Settings(n_samples=3, operators=("cos_ext",), operator_options=options, aggregators=("cos",))
+    out = process_docs(docs(), settings, judge=get_judge("string"))
+    assert [e.name for e in out.estimators] == ["cos@cos_ext"]
+    monkeypatch.undo()
+    settings = Settings(
+        n_samples=3, operators=("cos_ext",), operator_options=options, aggregators=("token_sar",)
+    )
+    out = process_docs(docs(), settings, judge=get_judge("string"))
+    assert out.items[0]["scores"]["token_sar@cos_ext"] == pytest.approx(A.token_sar(lp, sims))

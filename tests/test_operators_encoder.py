@@ -212,3 +212,29 @@ def test_enc_accepts_a_loaded_sentence_transformer(tiny_st_encoder, st_model):  
     by_path = get("enc", model=tiny_st_encoder, progress=False)([QUESTION], [ANSWERS])
     np.testing.assert_allclose(loaded.matrices[0], by_path.matrices[0], atol=1e-6)
     assert loaded.info["pooling"] == "mean" and loaded.info["separator"] == "[SEP]"
+
+
+@pytest.mark.parametrize("name", ["enc", "cos_ext"])
+def test_token_similarity_compares_the_answer_with_each_token_cut_out(name, tiny_st_encoder, st_model):  # noqa: F811
+    op = get(name, model=tiny_st_encoder, progress=False)
+    answer = "It was Charles Darwin."
+    spans = np.array([[0, 2], [2, 6], [6, 14], [14, 21], [21, 22], [22, 22]])  # the last: end of sequence
+    got = op.token_similarity([QUESTION], [[answer]], [[spans]])[0][0]
+    question = QUESTION if name == "enc" else None
+    texts = [answer] + [answer[:s] + answer[e:] for s, e in spans[:-1]]
+    phi = st_model.encode(
+        [format_input(question, t, "[SEP]")[0] for t in texts],
+        normalize_embeddings=True,
+        convert_to_numpy=True,
+    ).astype(np.float64)
+    np.testing.assert_allclose(got[:-1], phi[1:] @ phi[0], atol=1e-6)
+    assert got[-1] == pytest.approx(1.0)  # cutting nothing keeps everything: relevance 0
+    # a one-token answer cut to nothing keeps none of it; a blank answer has nothing to lose; no tokens: empty
+    one, blank, none = op.token_similarity(
+        [QUESTION],
+        [["Darwin", "  ", "Darwin"]],
+        [[np.array([[0, 6]]), np.array([[0, 1], [1, 2]]), np.zeros((0, 2))]],
+    )[0]
+    assert one.tolist() == [0.0] and blank.tolist() == [1.0, 1.0] and none.shape == (0,)
+    with pytest.raises(ValueError, match=r"question 0 .*answer 0: answer_token_offsets reach past the end"):
+        op.token_similarity([QUESTION], [["Darwin"]], [[np.array([[0, 9]])]])

@@ -27,7 +27,7 @@ from semuq_eval.aggregators.entropy import cae, numsets, se
 from semuq_eval.aggregators.graph import deg, ecc, eigv
 from semuq_eval.aggregators.kernel import kle_heat, kle_matern
 from semuq_eval.aggregators.reflexive import p_true, verbalized
-from semuq_eval.aggregators.sar import sentence_sar
+from semuq_eval.aggregators.sar import sentence_sar, token_sar
 from semuq_eval.aggregators.snne import snne
 from semuq_eval.aggregators.spectral import cos
 from semuq_eval.aggregators.token import te, te_enc
@@ -76,5 +76,6 @@ __all__ = [
     "te",
     "te_enc",
     "to_equivalence",
+    "token_sar",
     "verbalized",
 ]

@@ -39,6 +39,8 @@ INPUTS: dict[str, str] = {
     "token_logprobs": "(T,) log-probabilities of the greedy answer's tokens",
     "token_ids": "(T,) the greedy answer's token ids",
     "token_weights": "(T,) weights on the greedy answer's tokens, yielded by an operator that declares them",
+    "token_similarity": "(T,) s(y, y without token t) of the greedy answer with each of its tokens cut out, "
+    "yielded by an operator that declares it",
     "greedy_similarities": "(N,) s(greedy, y_i | x) of the greedy answer with each sample, yielded by an "
     "operator that declares them",
     "seq_lengths": "(N,) lengths in tokens of the sampled answers",
@@ -46,7 +48,7 @@ INPUTS: dict[str, str] = {
     "(setting reflexive; -inf: no mass)",
     "verbalized_confidence": "the confidence c in [0, 100] stated in the verbalized follow-up (setting reflexive)",
 }
-"""The inputs an aggregator can declare besides its matrix. All but ``token_weights`` and
+"""The inputs an aggregator can declare besides its matrix. All but ``token_weights``, ``token_similarity`` and
 ``greedy_similarities`` come from the generating model (white-box only; the two reflexive ones from its answers to
 follow-up prompts, :mod:`semuq_eval.models.reflexive`); an input that an operator yields
 (``Operator.extras``) makes the estimator ``aggregator@operator`` even when the aggregator reads no matrix

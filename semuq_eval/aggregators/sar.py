@@ -1,7 +1,7 @@
-"""SentenceSAR (Duan et al., 2024, "Shifting Attention to Relevance: Towards the Predictive Uncertainty
-Quantification of Free-Form Large Language Models", sentence-level relevance shifting).
+"""SAR (Duan et al., 2024, "Shifting Attention to Relevance: Towards the Predictive Uncertainty
+Quantification of Free-Form Large Language Models"): relevance shifting at the sentence and the token level.
 
-Each sample's probability is enlarged by the probabilities of the samples it is relevant to, with the
+**SentenceSAR.** Each sample's probability is enlarged by the probabilities of the samples it is relevant to, with the
 operator's similarity as the relevance R_S(y_j, y_k) = s(y_j, y_k):
 
     E_S(y_j) = -log( p(y_j | x) + (1/t) sum_{k != j} s(y_j, y_k) p(y_k | x) ),   U = (1/N) sum_j E_S(y_j).
@@ -9,6 +9,19 @@ operator's similarity as the relevance R_S(y_j, y_k) = s(y_j, y_k):
 ``t`` is the paper's temperature (default 0.001, as LM-Polygraph's ``SentenceSAR``). Negative
 similarities (cosines) count as no relevance (clipped to 0); a directed matrix is read row-wise as
 LM-Polygraph does. Computed in log space (log-sum-exp), so long answers do not underflow to -log 0.
+
+**TokenSAR.** The greedy answer's token log-likelihoods weighted by each token's relevance, how much the
+answer's meaning changes when the token is removed, R(z_t) = 1 - |s(y, y without z_t)|:
+
+    U = -sum_t R~(z_t) log p(z_t | x, z_<t),   R~(z_t) = R(z_t) / sum_t' R(z_t').
+
+The paper measures s with a cross-encoder; here it is the operator's own similarity (``token_similarity``,
+yielded by the sentence-encoder operators: the cosine of the answer's embedding and that of the answer with the
+generating model's token t cut out, question-conditioned for ``enc``). LM-Polygraph's ``TokenSAR`` takes
+R = 1 - s without the absolute value: ``relevance="signed"`` (the two differ only where a similarity is
+negative). No relevant token (every R = 0, or no token) gives NaN (LM-Polygraph divides by the zero sum).
+A one-token answer cut to nothing has s = 0, so its score is that token's -log p, as LM-Polygraph's (it sets
+s = 0.5 for one-token answers, which normalizes to the same weight 1).
 """
 
 from __future__ import annotations
@@ -18,7 +31,10 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.special import logsumexp
 
-from semuq_eval.aggregators.base import as_matrix_stack, as_vector_stack, register, unstack
+from semuq_eval.aggregators.base import as_matrix_stack, as_ragged, as_vector_stack, register, unstack
+
+RELEVANCE = ("abs", "signed")
+"""TokenSAR's relevance 1 - |s| (the paper) or 1 - s (LM-Polygraph)."""
 
 
 @register(
@@ -56,3 +72,55 @@ def sentence_sar(
     return unstack(
         -logsumexp(np.broadcast_to(lp[:, None, :], stack.shape), b=scale, axis=-1).mean(-1), single
     )
+
+
+@register(
+    "token_sar",
+    matrix=None,
+    inputs=("token_logprobs", "token_similarity"),
+    equation="TokenSAR (Duan et al., 2024)",
+)
+def token_sar(
+    token_logprobs: np.ndarray | Sequence[Sequence[float]],
+    token_similarity: np.ndarray | Sequence[Sequence[float]],
+    *,
+    relevance: str = "abs",
+) -> float | np.ndarray:
+    """U = -sum_t R~_t log p(z_t | x, z_<t), R~ = R / sum R, R_t = 1 - |s_t| (see the module).
+
+    ``token_logprobs``: the greedy answer's (T,) token log-probabilities, or a ragged batch; ``token_similarity``:
+    the (T,) similarities s_t of the answer with token t removed, aligned with them. ``relevance="signed"`` is
+    LM-Polygraph's R_t = 1 - s_t. NaN when no token is relevant.
+
+    Examples
+    --------
+    Two tokens of probability 0.5 and 0.25; removing the second changes the meaning more:
+
+    >>> round(token_sar(np.log([0.5, 0.25]), np.array([0.9, 0.7])), 6)  # (0.1 log 2 + 0.3 log 4) / 0.4
+    1.213008
+    """
+    if relevance not in RELEVANCE:
+        raise ValueError(f"token_sar: relevance must be one of {RELEVANCE}, got {relevance!r}")
+    rows_lp, single = as_ragged(token_logprobs, name="token_logprobs")
+    rows_s, single_s = as_ragged(token_similarity, name="token_similarity")
+    if single != single_s or len(rows_lp) != len(rows_s):
+        raise ValueError(
+            f"token_logprobs and token_similarity must have the same batch size; got {len(rows_lp)} and "
+            f"{len(rows_s)}"
+        )
+    out = np.full(len(rows_lp), np.nan)
+    for b, (lp, sim) in enumerate(zip(rows_lp, rows_s, strict=True)):
+        if lp.shape != sim.shape:
+            raise ValueError(
+                f"sequence {b}: {lp.shape[0]} token log-probabilities but {sim.shape[0]} similarities"
+            )
+        if np.any(lp > 0):
+            raise ValueError(f"sequence {b}: token_logprobs must be <= 0 (log-probabilities)")
+        r = 1.0 - (np.abs(sim) if relevance == "abs" else sim)
+        if np.any(r < -1e-9):
+            raise ValueError(f"sequence {b}: similarities above 1 give a negative relevance")
+        r = np.clip(r, 0.0, None)
+        total = r.sum()
+        if total > 0:
+            out[b] = -(r / total) @ lp
+    return unstack(out, single)

@@ -9,7 +9,8 @@
    over every remaining question (:func:`semuq_eval.operators.base.compute_shared`);
 3. operators that yield extras (``Operator.extras``) compute them for the greedy answers: the
    ``greedy_similarities`` of every text operator in the same pass as the matrices (the greedy answer is
-   one more answer of the pass), the ``token_weights`` of ``enc`` after it.
+   one more answer of the pass); after it, the token extras (:data:`TOKEN_EXTRAS`: ``enc``'s
+   ``token_weights``, the sentence encoders' ``token_similarity``) that the run's estimators read.
 
 An operator that cannot run (its model does not load, its batch raises) is unavailable for every question
 of the call: logged ONCE with its reason, recorded in its :class:`OperatorRun`, and its estimators are
@@ -21,7 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,11 +31,22 @@ import numpy as np
 from semuq_eval.harness.doc import Doc
 from semuq_eval.harness.estimators import OperatorSpec
 
-__all__ = ["OperatorRun", "compute_operators", "get_operator", "merge_operator_runs", "operator_spec"]
+__all__ = [
+    "TOKEN_EXTRAS",
+    "OperatorRun",
+    "compute_operators",
+    "get_operator",
+    "merge_operator_runs",
+    "operator_spec",
+]
 
 log = logging.getLogger(__name__)
 
 _OPERATORS: dict[str, Any] = {}
+
+TOKEN_EXTRAS = ("token_weights", "token_similarity")
+"""Extras on the greedy answer's tokens: the operator's method of that name takes the questions, the greedy
+answers and their token offsets (the generating model's tokens)."""
 
 
 def get_operator(name: str, options: Mapping[str, Any] | None = None):
@@ -156,11 +168,17 @@ def _hidden_stack(samples: Sequence[Any]) -> np.ndarray | None:
 
 
 def compute_operators(
-    docs: Sequence[Doc], names: Sequence[str], options: Mapping[str, Mapping[str, Any]] | None = None
+    docs: Sequence[Doc],
+    names: Sequence[str],
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    *,
+    token_extras: Collection[str] = TOKEN_EXTRAS,
 ) -> dict[str, OperatorRun]:
     """Fill ``matrices`` / ``extras`` / ``unavailable`` of every doc in place; one run record per operator.
 
-    See the module docstring. ``options[name]`` are the keyword options of operator ``name``.
+    See the module docstring. ``options[name]`` are the keyword options of operator ``name``; ``token_extras``
+    the token extras to compute (default: every one an operator declares; a run asks for those its estimators
+    read, so an unread one costs nothing).
     """
     from semuq_eval.operators.base import share_groups
 
@@ -195,8 +213,9 @@ def compute_operators(
             hidden = [stacks[i] for i in todo] if "hidden_states" in group[0].needs else None
             _run_group(group, group_names, docs, todo, hidden, runs)
     for name, op in built:
-        if "token_weights" in op.extras and runs[name].status != "unavailable":
-            _token_weights(op, name, docs)
+        for extra in TOKEN_EXTRAS:
+            if extra in token_extras and extra in op.extras and runs[name].status != "unavailable":
+                _token_extra(op, name, docs, extra)
     return runs
 
 
@@ -238,9 +257,9 @@ def _run_group(
     log.debug("operators %s: %d questions in %.1f s", names, len(todo), time.perf_counter() - start)
 
 
-def _token_weights(op, name: str, docs: Sequence[Doc]) -> None:
-    """The operator's weights on the greedy answers' tokens (needs the generating model's token offsets)."""
-    key, idx = f"{name}.token_weights", []
+def _token_extra(op, name: str, docs: Sequence[Doc], extra: str) -> None:
+    """The operator's ``extra`` on the greedy answers' tokens (needs the generating model's token offsets)."""
+    key, idx = f"{name}.{extra}", []
     for i, doc in enumerate(docs):
         if name not in doc.matrices:
             doc.unavailable[key] = doc.unavailable.get(name, f"{name} did not run")
@@ -251,18 +270,18 @@ def _token_weights(op, name: str, docs: Sequence[Doc]) -> None:
     if not idx:
         return
     try:
-        weights = op.token_weights(
+        values = getattr(op, extra)(
             [docs[i].question for i in idx],
             [[docs[i].greedy.text] for i in idx],
             [[docs[i].greedy.token_offsets] for i in idx],
         )
     except Exception as err:
-        log.warning("%s token weights failed on %d questions: %s", name, len(idx), _why(err))
+        log.warning("%s %s failed on %d questions: %s", name, extra.replace("_", " "), len(idx), _why(err))
         for i in idx:
-            docs[i].unavailable[key] = f"{name} token weights failed: {_why(err)}"
+            docs[i].unavailable[key] = f"{name} {extra.replace('_', ' ')} failed: {_why(err)}"
         return
-    for i, w in zip(idx, weights, strict=True):
-        docs[i].extras.setdefault(name, {})["token_weights"] = np.asarray(w[0], dtype=np.float64)
+    for i, v in zip(idx, values, strict=True):
+        docs[i].extras.setdefault(name, {})[extra] = np.asarray(v[0], dtype=np.float64)
 
 
 def _why(err: BaseException) -> str:

@@ -32,7 +32,7 @@ from typing import Any
 from semuq_eval import aggregators as agg_registry
 from semuq_eval.harness.doc import Doc
 from semuq_eval.harness.estimators import Estimator, approximations, score_doc, valid_estimators
-from semuq_eval.harness.operator_runs import OperatorRun, compute_operators, operator_spec
+from semuq_eval.harness.operator_runs import TOKEN_EXTRAS, OperatorRun, compute_operators, operator_spec
 from semuq_eval.harness.settings import Settings
 from semuq_eval.jsonio import finite_or_none
 from semuq_eval.judges import Judge, label_answers
@@ -98,13 +98,19 @@ def process_docs(
         raise ValueError("process_docs needs exactly one of judge= or labels=")
     if labels is not None and len(labels) != len(docs):
         raise ValueError(f"got {len(labels)} label records for {len(docs)} docs")
-    runs = compute_operators(docs, settings.operators, settings.operator_options)
     est = estimators_for(settings)
     if estimator_names is not None:
         unknown = sorted(set(estimator_names) - {e.name for e in est})
         if unknown:
             raise ValueError(f"unknown estimators {unknown}; this run has {[e.name for e in est]}")
         est = [e for e in est if e.name in set(estimator_names)]
+    read = {x for e in est for x in agg_registry.get(e.aggregator).inputs}
+    runs = compute_operators(
+        docs,
+        settings.operators,
+        settings.operator_options,
+        token_extras=[x for x in TOKEN_EXTRAS if x in read],
+    )
     if labels is None:
         labels = label_answers(
             judge,

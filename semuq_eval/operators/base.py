@@ -115,6 +115,8 @@ reports the operator unavailable for a question that lacks one, with the reason.
 
 EXTRAS: dict[str, str] = {
     "token_weights": "weights on the greedy answer's tokens (``token_weights(questions, answers, offsets)``)",
+    "token_similarity": "(T,) similarity of the greedy answer with itself without each of its tokens "
+    "(``token_similarity(questions, answers, offsets)``; TokenSAR's relevance)",
     "greedy_similarities": "(N,) s(greedy, y_i | x): the greedy answer compared with each sample, in the "
     "same pass (``op(questions, answers, anchors=greedy_answers)``)",
 }

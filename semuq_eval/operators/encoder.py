@@ -69,9 +69,11 @@ def pooling_mode(model: Any) -> str | None:
 
 
 class _SentenceEncoderOperator(ModelTextOperator):
-    """Shared machinery: encode distinct inputs once, return Gram matrices of unit embeddings."""
+    """Shared machinery: encode distinct inputs once, return Gram matrices of unit embeddings; the answer's
+    similarity with itself without each of its tokens (TokenSAR's relevance)."""
 
     kind = "gram"
+    extras = ("greedy_similarities", "token_similarity")
     _keeps_token_norms = False
 
     def __init__(
@@ -179,6 +181,68 @@ class _SentenceEncoderOperator(ModelTextOperator):
             for rows, group in zip(rows_per_question, answers, strict=True)
         ]
 
+    def token_similarity(
+        self,
+        questions: list[str],
+        answers: list[list[str]],
+        answer_token_offsets: list[list[np.ndarray]],
+    ) -> list[list[np.ndarray]]:
+        """s_t = cos(phi(y), phi(y without token t)) for every token t of the GENERATING model (TokenSAR).
+
+        ``answer_token_offsets[b][i]`` is the (T, 2) array of character spans of the generating model's tokens
+        within answer i of question b; the answer with span t cut out is encoded as the answer is (after
+        the question for ``enc``). All inputs of the call are encoded together, each distinct text once. A
+        token with an empty span cuts nothing (s_t = 1); T = 0 gives an empty array.
+        """
+        check_inputs(questions, answers)
+        if len(answer_token_offsets) != len(answers):
+            raise ValueError(f"got {len(answers)} questions but {len(answer_token_offsets)} offset lists")
+        flat: dict[str, int] = {}
+        inputs: list[tuple[str, int, int]] = []
+
+        def row(question: str, text: str) -> int | None:
+            """The input's row (None: a blank text, which has no embedding)."""
+            if not text.strip():
+                return None
+            encoded, start = self._input(question, text)
+            if encoded not in flat:
+                flat[encoded] = len(inputs)
+                inputs.append((encoded, start, len(text)))
+            return flat[encoded]
+
+        plan = []
+        for b, (question, group, offsets) in enumerate(
+            zip(questions, answers, answer_token_offsets, strict=True)
+        ):
+            if len(offsets) != len(group):
+                raise ValueError(
+                    f"{_describe(questions, b)}: {len(group)} answers but {len(offsets)} offset arrays"
+                )
+            plan_b = []
+            for i, (answer, spans) in enumerate(zip(group, offsets, strict=True)):
+                try:
+                    cuts = as_spans(spans, name="answer_token_offsets", text_length=len(answer))
+                except ValueError as err:
+                    raise ValueError(f"{_describe(questions, b)}, answer {i}: {err}") from None
+                full = row(question, answer)
+                plan_b.append((full, [row(question, answer[:s] + answer[e:]) for s, e in cuts.tolist()]))
+            plan.append(plan_b)
+        phi = np.zeros((0, 0))
+        if inputs:
+            phi = np.asarray(self._encode(inputs, keep_norms=False)[0], dtype=np.float64)
+            norms = np.linalg.norm(phi, axis=1, keepdims=True)
+            if not np.all(np.isfinite(norms) & (norms > 0)):
+                raise ValueError(f"{self.name}: an embedding is zero or not finite: it has no direction")
+            phi = phi / norms
+
+        def similarities(full: int | None, cuts: list[int | None]) -> np.ndarray:
+            if full is None:  # a blank answer: no meaning to lose
+                return np.ones(len(cuts))
+            # a cut that leaves nothing keeps none of the meaning
+            return np.array([np.clip(phi[c] @ phi[full], -1.0, 1.0) if c is not None else 0.0 for c in cuts])
+
+        return [[similarities(full, cuts) for full, cuts in plan_b] for plan_b in plan]
+
     def _identity(self) -> dict[str, Any]:
         loaded = self._loaded
         model = loaded[0] if loaded else (None if isinstance(self.model, str) else self.model)
@@ -228,7 +292,7 @@ class EncoderOperator(_SentenceEncoderOperator):
     """
 
     name = "enc"
-    extras = ("token_weights", "greedy_similarities")
+    extras = ("token_weights", "greedy_similarities", "token_similarity")
     _keeps_token_norms = True
 
     def __init__(
