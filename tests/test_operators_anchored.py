@@ -90,8 +90,17 @@ def test_anchors_are_checked():
         get("lexical")(QUESTIONS, ANSWERS, anchors=["only one"])
     with pytest.raises(TypeError, match="must be a str"):
         get("lexical")(QUESTIONS, ANSWERS, anchors=["a", None])
+    from semuq_eval.operators.hidden import HiddenStateCosineOperator
+
+    class Undeclared(HiddenStateCosineOperator):
+        extras = ()
+
     with pytest.raises(ValueError, match="do not declare greedy_similarities"):
+        Undeclared()(["q"], [["a", "b"]], hidden_states=[np.eye(2)], anchors=["a"])
+    with pytest.raises(ValueError, match="compare an anchor by its hidden state"):
         get("cos_int")(["q"], [["a", "b"]], hidden_states=[np.eye(2)], anchors=["a"])
+    with pytest.raises(ValueError, match="pass anchors too"):
+        get("cos_int")(["q"], [["a", "b"]], hidden_states=[np.eye(2)], anchor_hidden_states=[np.ones(2)])
 
 
 def test_declared_by_every_text_operator():
@@ -99,8 +108,11 @@ def test_declared_by_every_text_operator():
     for name in ("nli", "nli_soft", "cos_ext", "enc", "lexical"):
         assert "greedy_similarities" in operator_spec(name).extras, name
     assert operator_spec("enc").extras == ("token_weights", "greedy_similarities", "token_similarity")
-    assert operator_spec("cos_ext").extras == ("greedy_similarities", "token_similarity")  # TokenSAR's relevance
-    assert operator_spec("cos_int").extras == ()
+    assert operator_spec("cos_ext").extras == (
+        "greedy_similarities",
+        "token_similarity",
+    )  # TokenSAR's relevance
+    assert operator_spec("cos_int").extras == ("greedy_similarities",)  # by the greedy answer's hidden state
 
 
 def test_estimators_follow_the_declaration_not_the_name():
@@ -213,3 +225,32 @@ def test_token_sar_reads_the_operators_token_similarity_computed_only_when_read(
     )
     out = process_docs(docs(), settings, judge=get_judge("string"))
     assert out.items[0]["scores"]["token_sar@cos_ext"] == pytest.approx(A.token_sar(lp, sims))
+
+
+def test_cos_int_compares_the_greedy_answer_by_its_hidden_state():
+    rng = np.random.default_rng(0)
+    h, g = rng.normal(size=(3, 4)), rng.normal(size=4)
+    out = get("cos_int")(["q"], [["a", "b", "c"]], hidden_states=[h], anchors=["g"], anchor_hidden_states=[g])
+    unit = h / np.linalg.norm(h, axis=1, keepdims=True)
+    np.testing.assert_allclose(out.anchored[0], unit @ (g / np.linalg.norm(g)), atol=1e-12)
+    np.testing.assert_allclose(out.matrices[0], unit @ unit.T, atol=1e-12)
+    # in a run: the greedy answer's own hidden state when the model gave one; otherwise the extra is unavailable
+    samples = [Generation(t, hidden=v) for t, v in zip(["a", "b", "c"], h, strict=True)]
+    with_state = Doc(0, "q", ["a"], Generation("g", hidden=g, greedy=True), samples)
+    without = Doc(1, "q", ["a"], Generation("g", greedy=True), samples)
+    wrong_size = Doc(2, "q", ["a"], Generation("g", hidden=np.ones(3), greedy=True), samples)
+    compute_operators([with_state, without, wrong_size], ["cos_int"])
+    np.testing.assert_allclose(
+        with_state.extras["cos_int"]["greedy_similarities"], out.anchored[0], atol=1e-12
+    )
+    est = valid_estimators({"cos_int": operator_spec("cos_int")}, ["consistency", "cos"])
+    assert score_doc(with_state, est)[0]["consistency@cos_int"] == pytest.approx(
+        A.consistency(out.anchored[0])
+    )
+    for doc in (without, wrong_size):
+        np.testing.assert_allclose(doc.matrices["cos_int"], unit @ unit.T, atol=1e-12)  # S is unaffected
+        scores, reasons = score_doc(doc, est)
+        assert (
+            math.isnan(scores["consistency@cos_int"])
+            and "hidden state for the greedy" in reasons["consistency@cos_int"]
+        )

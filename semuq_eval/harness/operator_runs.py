@@ -9,7 +9,8 @@
    over every remaining question (:func:`semuq_eval.operators.base.compute_shared`);
 3. operators that yield extras (``Operator.extras``) compute them for the greedy answers: the
    ``greedy_similarities`` of every text operator in the same pass as the matrices (the greedy answer is
-   one more answer of the pass); after it, the token extras (:data:`TOKEN_EXTRAS`: ``enc``'s
+   one more answer of the pass; ``cos_int`` compares it by its own hidden state, where the model gave one);
+   after it, the token extras (:data:`TOKEN_EXTRAS`: ``enc``'s
    ``token_weights``, the sentence encoders' ``token_similarity``) that the run's estimators read.
 
 An operator that cannot run (its model does not load, its batch raises) is unavailable for every question
@@ -156,6 +157,15 @@ def _missing_need(doc: Doc, name: str, needs: frozenset[str], hidden: np.ndarray
     return None
 
 
+def _anchor_hidden(greedy: Any, stack: np.ndarray | None) -> np.ndarray | None:
+    """The greedy answer's hidden state as a vector the samples' ``stack`` can be compared with, or None."""
+    if stack is None or getattr(greedy, "hidden", None) is None:
+        return None
+    h = np.asarray(greedy.hidden, dtype=np.float64).reshape(-1)
+    ok = h.shape == (stack.shape[1],) and np.all(np.isfinite(h)) and np.linalg.norm(h) > 0
+    return h if ok else None
+
+
 def _hidden_stack(samples: Sequence[Any]) -> np.ndarray | None:
     if not samples or any(g.hidden is None for g in samples):
         return None
@@ -209,9 +219,25 @@ def compute_operators(
             for name, why in zip(group_names, whys, strict=True):
                 if why is not None:
                     _unavailable(runs[name], docs, [i], why)
-        if todo:
-            hidden = [stacks[i] for i in todo] if "hidden_states" in group[0].needs else None
-            _run_group(group, group_names, docs, todo, hidden, runs)
+        if not todo:
+            continue
+        if "hidden_states" not in group[0].needs:
+            _run_group(group, group_names, docs, todo, None, runs)
+            continue
+        # a hidden-state operator compares the greedy answer by its own hidden state, where there is one
+        greedy = {i: _anchor_hidden(docs[i].greedy, stacks[i]) for i in todo}
+        with_anchor = [i for i in todo if greedy[i] is not None]
+        without = [i for i in todo if greedy[i] is None]
+        if with_anchor:
+            hidden = [stacks[i] for i in with_anchor]
+            _run_group(group, group_names, docs, with_anchor, hidden, runs, [greedy[i] for i in with_anchor])
+        if without:
+            _run_group(group, group_names, docs, without, [stacks[i] for i in without], runs)
+            for i in without:
+                for name in group_names:
+                    docs[i].unavailable[f"{name}.greedy_similarities"] = (
+                        "no usable hidden state for the greedy answer (missing, zero, non-finite or of another size)"
+                    )
     for name, op in built:
         for extra in TOKEN_EXTRAS:
             if extra in token_extras and extra in op.extras and runs[name].status != "unavailable":
@@ -226,11 +252,16 @@ def _run_group(
     todo: list[int],
     hidden: list[np.ndarray] | None,
     runs: dict[str, OperatorRun],
+    anchor_hidden: list[np.ndarray] | None = None,
 ) -> None:
+    """One batched pass of the group over ``todo``; the greedy answers are anchored when every operator declares
+    it and, for hidden-state operators, ``anchor_hidden`` gives the greedy answers' hidden states."""
     from semuq_eval.operators.base import compute_shared
 
     start = time.perf_counter()
-    anchored = all("greedy_similarities" in op.extras for op in group)
+    anchored = all("greedy_similarities" in op.extras for op in group) and (
+        hidden is None or anchor_hidden is not None
+    )
     try:
         outputs = compute_shared(
             group,
@@ -238,6 +269,7 @@ def _run_group(
             [[g.text for g in docs[i].samples] for i in todo],
             hidden_states=hidden,
             anchors=[docs[i].greedy.text for i in todo] if anchored else None,
+            anchor_hidden_states=anchor_hidden if anchored else None,
         )
     except Exception as err:
         for name, op in zip(names, group, strict=True):

@@ -151,9 +151,12 @@ class Operator(ABC):
         *,
         hidden_states: Sequence[np.ndarray] | None = None,
         anchors: Sequence[str] | None = None,
+        anchor_hidden_states: Sequence[np.ndarray] | None = None,
     ) -> OperatorOutput:
         """Compute one comparison matrix per question (Eq. operator_S), batched over questions; with
-        ``anchors`` (one answer per question, e.g. the greedy one) also each anchor's similarity to the answers.
+        ``anchors`` (one answer per question, e.g. the greedy one) also each anchor's similarity to the answers
+        (an operator that reads hidden states compares the anchor by its ``anchor_hidden_states``, one (d,)
+        vector per question).
 
         Examples
         --------
@@ -162,7 +165,14 @@ class Operator(ABC):
         >>> out.anchored[0].tolist()
         [0.5, 0.0]
         """
-        return compute_shared([self], questions, answers, hidden_states=hidden_states, anchors=anchors)[0]
+        return compute_shared(
+            [self],
+            questions,
+            answers,
+            hidden_states=hidden_states,
+            anchors=anchors,
+            anchor_hidden_states=anchor_hidden_states,
+        )[0]
 
     @abstractmethod
     def _compute(
@@ -198,6 +208,7 @@ def compute_shared(
     *,
     hidden_states: Sequence[np.ndarray] | None = None,
     anchors: Sequence[str] | None = None,
+    anchor_hidden_states: Sequence[np.ndarray] | None = None,
 ) -> list[OperatorOutput]:
     """The outputs of ``operators`` (in order) on the same questions, computing a shared pass once.
 
@@ -205,7 +216,9 @@ def compute_shared(
     model; the others derive their matrices from its pass and report no forward passes, with
     ``info["shared_pass"]`` naming the operator that ran it). With ``anchors`` (one per question, for
     operators that declare the ``greedy_similarities`` extra), each anchor joins its question's answers as
-    one more answer of the same pass, and is split off again into :attr:`OperatorOutput.anchored`.
+    one more answer of the same pass (and, for an operator that reads hidden states, its
+    ``anchor_hidden_states`` vector joins the question's hidden states), and is split off again into
+    :attr:`OperatorOutput.anchored`.
 
     Raises
     ------
@@ -215,7 +228,9 @@ def compute_shared(
     """
     check_inputs(questions, answers)
     if anchors is not None:
-        return _anchored(operators, questions, answers, hidden_states, anchors)
+        return _anchored(operators, questions, answers, hidden_states, anchors, anchor_hidden_states)
+    if anchor_hidden_states is not None:
+        raise ValueError("anchor_hidden_states are the anchors' hidden states: pass anchors too")
     questions, answers = list(questions), [list(group) for group in answers]
     if len(operators) == 1 and operators[0].share_key() is None:
         op = operators[0]
@@ -249,14 +264,26 @@ def _anchored(
     answers: Sequence[Sequence[str]],
     hidden_states: Sequence[np.ndarray] | None,
     anchors: Sequence[str],
+    anchor_hidden_states: Sequence[np.ndarray] | None,
 ) -> list[OperatorOutput]:
-    """:func:`compute_shared` with each anchor appended to its question's answers, then split off."""
+    """:func:`compute_shared` with each anchor appended to its question's answers (and its hidden state to
+    the question's hidden states), then split off."""
     undeclared = [op.name for op in operators if "greedy_similarities" not in op.extras]
     if undeclared:
         raise ValueError(f"operators {undeclared} do not declare greedy_similarities: they take no anchors")
     if isinstance(anchors, (str, bytes)) or len(anchors) != len(answers):
         raise ValueError(f"anchors must be one str per question ({len(answers)}), got {anchors!r:.80}")
     check_inputs(questions, [[anchor] for anchor in anchors])
+    if hidden_states is not None:
+        if anchor_hidden_states is None or len(anchor_hidden_states) != len(hidden_states):
+            raise ValueError(
+                f"operators {[op.name for op in operators]} compare an anchor by its hidden state: pass "
+                "anchor_hidden_states, one (d,) vector per question"
+            )
+        hidden_states = [
+            np.vstack([np.asarray(h, dtype=np.float64), np.asarray(a, dtype=np.float64).reshape(1, -1)])
+            for h, a in zip(hidden_states, anchor_hidden_states, strict=True)
+        ]
     outputs = compute_shared(
         operators,
         questions,

@@ -3,7 +3,8 @@
 phi_i is the last-layer hidden state of the generating model at the last token of answer i,
 L2-normalized; S = Phi Phi^T (positive semidefinite). The white-box model of the harness
 supplies the vectors through ``hidden_states=``; this operator needs no model and reads no text
-(no deduplication, no empty-answer rule: every answer has its own vector).
+(no deduplication, no empty-answer rule: every answer has its own vector). The greedy answer is compared with
+the samples by its own hidden state (``anchor_hidden_states``): the greedy-anchored estimators run on ``cos_int``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ class HiddenStateCosineOperator(Operator):
     name = "cos_int"
     kind = "gram"
     needs = frozenset({"answers", "hidden_states"})
+    extras = ("greedy_similarities",)  # the greedy answer by its own hidden state (``anchor_hidden_states``)
 
     def _compute(
         self, questions: list[str], answers: list[list[str]], hidden_states: Sequence[np.ndarray] | None
