@@ -314,6 +314,7 @@ def test_semuq_hf_end_to_end_scores_both_and_keeps_the_replies(hf, tmp_path):
     replies = [r["greedy"].reflexive["verbalized"]["reply"] for r in records]
     assert all(r["greedy"].reflexive["p_true"]["logprob_true"] is not None for r in records)
     assert "p_true" in b["results"]["greedy"] and b["results"]["greedy"]["p_true"]["auroc"]["n"] == len(QA)
+    assert "p_true" not in b.get("approximate", {})  # the full next-token distribution: exact
     # a random tiny model rarely replies with a number: each unparsable reply is unavailable with its text
     parsed = [
         r
@@ -431,6 +432,10 @@ def test_semuq_api_follow_ups_bodies_and_scores(stub, tmp_path):
     ]
     assert [it["scores"]["p_true"] for it in items] == pytest.approx([0.25] * len(QA))  # 1 - 0.6 / 0.8
     assert [it["scores"]["verbalized"] for it in items] == pytest.approx([0.15] * len(QA))
+    # the server shows its top 4 first tokens only: P(True) is flagged approximate, the verbalized one is exact
+    method = "p_true_logprobs: topk_first_token_mass(k=4)"
+    assert b["approximate"]["p_true"] == {"n_docs": len(QA), "methods": {method: len(QA)}}
+    assert "verbalized" not in b["approximate"]
 
 
 def test_semuq_api_raw_form_through_aggregator_options(stub, tmp_path):

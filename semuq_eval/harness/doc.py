@@ -9,7 +9,7 @@ import numpy as np
 
 from semuq_eval.models.generation import Generation
 from semuq_eval.models.reflexive import SIGNALS as REFLEXIVE_SIGNALS
-from semuq_eval.models.reflexive import reflexive_signal
+from semuq_eval.models.reflexive import reflexive_approximation, reflexive_signal
 
 __all__ = ["DOC_SIGNALS", "Doc"]
 
@@ -89,7 +89,10 @@ class Doc:
 
     def approximation(self, name: str) -> str | None:
         """The method by which the generating-model input ``name`` (:data:`DOC_SIGNALS`) was estimated, or None
-        when it is exact (``Generation.approximate`` of the answers it is read from)."""
+        when it is exact (``Generation.approximate`` of the answers it is read from, or the reflexive follow-up's
+        own mark)."""
+        if name in REFLEXIVE_SIGNALS:
+            return reflexive_approximation(self.greedy.reflexive, name)
         answers = [self.greedy] if name in _TOKEN_ARRAYS or name == "token_ids" else self.samples
         field = {"seq_logprobs": "token_logprobs", "seq_lengths": "token_ids"}.get(name, name)
         methods = sorted({g.approximate[field] for g in answers if field in g.approximate})

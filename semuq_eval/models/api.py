@@ -51,7 +51,14 @@ from semuq_eval.models.capabilities import Capabilities, probe
 from semuq_eval.models.generation import Generation
 from semuq_eval.models.journal import GenerationJournal, journal_key, restore_groups
 from semuq_eval.models.planning import PromptGroup, deliver, group_requests
-from semuq_eval.models.reflexive import VERBALIZED_MAX_TOKENS, check_model, failed, fill_answer, masses
+from semuq_eval.models.reflexive import (
+    APPROXIMATE_P_TRUE,
+    VERBALIZED_MAX_TOKENS,
+    check_model,
+    failed,
+    fill_answer,
+    masses,
+)
 from semuq_eval.models.server_answer import answer_from_choice
 from semuq_eval.models.topk import topk_method
 from semuq_eval.openai_client import (
@@ -458,7 +465,8 @@ class SemuqAPILM(LM):
                     raise Unreadable("the server's reply has no log-probabilities of the first token")
                 first = dict(parsed.top[0]) if parsed.top else {}
                 first.setdefault(parsed.tokens[0], parsed.logprobs[0])
-                return masses(first)
+                # the server shows the top-k first tokens only: the masses are lower bounds
+                return {**masses(first), "approximate": f"{APPROXIMATE_P_TRUE}(k={len(first)})"}
 
         try:
             return self.client.send(self.client.body(prompt, **fields), read)

@@ -15,7 +15,9 @@ message, which the server wraps in its chat template):
   and the next-token distribution at the FIRST position is read (no token is generated). Its result is the log of
   the probability mass of the True-ish and of the False-ish first tokens (:func:`classify_first_token`):
   ``{"logprob_true": float | None, "logprob_false": float | None}`` (None: no such token carries mass, e.g. none
-  among a server's top-k alternatives).
+  among a server's top-k alternatives). A server shows only its top-k first tokens, so ``semuq-api`` sums the
+  True-ish and False-ish tokens among them and marks the result ``"approximate": "topk_first_token_mass(k=K)"``
+  (:data:`APPROXIMATE_P_TRUE`), which the breakdown lists under ``approximate`` as it does ``te``'s top-k entropies.
 - ``verbalized`` (Tian et al., 2023, "Just Ask for Calibration", arXiv 2305.14975; Xiong et al., 2024, "Can LLMs
   Express Their Uncertainty?", arXiv 2306.13063)::
 
@@ -49,6 +51,7 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "APPROXIMATE_P_TRUE",
     "FALSE_FORMS",
     "METHODS",
     "NOT_ASKED",
@@ -65,11 +68,15 @@ __all__ = [
     "masses",
     "p_true_result",
     "parse_confidence",
+    "reflexive_approximation",
     "reflexive_signal",
     "split_reflexive",
     "templates",
     "token_sets",
 ]
+
+APPROXIMATE_P_TRUE = "topk_first_token_mass"
+"""The method of a P(True) read from a server's top-k first tokens (the True-ish / False-ish masses among them)."""
 
 REFLEXIVE_KEY = "semuq_reflexive"
 """The reserved generation kwarg of the greedy request carrying the follow-up prompts (never reaches a model's
@@ -286,6 +293,20 @@ def failed(result: Mapping[str, Any] | None) -> bool:
 
 SIGNALS = {"p_true_logprobs": "p_true", "verbalized_confidence": "verbalized"}
 """The aggregator inputs read from the follow-ups, and the follow-up each is read from."""
+
+
+def reflexive_approximation(reflexive: Mapping[str, Any] | None, name: str) -> str | None:
+    """The method by which the reflexive input ``name`` (:data:`SIGNALS`) was estimated, or None when exact.
+
+    Examples
+    --------
+    >>> reflexive_approximation({"p_true": {"logprob_true": -0.1, "approximate": "topk_first_token_mass(k=5)"}},
+    ...                         "p_true_logprobs")
+    'topk_first_token_mass(k=5)'
+    """
+    result = (reflexive or {}).get(SIGNALS[name]) or {}
+    method = result.get("approximate")
+    return str(method) if method else None
 
 
 def reflexive_signal(reflexive: Mapping[str, Any] | None, name: str) -> tuple[Any, str | None]:
