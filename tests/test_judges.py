@@ -273,6 +273,16 @@ def test_hf_judge_reads_yes_no_logits_with_a_shared_prefix_like_one_full_pass_ea
         info["judge"] == "hf" and info["revision"].startswith("local-") and len(info["prompt_sha256"]) == 64
     )
     assert "next-token" in info["decoding"]
+    # the folder's weights are hashed once per judge, not at each identity read (the verdict cache reads it often)
+    import semuq_eval.judges.hf as hf_judge
+
+    calls = []
+    original = hf_judge.local_revision
+    hf_judge.local_revision = lambda path: calls.append(path) or original(path)
+    try:
+        assert [judge.info["revision"] for _ in range(3)] == [info["revision"]] * 3 and calls == []
+    finally:
+        hf_judge.local_revision = original
 
 
 def test_common_prefix_length():

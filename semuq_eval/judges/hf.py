@@ -116,6 +116,7 @@ class HFJudge(PromptedJudge):
         self.max_length = int(max_length)
         self.trust_remote_code = bool(trust_remote_code)
         self._loaded: tuple[Any, Any, list[int], list[int]] | None = None
+        self._local_revision: str | None = None
 
     def _load(self) -> tuple[Any, Any, list[int], list[int]]:
         if self._loaded is None:
@@ -141,20 +142,16 @@ class HFJudge(PromptedJudge):
             self._max_tokens = min(self.max_length, int(limit)) if limit else self.max_length
             self._loaded = (tok, lm, yes, no)
             self._torch = torch
-            self._resolved_revision = self.revision or getattr(lm.config, "_commit_hash", None)
-            if self._resolved_revision is None and Path(self.model_name).is_dir():
-                self._resolved_revision = local_revision(self.model_name)
         return self._loaded
 
     @property
     def identity(self) -> dict[str, Any]:
-        revision = self.revision
-        if revision is None and Path(self.model_name).is_dir():
-            revision = local_revision(self.model_name)
+        if self.revision is None and self._local_revision is None and Path(self.model_name).is_dir():
+            self._local_revision = local_revision(self.model_name)  # hashed once: the verdict cache reads it often
         return {
             "judge": self.name,
             "model": self.model_name,
-            "revision": revision,
+            "revision": self.revision or self._local_revision,
             "decoding": "next-token p(yes) / (p(yes) + p(no)), label p > 0.5",
             "chat_template": self.chat_template,
             "dtype": self.dtype,
