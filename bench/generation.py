@@ -21,7 +21,8 @@ Configurations (``--configs``, comma-separated):
 - ``hf``: lm-eval's stock `hf` (float32), once per ``--hf-batch-sizes`` entry (sequences per call);
 - ``semuq-api-llamacpp``: `semuq-api` (completions endpoint, log-probabilities with 20 alternatives, journal
   off) against ``python -m llama_cpp.server`` serving the GGUF on loopback (tests/fixtures/llama_process.py, the tests'
-  server), started by the benchmark with ``--threads`` threads and stopped at the end, even on error.
+  server), started by the benchmark with ``--threads`` threads and stopped at the end, even on error;
+  ``semuq-api-llamacpp-text``: the same with ``logprobs=false`` (text only: what log-probabilities cost).
 
 Each run is a subprocess of its own (its peak memory is its own); ``--repeats`` rounds run every configuration
 in turn and the medians are kept. Per configuration:
@@ -92,8 +93,10 @@ CONFIGS = {
     "semuq-hf-bf16": ("semuq-hf", "bfloat16"),
     "hf": ("hf", "float32"),
     "semuq-api-llamacpp": ("semuq-api", "gguf"),
+    "semuq-api-llamacpp-text": ("semuq-api", "gguf-text"),
 }
-"""Configuration name -> (worker kind, weights' dtype; ``gguf``: the GGUF file's own quantization)."""
+"""Configuration name -> (worker kind, weights' dtype; ``gguf``: the GGUF file's own quantization, ``gguf-text``:
+the same without log-probabilities)."""
 LAYOUTS = {"a@b": lambda a, b: (a, b), "a@b.T": lambda a, b: (a, b.t()), "a.T@b": lambda a, b: (a.t(), b)}
 """Operand layouts of the matmul peak (``a@b.T`` is nn.Linear's: x @ W.T). Without native bf16, torch's
 bfloat16 products differ by an order of magnitude between them; float32's barely: the best is the peak."""
@@ -207,7 +210,13 @@ def _load(args: argparse.Namespace):
         from semuq_eval.models.api import SemuqAPILM
 
         return SemuqAPILM(
-            model=ALIAS, base_url=args.base_url, seed=args.seed, journal="off", concurrency=1, timeout=600
+            model=ALIAS,
+            base_url=args.base_url,
+            seed=args.seed,
+            journal="off",
+            concurrency=1,
+            timeout=600,
+            logprobs=args.dtype != "gguf-text",
         )
     if args.worker == "semuq-hf":
         from semuq_eval.models.hf import SemuqHFLM as cls
@@ -372,7 +381,7 @@ def _report(args: argparse.Namespace, limit: dict, rows: list[dict], gguf: Path 
         )
     base = next((r for r in rows if r["config"] == "semuq-hf-fp32"), None)
     header = (
-        f"{'config':<20}{'weights':>9}{'batch':>6}{'gen s':>9}{'tokens':>8}{'tok/s':>9}{'x fp32':>8}"
+        f"{'config':<24}{'weights':>9}{'batch':>6}{'gen s':>9}{'tokens':>8}{'tok/s':>9}{'x fp32':>8}"
         f"{'ceiling':>9}{'% limit':>9}{'peak gen MB':>13}{'peak all MB':>13}{'tok/ans':>9}"
     )
     print(header)
@@ -380,7 +389,7 @@ def _report(args: argparse.Namespace, limit: dict, rows: list[dict], gguf: Path 
     for r in rows:
         ratio = f"{r['tok_s'] / base['tok_s']:.2f}x" if base else "-"
         print(
-            f"{r['config']:<20}{r['weights']:>9}{r['batch_size']:>6}{r['gen_s']:>9.2f}{r['tokens']:>8}"
+            f"{r['config']:<24}{r['weights']:>9}{r['batch_size']:>6}{r['gen_s']:>9.2f}{r['tokens']:>8}"
             f"{r['tok_s']:>9.2f}{ratio:>8}{r['ceiling_tok_s']:>9.3g}{100 * r['fraction']:>8.3g}%"
             f"{r['peak_gen_mb']:>13.0f}{r['peak_all_mb']:>13.0f}{r['tok_per_answer']:>9.1f}"
         )
