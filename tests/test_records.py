@@ -12,6 +12,7 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from semuq_eval.commands import main as cli_main
@@ -340,3 +341,41 @@ def test_every_run_writes_its_record_and_the_record_builds_the_same_cells(tmp_pa
         tmp_path / "y.jsonl.gz", record_from_store(rescored)
     ).read_bytes()
     assert read_record(rescored / RECORD_NAME)["settings"]["bootstrap"] == 20
+
+
+def test_two_records_of_the_same_questions_are_compared_pairwise(exported):
+    from experiments.paired_records import compare
+    from semuq_eval.metrics import paired_difference
+
+    _, records = exported
+    a, b = (read_record(_record(records, llm, "semuq_toy_a")) for llm in ("llm-alpha", "llm-beta"))
+    name = next(e for e in a["estimators"] if e in b["estimators"])
+    rows = compare(a, b, [name])
+    assert [(r["estimator"], r["label"]) for r in rows] == [(name, "greedy"), (name, "majority")]
+
+    def column(record):
+        k = record["estimators"].index(name)
+        return np.array([np.nan if q["scores"][k] is None else q["scores"][k] for q in record.questions])
+
+    def labels(record):
+        return np.array([q["labels"]["run"]["greedy"] for q in record.questions], dtype=float)
+
+    known = ~np.isnan(labels(a)) & ~np.isnan(labels(b))  # a question without a verdict is left out
+    assert known.any()
+    direct = paired_difference(
+        column(a)[known], column(b)[known], labels(a)[known], correct_b=labels(b)[known]
+    ).as_dict()
+    assert rows[0]["difference"] == pytest.approx(direct["difference"])
+    assert rows[0]["ci_low"] == pytest.approx(direct["ci_low"])
+    y = labels(a)[known]
+    assert rows[0]["counts_a"] == (int(y.sum()), int((y == 0).sum()))
+    both = [
+        qa["labels"]["run"]["majority"] is not None and qb["labels"]["run"]["majority"] is not None
+        for qa, qb in zip(a.questions, b.questions, strict=True)
+    ]
+    assert (
+        sum(rows[1]["counts_a"]) == sum(rows[1]["counts_b"]) == sum(both) < len(both)
+    )  # no verdict: left out
+    other = read_record(_record(records, "llm-alpha", "semuq_toy_b"))
+    with pytest.raises(ValueError, match="different question sets"):
+        compare(a, other, [name])
