@@ -475,3 +475,44 @@ def test_semuq_api_garbage_is_unavailable_with_the_reason(stub, tmp_path):
     run_tasks(lm, tmp_path / "again", n_samples=2, operators=["lexical"], bootstrap=10, reflexive=REFLEXIVE)
     again = [r["body"] for r in server.requests[before:] if r["body"]]
     assert any("Is the possible answer:" in answer_key(x) for x in again)
+
+
+def test_follow_ups_in_the_runs_chat_template_when_asked(tmp_path):
+    from lm_eval.tasks import TaskManager
+
+    from semuq_eval.models.api import ChatPrompt
+    from tests.fixtures.tiny_harness import TASKS_DIR, write_qa
+
+    def task(**meta):
+        tm = TaskManager(
+            include_path=str(TASKS_DIR),
+            include_defaults=False,
+            metadata={"data_dir": str(write_qa(tmp_path / "data")), "reflexive": REFLEXIVE, **meta},
+        )
+        return tm.load_task_or_group(["semuq_triviaqa_dpr"])["semuq_triviaqa_dpr"]
+
+    def render(messages):
+        return f"<user>{messages[0]['content']}</user><assistant>"
+
+    raw_task, chat_task = task(), task(reflexive_chat_template=True)
+    doc = next(iter(raw_task.test_docs()))
+    question = raw_task.question_of(doc)
+    raw = raw_task.construct_requests(doc, "ctx", apply_chat_template=True, chat_template=render)
+    assert raw[0].args[1][REFLEXIVE_KEY] == templates(question, REFLEXIVE)  # default: raw, as the papers
+    chat = chat_task.construct_requests(doc, "ctx", apply_chat_template=True, chat_template=render)
+    prompts = chat[0].args[1][REFLEXIVE_KEY]
+    assert prompts == {m: render([{"content": t}]) for m, t in templates(question, REFLEXIVE).items()}
+    assert fill_answer(prompts["p_true"], "Paris").endswith(
+        "Possible answer: Paris\nIs the possible answer:\n"
+        " (A) True\n (B) False\nThe possible answer is:</user><assistant>"
+    )
+    assert REFLEXIVE_KEY not in chat[1].args[1]  # the sampled request carries none
+    with pytest.raises(ValueError, match="reflexive_chat_template: the run has no chat template"):
+        chat_task.construct_requests(doc, "ctx", apply_chat_template=False, chat_template=None)
+    # a server's chat endpoint wraps each follow-up in its own template: the prompts stay raw
+    as_messages = chat_task.construct_requests(
+        doc, "ctx", apply_chat_template=True, chat_template=lambda m: ChatPrompt(json.dumps(m))
+    )
+    assert as_messages[0].args[1][REFLEXIVE_KEY] == templates(question, REFLEXIVE)
+    with pytest.raises(ValueError, match="metadata reflexive_chat_template must be true or false"):
+        Settings.from_metadata({"reflexive_chat_template": "sometimes"})

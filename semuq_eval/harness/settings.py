@@ -51,6 +51,9 @@ reflexive              []                                           follow-ups a
                                                                     ``p_true``, ``verbalized`` (estimators of
                                                                     the same names; semuq-hf and semuq-api
                                                                     only, :mod:`semuq_eval.models.reflexive`)
+reflexive_chat_template false                                       render the follow-ups with the run's chat
+                                                                    template (needs ``--apply_chat_template``;
+                                                                    false: raw prompts, as the papers)
 =====================  ===========================================  =========================================
 """
 
@@ -123,6 +126,7 @@ class Settings:
     store_hidden: bool = True
     table_estimators: tuple[str, ...] = ()
     reflexive: tuple[str, ...] = ()
+    reflexive_chat_template: bool = False
 
     @classmethod
     def from_metadata(cls, metadata: Mapping[str, Any] | None, *, expand_profile: bool = True) -> Settings:
@@ -195,7 +199,7 @@ class Settings:
                 f"metadata tau must be a finite number strictly between 0 and 1 (similarities above it are "
                 f"equivalent), got {self.tau}"
             )
-        for key in ("store", "store_hidden"):
+        for key in ("store", "store_hidden", "reflexive_chat_template"):
             setattr(self, key, _boolean(key, getattr(self, key)))
         if self.ece_refit not in ("once", "per_resample"):
             raise ValueError(f"metadata ece_refit must be 'once' or 'per_resample', got {self.ece_refit!r}")

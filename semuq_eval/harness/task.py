@@ -172,12 +172,15 @@ class SemuqTask(ConfigurableTask):
 
     # -- requests -----------------------------------------------------------------------------------
     def construct_requests(self, doc: dict, ctx: str, **kwargs) -> list[Instance]:
-        kwargs.pop("apply_chat_template", None)
-        kwargs.pop("chat_template", None)
+        apply_chat_template = kwargs.pop("apply_chat_template", None)
+        chat_template = kwargs.pop("chat_template", None)
         task, doc_id, _ = kwargs.pop("metadata", (self.config.task, None, 1))
         greedy, sampled = self.decoding()
         if self.settings.reflexive:
-            greedy[REFLEXIVE_KEY] = templates(self.question_of(doc), self.settings.reflexive)
+            prompts = templates(self.question_of(doc), self.settings.reflexive)
+            if self.settings.reflexive_chat_template:
+                prompts = self._chat_rendered(prompts, apply_chat_template, chat_template)
+            greedy[REFLEXIVE_KEY] = prompts
         extra = ()
         if self.config.doc_to_image:
             extra = ({"visual": self.doc_to_image(doc)},)
@@ -200,6 +203,26 @@ class SemuqTask(ConfigurableTask):
                 **kwargs,
             ),
         ]
+
+    @staticmethod
+    def _chat_rendered(
+        prompts: dict[str, str], apply_chat_template: Any, chat_template: Any
+    ) -> dict[str, str]:
+        """The follow-up prompts as one user turn in the run's chat template (setting reflexive_chat_template).
+
+        The ``{answer}`` placeholder passes through the template as text. A server's chat endpoint (``semuq-api``)
+        already sends each follow-up as a user message in the server's template: its prompts stay as they are.
+        """
+        if not apply_chat_template or chat_template is None:
+            raise ValueError(
+                "metadata reflexive_chat_template: the run has no chat template; pass --apply_chat_template"
+            )
+        rendered = {m: chat_template([{"role": "user", "content": p}]) for m, p in prompts.items()}
+        from semuq_eval.models.api import ChatPrompt
+
+        if any(isinstance(r, ChatPrompt) for r in rendered.values()):
+            return prompts
+        return {m: str(r) for m, r in rendered.items()}
 
     def decoding(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """The greedy and the sampled request's generation kwargs (the sampled: the task's, after

@@ -147,7 +147,9 @@ class HFJudge(PromptedJudge):
     @property
     def identity(self) -> dict[str, Any]:
         if self.revision is None and self._local_revision is None and Path(self.model_name).is_dir():
-            self._local_revision = local_revision(self.model_name)  # hashed once: the verdict cache reads it often
+            self._local_revision = local_revision(
+                self.model_name
+            )  # hashed once: the verdict cache reads it often
         return {
             "judge": self.name,
             "model": self.model_name,

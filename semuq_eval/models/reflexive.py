@@ -1,6 +1,7 @@
 """Reflexive follow-ups: after its greedy answer y*, the model is asked about y* itself (setting ``reflexive``).
 
-Two follow-ups, each a prompt sent RAW (no chat template; ``semuq-api`` with ``endpoint=chat`` sends it as one user
+Two follow-ups, each a prompt sent RAW by default (no chat template; the setting ``reflexive_chat_template``
+renders it as one user turn in the run's chat template; ``semuq-api`` with ``endpoint=chat`` sends it as one user
 message, which the server wraps in its chat template):
 
 - ``p_true`` (Kadavath et al., 2022, "Language Models (Mostly) Know What They Know", arXiv 2207.05221)::
