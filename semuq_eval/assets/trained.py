@@ -7,12 +7,13 @@ files to add, which held-out files select the epoch, the backbone (an asset name
 
     {"backbone": "all-minilm-l6-v2",
      "train": ["natural-*.jsonl.gz"], "guided": ["guided-*.jsonl.gz"], "validation": ["natural-00250-00500.jsonl.gz"],
-     "options": {"pooling": "answer", "bf16": true, "epochs": 8, "seed": 0, "val_triplets": 20},
+     "options": {"pooling": "answer", "epochs": 30, "select_on": "auroc", "stop_after_epoch": 11, "seed": 0},
      "selected": "how this configuration was chosen"}
 
 Globs are relative to the recipe's folder; a validation file is never trained on. :func:`recipe_sources` lists the
 recipe and every file it reads with its sha256: they are the asset's sources, so committing more data or another
-recipe rebuilds the asset. The training itself is :func:`semuq_eval.training.shipped.build_trained_operator`,
+recipe rebuilds the asset. ``stop_after_epoch`` in the options replays a selection made before (the same bytes
+as the epoch it kept, without scoring every epoch again). The training itself is :func:`semuq_eval.training.shipped.build_trained_operator`,
 which the commands pass to :func:`~semuq_eval.assets.prepare`; it is seeded: on one machine it gives the same bytes
 every time.
 """
