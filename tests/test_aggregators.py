@@ -237,15 +237,7 @@ def test_baselines_bad_input():
 def test_registry_has_every_design_name():
     expected = {"se", "cae", "kle_heat", "kle_matern", "cos", "numsets", "eigv", "deg", "ecc", "te", "te_enc"}
     expected |= {"msp", "perplexity", "length"}
-    expected |= {
-        "consistency",
-        "cocoa",
-        "semantic_density",
-        "sentence_sar",
-        "token_sar",
-        "snne",
-        "eigenscore",
-    }
+    expected |= set("consistency cocoa semantic_density sentence_sar token_sar snne eigenscore".split())
     expected |= {"p_true", "verbalized"}
     assert set(A.names()) == expected
     assert A.get("kle_heat")(np.eye(3)) == pytest.approx(np.log(3))

@@ -289,15 +289,7 @@ def test_declarations():
         "token_similarity",
     )
     assert A.get("snne").matrix == "graded" and A.get("eigenscore").matrix == "gram"
-    for name in (
-        "consistency",
-        "cocoa",
-        "semantic_density",
-        "sentence_sar",
-        "token_sar",
-        "snne",
-        "eigenscore",
-    ):
+    for name in "consistency cocoa semantic_density sentence_sar token_sar snne eigenscore".split():
         assert (
             A.get(name).options == ()
         )  # their own options go through aggregator_options, never the run's tau
