@@ -221,8 +221,11 @@ def compute_operators(
                     _unavailable(runs[name], docs, [i], why)
         if not todo:
             continue
-        if "hidden_states" not in group[0].needs:
-            _run_group(group, group_names, docs, todo, None, runs)
+        reads_hidden = "hidden_states" in group[0].needs
+        if not reads_hidden or not all("greedy_similarities" in op.extras for op in group):
+            _run_group(
+                group, group_names, docs, todo, [stacks[i] for i in todo] if reads_hidden else None, runs
+            )
             continue
         # a hidden-state operator compares the greedy answer by its own hidden state, where there is one
         greedy = {i: _anchor_hidden(docs[i].greedy, stacks[i]) for i in todo}
