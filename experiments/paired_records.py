@@ -72,7 +72,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("b", help="run record B, the same questions")
     parser.add_argument("--estimators", help="comma-separated (default: every estimator both records have)")
     args = parser.parse_args(argv)
-    a, b = read_record(args.a), read_record(args.b)
+    try:
+        a, b = read_record(args.a), read_record(args.b)
+    except (OSError, ValueError) as err:
+        parser.error(str(err))
     shared = [e for e in a["estimators"] if e in set(b["estimators"])]
     names = [e.strip() for e in args.estimators.split(",")] if args.estimators else shared
     missing = [e for e in names if e not in shared]
@@ -82,7 +85,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         "| estimator | labels | A: AUROC (correct / incorrect) | B: AUROC (correct / incorrect) | A - B [95% CI] |"
     )
     print("|---|---|---|---|---|")
-    for r in compare(a, b, names):
+    try:
+        rows = compare(a, b, names)
+    except ValueError as err:
+        parser.error(f"{args.a} and {args.b}: {err}")
+    for r in rows:
         mark = " *" if r["ci_low"] > 0 or r["ci_high"] < 0 else ""
         if min(*r["counts_a"], *r["counts_b"]) < MIN_MINORITY:
             mark += " !"
