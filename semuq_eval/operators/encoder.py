@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from semuq_eval.operators.alignment import align_weights, as_spans
-from semuq_eval.operators.base import Cost, _describe, check_inputs, gram_matrix
+from semuq_eval.operators.base import Cost, _describe, check_inputs, gram_matrix, unit_rows
 from semuq_eval.operators.card import operator_defaults
 from semuq_eval.operators.loading import (
     ModelTextOperator,
@@ -227,13 +227,7 @@ class _SentenceEncoderOperator(ModelTextOperator):
                 full = row(question, answer)
                 plan_b.append((full, [row(question, answer[:s] + answer[e:]) for s, e in cuts.tolist()]))
             plan.append(plan_b)
-        phi = np.zeros((0, 0))
-        if inputs:
-            phi = np.asarray(self._encode(inputs, keep_norms=False)[0], dtype=np.float64)
-            norms = np.linalg.norm(phi, axis=1, keepdims=True)
-            if not np.all(np.isfinite(norms) & (norms > 0)):
-                raise ValueError(f"{self.name}: an embedding is zero or not finite: it has no direction")
-            phi = phi / norms
+        phi = unit_rows(self._encode(inputs, keep_norms=False)[0]) if inputs else np.zeros((0, 0))
 
         def similarities(full: int | None, cuts: list[int | None]) -> np.ndarray:
             if full is None:  # a blank answer: no meaning to lose
