@@ -11,8 +11,9 @@ Every step is one of the project's own commands, run as a library:
 2. ``rescore`` of every evaluation store with the operators side by side: the trained variants, the untrained
    backbone as ``enc``, ``cos_ext``, ``lexical``, ``cos_int`` (:func:`semuq_eval.harness.rescore.rescore`,
    named variants, ``store_output``): complete run stores under ``WORK/stores``;
-3. ``leaderboard`` over those stores with ``--compare enc_trained:enc,cos_ext,lexical,cos_int`` (and each
-   ablation against ``enc`` and ``enc_trained``): AUROC / ECE / PRR / AUARC with CIs, the paired
+3. ``export-record`` of each rescored store into ``REPORT/records/`` (committed: the board rebuilds from them on
+   a fresh clone) and ``leaderboard`` over those records with ``--compare enc_trained:enc,cos_ext,lexical,cos_int``
+   (and each ablation against ``enc`` and ``enc_trained``): AUROC / ECE / PRR / AUARC with CIs, the paired
    differences and the "improves in X of Y cells" counts;
 4. ``diagnose`` before / after training (the untrained ``enc`` and the trained variants in one report): the
    four traps, wrong-answer clustering and token localization, per evaluation LLM;
@@ -213,9 +214,14 @@ def rescore_all(args, stores: Sequence[Path], names, options, timings: dict) -> 
     """Step 2: every evaluation store rescored with the operators side by side, as a complete store."""
     from semuq_eval.harness.rescore import rescore
 
+    targets = [Path(args.work) / "stores" / store.parent.name / store.name for store in stores]
+    if len(set(targets)) < len(targets):
+        raise SystemExit(
+            "reproduce: two evaluation stores share a task and run id (<task>/<run_id>), so their rescored stores "
+            "and run records would overwrite each other; give the runs different run ids"
+        )
     out = []
-    for store in stores:
-        target = Path(args.work) / "stores" / store.parent.name / store.name
+    for store, target in zip(stores, targets, strict=True):
         out.append(target)
         if (target / "breakdown.json").is_file() and not args.force:
             log.info("rescore %s: kept %s", store, target)
@@ -238,12 +244,18 @@ def rescore_all(args, stores: Sequence[Path], names, options, timings: dict) -> 
 
 
 def leaderboard(args, stores: Sequence[Path], bases: Mapping[str, tuple[str, str, str]], main: str) -> dict:
-    """Step 3: the leaderboard of the rescored stores, with the main trained operator's comparisons (each other
-    variant against its untrained counterpart, the main operator and ``cos_ext``, the bar every variant must
-    clear)."""
+    """Step 3: each rescored store's run record into ``REPORT/records/`` (committed: the board rebuilds from them
+    on a fresh clone), then the leaderboard of those records, with the main trained operator's comparisons (each
+    other variant against its untrained counterpart, the main operator and ``cos_ext``, the bar every variant must
+    clear) and ``kle_heat@enc`` as the headline's reference."""
+    from semuq_eval.harness.record import RECORD_SUFFIX, record_from_store, write_record
     from semuq_eval.leaderboard.build import build
     from semuq_eval.leaderboard.compute import LeaderboardConfig
 
+    records = Path(args.report) / "records"
+    records.mkdir(parents=True, exist_ok=True)
+    for store in stores:
+        write_record(records / f"{store.parent.name}.{store.name}{RECORD_SUFFIX}", record_from_store(store))
     compare = [(main, tuple(dict.fromkeys((bases[main][0], *BASES))))] + [
         (name, tuple(dict.fromkeys((base, main, "cos_ext"))))
         for name, (base, *_) in bases.items()
@@ -251,14 +263,17 @@ def leaderboard(args, stores: Sequence[Path], bases: Mapping[str, tuple[str, str
     ]
     output = Path(args.report) / "leaderboard"
     return build(
-        [str(s) for s in stores],
+        [str(records / f"*{RECORD_SUFFIX}")],
         output,
-        config=LeaderboardConfig(n_resamples=args.bootstrap, compare=tuple(compare), jobs=args.jobs),
+        config=LeaderboardConfig(
+            n_resamples=args.bootstrap, compare=tuple(compare), reference="kle_heat@enc", jobs=args.jobs
+        ),
         title="Reproduction: a trained enc operator vs the untrained one, offline",
-        header="Built by `experiments/reproduce.py` (see `../README.md`). Tiny CPU LLMs: read the counts and the "
-        "intervals before the point estimates.",
+        header="Built from the run records in ../records/ (the stores `experiments/reproduce.py` rescored; see "
+        "../README.md). Tiny CPU LLMs: read the counts and the intervals before the point estimates.",
         command="python -m experiments.reproduce " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
         relative_to=output,
+        force=True,
     )
 
 

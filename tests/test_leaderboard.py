@@ -787,25 +787,44 @@ def test_the_csv_never_starts_a_cell_with_a_formula(tmp_path):
 
 
 # ----------------------------------------------------------------------------- a committed board, from its records
-CONFIRMATION_2 = Path(__file__).resolve().parents[1] / "leaderboards" / "reproduction" / "confirmation-2"
+REPRODUCTION = Path(__file__).resolve().parents[1] / "leaderboards" / "reproduction"
+COMMITTED_BOARDS = {  # recipe script -> the board it rebuilds from the run records committed beside it
+    "reproduction": (REPRODUCTION / "recipe" / "board.sh", REPRODUCTION / "leaderboard"),
+    "confirmation": (
+        REPRODUCTION / "confirmation" / "recipe" / "board.sh",
+        REPRODUCTION / "confirmation" / "leaderboard",
+    ),
+    "confirmation-2-test": (
+        REPRODUCTION / "confirmation-2" / "recipe" / "board.sh",
+        REPRODUCTION / "confirmation-2" / "test" / "leaderboard",
+    ),
+    "confirmation-2-new-estimators": (
+        REPRODUCTION / "confirmation-2" / "new-estimators" / "recipe" / "board.sh",
+        REPRODUCTION / "confirmation-2" / "new-estimators" / "leaderboard",
+    ),
+    "confirmation-2-exploratory": (
+        REPRODUCTION / "confirmation-2" / "recipe" / "exploratory_board.sh",
+        REPRODUCTION / "confirmation-2" / "exploratory" / "board",
+    ),
+}
 
 
 @pytest.mark.slow
 @pytest.mark.subprocess
-def test_the_committed_test_board_rebuilds_from_its_records_alone(tmp_path):
-    """recipe/board.sh on a fresh clone: the second confirmation's test board from its committed run records gives
-    the committed leaderboard.json (every cell, comparison, rank and headline) and the same Markdown, apart from
-    the build date."""
+@pytest.mark.parametrize("board", sorted(COMMITTED_BOARDS))
+def test_a_committed_board_rebuilds_from_its_records_alone(tmp_path, board):
+    """Each board's recipe on a fresh clone: the committed run records give the committed leaderboard.json (every
+    cell, comparison, rank and headline) and the same Markdown and CSVs, apart from the build date."""
+    script, committed = COMMITTED_BOARDS[board]
     output = tmp_path / "board"
     done = subprocess.run(
-        ["bash", str(CONFIRMATION_2 / "recipe" / "board.sh")],
+        ["bash", str(script), "--no-plots"],  # the pictures are drawn from the curves compared below
         env={**os.environ, "OUTPUT": str(output), "SEMUQ": f"{sys.executable} -m semuq_eval"},
         capture_output=True,
         text=True,
         check=False,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    committed = CONFIRMATION_2 / "test" / "leaderboard"
     rebuilt, kept = (json.loads((d / "leaderboard.json").read_text()) for d in (output, committed))
     for document in (rebuilt, kept):  # the build date, and each record's path relative to the output folder
         document["created"] = None
@@ -816,7 +835,7 @@ def test_the_committed_test_board_rebuilds_from_its_records_alone(tmp_path):
     def bare(text: str) -> str:  # the build date, the output folder, record paths relative to it
         text = re.sub(r"\d{4}-\d{2}-\d{2}T[\d:+.]+", "DATE", text)
         text = re.sub(r"[^`,\s]*/([^/`,\s]+\.jsonl\.gz)", r"\1", text)
-        return re.sub(r"--output \S+", "--output OUT", text)
+        return re.sub(r"--output \S+", "--output OUT", text).replace(" --no-plots", "")
 
     for name in ("leaderboard.md", "headline.csv", "leaderboard.csv"):
         assert bare((output / name).read_text()) == bare((committed / name).read_text()), name

@@ -48,7 +48,7 @@ def test_the_reproduction_trains_selects_rescores_and_reports(tmp_path, tiny_st_
     store = canned_run(tmp_path, tmp_path / "runs")
     archive = tmp_path / "canned-triviaqa.tar.xz"  # the form eval_runs.sh commits
     with tarfile.open(archive, "w:xz") as tar:
-        tar.add(store, arcname="semuq_triviaqa_dpr/canned")
+        tar.add(store, arcname="semuq_triviaqa_dpr/canned-secondary")
     report, work = tmp_path / "report", tmp_path / "work"
     # fmt: off
     args = [
@@ -78,6 +78,11 @@ def test_the_reproduction_trains_selects_rescores_and_reports(tmp_path, tiny_st_
     assert selected in ops
     assert "## 2a. Mean AUROC per operator over the reliable cells" in text and "(no reliable cell)" in text
     board = read_document(report / "leaderboard" / "leaderboard.json")
+    # the board is built from the run records committed beside it (a fresh clone rebuilds it without the stores)
+    records = sorted(p.name for p in (report / "records").iterdir())
+    assert records == ["semuq_triviaqa_dpr.canned-secondary.jsonl.gz", "semuq_triviaqa_dpr.canned.jsonl.gz"]
+    assert {run["source"] for run in board["runs"]} == {"record"}
+    assert board["settings"]["reference"] == "kle_heat@enc"
     assert f"{selected} vs enc" in board["comparisons"]["sets"]
     assert {f"{o} vs {selected}" for o in ops if o != selected} <= set(board["comparisons"]["sets"])
     assert "enc_trained_mpnet vs enc_other_backbone" in board["comparisons"]["sets"]  # its own untrained base
@@ -96,7 +101,7 @@ def test_the_reproduction_trains_selects_rescores_and_reports(tmp_path, tiny_st_
     criteria = text.split("## 0. What must show")[1].split("## 1.")[0]
     assert f"| `{selected}` beats the untrained `enc` |" in criteria  # tiny runs: no reliable cell, so "no"
     assert "higher in 0 of 0" in criteria and "| no |" in criteria
-    unpacked = work / "runs" / "canned-triviaqa" / "semuq_triviaqa_dpr" / "canned"
+    unpacked = work / "runs" / "canned-triviaqa" / "semuq_triviaqa_dpr" / "canned-secondary"
     assert (unpacked / "breakdown.json").is_file() and "SAME LLM as training" in text
     with pytest.raises(SystemExit):  # --select needs held-out validation data
         _reproduce().main(["--train", "x", "--work", str(work), "--report", str(report), "--select"])

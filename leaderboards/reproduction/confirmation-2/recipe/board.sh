@@ -4,6 +4,7 @@
 # settings the test was read with: the comparisons fixed in the plan, kle_heat@enc as the headline's reference, the
 # default bootstrap (1,000 resamples, seed 0). The figures equal those evaluate.sh wrote from the stores.
 # Usage, from anywhere: bash leaderboards/reproduction/confirmation-2/recipe/board.sh   (OUTPUT= to write elsewhere)
+# Extra arguments go to `semuq-eval leaderboard` (e.g. --no-plots).
 set -euo pipefail
 cd "$(dirname "$0")/../../../.."
 HERE=leaderboards/reproduction/confirmation-2
@@ -13,4 +14,4 @@ read -ra SEMUQ <<< "${SEMUQ:-semuq-eval}"
     --compare enc_trained_guided_ap_auroc:enc_answer_pooling,enc,cos_ext,lexical,cos_int \
     --compare enc_trained:enc,enc_trained_guided_ap_auroc,cos_ext \
     --compare enc_trained_guided_ap:enc_answer_pooling,enc_trained_guided_ap_auroc,cos_ext \
-    --title "Reproduction: a trained enc operator vs the untrained one, offline" --jobs 2
+    --title "Reproduction: a trained enc operator vs the untrained one, offline" --jobs 2 "$@"

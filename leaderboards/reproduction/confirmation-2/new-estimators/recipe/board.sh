@@ -7,6 +7,7 @@
 #   enc_trained_guided_ap_auroc,enc_answer_pooling,enc,cos_ext,cos_int --estimators token_sar@...,consistency@...,
 #   cocoa@...,semantic_density@... (each on the four encoders; the three greedy-anchored ones on cos_int too).
 # Usage, from anywhere: bash leaderboards/reproduction/confirmation-2/new-estimators/recipe/board.sh
+# Extra arguments go to `semuq-eval leaderboard` (e.g. --no-plots).
 set -euo pipefail
 cd "$(dirname "$0")/../../../../.."
 HERE=leaderboards/reproduction/confirmation-2/new-estimators
@@ -15,4 +16,4 @@ read -ra SEMUQ <<< "${SEMUQ:-semuq-eval}"
 "${SEMUQ[@]}" leaderboard "$HERE/records/*.jsonl.gz" --output "$OUTPUT" --force \
     --reference token_sar@enc_trained_guided_ap_auroc \
     --compare enc_trained_guided_ap_auroc:enc_answer_pooling,enc,cos_ext,cos_int \
-    --title "New estimators on the second confirmation's test answers" --jobs 2
+    --title "New estimators on the second confirmation's test answers" --jobs 2 "$@"
