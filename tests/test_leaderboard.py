@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import numpy as np
@@ -718,7 +719,10 @@ def test_offline_board_command_rescores_the_run_stores_and_builds_the_board(tmp_
     from tests.fixtures.tiny_harness import canned_run
 
     runs = tmp_path / "runs"
-    canned_run(tmp_path, runs / "smollm2-webquestions")
+    archives = tmp_path / "archives"  # SmolLM2's runs come as the reproduction's committed run-store archives
+    archives.mkdir()
+    with tarfile.open(archives / "smollm2-135m-instruct-webquestions.tar.xz", "w:xz") as tar:
+        tar.add(canned_run(tmp_path, tmp_path / "made"), arcname="semuq_triviaqa_dpr/canned")
     models = tmp_path / "models"
     models.mkdir()
     for name in ("all-minilm-l6-v2", "all-mpnet-base-v2"):
@@ -730,20 +734,23 @@ def test_offline_board_command_rescores_the_run_stores_and_builds_the_board(tmp_
         "RECORDS": str(tmp_path / "records"),
         "MODELS": str(models),
         "TRAINED": str(tiny_st_encoder),
+        "UNPACK": str(archives / "*.tar.xz"),
+        "RUN_NAMES": "smollm2-135m-instruct-webquestions gemma-3-270m-triviaqa_dpr",
         "SEMUQ": f"{sys.executable} -m semuq_eval",
     }
     done = _regenerate(env)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert (
-        "skip" in done.stderr and "smollm2-triviaqa" in done.stderr
-    )  # the board's other runs do not exist here
+    assert "skip" in done.stderr and "gemma-3-270m-triviaqa_dpr" in done.stderr  # a run with no store here
+    unpacked = runs / "smollm2-135m-instruct-webquestions" / "semuq" / "semuq_triviaqa_dpr" / "canned"
+    assert (unpacked / "breakdown.json").is_file()
     store = tmp_path / "work" / "stores" / "semuq_triviaqa_dpr" / "canned"
     run = load_run(store)
-    for op in ("lexical", "cos_int", "cos_ext", "enc", "cos_ext_mpnet", "enc_mpnet", "enc_trained"):
+    board_ops = ("lexical", "cos_int", "cos_ext", "enc", "enc_answer_pooling", "cos_ext_mpnet", "enc_mpnet")
+    for op in (*board_ops, "enc_trained"):
         assert f"cae@{op}" in run.estimators, op
     doc = read_document(tmp_path / "board" / "leaderboard.json")
     assert doc["settings"]["compare"] == {
-        "enc_trained": ["enc", "cos_ext", "lexical", "cos_int"],
+        "enc_trained": ["enc_answer_pooling", "enc", "cos_ext", "lexical", "cos_int"],
         "enc_mpnet": ["enc", "cos_ext_mpnet"],
     }
     assert {"enc_trained vs enc", "enc_mpnet vs cos_ext_mpnet"} <= set(doc["comparisons"]["sets"])

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Rebuild the offline leaderboard from its committed run records (RECORDS/*.jsonl.gz): on a fresh clone, no RUNS needed.
-# With RUNS (the folder of the generation runs, RUNS/<name>/semuq/<task>/<run_id>), the records are made first:
+# With RUNS (the folder of the generation runs, RUNS/<name>/semuq/<task>/<run_id>), the records are made first.
+# The board's six runs are committed as run-store archives (UNPACK: SmolLM2's are the reproduction's, gemma's are in
+# ../runs/); each <name>.tar.xz is unpacked into RUNS/<name> when that folder is missing:
 #   1. every finished store of the board's runs is rescored with the board's operators into WORK/stores
 #      (a complete run store each; one already there is kept, so an interrupted regeneration resumes);
 #   2. each rescored store's run record is written to RECORDS/<task>.<run_id>.jsonl.gz (replacing the old one).
@@ -9,7 +11,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 RUNS=${RUNS:-}
-RUN_NAMES=${RUN_NAMES:-"smollm2-webquestions smollm2-triviaqa smollm2-nqopen gemma-webquestions gemma-triviaqa gemma-nqopen"}
+UNPACK=${UNPACK-leaderboards/reproduction/runs/smollm2-135m-instruct-*.tar.xz leaderboards/offline/runs/*.tar.xz}
+RUN_NAMES=${RUN_NAMES:-$(for a in $UNPACK; do basename "$a" .tar.xz; done)}  # default: the unpacked archives
 WORK=${WORK:-$RUNS/offline-board}           # the rescored stores
 RECORDS=${RECORDS:-leaderboards/offline/records}  # the committed run records the board is built from
 OUTPUT=${OUTPUT:-leaderboards/offline}
@@ -18,10 +21,11 @@ TRAINED=${TRAINED:-$MODELS/enc-trained}     # the shipped trained operator (`sem
 read -ra SEMUQ <<< "${SEMUQ:-semuq-eval}"
 
 if [ -n "$RUNS" ]; then
-    OPERATORS=lexical,cos_int,cos_ext,enc,cos_ext_mpnet,enc_mpnet,enc_trained
+    OPERATORS=lexical,cos_int,cos_ext,enc,enc_answer_pooling,cos_ext_mpnet,enc_mpnet,enc_trained
     OPTIONS=$(cat <<EOF
     {"cos_ext": {"model": "$MODELS/all-minilm-l6-v2"},
      "enc": {"model": "$MODELS/all-minilm-l6-v2"},
+     "enc_answer_pooling": {"operator": "enc", "model": "$MODELS/all-minilm-l6-v2", "pooling": "answer"},
      "cos_ext_mpnet": {"operator": "cos_ext", "model": "$MODELS/all-mpnet-base-v2"},
      "enc_mpnet": {"operator": "enc", "model": "$MODELS/all-mpnet-base-v2"},
      "enc_trained": {"operator": "enc", "model": "$TRAINED"}}
@@ -31,6 +35,10 @@ EOF
         [ -d "$path" ] || { echo "regenerate: no model at $path (semuq-eval assets / experiments/reproduce.py make them)" >&2; exit 1; }
     done
 
+    for archive in $UNPACK; do
+        name=$(basename "$archive" .tar.xz)
+        [ -d "$RUNS/$name/semuq" ] || { mkdir -p "$RUNS/$name/semuq" && tar -C "$RUNS/$name/semuq" -xJf "$archive"; }
+    done
     targets=()
     for name in $RUN_NAMES; do
         for store in "$RUNS/$name"/semuq/semuq_*/*/; do
@@ -56,5 +64,5 @@ fi
 
 # the headline's reference estimator, fixed here before any LLM is looked at: the trained operator, kle_heat
 "${SEMUQ[@]}" leaderboard "$RECORDS/*.jsonl.gz" --output "$OUTPUT" --common-questions also --reference kle_heat@enc_trained \
-    --compare enc_trained:enc,cos_ext,lexical,cos_int --compare enc_mpnet:enc,cos_ext_mpnet \
+    --compare enc_trained:enc_answer_pooling,enc,cos_ext,lexical,cos_int --compare enc_mpnet:enc,cos_ext_mpnet \
     --header @leaderboards/offline/recipe/HEADER.md --title "semuq-eval offline leaderboard (tiny CPU models)" --jobs 2
