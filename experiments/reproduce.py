@@ -84,6 +84,12 @@ ABLATIONS = {
 }
 """``--ablations`` name -> (operator variant, training options over the recipe's)."""
 
+BOARD_HEADER = (
+    "Built from the run records in ../records/ (see ../README.md). Tiny CPU LLMs: read the counts and the intervals "
+    "before the point estimates."
+)
+"""The text atop the report's board; each report's ``recipe/board.sh`` rebuilds the board with the same text."""
+
 BASES = ("enc", "cos_ext", "lexical", "cos_int")
 """What the trained operator is compared with: the untrained backbone first."""
 
@@ -254,6 +260,8 @@ def leaderboard(args, stores: Sequence[Path], bases: Mapping[str, tuple[str, str
 
     records = Path(args.report) / "records"
     records.mkdir(parents=True, exist_ok=True)
+    for stale in records.glob(f"*{RECORD_SUFFIX}"):  # the board is built from exactly this run's records
+        stale.unlink()
     for store in stores:
         write_record(records / f"{store.parent.name}.{store.name}{RECORD_SUFFIX}", record_from_store(store))
     compare = [(main, tuple(dict.fromkeys((bases[main][0], *BASES))))] + [
@@ -269,8 +277,7 @@ def leaderboard(args, stores: Sequence[Path], bases: Mapping[str, tuple[str, str
             n_resamples=args.bootstrap, compare=tuple(compare), reference="kle_heat@enc", jobs=args.jobs
         ),
         title="Reproduction: a trained enc operator vs the untrained one, offline",
-        header="Built from the run records in ../records/ (the stores `experiments/reproduce.py` rescored; see "
-        "../README.md). Tiny CPU LLMs: read the counts and the intervals before the point estimates.",
+        header=BOARD_HEADER,
         command="python -m experiments.reproduce " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
         relative_to=output,
         force=True,

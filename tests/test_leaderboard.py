@@ -839,8 +839,13 @@ def test_a_committed_board_rebuilds_from_its_records_alone(tmp_path, board):
             run["path"] = Path(run["path"]).name
     assert rebuilt == kept
 
-    def bare(text: str) -> str:  # the build date, the output folder, record paths relative to it
+    def bare(
+        text: str,
+    ) -> str:  # the build date and command (the recipe's, or the experiment that made the records)
         text = re.sub(r"\d{4}-\d{2}-\d{2}T[\d:+.]+", "DATE", text)
+        text = re.sub(
+            r"by `(semuq-eval leaderboard|python -m experiments\.reproduce) [^`]*`", "by `COMMAND`", text
+        )
         text = re.sub(r"[^`,\s]*/([^/`,\s]+\.jsonl\.gz)", r"\1", text)
         return re.sub(r"--output \S+", "--output OUT", text).replace(" --no-plots", "")
 

@@ -18,5 +18,5 @@ read -ra SEMUQ <<< "${SEMUQ:-semuq-eval}"
     --compare enc_trained_pairs:enc,enc_trained,cos_ext \
     --compare enc_trained_answer_only:enc,enc_trained,cos_ext \
     --compare enc_trained_fact_swap:enc,enc_trained,cos_ext \
-    --header "Built from the run records in ../records/ by recipe/board.sh (the stores experiments/reproduce.py rescored; see ../README.md). Tiny CPU LLMs: read the counts and the intervals before the point estimates." \
+    --header "Built from the run records in ../records/ (see ../README.md). Tiny CPU LLMs: read the counts and the intervals before the point estimates." \
     --title "Reproduction: a trained enc operator vs the untrained one, offline" --jobs 2 "$@"
