@@ -35,7 +35,8 @@ from semuq_eval.harness.doc import Doc
 from semuq_eval.harness.store import RunStore
 from semuq_eval.jsonio import write_json
 from semuq_eval.models.generation import Generation
-from semuq_eval.training.recipe import TrainingConfig, native_cpu_bf16, train_operator
+from semuq_eval.training.config import TrainingConfig, native_cpu_bf16
+from semuq_eval.training.recipe import train_operator
 
 CORRECT = (
     "I think the answer is {a}. The question asks {q} and as far as I know the answer would be {a}.",

@@ -137,7 +137,8 @@ def _load() -> dict[str, float]:
 
 def train(args, variants: Mapping[str, Mapping[str, Any]], timings: dict) -> dict[str, Path]:
     """Step 1: one trained operator folder per variant (kept when already trained)."""
-    from semuq_eval.training.recipe import TrainingConfig, train_operator
+    from semuq_eval.training.config import TrainingConfig
+    from semuq_eval.training.recipe import train_operator
 
     folders = {}
     for name, overrides in variants.items():
@@ -193,7 +194,7 @@ def operator_setup(
     """The operators of steps 2 and 4 and their options: the untrained backbone as ``enc`` (and ``cos_ext``),
     each trained folder as a named ``enc`` variant, and every other untrained counterpart (another backbone,
     with its ``cos_ext``; another pooling)."""
-    from semuq_eval.training.recipe import resolve_backbone
+    from semuq_eval.training.config import resolve_backbone
 
     names = [*folders, *BASES]
     options = {name: {"operator": "enc", "model": str(folder)} for name, folder in folders.items()}
@@ -977,7 +978,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    from semuq_eval.training.recipe import resolve_backbone
+    from semuq_eval.training.config import resolve_backbone
 
     if args.select and args.main:
         p.error("--main fixes the main operator in advance: --select would choose another; give one of them")

@@ -27,6 +27,8 @@ from semuq_eval.models.generation import Generation
 from semuq_eval.operators import card as operator_card
 from semuq_eval.operators.encoder import format_input
 from semuq_eval.training import card, recipe, stores
+from semuq_eval.training.config import TrainingConfig
+from semuq_eval.training.prepare import TooFewQuestionsError, prepare_data
 from semuq_eval.training.stores import LabelledQuestion, question_key
 from semuq_eval.training.triplets import (
     TrainingQuestion,
@@ -272,15 +274,15 @@ def test_bad_input_gives_clear_errors(tmp_path, capsys):
     # one usable question: too few, and the message says how many were kept and why
     rows = qa_rows(1) + [("Who?", [("a", 1), ("b", 0), ("c", 0)]), ("Why?", [("a", 1), ("b", 1)])]
     few = make_store(tmp_path / "few", rows)
-    with pytest.raises(recipe.TooFewQuestionsError) as err:
-        recipe.prepare_data(recipe.TrainingConfig(stores=[str(few)], output=str(tmp_path / "op")))
+    with pytest.raises(TooFewQuestionsError) as err:
+        prepare_data(TrainingConfig(stores=[str(few)], output=str(tmp_path / "op")))
     message = str(err.value)
     assert "only 1 of 3 questions are usable" in message
     assert "1 with fewer than 2 correct answers, 1 with no incorrect answer" in message
     assert main(["--stores", str(few), "--output", str(tmp_path / "op")]) == 2
     assert "only 1 of 3" in capsys.readouterr().err
     with pytest.raises(ValueError, match="negatives"):
-        recipe.TrainingConfig(stores=[], output="x", negatives="hardest").check()
+        TrainingConfig(stores=[], output="x", negatives="hardest").check()
     assert not (tmp_path / "op").exists()
 
 
@@ -366,10 +368,10 @@ def train_store(tmp_path_factory) -> Path:
     return make_store(root, rows)
 
 
-def config_for(store: Path, output: Path, backbone: Path, **kw) -> recipe.TrainingConfig:
+def config_for(store: Path, output: Path, backbone: Path, **kw) -> TrainingConfig:
     options = dict(epochs=2, batch_size=4, lr=5e-4, val_fraction=0.25, device="cpu", progress=False, seed=0)
     options.update(kw)
-    return recipe.TrainingConfig(stores=[str(store)], output=str(output), backbone=str(backbone), **options)
+    return TrainingConfig(stores=[str(store)], output=str(output), backbone=str(backbone), **options)
 
 
 @pytest.fixture(scope="module")
@@ -389,7 +391,7 @@ def trained(train_store, tiny_st_encoder, tmp_path_factory):  # noqa: F811
     try:
         output = tmp_path_factory.mktemp("ops") / "enc-tiny"
         config = config_for(train_store, output, tiny_st_encoder, patience=5)
-        data = recipe.prepare_data(config)
+        data = prepare_data(config)
         record = recipe.train_operator(config, data)
     finally:
         recipe._EpochRows.__call__ = original
@@ -561,7 +563,7 @@ def test_minilm_trains_one_epoch_on_real_nq_open_questions(real_asset, tmp_path)
     store = make_store(tmp_path / "semuq" / "semuq_nqopen_train" / "smollm2-135m-instruct", rows)
     started = time.perf_counter()
     record = recipe.train_operator(
-        recipe.TrainingConfig(
+        TrainingConfig(
             stores=[str(store)], output=str(tmp_path / "op"), backbone="offline:all-minilm-l6-v2", epochs=1,
             device="cpu", progress=False,
         )

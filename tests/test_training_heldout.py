@@ -14,6 +14,7 @@ from sklearn.metrics import roc_auc_score
 from semuq_eval.commands import main as cli_main
 from semuq_eval.operators.encoder import EncoderOperator
 from semuq_eval.training import recipe
+from semuq_eval.training.config import TrainingConfig
 from semuq_eval.training.data import read_training_file
 from semuq_eval.training.heldout import (
     SELECTION_AGGREGATORS,
@@ -98,7 +99,7 @@ def test_the_evaluator_refuses_held_out_questions_of_one_class(tmp_path):
         HeldoutAUROCEvaluator(questions, condition_on_question=True)
 
 
-def auroc_config(tmp_path, backbone, **options) -> recipe.TrainingConfig:
+def auroc_config(tmp_path, backbone, **options) -> TrainingConfig:
     """Training on 8 natural questions, the epoch selected on 8 held-out questions' AUROC (a training-data
     file, exported from a store)."""
     train_rows = natural_rows(8)
@@ -121,7 +122,7 @@ def auroc_config(tmp_path, backbone, **options) -> recipe.TrainingConfig:
         device="cpu",
         progress=False,
     )
-    return recipe.TrainingConfig(**{**settings, **options})
+    return TrainingConfig(**{**settings, **options})
 
 
 def test_select_on_auroc_keeps_the_best_held_out_epoch(tmp_path, tiny_st_encoder):  # noqa: F811
@@ -223,6 +224,6 @@ def test_auroc_selection_needs_both_greedy_classes(tmp_path, tiny_st_encoder, ca
 
 def test_select_on_is_checked_before_anything_is_read():
     with pytest.raises(ValueError, match="select_on must be one of"):
-        recipe.TrainingConfig(stores=["x"], output="y", select_on="loss").check()
+        TrainingConfig(stores=["x"], output="y", select_on="loss").check()
     with pytest.raises(ValueError, match="pass validation files"):
-        recipe.TrainingConfig(stores=["x"], output="y", select_on="auroc").check()
+        TrainingConfig(stores=["x"], output="y", select_on="auroc").check()

@@ -19,8 +19,10 @@ from semuq_eval.commands import main as cli_main
 from semuq_eval.operators.encoder import EncoderOperator, pooling_mode
 from semuq_eval.operators.pooling import AnswerMeanPooling, answer_mask
 from semuq_eval.training import recipe
+from semuq_eval.training.config import TrainingConfig
 from semuq_eval.training.data import export_store, read_training_file, write_training_file
 from semuq_eval.training.mining import ECHO, mine, style_of
+from semuq_eval.training.prepare import TooFewQuestionsError, prepare_data, read_sources
 from semuq_eval.training.stores import LabelledQuestion, StoreData, read_store
 from semuq_eval.training.triplets import TripletSampler, filter_questions, validation_triplets
 from tests.fixtures.tiny_encoders import (  # noqa: F401  (pytest fixtures)
@@ -288,9 +290,9 @@ def test_training_reads_files_and_guided_answers_and_records_every_option(tmp_pa
         device="cpu",
         progress=False,
     )
-    with pytest.raises(recipe.TooFewQuestionsError):
-        recipe.prepare_data(recipe.TrainingConfig(stores=[str(nat_file)], **base))
-    config = recipe.TrainingConfig(
+    with pytest.raises(TooFewQuestionsError):
+        prepare_data(TrainingConfig(stores=[str(nat_file)], **base))
+    config = TrainingConfig(
         stores=[str(files / "*.jsonl.gz")],
         guided=[str(gui_file)],
         positives="both",
@@ -298,7 +300,7 @@ def test_training_reads_files_and_guided_answers_and_records_every_option(tmp_pa
         pooling="answer",
         **base,
     )
-    data = recipe.prepare_data(config)
+    data = prepare_data(config)
     assert data.counts["kept"] == 8 and data.counts["added_guided"] == 16 and data.counts["guided_echo"] == 8
     assert len(data.stores) == 2  # the glob's guided file is of another task: only named with --guided
     record = recipe.train_operator(config, data)
@@ -311,16 +313,16 @@ def test_training_reads_files_and_guided_answers_and_records_every_option(tmp_pa
     assert isinstance(reloaded._load()[0][1], AnswerMeanPooling)
     assert reloaded.info["pooling"] == "answer_mean"
     with pytest.raises(ValueError, match="hard negatives only"):
-        recipe.TrainingConfig(stores=["x"], output="y", negatives="random", positives="both").check()
+        TrainingConfig(stores=["x"], output="y", negatives="random", positives="both").check()
 
 
 def test_read_sources_explains_a_pattern_that_matches_nothing(tmp_path):
     with pytest.raises(FileNotFoundError, match="no such file"):
-        recipe.read_sources([str(tmp_path / "none*.jsonl.gz")], "semuq_nqopen_train", "run")
+        read_sources([str(tmp_path / "none*.jsonl.gz")], "semuq_nqopen_train", "run")
     empty = StoreData("x", {"task": "semuq_nqopen_train"})
     path = tmp_path / "empty.jsonl.gz"
     write_training_file(path, empty)
-    assert recipe.read_sources([str(path)], "semuq_nqopen_train", "run")[0].questions == []
+    assert read_sources([str(path)], "semuq_nqopen_train", "run")[0].questions == []
 
 
 def test_held_out_validation_files_select_on_natural_triplets_whatever_the_options(tmp_path, tiny_st_encoder):  # noqa: F811
@@ -339,20 +341,18 @@ def test_held_out_validation_files_select_on_natural_triplets_whatever_the_optio
     base = dict(output=str(tmp_path / "op"), backbone=str(tiny_st_encoder), device="cpu", progress=False)
     counts = {}
     for name, extra in (("samples", {}), ("mined", {"positives": "both", "fact_swap": True})):
-        config = recipe.TrainingConfig(
+        config = TrainingConfig(
             stores=[str(natural)], guided=[str(guided)], validation=[str(held)], **base, **extra
         )
-        data = recipe.prepare_data(config)
+        data = prepare_data(config)
         assert [q.source.question for q in data.val] == [r[0] for r in held_rows]  # natural App. C triplets
         assert all(q.source.origins == () for q in data.val)
         counts[name] = data.counts
     assert counts["samples"]["train_questions"] == 6 and counts["mined"]["train_questions"] == 6
     assert counts["samples"]["validation_seen"] == 4
-    config = recipe.TrainingConfig(
-        stores=[str(natural)], guided=[str(guided)], validation=[str(natural)], **base
-    )
-    with pytest.raises(recipe.TooFewQuestionsError, match="--validation keeps 0"):
-        recipe.prepare_data(config)  # App. C keeps none of the natural questions
+    config = TrainingConfig(stores=[str(natural)], guided=[str(guided)], validation=[str(natural)], **base)
+    with pytest.raises(TooFewQuestionsError, match="--validation keeps 0"):
+        prepare_data(config)  # App. C keeps none of the natural questions
 
 
 def test_bf16_mixed_precision_training_is_recorded_as_a_deviation(tmp_path, tiny_st_encoder, monkeypatch):  # noqa: F811
@@ -362,7 +362,7 @@ def test_bf16_mixed_precision_training_is_recorded_as_a_deviation(tmp_path, tiny
     for i in range(6):
         rows[i][2][1] = (f"Author {i} wrote it.", 1)
     store = write_store(tmp_path / "n" / "llm", rows)
-    config = recipe.TrainingConfig(
+    config = TrainingConfig(
         stores=[str(store)],
         output=str(tmp_path / "op"),
         backbone=str(tiny_st_encoder),
@@ -372,11 +372,13 @@ def test_bf16_mixed_precision_training_is_recorded_as_a_deviation(tmp_path, tiny
         progress=False,
         bf16=True,
     )
-    monkeypatch.setattr(recipe, "native_cpu_bf16", lambda: False)
+    monkeypatch.setattr("semuq_eval.training.config.native_cpu_bf16", lambda: False)
     with pytest.raises(ValueError, match="no native bfloat16.*without --bf16"):
         recipe.train_operator(config)
     assert not (tmp_path / "op").exists()
-    monkeypatch.setattr(recipe, "native_cpu_bf16", lambda: True)  # the tiny encoder trains either way
+    monkeypatch.setattr(
+        "semuq_eval.training.config.native_cpu_bf16", lambda: True
+    )  # the tiny encoder trains either way
     record = recipe.train_operator(config)
     assert record["hyperparameters"]["precision"] == "bf16 mixed"
     assert any(d.startswith("bf16") for d in record["deviations_from_paper"])

@@ -14,16 +14,10 @@ import sys
 
 from semuq_eval.harness.label_sets import RUN_LABELS
 from semuq_eval.operators.pooling import POOLINGS
+from semuq_eval.training.config import DEFAULT_BACKBONE, SELECT_ON, TrainingConfig, resolve_backbone
 from semuq_eval.training.mining import POSITIVES
-from semuq_eval.training.recipe import (
-    DEFAULT_BACKBONE,
-    SELECT_ON,
-    TooFewQuestionsError,
-    TrainingConfig,
-    prepare_data,
-    resolve_backbone,
-    train_operator,
-)
+from semuq_eval.training.prepare import TooFewQuestionsError, prepare_data
+from semuq_eval.training.recipe import train_operator
 from semuq_eval.training.stores import DEFAULT_TRAINING_TASK
 from semuq_eval.training.triplets import NEGATIVES
 

@@ -9,6 +9,8 @@ Modules (one concept each):
 
 - :mod:`~semuq_eval.training.stores`: run stores -> labelled questions, and their provenance;
 - :mod:`~semuq_eval.training.triplets`: P / N filtering, the split by question, per-epoch triplets;
+- :mod:`~semuq_eval.training.config`: the options of a run, checked (:class:`TrainingConfig`);
+- :mod:`~semuq_eval.training.prepare`: stores and training files -> the kept questions, split;
 - :mod:`~semuq_eval.training.recipe`: the objective, schedule and trainer;
 - :mod:`~semuq_eval.training.card`: ``semuq_training.json`` and ``README.md`` (``enc`` reads the record with
   :mod:`semuq_eval.operators.card`; the harness warns of an overlap with :mod:`semuq_eval.harness.overlap`);
@@ -34,8 +36,8 @@ __all__ = [
 ]
 
 _WHERE = {
-    "TrainingConfig": "recipe",
-    "prepare_data": "recipe",
+    "TrainingConfig": "config",
+    "prepare_data": "prepare",
     "train_operator": "recipe",
 }
 

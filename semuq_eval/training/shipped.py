@@ -25,7 +25,8 @@ def build_trained_operator(
 
     The backbone is prepared first when it names an asset (:func:`~semuq_eval.assets.prepare`).
     """
-    from semuq_eval.training.recipe import TrainingConfig, train_operator
+    from semuq_eval.training.config import TrainingConfig
+    from semuq_eval.training.recipe import train_operator
 
     path = recipe_path(asset)
     recipe = load_recipe(path)
