@@ -794,8 +794,10 @@ def test_the_csv_never_starts_a_cell_with_a_formula(tmp_path):
 
 
 # ----------------------------------------------------------------------------- a committed board, from its records
-REPRODUCTION = Path(__file__).resolve().parents[1] / "leaderboards" / "reproduction"
+LEADERBOARDS = Path(__file__).resolve().parents[1] / "leaderboards"
+REPRODUCTION = LEADERBOARDS / "reproduction"
 COMMITTED_BOARDS = {  # recipe script -> the board it rebuilds from the run records committed beside it
+    "offline": (LEADERBOARDS / "offline" / "recipe" / "regenerate.sh", LEADERBOARDS / "offline"),
     "reproduction": (REPRODUCTION / "recipe" / "board.sh", REPRODUCTION / "leaderboard"),
     "confirmation": (
         REPRODUCTION / "confirmation" / "recipe" / "board.sh",
