@@ -841,9 +841,9 @@ def test_a_committed_board_rebuilds_from_its_records_alone(tmp_path, board):
             run["path"] = Path(run["path"]).name
     assert rebuilt == kept
 
-    def bare(
-        text: str,
-    ) -> str:  # the build date and command (the recipe's, or the experiment that made the records)
+    def bare(text: str) -> str:
+        """The text without the build date, the command (the recipe's, or the experiment's that made the
+        records), record paths and the output folder."""
         text = re.sub(r"\d{4}-\d{2}-\d{2}T[\d:+.]+", "DATE", text)
         text = re.sub(
             r"by `(semuq-eval leaderboard|python -m experiments\.reproduce) [^`]*`", "by `COMMAND`", text
