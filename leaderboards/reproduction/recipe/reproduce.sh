@@ -6,7 +6,9 @@
 # triplets, and (issue 18's last ablations) reference positives, reference + sample positives and the mpnet backbone.
 # Resumable: a trained variant (WORK/ops/<name>) and a rescored store (WORK/stores/...) are kept; after adding a
 # variant to a WORK that has rescored stores, pass --force once (the stores are rescored with every variant).
-# About 2.5 h of the 2 cores (training 1-1.5 h, rescoring 3 x 20-25 min, diagnosis ~20 min; an estimate).
+# About 5.5 h of the 2 cores from nothing (measured 2026-11-25/26, one job at a time: training the 10 variants
+# about 2 h, the mpnet one alone 38 min; rescoring 1 h per store with all 17 operators, half of it the three
+# mpnet ones; diagnosis 20-40 min).
 # Usage, from anywhere: bash leaderboards/reproduction/recipe/reproduce.sh   (WORK= the working folder, kept between runs)
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
