@@ -12,7 +12,6 @@ import itertools
 import json
 import logging
 import math
-import os
 from collections import Counter
 from pathlib import Path
 
@@ -447,19 +446,6 @@ def test_the_card_records_data_counts_hyperparameters_and_validation(trained, tr
     readme = (output / "README.md").read_text()
     assert "tiny-llm" in readme and "nq-open" in readme and "| 1 |" in readme and "Seed 0" in readme
     assert not list(output.parent.glob(".enc-tiny.checkpoints-*"))  # checkpoints cleaned up
-
-
-def test_a_killed_runs_checkpoints_are_removed_and_a_live_runs_kept(tmp_path):
-    output = tmp_path / "enc-x"
-    dead = tmp_path / ".enc-x.checkpoints-999999999-abc"  # above any pid_max: no such process
-    older = tmp_path / ".enc-x.checkpoints-9y4z61u0"  # the naming before the pid was recorded
-    live = tmp_path / f".enc-x.checkpoints-{os.getpid()}-def"
-    other = tmp_path / ".enc-y.checkpoints-999999999-abc"  # another output's
-    for folder in (dead, older, live, other):
-        (folder / "checkpoint-8").mkdir(parents=True)
-    fresh = recipe._checkpoint_folder(output)
-    assert fresh.parent == tmp_path and fresh.name.startswith(f".enc-x.checkpoints-{os.getpid()}-")
-    assert {p.name for p in tmp_path.iterdir()} == {live.name, other.name, fresh.name}
 
 
 def test_enc_loads_the_trained_folder_and_builds_its_matrix(trained):

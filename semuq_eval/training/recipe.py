@@ -24,13 +24,13 @@ import logging
 import os
 import shutil
 import sys
-import tempfile
 import time
 from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from semuq_eval.scratch import make_scratch
 from semuq_eval.training.card import package_versions, write_card
 from semuq_eval.training.config import TrainingConfig, check_bf16, resolve_backbone
 from semuq_eval.training.prepare import TrainingData, prepare_data
@@ -53,31 +53,6 @@ def _new_output(path: Path, overwrite: bool) -> None:
         else:
             path.unlink()
     path.mkdir(parents=True, exist_ok=True)
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process
-        return True
-    return True
-
-
-def _checkpoint_folder(output: Path) -> Path:
-    """A fresh folder for the trainer's epoch checkpoints beside ``output``, named after this process.
-
-    A run killed with SIGKILL cannot remove its folder; the next run for the same output removes every
-    ``.<output>.checkpoints-<pid>-*`` folder whose process is gone (a live run's folder is left alone).
-    """
-    prefix = f".{output.name}.checkpoints-"
-    for stale in output.parent.glob(prefix + "*"):
-        pid = stale.name[len(prefix) :].split("-", 1)[0]
-        if stale.is_dir() and not (pid.isdigit() and _pid_alive(int(pid))):
-            log.info("removing %s, left by a training run that was killed", stale)
-            shutil.rmtree(stale, ignore_errors=True)
-    return Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=output.parent))
 
 
 class _EpochRows:
@@ -249,7 +224,7 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
 
     replay = config.stop_after_epoch is not None
     select = config.early_stopping and not replay  # score every epoch and keep the best
-    checkpoints = _checkpoint_folder(output)
+    checkpoints = make_scratch(output.parent, f".{output.name}.checkpoints-")  # a killed run's is removed
     timings: list[dict[str, float]] = []
     args = SentenceTransformerTrainingArguments(
         output_dir=str(checkpoints),
