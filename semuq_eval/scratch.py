@@ -40,7 +40,9 @@ def remove_stale(parent: Path, prefix: str = "") -> list[Path]:
     ['.ckpt-999999999-x']
     """
     removed = []
-    for entry in parent.glob(f"{prefix}*"):
+    for entry in parent.iterdir():  # not glob: an output's name may hold glob characters
+        if not entry.name.startswith(prefix):
+            continue
         pid = entry.name[len(prefix) :].split("-", 1)[0]
         if not pid.isdigit() or int(pid) == os.getpid() or not _process_gone(int(pid)):
             continue

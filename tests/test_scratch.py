@@ -30,3 +30,12 @@ def test_make_scratch_names_the_folder_after_this_process_and_cleans_first(tmp_p
     (parent / "999999999-old").mkdir()
     second = make_scratch(parent, "")
     assert {p.name for p in parent.iterdir()} == {fresh.name, second.name}
+
+
+def test_a_prefix_with_glob_characters_is_matched_literally(tmp_path):
+    prefix = ".enc[v1].checkpoints-"
+    dead = tmp_path / f"{prefix}999999999-abc"
+    lookalike = tmp_path / ".encv.checkpoints-999999999-abc"  # what the glob pattern would also match
+    dead.mkdir()
+    lookalike.mkdir()
+    assert remove_stale(tmp_path, prefix) == [dead] and lookalike.exists()
