@@ -1,6 +1,6 @@
 """Scratch folders named after the process that made them, so a later run can remove a killed run's.
 
-A run that is killed (SIGKILL, a lost machine) cannot remove its scratch folder. Naming the folder
+A run that is killed (SIGKILL, a power cut) cannot remove its scratch folder. Naming the folder
 ``<prefix><pid>-<random>`` lets the next run with the same prefix tell a dead run's folder (no such process)
 from a live one's and remove only the former. The asset cache's downloads and the trainer's epoch
 checkpoints both use it.
