@@ -11,8 +11,8 @@ Every step is one of the project's own commands, run as a library:
 2. ``rescore`` of every evaluation store with the operators side by side: the trained variants, the untrained
    backbone as ``enc``, ``cos_ext``, ``lexical``, ``cos_int`` (:func:`semuq_eval.harness.rescore.rescore`,
    named variants, ``store_output``): complete run stores under ``WORK/stores``;
-3. ``export-record`` of each rescored store into ``REPORT/records/`` (committed: the board rebuilds from them on
-   a fresh clone) and ``leaderboard`` over those records with ``--compare enc_trained:enc,cos_ext,lexical,cos_int``
+3. ``export-record`` of each rescored store into ``REPORT/records/`` as soon as it is rescored (committed: the board
+   rebuilds from them on a fresh clone) and ``leaderboard`` over those records with ``--compare enc_trained:enc,cos_ext,lexical,cos_int``
    (and each ablation against ``enc`` and ``enc_trained``): AUROC / ECE / PRR / AUARC with CIs, the paired
    differences and the "improves in X of Y cells" counts;
 4. ``diagnose`` before / after training (the untrained ``enc`` and the trained variants in one report): the
@@ -20,7 +20,10 @@ Every step is one of the project's own commands, run as a library:
 5. ``README.md`` in the report folder: the figures that answer the question, with the correct / incorrect
    counts behind each, built from the files of steps 1-4 (nothing typed by hand).
 
-Each step is skipped when its output exists (``--force`` redoes steps 2-5), so a killed run resumes.
+Each step is skipped when its output exists (``--force`` redoes steps 2-5), so a killed run resumes. The outputs
+that outlive the machine are in the report folder: a committed record stands for its rescored store, and the
+timings are kept in ``REPORT/timings.json``, so a run spread over sessions on new machines retrains the variants
+(the same files and seed give the same weights) and rescores only the stores whose records are missing.
 
     .venv/bin/python -m experiments.reproduce \\
         --train /work/runs/smollm2-nqopen_train \\
@@ -217,8 +220,39 @@ def operator_setup(
     return names, options
 
 
+def _timings_path(args) -> Path:
+    """The steps' times and loads, kept in the report (committed) so a run spread over sessions reports them all."""
+    return Path(args.report) / "timings.json"
+
+
+def _record_path(args, store: Path) -> Path:
+    """Where the report keeps the run record of a rescored store ``<task>/<run_id>``."""
+    from semuq_eval.harness.record import RECORD_SUFFIX
+
+    return Path(args.report) / "records" / f"{store.parent.name}.{store.name}{RECORD_SUFFIX}"
+
+
+def _recorded(path: Path, names: Sequence[str]) -> bool:
+    """Whether the report already holds this store's record with exactly the operators of this run: a session
+    on another machine committed it (the variants retrain to the same weights from the same files and seed), so
+    the store is not rescored again. A record that does not read is rescored, with a warning."""
+    from semuq_eval.harness.record import read_record
+
+    if not path.is_file():
+        return False
+    try:
+        operators = read_record(path)["operators"]
+    except ValueError as err:
+        log.warning("rescoring again: %s", err)
+        return False
+    return set(names) == set(operators)
+
+
 def rescore_all(args, stores: Sequence[Path], names, options, timings: dict) -> list[Path]:
-    """Step 2: every evaluation store rescored with the operators side by side, as a complete store."""
+    """Step 2: every evaluation store rescored with the operators side by side, as a complete store, and its run
+    record written into ``REPORT/records/`` at once (committed as it comes, a record outlives the machine). A
+    store whose record is kept (:func:`_recorded`) or whose rescored store exists is skipped unless ``--force``."""
+    from semuq_eval.harness.record import record_from_store, write_record
     from semuq_eval.harness.rescore import rescore
 
     targets = [Path(args.work) / "stores" / store.parent.name / store.name for store in stores]
@@ -227,44 +261,45 @@ def rescore_all(args, stores: Sequence[Path], names, options, timings: dict) -> 
             "reproduce: two evaluation stores share a task and run id (<task>/<run_id>), so their rescored stores "
             "and run records would overwrite each other; give the runs different run ids"
         )
-    out = []
     for store, target in zip(stores, targets, strict=True):
-        out.append(target)
-        if (target / "breakdown.json").is_file() and not args.force:
-            log.info("rescore %s: kept %s", store, target)
+        record = _record_path(args, target)
+        if not args.force and _recorded(record, names):
+            log.info("rescore %s: kept the record %s", store, record)
             continue
-        log.info("rescore %s -> %s", store, target)
-        start, load = time.perf_counter(), _load()
-        rescore(
-            store,
-            operators=names,
-            operator_options=options,
-            bootstrap=args.bootstrap,
-            store_output=target,
-            force=True,  # a half-written store of an interrupted run, or --force
-        )
-        timings[f"rescore {store.parent.name}/{store.name}"] = {
-            "seconds": round(time.perf_counter() - start, 1),
-            "load_before": load,
-        }
-    return out
+        if not (target / "breakdown.json").is_file() or args.force:
+            log.info("rescore %s -> %s", store, target)
+            start, load = time.perf_counter(), _load()
+            rescore(
+                store,
+                operators=names,
+                operator_options=options,
+                bootstrap=args.bootstrap,
+                store_output=target,
+                force=True,  # a half-written store of an interrupted run, or --force
+            )
+            timings[f"rescore {store.parent.name}/{store.name}"] = {
+                "seconds": round(time.perf_counter() - start, 1),
+                "load_before": load,
+            }
+            write_json(_timings_path(args), timings)
+        record.parent.mkdir(parents=True, exist_ok=True)
+        write_record(record, record_from_store(target))
+    return targets
 
 
 def leaderboard(args, stores: Sequence[Path], bases: Mapping[str, tuple[str, str, str]], main: str) -> dict:
-    """Step 3: each rescored store's run record into ``REPORT/records/`` (committed: the board rebuilds from them
-    on a fresh clone), then the leaderboard of those records, with the main trained operator's comparisons (each
+    """Step 3: the leaderboard of this run's records (step 2 wrote them into ``REPORT/records/``; committed, the
+    board rebuilds from them on a fresh clone), with the main trained operator's comparisons (each
     other variant against its untrained counterpart, the main operator and ``cos_ext``, the bar every variant must
     clear) and ``kle_heat@enc`` as the headline's reference."""
-    from semuq_eval.harness.record import RECORD_SUFFIX, record_from_store, write_record
+    from semuq_eval.harness.record import RECORD_SUFFIX
     from semuq_eval.leaderboard.build import build
     from semuq_eval.leaderboard.compute import LeaderboardConfig
 
     records = Path(args.report) / "records"
-    records.mkdir(parents=True, exist_ok=True)
-    for stale in records.glob(f"*{RECORD_SUFFIX}"):  # the board is built from exactly this run's records
+    mine = {_record_path(args, store) for store in stores}
+    for stale in set(records.glob(f"*{RECORD_SUFFIX}")) - mine:  # the board is built from this run's records
         stale.unlink()
-    for store in stores:
-        write_record(records / f"{store.parent.name}.{store.name}{RECORD_SUFFIX}", record_from_store(store))
     compare = [(main, tuple(dict.fromkeys((bases[main][0], *BASES))))] + [
         (name, tuple(dict.fromkeys((base, main, "cos_ext"))))
         for name, (base, *_) in bases.items()
@@ -998,7 +1033,7 @@ def main(argv: list[str] | None = None) -> int:
     work, report = Path(args.work), Path(args.report)
     work.mkdir(parents=True, exist_ok=True)
     report.mkdir(parents=True, exist_ok=True)
-    timings_path = work / "timings.json"
+    timings_path = _timings_path(args)
     timings = read_json(timings_path) if timings_path.is_file() else {}
 
     folders = train(args, variants, timings)
