@@ -21,7 +21,8 @@ Every step is one of the project's own commands, run as a library:
    counts behind each, built from the files of steps 1-4 (nothing typed by hand).
 
 Each step is skipped when its output exists (``--force`` redoes steps 2-5), so a killed run resumes. The outputs
-that outlive the machine are in the report folder: a committed record stands for its rescored store, and the
+that outlive the machine are in the report folder: a committed record stands for its rescored store while the
+variants' weights keep the sha256 in ``REPORT/weights.json`` (else everything after training is redone), and the
 timings are kept in ``REPORT/timings.json``, so a run spread over sessions on new machines retrains the variants
 (the same files and seed give the same weights) and rescores only the stores whose records are missing.
 
@@ -176,6 +177,24 @@ def train(args, variants: Mapping[str, Mapping[str, Any]], timings: dict) -> dic
     return folders
 
 
+def same_weights(args, folders: Mapping[str, Path]) -> bool:
+    """Record the sha256 of each variant's weights in ``REPORT/weights.json`` (committed beside the records);
+    False when a variant there was trained before to other bytes, so its committed records and diagnosis are
+    stale (another machine kind, another library version) and every step after training must be redone."""
+    from semuq_eval.assets.cache import file_sha256
+
+    path = Path(args.report) / "weights.json"
+    before = read_json(path) if path.is_file() else {}
+    now = {name: file_sha256(folder / "model.safetensors") for name, folder in folders.items()}
+    changed = sorted(name for name in now if name in before and before[name] != now[name])
+    if changed:
+        log.warning(
+            "retrained to other weights than the report's (%s): rescoring every store", ", ".join(changed)
+        )
+    write_json(path, {**before, **now})
+    return not changed
+
+
 def untrained_bases(args, variants: Mapping[str, Mapping[str, Any]]) -> dict[str, tuple[str, str, str]]:
     """Each variant's untrained counterpart: ``variant -> (operator name, backbone, pooling)``. ``enc`` for the
     variants on ``--backbone`` with Eq. encoder's pooling, ``enc_<backbone>`` (e.g. ``enc_all_mpnet_base_v2``)
@@ -248,10 +267,18 @@ def _recorded(path: Path, names: Sequence[str]) -> bool:
     return set(names) == set(operators)
 
 
+def _rescored(store: Path, names: Sequence[str]) -> bool:
+    """Whether ``store`` is a finished rescoring with exactly the operators of this run (a WORK folder of a run
+    with other variants is rescored, not reused)."""
+    path = store / "breakdown.json"
+    return path.is_file() and set(read_json(path).get("operators") or {}) == set(names)
+
+
 def rescore_all(args, stores: Sequence[Path], names, options, timings: dict) -> list[Path]:
     """Step 2: every evaluation store rescored with the operators side by side, as a complete store, and its run
     record written into ``REPORT/records/`` at once (committed as it comes, a record outlives the machine). A
-    store whose record is kept (:func:`_recorded`) or whose rescored store exists is skipped unless ``--force``."""
+    store whose record is kept (:func:`_recorded`) or already rescored (:func:`_rescored`) is not rescored again,
+    unless ``--force``."""
     from semuq_eval.harness.record import record_from_store, write_record
     from semuq_eval.harness.rescore import rescore
 
@@ -266,7 +293,7 @@ def rescore_all(args, stores: Sequence[Path], names, options, timings: dict) -> 
         if not args.force and _recorded(record, names):
             log.info("rescore %s: kept the record %s", store, record)
             continue
-        if not (target / "breakdown.json").is_file() or args.force:
+        if args.force or not _rescored(target, names):
             log.info("rescore %s -> %s", store, target)
             start, load = time.perf_counter(), _load()
             rescore(
@@ -1038,6 +1065,8 @@ def main(argv: list[str] | None = None) -> int:
 
     folders = train(args, variants, timings)
     write_json(timings_path, timings)
+    if not same_weights(args, folders):
+        args.force = True
     if args.train_only:
         print(f"reproduce: trained {len(folders)} variant(s) under {work / 'ops'}")
         return 0

@@ -9,7 +9,7 @@ import tarfile
 
 import pytest
 
-from semuq_eval.jsonio import read_json
+from semuq_eval.jsonio import read_json, write_json
 from semuq_eval.leaderboard.schema import read_document
 from tests.fixtures.tiny_encoders import (  # noqa: F401  (pytest fixtures)
     tiny_st_encoder,
@@ -140,6 +140,20 @@ def test_the_reproduction_trains_selects_rescores_and_reports(
     assert {p.name: p.read_bytes() for p in (fixed / "records").iterdir()} == records
     assert "## 0. What must show" in (fixed / "README.md").read_text(encoding="utf-8")
     assert not any(k.startswith("rescore") for k in read_json(fixed / "timings.json"))
+    # a variant retrained to other bytes than the report's: every store is rescored
+    weights = read_json(fixed / "weights.json")
+    assert set(weights) == {
+        "enc_trained",
+        "enc_trained_guided",
+        "enc_trained_fact_swap",
+        "enc_trained_answer_pooling",
+        "enc_trained_mpnet",
+    }
+    write_json(fixed / "weights.json", {**weights, "enc_trained": "0" * 64})
+    assert reproduce.main([*plan, "--main", "enc_trained_fact_swap", "--aggregators", "cae,deg"]) == 0
+    assert sum(k.startswith("rescore") for k in read_json(fixed / "timings.json")) == 2
+    assert read_json(fixed / "weights.json") == weights
+    (fixed / "timings.json").unlink()
     fewer = [*plan[: plan.index("--ablations") + 1], "guided", *plan[plan.index("--ablations") + 2 :]]
     assert reproduce.main([*fewer, "--main", "enc_trained_guided"]) == 0
     assert {k for k in read_json(fixed / "timings.json") if k.startswith("rescore")} == {

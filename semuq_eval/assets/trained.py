@@ -20,11 +20,11 @@ every time.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 from typing import Any
 
+from semuq_eval.assets.cache import file_sha256
 from semuq_eval.assets.catalogue import Asset
 from semuq_eval.jsonio import read_json
 
@@ -109,12 +109,8 @@ def recipe_files(path: str | os.PathLike) -> dict[str, list[Path]]:
     return out
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def recipe_sources(asset: Asset) -> list[dict[str, str]]:
     """The recipe and every training-data file it reads, with their sha256 (the asset's sources)."""
     path = recipe_path(asset)
     files = [path, *(f for fs in recipe_files(path).values() for f in fs)]
-    return [{"file": f.relative_to(TRAINING_DATA).as_posix(), "sha256": _sha256(f)} for f in files]
+    return [{"file": f.relative_to(TRAINING_DATA).as_posix(), "sha256": file_sha256(f)} for f in files]

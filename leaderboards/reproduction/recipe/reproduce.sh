@@ -5,8 +5,8 @@
 # answer-token pooling, answer-token pooling, random negatives, positive pairs only, answer-only and fact-swapped
 # triplets. A later ablation runs on the same data in its own folder, with its recipe: reference positives
 # (../reference-positives/).
-# Resumable: a trained variant (WORK/ops/<name>) and a rescored store (WORK/stores/...) are kept; after adding a
-# variant to a WORK that has rescored stores, pass --force once (the stores are rescored with every variant).
+# Resumable: a trained variant (WORK/ops/<name>), a rescored store with the same operators (WORK/stores/...) and a
+# committed run record with the same operators and weights (../records/, ../weights.json) are kept.
 # About 1.5 h of the 2 cores from nothing (the report's own timings, section 5: training the 7 variants 45-60 min,
 # the five timed there 36 min; rescoring 7-14 min per store with 12 operators, diagnosis 21 min; load 1-5).
 # Usage, from anywhere: bash leaderboards/reproduction/recipe/reproduce.sh   (WORK= the working folder, kept between runs)
