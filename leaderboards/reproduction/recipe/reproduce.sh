@@ -4,7 +4,7 @@
 # machine ran in it: the paper's recipe and, each on the same held-out selection questions, guided answers with
 # answer-token pooling, answer-token pooling, random negatives, positive pairs only, answer-only and fact-swapped
 # triplets. A later ablation runs on the same data in its own folder, with its recipe: reference positives
-# (../reference-positives/).
+# (../reference-positives/, through ablation.sh beside this file).
 # Resumable: a trained variant (WORK/ops/<name>), a rescored store with the same operators (WORK/stores/...) and a
 # committed run record with the same operators and weights (../records/, ../weights.json) are kept.
 # About 1.5 h of the 2 cores from nothing (the report's own timings, section 5: training the 7 variants 45-60 min,
