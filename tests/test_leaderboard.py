@@ -811,6 +811,10 @@ COMMITTED_BOARDS = {  # recipe script -> the board it rebuilds from the run reco
         REPRODUCTION / "confirmation-2" / "new-estimators" / "recipe" / "board.sh",
         REPRODUCTION / "confirmation-2" / "new-estimators" / "leaderboard",
     ),
+    "reference-positives": (
+        REPRODUCTION / "reference-positives" / "recipe" / "board.sh",
+        REPRODUCTION / "reference-positives" / "leaderboard",
+    ),
     "confirmation-2-exploratory": (
         REPRODUCTION / "confirmation-2" / "recipe" / "exploratory_board.sh",
         REPRODUCTION / "confirmation-2" / "exploratory" / "board",
