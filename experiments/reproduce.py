@@ -11,10 +11,10 @@ Every step is one of the project's own commands, run as a library:
 2. ``rescore`` of every evaluation store with the operators side by side: the trained variants, the untrained
    backbone as ``enc``, ``cos_ext``, ``lexical``, ``cos_int`` (:func:`semuq_eval.harness.rescore.rescore`,
    named variants, ``store_output``): complete run stores under ``WORK/stores``;
-3. ``export-record`` of each rescored store into ``REPORT/records/`` as soon as it is rescored (committed: the board
-   rebuilds from them on a fresh clone) and ``leaderboard`` over those records with ``--compare enc_trained:enc,cos_ext,lexical,cos_int``
-   (and each ablation against ``enc`` and ``enc_trained``): AUROC / ECE / PRR / AUARC with CIs, the paired
-   differences and the "improves in X of Y cells" counts;
+3. ``export-record`` of each rescored store into ``REPORT/records/`` as soon as it is rescored (committed: the
+   board rebuilds from them on a fresh clone) and ``leaderboard`` over those records with ``--compare
+   enc_trained:enc,cos_ext,lexical,cos_int`` (and each ablation against ``enc`` and ``enc_trained``): AUROC / ECE /
+   PRR / AUARC with CIs, the paired differences and the "improves in X of Y cells" counts;
 4. ``diagnose`` before / after training (the untrained ``enc`` and the trained variants in one report): the
    four traps, wrong-answer clustering and token localization, per evaluation LLM;
 5. ``README.md`` in the report folder: the figures that answer the question, with the correct / incorrect
