@@ -70,16 +70,18 @@ def gpt2_dir(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def lm(gpt2_dir):
+    """float32 whatever the CPU: these tests compare with float32 teacher forcing and stock HFLM (on a CPU with native
+    bfloat16 semuq-hf would otherwise generate in bfloat16; that choice has its own test, below)."""
     from semuq_eval.models.hf import SemuqHFLM
 
-    return SemuqHFLM(pretrained=gpt2_dir, device="cpu", batch_size=2)
+    return SemuqHFLM(pretrained=gpt2_dir, device="cpu", dtype="float32", batch_size=2)
 
 
 @pytest.fixture(scope="session")
 def stock(gpt2_dir):
     from lm_eval.models.huggingface import HFLM
 
-    return HFLM(pretrained=gpt2_dir, device="cpu", batch_size=2)
+    return HFLM(pretrained=gpt2_dir, device="cpu", dtype="float32", batch_size=2)
 
 
 @contextmanager
@@ -468,7 +470,7 @@ def vlm(tmp_path_factory):
     from semuq_eval.models.hf_multimodal import SemuqHFMultimodalLM
 
     path = build_tiny_llava(tmp_path_factory.mktemp("tiny_llava"))
-    return SemuqHFMultimodalLM(pretrained=str(path), device="cpu", batch_size=2)
+    return SemuqHFMultimodalLM(pretrained=str(path), device="cpu", dtype="float32", batch_size=2)
 
 
 def images():
@@ -571,7 +573,9 @@ def test_killed_run_resumes_from_the_journal(gpt2_dir, tmp_path):
     from semuq_eval.models.hf import SemuqHFLM
 
     requests = journal_requests()
-    first = SemuqHFLM(pretrained=gpt2_dir, device="cpu", batch_size=1, journal=str(tmp_path / "j"))
+    first = SemuqHFLM(
+        pretrained=gpt2_dir, device="cpu", dtype="float32", batch_size=1, journal=str(tmp_path / "j")
+    )
     torch.manual_seed(7)
     # batch_size=1, N=4: one greedy call for the 3 prompts, then one sampled call per prompt
     with count_generated(first, fail_after=2) as done, pytest.raises(KeyboardInterrupt):
@@ -579,7 +583,9 @@ def test_killed_run_resumes_from_the_journal(gpt2_dir, tmp_path):
     assert len(done) == 2
     assert len((tmp_path / "j" / "rank0.jsonl").read_text().splitlines()) == 4  # 3 greedy + 1 sampled
 
-    again = SemuqHFLM(pretrained=gpt2_dir, device="cpu", batch_size=1, journal=str(tmp_path / "j"))
+    again = SemuqHFLM(
+        pretrained=gpt2_dir, device="cpu", dtype="float32", batch_size=1, journal=str(tmp_path / "j")
+    )
     torch.manual_seed(7)
     with count_generated(again) as redone:
         out = again.generate_until(requests)
@@ -589,7 +595,9 @@ def test_killed_run_resumes_from_the_journal(gpt2_dir, tmp_path):
     assert len(out) == len(requests) and all(isinstance(g, Generation) for g in out)
 
     # a third run generates nothing and returns exactly the journaled answers, hidden states included
-    third = SemuqHFLM(pretrained=gpt2_dir, device="cpu", batch_size=1, journal=str(tmp_path / "j"))
+    third = SemuqHFLM(
+        pretrained=gpt2_dir, device="cpu", dtype="float32", batch_size=1, journal=str(tmp_path / "j")
+    )
     torch.manual_seed(7)
     with count_generated(third) as none:
         out3 = third.generate_until(requests)
@@ -603,7 +611,9 @@ def test_killed_run_resumes_from_the_journal(gpt2_dir, tmp_path):
 def test_journal_key_changes_with_seed_decoding_and_sample_count(gpt2_dir, tmp_path):
     from semuq_eval.models.hf import SemuqHFLM
 
-    lm_ = SemuqHFLM(pretrained=gpt2_dir, device="cpu", batch_size=2, journal=str(tmp_path / "j"))
+    lm_ = SemuqHFLM(
+        pretrained=gpt2_dir, device="cpu", dtype="float32", batch_size=2, journal=str(tmp_path / "j")
+    )
     torch.manual_seed(1)
     lm_.generate_until(journal_requests(n=2))
     variants = {
@@ -629,12 +639,16 @@ def test_torn_journal_line_is_skipped_and_regenerated(gpt2_dir, tmp_path, caplog
     from semuq_eval.models.hf import SemuqHFLM
 
     path = tmp_path / "j" / "rank0.jsonl"
-    lm_ = SemuqHFLM(pretrained=gpt2_dir, device="cpu", batch_size=4, journal=str(tmp_path / "j"))
+    lm_ = SemuqHFLM(
+        pretrained=gpt2_dir, device="cpu", dtype="float32", batch_size=4, journal=str(tmp_path / "j")
+    )
     torch.manual_seed(1)
     lm_.generate_until(journal_requests(n=2))
     lines = path.read_text().splitlines()
     path.write_text("\n".join(lines[:-1]) + "\n" + lines[-1][: len(lines[-1]) // 2])  # killed mid-write
-    again = SemuqHFLM(pretrained=gpt2_dir, device="cpu", batch_size=4, journal=str(tmp_path / "j"))
+    again = SemuqHFLM(
+        pretrained=gpt2_dir, device="cpu", dtype="float32", batch_size=4, journal=str(tmp_path / "j")
+    )
     torch.manual_seed(1)
     with caplog.at_level("WARNING"), count_generated(again) as batches:
         again.generate_until(journal_requests(n=2))
@@ -646,12 +660,12 @@ def test_journal_location_and_off_switch(gpt2_dir, tmp_path, monkeypatch):
     from semuq_eval.models.hf import SemuqHFLM
 
     monkeypatch.setenv("SEMUQ_OUTPUT_DIR", str(tmp_path / "out"))
-    lm_ = SemuqHFLM(pretrained=gpt2_dir, device="cpu", batch_size=4)
+    lm_ = SemuqHFLM(pretrained=gpt2_dir, device="cpu", dtype="float32", batch_size=4)
     lm_.generate_until(journal_requests(n=2))
     files = list((tmp_path / "out" / "semuq" / "_journal").glob("*/rank0.jsonl"))
     assert len(files) == 1 and len(files[0].read_text().splitlines()) == 2 * len(PROMPTS)
 
-    off = SemuqHFLM(pretrained=gpt2_dir, device="cpu", batch_size=4, journal="off")
+    off = SemuqHFLM(pretrained=gpt2_dir, device="cpu", dtype="float32", batch_size=4, journal="off")
     monkeypatch.setenv("SEMUQ_OUTPUT_DIR", str(tmp_path / "out2"))
     with count_generated(off) as batches:
         off.generate_until(journal_requests(n=2))
