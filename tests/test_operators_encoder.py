@@ -185,7 +185,9 @@ def test_align_weights_by_hand():
 @given(
     cuts=st.lists(st.integers(1, 40), min_size=1, max_size=12, unique=True),
     target_cuts=st.lists(st.integers(1, 40), min_size=1, max_size=12, unique=True),
-    values=st.lists(st.floats(0.0, 10.0), min_size=14, max_size=14),
+    # no subnormals: the character-density reference below divides a value by its span's length, which underflows
+    # 5e-324 to 0 while align_weights keeps it (hypothesis found that case on 2026-11-27)
+    values=st.lists(st.floats(0.0, 10.0, allow_subnormal=False), min_size=14, max_size=14),
 )
 def test_align_weights_conserves_mass(cuts, target_cuts, values):
     def tiling(points):
