@@ -178,7 +178,7 @@ def train(args, variants: Mapping[str, Mapping[str, Any]], timings: dict) -> dic
 
 
 def same_weights(args, folders: Mapping[str, Path]) -> bool:
-    """Record the sha256 of each variant's weights in ``REPORT/weights.json`` (committed beside the records);
+    """Record the sha256 of this run's variants' weights in ``REPORT/weights.json`` (committed beside the records);
     False when a variant there was trained before to other bytes, so its committed records and diagnosis are
     stale (another machine kind, another library version) and every step after training must be redone."""
     from semuq_eval.assets.cache import file_sha256
@@ -191,7 +191,7 @@ def same_weights(args, folders: Mapping[str, Path]) -> bool:
         log.warning(
             "retrained to other weights than the report's (%s): rescoring every store", ", ".join(changed)
         )
-    write_json(path, {**before, **now})
+    write_json(path, now)
     return not changed
 
 

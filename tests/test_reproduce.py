@@ -5,6 +5,7 @@ leaderboard's comparisons, the diagnosis and the report with its selection and m
 from __future__ import annotations
 
 import importlib
+import shutil
 import tarfile
 
 import pytest
@@ -126,11 +127,7 @@ def test_the_reproduction_trains_selects_rescores_and_reports(
     )
     # a new machine: the rescored stores are gone but the committed records stand for them (same operators),
     # so the variants retrain and nothing is rescored; a record with other operators is rescored
-    import shutil
-
-    rescore_module = importlib.import_module(
-        "semuq_eval.harness.rescore"
-    )  # the package re-exports the function
+    rescore_module = importlib.import_module("semuq_eval.harness.rescore")  # the package re-exports rescore
     shutil.rmtree(work / "stores")
     (fixed / "timings.json").unlink()
     records = {p.name: p.read_bytes() for p in (fixed / "records").iterdir()}
