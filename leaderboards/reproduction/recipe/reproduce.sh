@@ -8,8 +8,8 @@
 # Tab. 1 that report was read on; the estimators added since are on the board, not counted.
 # Resumable: a trained variant (WORK/ops/<name>), a rescored store with the same operators (WORK/stores/...) and a
 # committed run record with the same operators and weights (../records/, ../weights.json) are kept.
-# About 1.5 h of the 2 cores from nothing (the report's own timings, section 5: training the 7 variants 45-60 min,
-# the five timed there 36 min; rescoring 7-14 min per store with 12 operators, diagnosis 21 min; load 1-5).
+# About 1 h 50 min of the 2 cores from nothing, nothing else running (regenerated so on 2026-11-27, ../timings.json:
+# training the 7 variants 28 min, rescoring 13-16 min per store with 12 operators and every estimator, diagnosis 41 min).
 # Usage, from anywhere: bash leaderboards/reproduction/recipe/reproduce.sh   (WORK= the working folder, kept between runs)
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
