@@ -7,8 +7,11 @@
 # (the estimators added since are on the board, not counted); then the plan's predictions checked.
 # Resumable: a trained variant (WORK/ops/<name>), a rescored store with the same operators (WORK/stores/...) and a
 # committed run record with the same operators and weights (../records/, ../weights.json) are kept.
-# About 1.5 h of the 2 cores from nothing (training the 7 variants 45-60 min; rescoring 7-14 min per store with 12
-# operators; diagnosis 7 min).
+# About 1 h 30 min of the 2 cores from nothing, nothing else running (2026-11-27: training the 7 variants 28 min, as
+# in ../../recipe/reproduce.sh; the held-out AUROC of 9 operators on 500 questions 7 min; rescoring about 14 min per
+# store with 12 operators and every estimator; the diagnosis of 150 questions per run took 7 min in the first run).
+# --force rescores every store; without it, a committed record with the same operators is kept, so a rerun that
+# must replace committed records (and the diagnosis) removes ../records/ and ../diagnosis/ first.
 # Usage, from anywhere: bash leaderboards/reproduction/confirmation/recipe/reproduce.sh   (WORK= the working folder)
 # Extra arguments go to experiments/reproduce.py (e.g. --force).
 set -euo pipefail
