@@ -9,7 +9,8 @@
 # Resumable: a trained variant (WORK/ops/<name>), a rescored store with the same operators (WORK/stores/...) and a
 # committed run record with the same operators and weights (../records/, ../weights.json) are kept.
 # About 1 h 50 min of the 2 cores from nothing, nothing else running (regenerated so on 2026-11-27, ../timings.json:
-# training the 7 variants 28 min, rescoring 13-16 min per store with 12 operators and every estimator, diagnosis 41 min).
+# training the 6 variants not kept 22 min, and `enc_trained` 6 min in ../reference-positives/timings.json; rescoring
+# 13-16 min per store with 12 operators and every estimator; diagnosis 41 min).
 # Usage, from anywhere: bash leaderboards/reproduction/recipe/reproduce.sh   (WORK= the working folder, kept between runs)
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
