@@ -19,27 +19,12 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "confirmation" / "recipe"))
-from predictions import auroc_cells, paired, significance  # noqa: E402  (the first confirmation's arithmetic)
+# the first confirmation's arithmetic and the plan's ten aggregators
+from predictions import auroc_cells, paired, planned, significance  # noqa: E402
 
 CANDIDATE = "enc_trained_guided_ap_auroc"
 SHIPPED = "enc_trained_guided_ap"
 BASE = "enc_answer_pooling"
-AGGREGATORS = ("se", "cae", "kle_heat", "kle_matern", "cos", "numsets", "eigv", "deg", "ecc", "te_enc")
-"""The plan's cells: the ten aggregators of the first evaluation; issue 23's estimators are not counted."""
-
-
-def planned(document: Mapping[str, Any]) -> dict[str, Any]:
-    """The board restricted to the plan's ten aggregators (cells and paired rows)."""
-
-    def ours(estimator: str) -> bool:
-        return estimator.partition("@")[0] in AGGREGATORS
-
-    rows = [r for r in document["comparisons"]["rows"] if ours(r["estimator"])]
-    return {
-        **document,
-        "cells": [c for c in document["cells"] if ours(c["estimator"])],
-        "comparisons": {**document["comparisons"], "rows": rows},
-    }
 
 
 def significance_either_way(document: Mapping[str, Any], a: str, b: str) -> tuple[int, int]:

@@ -4,8 +4,9 @@ reproduction leaderboard: held or not held, with the figures behind each.
     .venv/bin/python leaderboards/reproduction/confirmation/recipe/predictions.py \
         leaderboards/reproduction/confirmation/leaderboard/leaderboard.json
 
-A cell is one aggregator on one run under one label strategy; only reliable cells (>= 20 answers of each class)
-that both operators have are compared, so each mean difference is paired cell by cell.
+A cell is one of the plan's ten aggregators (Tab. 1's) on one run under one label strategy; only reliable cells
+(>= 20 answers of each class) that both operators have are compared, so each mean difference is paired cell by cell.
+The estimators added to the product after the plan (they are on the board) are not counted.
 """
 
 from __future__ import annotations
@@ -22,6 +23,22 @@ QUESTION_CONDITIONED = (
     "enc_trained_answer_pooling",
     "enc_trained_guided_ap",
 )
+AGGREGATORS = ("se", "cae", "kle_heat", "kle_matern", "cos", "numsets", "eigv", "deg", "ecc", "te_enc")
+"""The plan's cells: the ten aggregators of the first evaluation (Tab. 1's)."""
+
+
+def planned(document: Mapping[str, Any]) -> dict[str, Any]:
+    """The board restricted to the plan's ten aggregators (cells and paired rows)."""
+
+    def ours(estimator: str) -> bool:
+        return estimator.partition("@")[0] in AGGREGATORS
+
+    rows = [r for r in document["comparisons"]["rows"] if ours(r["estimator"])]
+    return {
+        **document,
+        "cells": [c for c in document["cells"] if ours(c["estimator"])],
+        "comparisons": {**document["comparisons"], "rows": rows},
+    }
 
 
 def auroc_cells(document: Mapping[str, Any]) -> dict[str, dict[tuple, float]]:
@@ -125,7 +142,7 @@ def main(argv: list[str]) -> int:
         return 2
     from semuq_eval.leaderboard.schema import read_document  # any leaderboard.json version, as records
 
-    document = read_document(argv[0])
+    document = planned(read_document(argv[0]))
     print("\n".join(predictions(document)))
     return 0
 

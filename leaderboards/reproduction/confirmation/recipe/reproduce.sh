@@ -7,9 +7,9 @@
 # (the estimators added since are on the board, not counted); then the plan's predictions checked.
 # Resumable: a trained variant (WORK/ops/<name>), a rescored store with the same operators (WORK/stores/...) and a
 # committed run record with the same operators and weights (../records/, ../weights.json) are kept.
-# About 1 h 30 min of the 2 cores from nothing, nothing else running (2026-11-27: training the 7 variants 28 min, as
-# in ../../recipe/reproduce.sh; the held-out AUROC of 9 operators on 500 questions 7 min; rescoring about 14 min per
-# store with 12 operators and every estimator; the diagnosis of 150 questions per run took 7 min in the first run).
+# About 1 h 35 min of the 2 cores from nothing, nothing else running (2026-11-27: training the 7 variants 28 min, as
+# in ../../recipe/reproduce.sh; the held-out AUROC of 9 operators on 500 questions 7 min; rescoring 820 / 951 / 787 s
+# for NQ-Open / TriviaQA / WebQuestions with 12 operators and every estimator; the diagnosis 918 s; ../timings.json).
 # --force rescores every store; without it, a committed record with the same operators is kept, so a rerun that
 # must replace committed records (and the diagnosis) removes ../records/ and ../diagnosis/ first.
 # Usage, from anywhere: bash leaderboards/reproduction/confirmation/recipe/reproduce.sh   (WORK= the working folder)
