@@ -38,6 +38,28 @@ class TestAUROC:
     def test_ties_count_half(self):
         assert M.auroc([1.0, 1.0], [0, 1]) == 0.5
 
+    def test_round_off_is_a_tie(self):
+        """0 and 3 in exact arithmetic, as another CPU's summation order leaves them: the same AUROC (ties count half),
+        while a difference the float32 inputs could carry (1e-9) still ranks."""
+        assert M.auroc([0.0, -4e-16, 3.0, 3 + 2e-15], [1, 0, 1, 0]) == M.auroc(
+            [0.0, 0.0, 3.0, 3.0], [1, 0, 1, 0]
+        )
+        assert M.auroc([0.0, -4e-16, 3.0, 3 + 2e-15], [1, 0, 1, 0]) == 0.5
+        assert M.auroc([1.0, 1.0 + 1e-9], [1, 0]) == 1.0
+        assert M.auarc([3.0, 3 + 2e-15, 5.0], [0, 1, 1]) == M.auarc([3.0, 3.0, 5.0], [0, 1, 1])
+
+    @settings(max_examples=50, deadline=None)
+    @given(st.integers(0, 10_000), st.integers(2, 60))
+    def test_round_off_noise_leaves_every_ranking_metric_unchanged(self, seed, n):
+        rng = np.random.default_rng(seed)
+        correct = rng.integers(0, 2, n).astype(float)
+        correct[:2] = [0, 1]
+        u = rng.integers(0, 4, n) * 0.7  # tie groups, one of them at 0
+        noisy = u + rng.choice([-2, -1, 0, 1, 2], n) * np.spacing(np.maximum(u, 1.0))
+        w = rng.integers(1, 4, (3, n)).astype(float)
+        for core in (auroc_weighted, auarc_weighted, prr_weighted):
+            np.testing.assert_allclose(core(noisy, correct, w), core(u, correct, w), rtol=0, atol=1e-12)
+
     def test_perfect_and_reversed(self):
         assert M.auroc([3, 2, 1], [0, 1, 1]) == 1.0
         assert M.auroc([1, 2, 3], [0, 1, 1]) == 0.0
