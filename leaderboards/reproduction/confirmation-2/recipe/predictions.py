@@ -115,8 +115,22 @@ def main(argv: list[str]) -> int:
         return 2
     from semuq_eval.leaderboard.schema import read_document  # any leaderboard.json version, as records
 
-    board = read_document(argv[0])
-    diagnosis = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
+    try:
+        board = read_document(argv[0])
+    except (OSError, ValueError, KeyError) as error:
+        print(
+            f"predictions: {error}" if argv[0] in str(error) else f"predictions: {argv[0]}: {error!r}",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        diagnosis = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        print(
+            f"predictions: {error}" if argv[1] in str(error) else f"predictions: {argv[1]}: {error!r}",
+            file=sys.stderr,
+        )
+        return 2
     print("\n".join([*auroc_rows(planned(board)), "", *diagnosis_rows(diagnosis)]))
     return 0
 

@@ -13,7 +13,11 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[4]))  # the repository, for experiments/
+from experiments.reproduce import counted  # noqa: E402  (the report's own filter)
 
 QUESTION_CONDITIONED = (
     "enc_trained",
@@ -28,17 +32,8 @@ AGGREGATORS = ("se", "cae", "kle_heat", "kle_matern", "cos", "numsets", "eigv", 
 
 
 def planned(document: Mapping[str, Any]) -> dict[str, Any]:
-    """The board restricted to the plan's ten aggregators (cells and paired rows)."""
-
-    def ours(estimator: str) -> bool:
-        return estimator.partition("@")[0] in AGGREGATORS
-
-    rows = [r for r in document["comparisons"]["rows"] if ours(r["estimator"])]
-    return {
-        **document,
-        "cells": [c for c in document["cells"] if ours(c["estimator"])],
-        "comparisons": {**document["comparisons"], "rows": rows},
-    }
+    """The board restricted to the plan's ten aggregators (cells and paired rows), as the report counts them."""
+    return counted(document, AGGREGATORS)
 
 
 def auroc_cells(document: Mapping[str, Any]) -> dict[str, dict[tuple, float]]:
@@ -142,7 +137,14 @@ def main(argv: list[str]) -> int:
         return 2
     from semuq_eval.leaderboard.schema import read_document  # any leaderboard.json version, as records
 
-    document = planned(read_document(argv[0]))
+    try:
+        document = planned(read_document(argv[0]))
+    except (OSError, ValueError, KeyError) as error:
+        print(
+            f"predictions: {error}" if argv[0] in str(error) else f"predictions: {argv[0]}: {error!r}",
+            file=sys.stderr,
+        )
+        return 2
     print("\n".join(predictions(document)))
     return 0
 
