@@ -92,7 +92,8 @@ BOARD_HEADER = (
     "Built from the run records in ../records/ (see ../README.md). Tiny CPU LLMs: read the counts and the intervals "
     "before the point estimates."
 )
-"""The text atop the report's board; each report's ``recipe/board.sh`` rebuilds the board with the same text."""
+"""The text atop the report's board; ``leaderboards/reproduction/recipe/report_board.sh``, which each report's
+``recipe/board.sh`` calls, rebuilds the board with the same text and the comparisons of :func:`leaderboard`."""
 
 BASES = ("enc", "cos_ext", "lexical", "cos_int")
 """What the trained operator is compared with: the untrained backbone first."""
