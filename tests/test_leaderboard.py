@@ -815,6 +815,7 @@ COMMITTED_BOARDS = {  # recipe script -> the board it rebuilds from the run reco
         REPRODUCTION / "reference-positives" / "recipe" / "board.sh",
         REPRODUCTION / "reference-positives" / "leaderboard",
     ),
+    "mpnet": (REPRODUCTION / "mpnet" / "recipe" / "board.sh", REPRODUCTION / "mpnet" / "leaderboard"),
     "confirmation-2-exploratory": (
         REPRODUCTION / "confirmation-2" / "recipe" / "exploratory_board.sh",
         REPRODUCTION / "confirmation-2" / "exploratory" / "board",
