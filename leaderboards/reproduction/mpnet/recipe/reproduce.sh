@@ -3,11 +3,12 @@
 # instead of all-MiniLM-L6-v2, beside the paper's recipe on MiniLM, on the first reproduction's data
 # (../../recipe/ablation.sh says how). The trained mpnet operator is compared with the same mpnet weights untrained
 # (`enc_all_mpnet_base_v2`, and `cos_ext_all_mpnet_base_v2` without the question).
-# About 3 h of the 2 cores from nothing (measured on 2026-11-26 with more variants: training mpnet 38 min; rescoring
-# about 30 min per store for the three mpnet operators; diagnosis about 30 min; on 2026-11-27 the training alone took
-# 1,606 s on an AVX-512 machine, nothing else running, 11 epochs, ../timings.json): longer than a session. Each store's
-# run record is written into ../records/ when the store is rescored: commit it, and a rerun on a new machine
-# retrains (the same weights, checked against ../weights.json) and rescores only the stores without a record.
+# About 3.5 h of the 2 cores from nothing, longer than a session (2026-11-27, an AVX-512 machine, the job alone,
+# ../timings.json: training mpnet 1,606 s, 11 epochs; rescoring 1,815-1,930 s per store with the eight operators;
+# the diagnosis, one pass of the seven operators, about 75 min: an mpnet operator takes about 24 min of it). Each
+# store's run record is written into ../records/ when the store is rescored: commit it; a rerun keeps the committed
+# records while the retrained weights equal ../weights.json's (another CPU retrains to other bytes: every store is
+# rescored) and only redoes what is missing.
 # Usage, from anywhere: bash leaderboards/reproduction/mpnet/recipe/reproduce.sh   (WORK= the working folder)
 set -euo pipefail
 exec bash "$(dirname "$0")/../../recipe/ablation.sh" mpnet mpnet "$@"
