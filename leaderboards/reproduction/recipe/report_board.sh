@@ -24,6 +24,13 @@ if [ ! -d "$HERE/records" ]; then
   echo "report_board.sh: $HERE/records: no such folder (the report's committed run records)" >&2
   exit 2
 fi
+for pair in "$@"; do
+  [ "$pair" = -- ] && break
+  case $pair in
+    ?*:?*) ;;
+    *) echo "report_board.sh: '$pair': expected <operator>:<its untrained counterpart>" >&2; exit 2 ;;
+  esac
+done
 MAIN=${1%%:*} BASE=${1#*:}
 shift
 COMPARE=(--compare "$MAIN:$BASE$(for b in enc cos_ext lexical cos_int; do [ "$b" = "$BASE" ] || printf ,%s "$b"; done)")
