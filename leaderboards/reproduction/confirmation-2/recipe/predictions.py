@@ -20,7 +20,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "confirmation" / "recipe"))
 # the first confirmation's arithmetic and the plan's ten aggregators
-from predictions import auroc_cells, paired, planned, significance  # noqa: E402
+from predictions import auroc_cells, paired, planned, significance, unreadable  # noqa: E402
 
 CANDIDATE = "enc_trained_guided_ap_auroc"
 SHIPPED = "enc_trained_guided_ap"
@@ -118,19 +118,11 @@ def main(argv: list[str]) -> int:
     try:
         board = read_document(argv[0])
     except (OSError, ValueError, KeyError) as error:
-        print(
-            f"predictions: {error}" if argv[0] in str(error) else f"predictions: {argv[0]}: {error!r}",
-            file=sys.stderr,
-        )
-        return 2
+        return unreadable(argv[0], error)
     try:
         diagnosis = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
-        print(
-            f"predictions: {error}" if argv[1] in str(error) else f"predictions: {argv[1]}: {error!r}",
-            file=sys.stderr,
-        )
-        return 2
+        return unreadable(argv[1], error)
     print("\n".join([*auroc_rows(planned(board)), "", *diagnosis_rows(diagnosis)]))
     return 0
 

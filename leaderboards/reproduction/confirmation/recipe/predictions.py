@@ -131,6 +131,14 @@ def predictions(document: Mapping[str, Any]) -> list[str]:
     return rows
 
 
+def unreadable(path: str, error: Exception) -> int:
+    """One line on stderr naming the file that did not read (a missing or malformed board or diagnosis); exit 2."""
+    print(
+        f"predictions: {error}" if path in str(error) else f"predictions: {path}: {error!r}", file=sys.stderr
+    )
+    return 2
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print(__doc__, file=sys.stderr)
@@ -140,11 +148,7 @@ def main(argv: list[str]) -> int:
     try:
         document = planned(read_document(argv[0]))
     except (OSError, ValueError, KeyError) as error:
-        print(
-            f"predictions: {error}" if argv[0] in str(error) else f"predictions: {argv[0]}: {error!r}",
-            file=sys.stderr,
-        )
-        return 2
+        return unreadable(argv[0], error)
     print("\n".join(predictions(document)))
     return 0
 
