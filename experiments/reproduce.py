@@ -20,7 +20,8 @@ Every step is one of the project's own commands, run as a library:
 5. ``README.md`` in the report folder: the figures that answer the question, with the correct / incorrect
    counts behind each, built from the files of steps 1-4 (nothing typed by hand).
 
-Each step is skipped when its output exists (``--force`` redoes steps 2-5), so a killed run resumes. The outputs
+Each step is skipped when its output exists (``--force`` redoes steps 2-5), so a killed run resumes; a killed
+diagnosis resumes at the operator it was on (``WORK/diagnosis-checkpoint/<group>/``). The outputs
 that outlive the machine are in the report folder: a committed record stands for its rescored store while the
 variants' weights keep the sha256 in ``REPORT/weights.json`` (else everything after training is redone), and the
 timings are kept in ``REPORT/timings.json``, so a run spread over sessions on new machines retrains the variants
@@ -376,6 +377,7 @@ def diagnose_all(
             operator_options={k: v for k, v in options.items() if k in wanted},
             max_questions=args.max_diagnose_questions,
             compare=compare,
+            checkpoint=Path(args.work) / "diagnosis-checkpoint" / group,
         )
         write_report(result, folder)
         results[group] = result

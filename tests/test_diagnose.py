@@ -335,6 +335,88 @@ def test_paired_comparisons_are_the_difference_of_the_same_pairs(store, tmp_path
         diagnose(store, "lexical", compare=[("lexical", "enc")], progress=False)
 
 
+def _without_run_details(result: dict) -> dict:
+    return {k: v for k, v in result.items() if k not in ("created", "timing")}
+
+
+def test_a_stopped_diagnosis_resumes_from_its_per_operator_checkpoints(
+    store,
+    tmp_path,
+    tiny_st_encoder,  # noqa: F811
+    monkeypatch,
+    caplog,
+):
+    from semuq_eval.diagnose import diagnosis as module
+
+    scored: list[str] = []
+    real = module.score_diagnostics
+
+    def counting(name, *args, **kwargs):
+        scored.append(name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(module, "score_diagnostics", counting)
+    enc = str(tiny_st_encoder)
+    kwargs = {
+        "operator_options": {"enc": {"model": enc}},
+        "bootstrap": Bootstrap(100),
+        "progress": False,
+        "compare": [("enc", "lexical")],
+        "checkpoint": tmp_path / "ck",
+    }
+    first = diagnose(store, "enc,lexical", **kwargs)
+    assert scored == ["enc", "lexical"] and {p.name for p in (tmp_path / "ck").iterdir()} == {
+        "enc.npz",
+        "lexical.npz",
+    }
+    assert "resumed_from_checkpoint" not in first["timing"]
+    plain = diagnose(store, "enc,lexical", **{**kwargs, "checkpoint": None})
+    assert _without_run_details(plain) == _without_run_details(first)  # a checkpoint changes no figure
+    scored.clear()
+    again = diagnose(store, "enc,lexical", **kwargs)
+    assert scored == [] and again["timing"]["resumed_from_checkpoint"] == ["enc", "lexical"]
+    assert _without_run_details(again) == _without_run_details(first)  # localization and comparisons included
+    assert again["timing"]["enc_s"] == first["timing"]["enc_s"]  # the time it took when measured
+    (tmp_path / "ck" / "enc.npz").unlink()  # killed while scoring enc: lexical is kept
+    (tmp_path / "ck" / "lexical.npz").write_bytes(b"not a checkpoint")  # and a broken file
+    scored.clear()
+    with caplog.at_level("WARNING"):
+        resumed = diagnose(store, "enc,lexical", **kwargs)
+    assert scored == ["enc", "lexical"] and "does not read" in caplog.text
+    assert _without_run_details(resumed) == _without_run_details(first)
+    scored.clear()
+    diagnose(store, "enc,lexical", **{**kwargs, "bootstrap": Bootstrap(100, seed=1)})  # other settings
+    assert scored == ["enc", "lexical"]
+    scored.clear()
+    diagnose(store, "lexical", **{**kwargs, "operator_options": None, "compare": [], "max_questions": 2})
+    assert scored == ["lexical"]  # other questions
+    with pytest.raises(ValueError, match="docs_out"):
+        diagnose(store, "lexical", checkpoint=tmp_path / "ck", docs_out={}, progress=False)
+
+
+def test_checkpoints_tell_retrained_weights_apart(store, tmp_path, tiny_st_encoder):  # noqa: F811
+    import shutil
+
+    from semuq_eval import operators
+    from semuq_eval.diagnose.checkpoint import fingerprint
+    from semuq_eval.diagnose.diagnosis import build_pair_sets
+
+    questions = load_questions(store)
+    traps, groups = build_pair_sets(questions)
+    pairs = {f"trap:{k}": v.pairs for k, v in {**traps, **groups}.items()}
+    model = tmp_path / "enc"
+    shutil.copytree(tiny_st_encoder, model)
+
+    def key() -> str:  # a new process: the operator is built anew
+        return fingerprint("enc", operators.get("enc", model=str(model)).info, {}, questions, pairs, {})
+
+    before = key()
+    assert key() == before
+    weights = next(model.glob("*.safetensors"))
+    weights.write_bytes(weights.read_bytes()[:-8] + b"retrain!")  # same path, other weights
+    assert key() != before
+
+
 def test_diagnose_bad_input(store, tmp_path):
     with pytest.raises(ValueError, match="unknown operator"):
         diagnose(store, "nope", progress=False)
@@ -362,6 +444,13 @@ def test_cli_diagnose(store, tmp_path, capsys):
     assert code == 0
     assert {p.name for p in out.iterdir()} == {"diagnosis.json", "diagnosis.md", "diagnosis.png"}
     assert "# Operator diagnosis" in capsys.readouterr().out
+    stopped = tmp_path / "stopped"  # a run killed after its first operator left only its checkpoint folder
+    diagnose(store, "lexical", bootstrap=Bootstrap(100), progress=False, checkpoint=stopped / "checkpoint")
+    argv = ["diagnose", str(store), "--operators", "lexical", "--output", str(stopped), "--bootstrap", "100"]
+    assert cli_main(argv) == 0, capsys.readouterr().err
+    assert {p.name for p in stopped.iterdir()} == {"diagnosis.json", "diagnosis.md", "diagnosis.png"}
+    resumed = json.loads((stopped / "diagnosis.json").read_text())
+    assert resumed["timing"]["resumed_from_checkpoint"] == ["lexical"]
     assert cli_main(["diagnose", str(store), "--operators", "bogus", "--output", str(out)]) == 2
     assert "unknown operator(s) ['bogus']" in capsys.readouterr().err
     old = write_store(tmp_path / "old", sample_labels=False)

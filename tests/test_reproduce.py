@@ -102,6 +102,8 @@ def test_the_reproduction_trains_selects_rescores_and_reports(
     diagnosis = read_json(report / "diagnosis" / "training-llm" / "diagnosis.json")
     assert "enc_trained_answer_pooling vs enc_answer_pooling" in diagnosis["comparisons"]
     assert f"{selected} vs cos_ext" in diagnosis["comparisons"]
+    kept = {p.stem for p in (work / "diagnosis-checkpoint" / "training-llm").iterdir()}
+    assert set(ops) <= kept  # each operator's outcome kept as it came: a killed diagnosis resumes there
     assert "Paired differences, trained minus untrained" in text
     criteria = text.split("## 0. What must show")[1].split("## 1.")[0]
     assert f"| `{selected}` beats the untrained `enc` |" in criteria  # tiny runs: no reliable cell, so "no"

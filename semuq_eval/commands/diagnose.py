@@ -11,6 +11,7 @@ Examples
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,10 @@ from typing import Any
 from semuq_eval.commands.arguments import json_object
 
 __all__ = ["main"]
+
+CHECKPOINT = "checkpoint"
+"""Subfolder of --output keeping each operator's outcome until the report is written: a killed run, started
+again with the same arguments, resumes at the operator it was on."""
 
 
 def _rewriter(route: str, options: dict[str, Any]):
@@ -103,7 +108,7 @@ def main(argv: list[str]) -> int:
         problem = "is a file, not a folder"
     elif (
         output.is_dir()
-        and any(output.iterdir())
+        and any(f.name != CHECKPOINT for f in output.iterdir())
         and not (output / "diagnosis.json").is_file()
         and not args.force
     ):
@@ -141,11 +146,13 @@ def main(argv: list[str]) -> int:
             min_pairs=args.min_pairs,
             progress=not args.no_progress,
             compare=[_pair(c) for c in args.compare],
+            checkpoint=output / CHECKPOINT,
         )
     except (ValueError, FileNotFoundError, KeyError, RuntimeError) as err:
         print(f"semuq-eval diagnose: {err}", file=sys.stderr)
         return 2
     paths = write_report(result, args.output)
+    shutil.rmtree(output / CHECKPOINT, ignore_errors=True)  # the report holds everything it kept
     print(markdown(result))
     print("written: " + ", ".join(str(v) for v in paths.values()))
     return 0

@@ -10,6 +10,7 @@ module                 concept
 ``clustering``         wrong-answer clustering pairs (App. A.1)
 ``scoring``            an operator's similarity of pairs; means with bootstrap CIs
 ``localization``       token localization of the answer span (App. A.4)
+``checkpoint``         each operator's outcome kept as it comes: a stopped diagnosis resumes
 ``diagnosis``          :func:`diagnose`: all of the above for many operators
 ``report``             JSON + Markdown + plot
 ``check``              :func:`check_operator`: tracked figures vs a baseline

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from semuq_eval.diagnose.checkpoint import Outcome, fingerprint, keep, resume
 from semuq_eval.diagnose.clustering import CLUSTER_GROUPS, clustering_pairs
 from semuq_eval.diagnose.localization import localization
 from semuq_eval.diagnose.questions import DiagnosticQuestion, load_questions
@@ -126,6 +127,7 @@ def diagnose(
     progress: bool = True,
     docs_out: dict[str, list[Any]] | None = None,
     compare: Sequence[tuple[str, str]] = (),
+    checkpoint: str | os.PathLike | None = None,
 ) -> dict[str, Any]:
     """Diagnose operators on run stores (module docstring); returns the JSON-safe result.
 
@@ -161,6 +163,10 @@ def diagnose(
     compare : sequence of (str, str)
         Operator pairs ``(a, b)``, both among ``operators``: ``a`` minus ``b`` on every trap, the clustering
         groups and localization, paired (:func:`paired_comparisons`).
+    checkpoint : path-like, optional
+        A folder that keeps each operator's outcome as soon as it is measured; a rerun on the same questions,
+        weights and settings reads it back instead of scoring again, so a killed diagnosis resumes at the
+        operator it was on (:mod:`~semuq_eval.diagnose.checkpoint`). Not combined with ``docs_out``.
 
     Returns
     -------
@@ -188,6 +194,8 @@ def diagnose(
     start = time.perf_counter()
     bootstrap = bootstrap or Bootstrap()
     built = resolve_operators(operators, operator_options)
+    if checkpoint is not None and docs_out is not None:
+        raise ValueError("diagnose: docs_out needs every operator scored now; give no checkpoint with it")
     missing = sorted({n for pair in compare for n in pair} - set(built))
     if missing:
         raise ValueError(
@@ -250,29 +258,48 @@ def diagnose(
     out_unavailable: dict[str, str] = {}
     scored: dict[str, Mapping[str, np.ndarray]] = {}
     located: dict[str, Any] = {}
+    settings = {
+        "token_unit": token_unit,
+        "min_pairs": min_pairs,
+        "bootstrap": [bootstrap.n_resamples, bootstrap.seed, bootstrap.confidence_level],
+    }
+    resumed: list[str] = []
     for name, op in tqdm(built.items(), desc="diagnose operators", disable=not progress):
-        t0 = time.perf_counter()
-        try:
-            sims, unavailable, docs = score_diagnostics(
-                name, (operator_options or {}).get(name), questions, pair_sets
-            )
-        except Exception as err:  # an operator that cannot run is reported once; the others run
-            why = str(err) if isinstance(err, OperatorUnavailable) else f"{type(err).__name__}: {err}"
-            log.warning("diagnose: operator %s is unavailable: %s", name, why)
-            infos[name] = {"operator": name, "unavailable": why}
-            out_unavailable[name] = why
-            out_loc[name] = {"unavailable": why}
-            continue
-        if docs_out is not None:
-            docs_out[name] = docs
-        infos[name] = dict(op.info)
-        scored[name] = sims
+        options = (operator_options or {}).get(name)
+        key = outcome = None
+        if checkpoint is not None:
+            key = fingerprint(name, op.info, options, questions, pair_sets, settings)
+            outcome = resume(checkpoint, name, key)
+            if outcome is not None:
+                log.info("diagnose: %s read back from its checkpoint in %s", name, checkpoint)
+                resumed.append(name)
+        if outcome is None:
+            t0 = time.perf_counter()
+            try:
+                sims, unavailable, docs = score_diagnostics(name, options, questions, pair_sets)
+            except Exception as err:  # an operator that cannot run is reported once; the others run
+                why = str(err) if isinstance(err, OperatorUnavailable) else f"{type(err).__name__}: {err}"
+                log.warning("diagnose: operator %s is unavailable: %s", name, why)
+                infos[name] = {"operator": name, "unavailable": why}
+                out_unavailable[name] = why
+                out_loc[name] = {"unavailable": why}
+                continue
+            if docs_out is not None:
+                docs_out[name] = docs
+            loc = None
+            if "token_weights" in getattr(op, "extras", ()):
+                loc = localization(op, questions, unit=token_unit, bootstrap=bootstrap, min_answers=min_pairs)
+            outcome = Outcome(sims, unavailable, dict(op.info), time.perf_counter() - t0, loc)
+            if key is not None:
+                keep(checkpoint, name, key, outcome)
+        infos[name] = outcome.info
+        scored[name] = sims = outcome.sims
         for trap, ps in traps.items():
             s = sims[f"trap:{trap}"]
             stat = mean_with_ci(s, [p.uid for p in ps.pairs], bootstrap=bootstrap, min_pairs=min_pairs)
             out_traps[trap]["results"][name] = {**stat.as_dict(), "n_unavailable": int(np.isnan(s).sum())}
-            if unavailable and np.isnan(s).any():
-                out_traps[trap]["results"][name]["unavailable"] = unavailable
+            if outcome.unavailable and np.isnan(s).any():
+                out_traps[trap]["results"][name]["unavailable"] = outcome.unavailable
             out_traps[trap].setdefault("examples", {})[name] = _examples(ps, s)
         for group, ps in groups.items():
             s = sims[f"cluster:{group}"]
@@ -286,13 +313,14 @@ def diagnose(
             [p.uid for p in cor.pairs],
             bootstrap=bootstrap,
         )
-        if "token_weights" in getattr(op, "extras", ()):
-            loc = localization(op, questions, unit=token_unit, bootstrap=bootstrap, min_answers=min_pairs)
-            out_loc[name] = loc.as_dict()
-            located[name] = loc
+        if outcome.located is not None:
+            out_loc[name] = outcome.located.as_dict()
+            located[name] = outcome.located
         else:
             out_loc[name] = {"unavailable": f"{name} yields no token weights (only enc does)"}
-        timing[f"{name}_s"] = time.perf_counter() - t0
+        timing[f"{name}_s"] = outcome.seconds
+    if resumed:
+        timing["resumed_from_checkpoint"] = resumed
     timing["total_s"] = time.perf_counter() - start
     if isinstance(stores, (str, os.PathLike)):
         stores = [stores]

@@ -18,7 +18,7 @@ Two token units:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -90,6 +90,22 @@ class Localization:
             "skipped": dict(self.skipped),
             "examples": list(self.examples),
         }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Localization:
+        """The inverse of :meth:`as_dict` with the per-answer ``hits`` and ``uids`` added to it."""
+        return cls(
+            str(d["unit"]),
+            MeanCI.from_dict(d["hit_rate"]),
+            MeanCI.from_dict(d["chance_rate"]),
+            int(d["n_hits"]),
+            int(d["n_answers"]),
+            int(d["n_eligible"]),
+            {str(k): int(v) for k, v in d["skipped"].items()},
+            list(d["examples"]),
+            [float(h) for h in d["hits"]],
+            [str(u) for u in d["uids"]],
+        )
 
 
 def localization(

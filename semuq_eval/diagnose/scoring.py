@@ -59,6 +59,20 @@ class MeanCI:
             k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in asdict(self).items()
         }
 
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> MeanCI:
+        """The inverse of :meth:`as_dict` (None back to NaN)."""
+        nan = float("nan")
+        return cls(
+            float(nan if d["mean"] is None else d["mean"]),
+            float(nan if d["ci_low"] is None else d["ci_low"]),
+            float(nan if d["ci_high"] is None else d["ci_high"]),
+            int(d["n_pairs"]),
+            int(d["n_questions"]),
+            bool(d["small_sample"]),
+            d.get("note"),
+        )
+
 
 def mean_with_ci(
     values: Sequence[float],
