@@ -394,6 +394,32 @@ def test_a_stopped_diagnosis_resumes_from_its_per_operator_checkpoints(
         diagnose(store, "lexical", checkpoint=tmp_path / "ck", docs_out={}, progress=False)
 
 
+def test_diagnose_computes_no_token_extra_it_does_not_read(store, tiny_st_encoder, monkeypatch):  # noqa: F811
+    from semuq_eval.operators import encoder
+
+    calls: list[str] = []
+    for cls, extra in (
+        (encoder._SentenceEncoderOperator, "token_similarity"),
+        (encoder.EncoderOperator, "token_weights"),
+    ):
+        real = getattr(cls, extra)
+
+        def counted(self, *args, _real=real, _extra=extra, **kwargs):
+            calls.append(_extra)
+            return _real(self, *args, **kwargs)
+
+        monkeypatch.setattr(cls, extra, counted)
+    options = {"enc": {"model": str(tiny_st_encoder)}}
+    diagnose(store, "enc", operator_options=options, bootstrap=Bootstrap(50), progress=False)
+    assert calls == ["token_weights"]  # localization's own call; no pair reads a token extra
+    calls.clear()
+    docs: dict = {}  # docs handed out feed any estimator (check-operator): they carry every token extra
+    diagnose(store, "enc", operator_options=options, bootstrap=Bootstrap(50), progress=False, docs_out=docs)
+    assert sorted(calls) == ["token_similarity", "token_weights", "token_weights"]
+    with_offsets = [d for d in docs["enc"] if d.greedy.token_offsets is not None]
+    assert with_offsets and all("token_similarity" in d.extras["enc"] for d in with_offsets)
+
+
 def test_checkpoints_tell_retrained_weights_apart(store, tmp_path, tiny_st_encoder):  # noqa: F811
     import shutil
 

@@ -32,6 +32,7 @@ from semuq_eval.diagnose.scoring import (
     score_diagnostics,
 )
 from semuq_eval.diagnose.traps import TRAPS, PairSet, build_traps
+from semuq_eval.harness.operator_runs import TOKEN_EXTRAS
 from semuq_eval.judges import Judge
 from semuq_eval.metrics import Bootstrap
 
@@ -276,7 +277,13 @@ def diagnose(
         if outcome is None:
             t0 = time.perf_counter()
             try:
-                sims, unavailable, docs = score_diagnostics(name, options, questions, pair_sets)
+                sims, unavailable, docs = score_diagnostics(
+                    name,
+                    options,
+                    questions,
+                    pair_sets,
+                    token_extras=TOKEN_EXTRAS if docs_out is not None else (),
+                )
             except Exception as err:  # an operator that cannot run is reported once; the others run
                 why = str(err) if isinstance(err, OperatorUnavailable) else f"{type(err).__name__}: {err}"
                 log.warning("diagnose: operator %s is unavailable: %s", name, why)

@@ -13,7 +13,7 @@ question are resampled together), on :class:`~semuq_eval.metrics.Bootstrap`'s sh
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -252,13 +252,16 @@ def score_diagnostics(
     pair_sets: Mapping[str, Sequence[Pair]],
     *,
     docs: list[Any] | None = None,
+    token_extras: Collection[str] = (),
 ) -> tuple[dict[str, np.ndarray], dict[str, int], list[Any]]:
     """Every pair's similarity under operator ``name``, with each question's sample matrix computed ONCE.
 
     The sampled answers of every question go through the pipeline's operator pass
     (:func:`~semuq_eval.harness.operator_runs.compute_operators`, as in a run: batched, deduplicated, hidden
     states for ``cos_int``); pairs of two samples read that matrix. The other pairs (a greedy answer, a
-    rewrite, a reference string) go through one more batched call (:func:`score_pairs`).
+    rewrite, a reference string) go through one more batched call (:func:`score_pairs`). ``token_extras``:
+    the token extras the returned docs should carry for estimators that read them (none by default: no pair
+    reads one, and ``token_similarity`` costs one encoder pass per token of every greedy answer).
 
     Returns
     -------
@@ -273,7 +276,7 @@ def score_diagnostics(
     from semuq_eval.harness.operator_runs import compute_operators, get_operator
 
     docs = question_docs(questions) if docs is None else docs
-    runs = compute_operators(docs, [name], {name: dict(options or {})})
+    runs = compute_operators(docs, [name], {name: dict(options or {})}, token_extras=token_extras)
     run = runs[name]
     if run.status == "unavailable" and any(q.samples for q in questions):
         reasons = "; ".join(run.reasons) or "unknown reason"
