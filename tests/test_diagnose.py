@@ -17,6 +17,7 @@ import pytest
 from semuq_eval.commands import main as cli_main
 from semuq_eval.diagnose.check import (
     check_operator,
+    compute_figures,
     frozen_store_path,
     operator_from_spec,
     store_fingerprint,
@@ -418,6 +419,12 @@ def test_diagnose_computes_no_token_extra_it_does_not_read(store, tiny_st_encode
     assert sorted(calls) == ["token_similarity", "token_weights", "token_weights"]
     with_offsets = [d for d in docs["enc"] if d.greedy.token_offsets is not None]
     assert with_offsets and all("token_similarity" in d.extras["enc"] for d in with_offsets)
+    calls.clear()  # check-operator: only the extras its tracked estimators read
+    compute_figures("enc", options["enc"], store, n_resamples=20, progress=False)  # kle_heat, cos, cae: none
+    assert calls == ["token_weights"]
+    calls.clear()
+    compute_figures("enc", options["enc"], store, estimators=["te_enc@enc"], n_resamples=20, progress=False)
+    assert calls == ["token_weights", "token_weights"]
 
 
 def test_checkpoints_tell_retrained_weights_apart(store, tmp_path, tiny_st_encoder):  # noqa: F811

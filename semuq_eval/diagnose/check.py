@@ -157,7 +157,9 @@ def compute_figures(
 ) -> dict[str, dict[str, Any]]:
     """The tracked figures (module docstring) of operator ``name`` on ``store``: ``{figure: {"value",
     "better", "ci_low", "ci_high", "n"}}``."""
+    from semuq_eval import aggregators
     from semuq_eval.harness.estimators import score_doc
+    from semuq_eval.harness.operator_runs import TOKEN_EXTRAS
     from semuq_eval.harness.pipeline import estimators_for
     from semuq_eval.harness.settings import Settings
     from semuq_eval.judges import majority_label
@@ -165,6 +167,13 @@ def compute_figures(
 
     bootstrap = Bootstrap(n_resamples, seed=0)
     questions = load_questions(store, max_questions=max_questions)
+    n_samples = max((len(q.samples) for q in questions), default=0)
+    names = _estimators(name, n_samples, estimators) if n_samples else []
+    settings = Settings(n_samples=n_samples, operators=(name,)) if names else None
+    chosen = [e for e in estimators_for(settings) if e.name in names] if names else []
+    read = {
+        x for e in chosen for x in aggregators.get(e.aggregator).inputs
+    }  # token extras the docs must carry
     docs_out: dict[str, list[Any]] = {}
     result = diagnose(
         questions=questions,
@@ -173,6 +182,7 @@ def compute_figures(
         bootstrap=bootstrap,
         progress=progress,
         docs_out=docs_out,
+        docs_extras=[x for x in TOKEN_EXTRAS if x in read],
     )
     if name in result["unavailable"]:
         raise RuntimeError(result["unavailable"][name])
@@ -199,11 +209,7 @@ def compute_figures(
     if "hit_rate" in loc:
         h = loc["hit_rate"]
         put("localization.hit_rate", h["mean"], (h["ci_low"], h["ci_high"]), loc["n_answers"])
-    n_samples = max(len(q.samples) for q in questions)
-    names = _estimators(name, n_samples, estimators)
     if names:
-        settings = Settings(n_samples=n_samples, operators=(name,))
-        chosen = [e for e in estimators_for(settings) if e.name in names]
         rows = [
             score_doc(
                 d, chosen, run_options={"tau": settings.tau}, aggregator_options=settings.aggregator_options

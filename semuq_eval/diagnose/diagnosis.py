@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
@@ -129,6 +129,7 @@ def diagnose(
     docs_out: dict[str, list[Any]] | None = None,
     compare: Sequence[tuple[str, str]] = (),
     checkpoint: str | os.PathLike | None = None,
+    docs_extras: Collection[str] = TOKEN_EXTRAS,
 ) -> dict[str, Any]:
     """Diagnose operators on run stores (module docstring); returns the JSON-safe result.
 
@@ -161,6 +162,9 @@ def diagnose(
     docs_out : dict, optional
         Filled with ``{operator: docs}``: the pipeline docs holding each operator's sample matrices (what
         ``check-operator`` scores estimators on without a second pass).
+    docs_extras : collection of str
+        The token extras those docs carry (default every one: they may feed any estimator); the diagnosis
+        itself reads none, so without ``docs_out`` none is computed.
     compare : sequence of (str, str)
         Operator pairs ``(a, b)``, both among ``operators``: ``a`` minus ``b`` on every trap, the clustering
         groups and localization, paired (:func:`paired_comparisons`).
@@ -282,7 +286,7 @@ def diagnose(
                     options,
                     questions,
                     pair_sets,
-                    token_extras=TOKEN_EXTRAS if docs_out is not None else (),
+                    token_extras=docs_extras if docs_out is not None else (),
                 )
             except Exception as err:  # an operator that cannot run is reported once; the others run
                 why = str(err) if isinstance(err, OperatorUnavailable) else f"{type(err).__name__}: {err}"
