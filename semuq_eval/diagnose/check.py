@@ -169,11 +169,12 @@ def compute_figures(
     questions = load_questions(store, max_questions=max_questions)
     n_samples = max((len(q.samples) for q in questions), default=0)
     names = _estimators(name, n_samples, estimators) if n_samples else []
-    settings = Settings(n_samples=n_samples, operators=(name,)) if names else None
-    chosen = [e for e in estimators_for(settings) if e.name in names] if names else []
-    read = {
-        x for e in chosen for x in aggregators.get(e.aggregator).inputs
-    }  # token extras the docs must carry
+    chosen = []
+    if names:
+        settings = Settings(n_samples=n_samples, operators=(name,))
+        chosen = [e for e in estimators_for(settings) if e.name in names]
+    # the token extras the docs must carry: only those the tracked estimators read
+    read = {x for e in chosen for x in aggregators.get(e.aggregator).inputs}
     docs_out: dict[str, list[Any]] = {}
     result = diagnose(
         questions=questions,

@@ -127,9 +127,9 @@ def diagnose(
     min_pairs: int = 30,
     progress: bool = True,
     docs_out: dict[str, list[Any]] | None = None,
+    docs_extras: Collection[str] = TOKEN_EXTRAS,
     compare: Sequence[tuple[str, str]] = (),
     checkpoint: str | os.PathLike | None = None,
-    docs_extras: Collection[str] = TOKEN_EXTRAS,
 ) -> dict[str, Any]:
     """Diagnose operators on run stores (module docstring); returns the JSON-safe result.
 
