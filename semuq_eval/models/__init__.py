@@ -7,6 +7,8 @@
 - `semuq-api` -> `semuq_eval.models.api:SemuqAPILM`: any OpenAI-compatible server (vLLM, SGLang, TGI, llama.cpp,
   OpenAI): the N samples of a question in one request, token log-probabilities and token entropies estimated
   from the top-k the server returns (no torch).
+- `semuq-llamacpp` -> `semuq_eval.models.llamacpp:SemuqLlamaCppLM`: a GGUF served by llama.cpp (the prebuilt
+  ``xllamacpp`` wheel) inside the process, read through `semuq-api`; the N samples decode as one batch.
 
 Any other lm-eval model returns plain strings; `as_generation` turns them into text-only Generations.
 """
@@ -21,6 +23,7 @@ MODELS = {
     "semuq-hf": "semuq_eval.models.hf:SemuqHFLM",
     "semuq-hf-multimodal": "semuq_eval.models.hf_multimodal:SemuqHFMultimodalLM",
     "semuq-api": "semuq_eval.models.api:SemuqAPILM",
+    "semuq-llamacpp": "semuq_eval.models.llamacpp:SemuqLlamaCppLM",
 }
 
 
