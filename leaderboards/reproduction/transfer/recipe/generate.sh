@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The transfer test's generation (../PLAN.md): Qwen2.5-Coder-1.5B-Instruct through llama.cpp (`semuq-llamacpp`) on
+# questions 800-1199 of WebQuestions, TriviaQA (DPR test) and NQ-Open test, N = 10 + greedy, 32 tokens, the chat
+# endpoint, scored at generation time with `lexical` only (the plan's operators are applied by rescoring).
+# Each finished store is packed, without its journal, into ../runs/<llm>-<set>-800-1200.tar.xz (text only: the
+# server gives no hidden states), which is committed. A run whose archive exists is skipped; a killed run resumes
+# from its generation journal in RUNS (answers already given are not asked again).
+# Usage, from anywhere: bash leaderboards/reproduction/transfer/recipe/generate.sh   (LLM=, SETS=, RUNS= to change)
+set -euo pipefail
+cd "$(dirname "$0")/../../../.."
+LLM=${LLM:-qwen2.5-coder-1.5b-instruct}
+SETS=${SETS:-"semuq_webquestions semuq_triviaqa_dpr semuq_nqopen"}
+RUNS=${RUNS:-${TMPDIR:-/tmp}/semuq-transfer-runs}
+ARCHIVE=leaderboards/reproduction/transfer/runs
+read -ra SEMUQ <<< "${SEMUQ:-.venv/bin/semuq-eval}"
+mkdir -p "$ARCHIVE" "$RUNS"
+for task in $SETS; do
+    name=$LLM-${task#semuq_}-800-1200
+    archive=$ARCHIVE/$name.tar.xz
+    if [ -f "$archive" ]; then echo "kept $archive"; continue; fi
+    store=$RUNS/$name/semuq/$task/$LLM
+    start=$SECONDS
+    if [ ! -f "$store/breakdown.json" ]; then
+        echo "generate $name"
+        "${SEMUQ[@]}" run --model semuq-llamacpp --model_args "gguf=$LLM,endpoint=chat,slots=11,threads=2" \
+            --apply_chat_template --tasks "$task" --gen_kwargs max_gen_toks=32 \
+            --metadata "{\"n_samples\": 10, \"limit\": 400, \"offset\": 800, \"operators\": [\"lexical\"], \"run_id\": \"$LLM\"}" \
+            --output_path "$RUNS/$name" > "$RUNS/$name.log" 2>&1
+    fi
+    tar -C "$RUNS/$name/semuq" -cJf "$archive.tmp" "$task/$LLM"
+    mv "$archive.tmp" "$archive"
+    echo "wrote $archive ($(du -h "$archive" | cut -f1)) in $((SECONDS - start)) s"
+done
