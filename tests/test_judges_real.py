@@ -3,9 +3,9 @@ OpenAI-compatible server on loopback (`openai`), and the semuq task run black-bo
 `local-completions` / `local-chat-completions` against that server.
 
 SmolLM2-135M judges near chance (it leans "no" on every answer), so these tests check the mechanics and the
-robustness to answers that address the judge, not judging quality. The server is llama-cpp-python's
-(`python -m llama_cpp.server`, tests/fixtures/llama_server.py), serving the GGUF that `semuq-eval assets` keeps
-in the SmolLM2 folder; `.ci/setup` builds and caches its wheel.
+robustness to answers that address the judge, not judging quality. The server is llama.cpp's own (xllamacpp,
+`python -m semuq_eval.models.llamacpp`, tests/fixtures/llama_server.py), serving the GGUF that `semuq-eval assets`
+keeps in the SmolLM2 folder; `.ci/setup` installs its prebuilt wheel.
 """
 
 from __future__ import annotations
@@ -71,8 +71,16 @@ def test_openai_judge_on_llama_cpp_reads_logprobs_and_caches(llama_server, endpo
     refs = [["Paris"]] * 3 + [["William Shakespeare", "Shakespeare"]]
     first = judge()
     verdicts = first.batch(qs, answers, refs)
-    assert all(v.label is not None and v.p_correct is not None for v in verdicts), verdicts
-    assert all(v.label == (v.p_correct > 0.5) for v in verdicts)
+    if endpoint == "chat":
+        assert all(v.label is not None and v.p_correct is not None for v in verdicts), verdicts
+        assert all(v.label == (v.p_correct > 0.5) for v in verdicts)
+    else:
+        # on the raw prompt SmolLM2 (135M) starts a new paragraph ("\n\nQuestion:"), so neither yes nor no is
+        # among the top 10 of the first non-blank token: an unknown verdict that keeps the reply and says why
+        # (test_models_api_real reads this endpoint's log-probabilities end to end)
+        assert all(v.label is not None or (v.error == "unreadable reply" and v.reply) for v in verdicts), (
+            verdicts
+        )
     assert verdicts[0] == verdicts[2] and first.stats["distinct"] == 3  # identical answers judged once
     again = judge()
     assert again.batch(qs, answers, refs) == verdicts and again.stats["cache_hits"] == 3

@@ -106,9 +106,11 @@ def test_semuq_api_on_llama_cpp_end_to_end_and_resume_after_the_server_is_killed
     assert any("hidden states" in r for r in b["unavailable"]["cos@cos_int"]["reasons"])
     generator = b["generator"]
     caps = generator["capabilities"]
-    assert caps["logprobs"] is True and caps["top_logprobs"] == TOP and caps["echo"] is True
-    assert caps["n"] is False  # llama.cpp's server ignores n: one request per sample, and the run says so
-    assert any(f.startswith("n: asked for 2 choices, got 1") for f in generator["fallbacks"])
+    assert caps["logprobs"] is True and caps["top_logprobs"] == TOP
+    # llama.cpp's native server: the N samples in one request (n), no echo of the prompt; the probe found both
+    assert caps["n"] is True and caps["echo"] is False
+    assert not any(f.startswith("n:") for f in generator["fallbacks"])
+    assert generator["model"] == "semuq-api"  # the server was started apart (semuq-llamacpp names itself)
 
     assert manifest["generator"]["base_url"].startswith("http://127.0.0.1:")
     for rec in records:
@@ -147,3 +149,57 @@ def test_semuq_api_chat_endpoint_on_llama_cpp(llama_server, tmp_path):  # noqa: 
     assert b["generator"]["capabilities"]["echo"] is None and b["generator"]["endpoint"] == "chat"
     assert {"msp", "perplexity", "te", "se@lexical"} <= set(b["results"]["greedy"])
     assert b["approximate"]["te"]["n_docs"] == b["results"]["greedy"]["te"]["auroc"]["n"] >= 2
+
+
+def test_semuq_llamacpp_serves_a_gguf_in_process_with_the_samples_in_one_batch(real_asset, tmp_path):
+    """`semuq-llamacpp`: llama.cpp started inside the run from the asset's GGUF, read as `semuq-api` reads a
+    server; the N samples go in one request (``n``), the GGUF's identity is in the record, a second run asks for
+    nothing its journal holds."""
+    from semuq_eval.models.llamacpp import SemuqLlamaCppLM
+
+    gguf = smollm2_gguf(real_asset)
+
+    def run(journal_lines_before: int) -> dict:
+        lm = SemuqLlamaCppLM(
+            gguf=str(gguf), threads=1, slots=N + 1, top_logprobs=TOP, journal=str(tmp_path / "journal")
+        )
+        try:
+            _evaluate(lm, tmp_path)
+        finally:
+            lm.server.stop()
+        journal = tmp_path / "journal" / "rank0.jsonl"
+        assert len(journal.read_text().splitlines()) == PROMPTS >= journal_lines_before
+        return breakdown_of(tmp_path)
+
+    b = run(0)
+    generator = b["generator"]
+    assert generator["model"] == "semuq-llamacpp" and generator["capabilities"]["n"] is True
+    facts = generator["llama_cpp"]
+    assert (
+        facts["gguf"]["file"] == gguf.name
+        and len(facts["gguf"]["sha256"]) == 64
+        and facts["slots"] == N + 1
+        and facts["threads"] == 1
+    )
+    assert {"se@lexical", "msp", "te"} <= set(b["results"]["greedy"])
+    assert any("hidden states" in r for r in b["unavailable"]["cos@cos_int"]["reasons"])
+    again = run(PROMPTS)
+    assert (
+        again["results"]["greedy"]["msp"] == b["results"]["greedy"]["msp"]
+    )  # the same answers, from the journal
+
+
+def test_semuq_llamacpp_refuses_what_it_cannot_serve(tmp_path):
+    from semuq_eval.models.llamacpp import SemuqLlamaCppLM
+
+    with pytest.raises(ValueError, match="needs gguf="):
+        SemuqLlamaCppLM()
+    with pytest.raises(ValueError, match=r"\['base_url'\] name the server it starts itself"):
+        SemuqLlamaCppLM(gguf="x.gguf", base_url="http://127.0.0.1:1/v1")
+    with pytest.raises(
+        FileNotFoundError, match="neither a .gguf file, a folder holding one, nor an asset name"
+    ):
+        SemuqLlamaCppLM(gguf=str(tmp_path / "missing.gguf"))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match="holds no .gguf file"):
+        SemuqLlamaCppLM(gguf=str(tmp_path / "empty"))

@@ -16,7 +16,7 @@ Example
 -------
 ::
 
-    python -m llama_cpp.server --model model.gguf --host 127.0.0.1 --port 8080 &
+    python -m semuq_eval.models.llamacpp model.gguf --port 8080 &
     semuq-eval judge STORE --judge openai \\
         --judge_args base_url=http://127.0.0.1:8080/v1,model=local,endpoint=completions --name llamacpp
 """
