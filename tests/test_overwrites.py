@@ -141,3 +141,74 @@ def test_diagnose_refuses_a_folder_of_other_files_before_any_work(store, tmp_pat
     assert cli_main([*argv, "--force"]) == 0 and (out / "diagnosis.json").is_file()
     assert cli_main(argv) == 0  # its own earlier diagnosis: rebuilt in place
     assert (out / "notes.md").read_text() == "mine"
+
+
+def _digest(folder: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+    }
+
+
+@pytest.mark.parametrize("where", ["parent", "grandparent", "inside"])
+def test_rescore_never_replaces_a_folder_around_or_inside_its_source_even_with_force(
+    store, tmp_path, capsys, where
+):
+    root = tmp_path / "runs"
+    shutil.copytree(store.parents[2], root)  # <output>/semuq/<task>/<run>: the whole output folder
+    source = root / store.relative_to(store.parents[2])
+    target = {"parent": source.parent, "grandparent": source.parents[1], "inside": source / "sub"}[where]
+    before = _digest(root)
+    capsys.readouterr()
+    argv = ["rescore", str(source), "--store_output", str(target), "--bootstrap", "20", "--force"]
+    assert cli_main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "the input" in err and "apart from it" in err
+    assert _digest(root) == before  # nothing deleted, nothing written
+
+
+def test_force_replaces_a_run_store_but_never_a_folder_of_other_files(store, tmp_path, capsys):
+    target = tmp_path / "mine"
+    target.mkdir()
+    (target / "notes.md").write_text("mine")
+    capsys.readouterr()
+    argv = ["rescore", str(store), "--store_output", str(target), "--bootstrap", "20", "--force"]
+    assert cli_main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not a run store" in err and (target / "notes.md").read_text() == "mine"
+
+
+def test_rescore_output_replaces_a_breakdown_but_not_a_users_file_without_force(store, tmp_path, capsys):
+    notes = tmp_path / "notes.json"
+    notes.write_text('{"mine": true}')
+    argv = ["rescore", str(store), "--output", str(notes), "--bootstrap", "20"]
+    capsys.readouterr()
+    assert cli_main(argv) == 2
+    err = capsys.readouterr().err
+    assert (
+        err.count("\n") == 1
+        and "not a semuq-breakdown/1 file" in err
+        and notes.read_text() == '{"mine": true}'
+    )
+    assert cli_main([*argv, "--force"]) == 0 and "mine" not in notes.read_text()
+    assert cli_main(argv) == 0  # now it is a breakdown the tool wrote: replaced without --force
+
+
+def test_judge_never_writes_through_a_labels_symlink_out_of_the_store(store, tmp_path, capsys):
+    copy = tmp_path / "store"
+    shutil.copytree(store, copy)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (copy / "labels").symlink_to(outside, target_is_directory=True)
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_:
+        cli_main(["judge", str(copy), "--judge", "string", "--name", "mine"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.count("\n") == 1 and "leads outside" in err
+    assert list(outside.iterdir()) == []
+
+
+@pytest.mark.parametrize("name", ["mine\n", "mine\nother", "-mine", "a/b"])
+def test_a_label_set_name_must_match_whole(store, tmp_path, name):
+    with pytest.raises(ValueError, match="label set name"):
+        write_label_set(tmp_path, name, [], {})
+    assert not (tmp_path / "labels").exists() or list((tmp_path / "labels").iterdir()) == []

@@ -53,7 +53,9 @@ def main(argv: list[str]) -> int:
         "--store_output", help="write a complete run store there (answers copied, new scores and breakdown)"
     )
     parser.add_argument(
-        "--force", action="store_true", help="replace a --store_output folder that is not empty"
+        "--force",
+        action="store_true",
+        help="replace a run store at --store_output, or an --output file that is not a breakdown",
     )
     parser.add_argument("--json", action="store_true", help="print the breakdown JSON instead of the table")
     args = parser.parse_args(argv)

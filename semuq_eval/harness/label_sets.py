@@ -37,6 +37,7 @@ from typing import Any
 
 from semuq_eval.jsonio import read_json, read_jsonl, write_json, write_jsonl
 from semuq_eval.judges import Judge, label_answers, majority_label
+from semuq_eval.writes import within
 
 __all__ = [
     "LABEL_SET_FORMAT",
@@ -121,7 +122,7 @@ def _clean(record: Mapping[str, Any]) -> dict[str, Any]:
 
 def check_name(name: str) -> str:
     """``name`` if it is a valid label set name (letters, digits, ``_ . -``; not ``run``), else ValueError."""
-    if not isinstance(name, str) or not _NAME.match(name):
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise ValueError(f"label set name {name!r}: use 1-64 letters, digits, '_', '.' or '-'")
     if name == RUN_LABELS:
         raise ValueError(
@@ -145,8 +146,10 @@ def write_label_set(
 ) -> Path:
     """Write label set ``name`` into the store (replacing one of that name); returns the records' path."""
     check_name(name)
-    labels_dir = Path(store) / "labels"
+    labels_dir = within(store, Path(store) / "labels")
     labels_dir.mkdir(parents=True, exist_ok=True)
+    for written in (labels_dir / f"{name}.jsonl", labels_dir / f"{name}.json"):
+        within(labels_dir, written)
     rows = sorted((_clean(r) for r in records), key=lambda r: r["doc_id"])
     counts = {
         "n_docs": len(rows),
@@ -175,7 +178,7 @@ def read_label_set(store: str | os.PathLike, name: str = RUN_LABELS) -> LabelSet
         When the store has no such label set (the message lists the ones it has).
     """
     root = Path(store)
-    if not isinstance(name, str) or not (name == RUN_LABELS or _NAME.match(name)):
+    if not isinstance(name, str) or not (name == RUN_LABELS or _NAME.fullmatch(name)):
         raise ValueError(
             f"label set name {name!r}: a name of 1-64 letters, digits, '_', '.' or '-' (no path)"
         )

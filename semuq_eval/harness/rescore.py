@@ -32,10 +32,12 @@ from typing import Any
 from semuq_eval.harness.doc import Doc
 from semuq_eval.harness.label_sets import RUN_LABELS, read_label_set, slice_samples
 from semuq_eval.harness.pipeline import process_docs
+from semuq_eval.harness.report import FORMAT as BREAKDOWN_FORMAT
 from semuq_eval.harness.run import finish_run
 from semuq_eval.harness.settings import Settings
-from semuq_eval.harness.store import RunStore, load_store
+from semuq_eval.harness.store import STORE_FORMAT, RunStore, load_store
 from semuq_eval.jsonio import write_json
+from semuq_eval.writes import check_apart, check_file_target, check_folder_target, json_format
 
 __all__ = ["docs_from_records", "rescore"]
 
@@ -97,23 +99,25 @@ def rescore(
         by ``semuq-eval judge``). With ``n_samples``, the majority label is recomputed from the first
         ``n_samples`` stored per-sample labels.
     output : path-like, optional
-        Write the breakdown there as JSON (a directory gets ``breakdown.rescore.json``).
+        Write the breakdown there as JSON (a directory gets ``breakdown.rescore.json``); an existing file that is
+        not a breakdown is replaced only with ``force``.
     store_output : path-like, optional
         Write a complete run store there: the stored answers and hidden vectors, the new settings,
         ``scores.jsonl`` and ``breakdown.json``; the labels scored become its run labels. It must not be the
-        source store, and a folder that is not empty is refused unless ``force`` (then it is emptied first:
-        nothing of an older store, such as its label sets, survives into the new one).
+        source store, a folder holding it or one inside it; a folder that is not empty is refused unless
+        ``force``, and even then unless it is a run store (then it is emptied first: nothing of an older store,
+        such as its label sets, survives into the new one).
     force : bool
-        Replace a non-empty ``store_output``.
+        Replace a non-empty run store at ``store_output`` and an ``output`` file that is not a breakdown.
     """
+    output_path = None if output is None else _breakdown_path(output)
+    if output_path is not None:
+        check_file_target(output_path, ours=BREAKDOWN_FORMAT, force=force, flag="output")
     if store_output is not None:
-        target = Path(store_output)
-        if target.resolve() == Path(store_path).resolve():
-            raise ValueError(f"store_output {store_output} is the source store: give another folder")
-        if target.exists() and (not target.is_dir() or any(target.iterdir())) and not force:
-            raise FileExistsError(
-                f"store_output {store_output} exists and is not empty; give another folder or --force"
-            )
+        check_apart(store_output, store_path, "store_output")
+        check_folder_target(
+            store_output, ours=_is_run_store, what="a run store", force=force, flag="store_output"
+        )
     manifest, records = load_store(store_path)
     if not records:
         raise ValueError(
@@ -177,12 +181,20 @@ def rescore(
             **({"generator": manifest["generator"]} if manifest.get("generator") else {}),
         },
     )
-    if output is not None:
-        path = Path(output)
-        if path.is_dir() or not path.suffix:
-            path = path / "breakdown.rescore.json"
-        write_json(path, breakdown)
+    if output_path is not None:
+        write_json(output_path, breakdown)
     return breakdown
+
+
+def _breakdown_path(output: str | os.PathLike) -> Path:
+    """Where ``output`` puts the breakdown: the file itself, or ``breakdown.rescore.json`` in a folder."""
+    path = Path(output)
+    return path / "breakdown.rescore.json" if path.is_dir() or not path.suffix else path
+
+
+def _is_run_store(folder: Path) -> bool:
+    """Whether ``folder`` is a run store this tool wrote (its manifest says so)."""
+    return json_format(folder / "manifest.json") == STORE_FORMAT
 
 
 def _new_store(manifest: Mapping[str, Any], source, target: Path, settings: Settings) -> RunStore:

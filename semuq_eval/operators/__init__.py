@@ -126,7 +126,7 @@ def resolve(name: str, options: Mapping[str, Any] | None = None) -> tuple[str, d
         )
     if name in known and name != base:
         raise ValueError(f"operator variant {name!r} shadows the registered operator of that name")
-    if not _VARIANT_NAME.match(name):
+    if not _VARIANT_NAME.fullmatch(name):
         raise ValueError(
             f"operator variant name {name!r}: use letters, digits and underscores, starting with a letter"
         )
