@@ -5,6 +5,8 @@
 # Each finished store is packed, without its journal, into ../runs/<llm>-<set>-800-1200.tar.xz (text only: the
 # server gives no hidden states), which is committed. A run whose archive exists is skipped; a killed run resumes
 # from its generation journal in RUNS (answers already given are not asked again).
+# Between sessions on different machines: `generate.sh --save-journals` keeps each unfinished run's journal as
+# ../runs/<name>.journal.jsonl.gz (commit it); a later run on a fresh machine starts from it.
 # Usage, from anywhere: bash leaderboards/reproduction/transfer/recipe/generate.sh   (LLM=, SETS=, RUNS= to change)
 set -euo pipefail
 cd "$(dirname "$0")/../../../.."
@@ -17,10 +19,24 @@ mkdir -p "$ARCHIVE" "$RUNS"
 for task in $SETS; do
     name=$LLM-${task#semuq_}-800-1200
     archive=$ARCHIVE/$name.tar.xz
-    if [ -f "$archive" ]; then echo "kept $archive"; continue; fi
+    kept=$ARCHIVE/$name.journal.jsonl.gz
+    journal=$RUNS/$name/semuq/_journal/$LLM/rank0.jsonl
     store=$RUNS/$name/semuq/$task/$LLM
+    if [ "${1:-}" = "--save-journals" ]; then
+        if [ ! -f "$archive" ] && [ -s "$journal" ]; then
+            gzip -9nc "$journal" > "$kept.tmp" && mv "$kept.tmp" "$kept"
+            echo "kept $(wc -l < "$journal") journaled prompts of $name in $kept"
+        fi
+        continue
+    fi
+    if [ -f "$archive" ]; then echo "kept $archive"; continue; fi
     start=$SECONDS
     if [ ! -f "$store/breakdown.json" ]; then
+        if [ ! -f "$journal" ] && [ -f "$kept" ]; then
+            mkdir -p "$(dirname "$journal")"
+            gunzip -c "$kept" > "$journal"
+            echo "resume $name from $kept ($(wc -l < "$journal") prompts)"
+        fi
         echo "generate $name"
         "${SEMUQ[@]}" run --model semuq-llamacpp --model_args "gguf=$LLM,endpoint=chat,slots=11,threads=2" \
             --apply_chat_template --tasks "$task" --gen_kwargs max_gen_toks=32 \
@@ -29,5 +45,6 @@ for task in $SETS; do
     fi
     tar -C "$RUNS/$name/semuq" -cJf "$archive.tmp" "$task/$LLM"
     mv "$archive.tmp" "$archive"
+    rm -f "$kept"
     echo "wrote $archive ($(du -h "$archive" | cut -f1)) in $((SECONDS - start)) s"
 done
