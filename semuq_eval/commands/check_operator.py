@@ -10,18 +10,17 @@ Examples
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
-from semuq_eval.commands.arguments import json_object
+from semuq_eval.commands.arguments import CommandParser, json_object, number, whole
 
 __all__ = ["main"]
 
 
 def main(argv: list[str]) -> int:
     """`semuq-eval check-operator MODEL --baseline B.json`: exit 1 when a tracked figure regressed."""
-    p = argparse.ArgumentParser(
+    p = CommandParser(
         prog="semuq-eval check-operator",
         description="Recompute an operator's trap scores, localization and estimator AUROC on a small frozen run "
         "store and compare them with a baseline: exit 0 when none regressed beyond the tolerance, 1 when one did, "
@@ -37,10 +36,13 @@ def main(argv: list[str]) -> int:
     )
     p.add_argument("--store", default=None, help="run store to use (default: the frozen store shipped)")
     p.add_argument(
-        "--tolerance", type=float, default=None, help="absolute tolerance (default: baseline's, else 0.02)"
+        "--tolerance",
+        type=number(0),
+        default=None,
+        help="absolute tolerance (default: baseline's, else 0.02)",
     )
     p.add_argument("--estimators", default=None, help="comma-separated estimators whose AUROC is tracked")
-    p.add_argument("--max_questions", type=int, default=None)
+    p.add_argument("--max_questions", type=whole(1), default=None)
     p.add_argument("--report", default=None, help="also write the report as JSON here")
     p.add_argument(
         "--force", action="store_true", help="replace an existing --write-baseline or --report file"

@@ -18,10 +18,11 @@ about 16 minutes on 2 CPU cores (measured). ``--llm``, ``--task`` and ``--limit`
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 from pathlib import Path
+
+from semuq_eval.commands.arguments import CommandParser, whole
 
 LLMS = ("smollm2-135m-instruct", "gemma-3-270m")
 TASK_DATA = {
@@ -34,7 +35,7 @@ DEFAULT_LLM, DEFAULT_TASK, DEFAULT_LIMIT = "smollm2-135m-instruct", "semuq_webqu
 
 def main(argv: list[str] | None = None) -> int:
     """Run the offline demo; returns the process exit code."""
-    parser = argparse.ArgumentParser(prog="semuq-eval demo", description=__doc__.splitlines()[0])
+    parser = CommandParser(prog="semuq-eval demo", description=__doc__.splitlines()[0])
     parser.add_argument(
         "--llm", choices=LLMS, default=DEFAULT_LLM, help=f"the LLM under test (default {DEFAULT_LLM})"
     )
@@ -43,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--limit",
-        type=int,
+        type=whole(1),
         default=DEFAULT_LIMIT,
         help=f"the first N questions of the set (default {DEFAULT_LIMIT})",
     )
@@ -53,10 +54,12 @@ def main(argv: list[str] | None = None) -> int:
         default="auto",
         help="apply the LLM's chat template (auto: when the LLM is an instruct model)",
     )
-    parser.add_argument("--n_samples", type=int, default=20, help="sampled answers per question (default 20)")
+    parser.add_argument(
+        "--n_samples", type=whole(1), default=20, help="sampled answers per question (default 20)"
+    )
     parser.add_argument(
         "--max_gen_toks",
-        type=int,
+        type=whole(1),
         default=32,
         help="token budget per answer (default 32: the CPU time budget)",
     )

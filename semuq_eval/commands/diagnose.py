@@ -10,13 +10,13 @@ Examples
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import sys
 from pathlib import Path
 from typing import Any
 
-from semuq_eval.commands.arguments import json_object
+from semuq_eval.commands.arguments import CommandParser, json_object, whole
+from semuq_eval.metrics.bootstrap import MAX_RESAMPLES
 
 __all__ = ["main"]
 
@@ -48,7 +48,7 @@ def _pair(spec: str) -> tuple[str, str]:
 
 def main(argv: list[str]) -> int:
     """`semuq-eval diagnose STORE [STORE ...]`: traps, wrong-answer clustering, token localization."""
-    p = argparse.ArgumentParser(
+    p = CommandParser(
         prog="semuq-eval diagnose",
         description="The four traps (App. F), wrong-answer clustering (App. A.1) and token localization (App. A.4) "
         "of operators on run stores; writes diagnosis.json, diagnosis.md and diagnosis.png.",
@@ -83,16 +83,18 @@ def main(argv: list[str]) -> int:
     )
     p.add_argument("--equivalence_judge_options", default=None, help="JSON options of --equivalence_judge")
     p.add_argument("--token_unit", default="generator", choices=["generator", "encoder"])
-    p.add_argument("--max_questions", type=int, default=None, help="first questions of each store only")
+    p.add_argument("--max_questions", type=whole(1), default=None, help="first questions of each store only")
     p.add_argument(
         "--max_pairs_per_question",
-        type=int,
+        type=whole(1),
         default=None,
         help="clustering: judge at most this many pairs per question and class",
     )
-    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (default 1000)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--min_pairs", type=int, default=30, help="fewer questions flag a small sample")
+    p.add_argument(
+        "--bootstrap", type=whole(1, MAX_RESAMPLES), default=1000, help="bootstrap resamples (default 1000)"
+    )
+    p.add_argument("--seed", type=whole(0), default=0)
+    p.add_argument("--min_pairs", type=whole(1), default=30, help="fewer questions flag a small sample")
     p.add_argument(
         "--compare",
         nargs="*",

@@ -17,12 +17,14 @@ import argparse
 import sys
 from pathlib import Path
 
+from semuq_eval.commands.arguments import CommandParser
+
 __all__ = ["main", "parser"]
 
 
 def parser() -> argparse.ArgumentParser:
     """The command's argument parser."""
-    p = argparse.ArgumentParser(
+    p = CommandParser(
         prog="semuq-eval export-record",
         description="Write finished run stores' run records: per-question labels and scores, text only "
         "(what a leaderboard is built from, small enough to commit).",

@@ -14,7 +14,6 @@ Example
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 from collections.abc import Mapping
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from semuq_eval.cell_text import cell_text
+from semuq_eval.commands.arguments import CommandParser, whole
 
 __all__ = ["main", "parse_judge_args"]
 
@@ -61,7 +61,7 @@ def main(argv: list[str]) -> int:
     from semuq_eval.judges import names
     from semuq_eval.judges.agreement import agreement_table
 
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="semuq-eval judge",
         description="Label a run store's answers with a judge (no LLM under test needed), store the labels as a "
         "named label set, and compare them with another label set.",
@@ -76,7 +76,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--strategy", default="greedy", choices=("greedy", "majority"), help="for the AUROC table"
     )
-    parser.add_argument("--top", type=int, default=15, help="estimators shown in the AUROC table")
+    parser.add_argument("--top", type=whole(1), default=15, help="estimators shown in the AUROC table")
     parser.add_argument("--force", action="store_true", help="replace a label set of the same name")
     args = parser.parse_args(argv)
     name = args.name or _default_name(args.judge, args.judge_args)

@@ -23,15 +23,18 @@ import sys
 import time
 from pathlib import Path
 
+from semuq_eval.commands.arguments import CommandParser, whole
 from semuq_eval.harness.record import RECORD_SUFFIX
 from semuq_eval.leaderboard.build import COMMON_QUESTIONS, build
 from semuq_eval.leaderboard.headline import REFERENCE
+from semuq_eval.metrics.bootstrap import MAX_RESAMPLES
+from semuq_eval.metrics.calibration import MAX_BINS
 
 __all__ = ["main"]
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = CommandParser(
         prog="semuq-eval leaderboard",
         description="Merge run stores of many LLMs x tasks into leaderboard.md / .csv / .json, index.html and "
         "PNG plots: AUROC / ECE / PRR / AUARC with 95% CIs per cell, Enc vs base and LLM vs LLM paired "
@@ -53,15 +56,17 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--output", "-o", required=True, help="the folder to write")
     p.add_argument("--labels", default="run", help="label sets, comma-separated: run (default), NAME, or all")
-    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (default 1000)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0, as runs)")
+    p.add_argument(
+        "--bootstrap", type=whole(1, MAX_RESAMPLES), default=1000, help="bootstrap resamples (default 1000)"
+    )
+    p.add_argument("--seed", type=whole(0), default=0, help="bootstrap seed (default 0, as runs)")
     p.add_argument(
         "--metrics",
         help="cell metrics, AUROC first (default: auroc, then the runs' `metrics` settings, auroc,ece,prr,auarc "
         "unless a run names others); metrics a run's breakdown lacks are computed from its scores (the slow "
         "part of a large board)",
     )
-    p.add_argument("--ece-bins", type=int, default=10)
+    p.add_argument("--ece-bins", type=whole(1, MAX_BINS), default=10)
     p.add_argument("--ece-refit", choices=("once", "per_resample"), default="once")
     p.add_argument(
         "--estimator",
@@ -95,7 +100,7 @@ def _parser() -> argparse.ArgumentParser:
         "LLM on all its questions) and adds a <task>#common section (default when given: only)",
     )
     p.add_argument("--on-duplicate", choices=("error", "latest"), default="error")
-    p.add_argument("--jobs", "-j", type=int, default=1, help="worker processes (default 1)")
+    p.add_argument("--jobs", "-j", type=whole(1), default=1, help="worker processes (default 1)")
     p.add_argument(
         "--header", default="", help="text (or @file) shown at the top of the Markdown and the page"
     )

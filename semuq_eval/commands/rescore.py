@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
+from semuq_eval.commands.arguments import CommandParser, number, whole
 from semuq_eval.harness.report import breakdown_table
 from semuq_eval.harness.rescore import rescore
 from semuq_eval.judges import MODES
+from semuq_eval.metrics.bootstrap import MAX_RESAMPLES
 
 __all__ = ["main"]
 
@@ -20,7 +21,7 @@ def _csv(value: str) -> list[str]:
 
 def main(argv: list[str]) -> int:
     """`semuq-eval rescore STORE ...`: recompute matrices, scores and metrics from a run store."""
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="semuq-eval rescore",
         description="Recompute operators, estimators and AUROC/ECE from a run store, without the LLM.",
     )
@@ -34,8 +35,10 @@ def main(argv: list[str]) -> int:
         help='JSON {operator: {option: value}}; a named variant: \'{"enc_nq": {"operator": "enc", "model": "ops/enc-nq"}}\'',
     )
     parser.add_argument("--estimators", type=_csv, help="keep only these estimators, e.g. kle_heat@enc,te")
-    parser.add_argument("--n_samples", type=int, help="use the first k stored samples (N-ablation)")
-    parser.add_argument("--tau", type=float, help="threshold for clustering graded matrices")
+    parser.add_argument("--n_samples", type=whole(1), help="use the first k stored samples (N-ablation)")
+    parser.add_argument(
+        "--tau", type=number(0, 1, open_low=True), help="threshold for clustering graded matrices"
+    )
     parser.add_argument("--judge", help="judge the answers again with this judge (default: stored labels)")
     parser.add_argument(
         "--judge_options", type=json.loads, help='the judge\'s options as JSON, e.g. \'{"mode": "em"}\''
@@ -45,7 +48,7 @@ def main(argv: list[str]) -> int:
         "--labels",
         help="score against this stored label set (default: run; `semuq-eval judge` writes others)",
     )
-    parser.add_argument("--bootstrap", type=int, help="number of bootstrap resamples")
+    parser.add_argument("--bootstrap", type=whole(1, MAX_RESAMPLES), help="number of bootstrap resamples")
     parser.add_argument(
         "--output", help="write the breakdown JSON here (a directory gets breakdown.rescore.json)"
     )

@@ -16,6 +16,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from semuq_eval.commands.arguments import CommandParser
 from semuq_eval.harness.label_sets import RUN_LABELS
 
 __all__ = ["main", "parser"]
@@ -23,7 +24,7 @@ __all__ = ["main", "parser"]
 
 def parser() -> argparse.ArgumentParser:
     """The command's argument parser."""
-    p = argparse.ArgumentParser(
+    p = CommandParser(
         prog="semuq-eval train-data",
         description="Export run stores' labelled answers to compact training-data files; count what they hold.",
     )

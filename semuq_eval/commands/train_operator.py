@@ -12,6 +12,7 @@ import argparse
 import logging
 import sys
 
+from semuq_eval.commands.arguments import CommandParser, number, whole
 from semuq_eval.harness.label_sets import RUN_LABELS
 from semuq_eval.operators.pooling import POOLINGS
 from semuq_eval.training.config import DEFAULT_BACKBONE, SELECT_ON, TrainingConfig, resolve_backbone
@@ -40,7 +41,7 @@ Example (offline):
 
 def parser() -> argparse.ArgumentParser:
     """The command's argument parser."""
-    p = argparse.ArgumentParser(
+    p = CommandParser(
         prog="semuq-eval train-operator",
         description="Train the question-conditioned enc operator on a generating LLM's own labelled answers.",
         epilog=EPILOG,
@@ -105,12 +106,16 @@ def parser() -> argparse.ArgumentParser:
         help="all: Eq. encoder's mean over question and answer tokens (default); answer: mean over the answer's "
         "tokens only (recorded in the trained folder)",
     )
-    p.add_argument("--margin", type=float, default=0.2, help="triplet margin (default 0.2)")
-    p.add_argument("--lr", type=float, default=2e-5, help="peak learning rate (default 2e-5)")
-    p.add_argument("--epochs", type=int, default=30, help="epoch budget (default 30)")
-    p.add_argument("--batch_size", type=int, default=32, help="triplets per batch (default 32)")
     p.add_argument(
-        "--patience", type=int, default=3, help="epochs without a validation gain before stopping (3)"
+        "--margin", type=number(0, open_low=True), default=0.2, help="triplet margin (default 0.2)"
+    )
+    p.add_argument(
+        "--lr", type=number(0, open_low=True), default=2e-5, help="peak learning rate (default 2e-5)"
+    )
+    p.add_argument("--epochs", type=whole(1), default=30, help="epoch budget (default 30)")
+    p.add_argument("--batch_size", type=whole(1), default=32, help="triplets per batch (default 32)")
+    p.add_argument(
+        "--patience", type=whole(0), default=3, help="epochs without a validation gain before stopping (3)"
     )
     p.add_argument(
         "--no_early_stopping",
@@ -120,16 +125,21 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--stop_after_epoch",
-        type=int,
+        type=whole(1),
         default=None,
         metavar="K",
         help="replay a selection already made: train epochs 1-K of the --epochs schedule, keep epoch K, score "
         "only before and after training (how the shipped operator is rebuilt)",
     )
     p.add_argument(
-        "--warmup_ratio", type=float, default=0.1, help="share of the steps spent warming up (0.1)"
+        "--warmup_ratio", type=number(0, 1), default=0.1, help="share of the steps spent warming up (0.1)"
     )
-    p.add_argument("--val_fraction", type=float, default=0.1, help="share of the questions held out (0.1)")
+    p.add_argument(
+        "--val_fraction",
+        type=number(0, 1, open_low=True),
+        default=0.1,
+        help="share of the questions held out (0.1)",
+    )
     p.add_argument(
         "--validation",
         nargs="+",
@@ -148,14 +158,16 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--val_triplets",
-        type=int,
+        type=whole(1),
         default=1,
         help="distinct validation triplets per held-out question (1; more steady early stopping on few questions)",
     )
     p.add_argument(
-        "--max_length", type=int, help="token limit of the encoder inputs (default: the backbone's)"
+        "--max_length", type=whole(1), help="token limit of the encoder inputs (default: the backbone's)"
     )
-    p.add_argument("--seed", type=int, default=0, help="seed of the split, the triplets and the trainer (0)")
+    p.add_argument(
+        "--seed", type=whole(0), default=0, help="seed of the split, the triplets and the trainer (0)"
+    )
     p.add_argument("--device", help="cpu, cuda, ... (default: the trainer's choice)")
     p.add_argument(
         "--bf16",

@@ -76,17 +76,18 @@ STRING_JUDGE_SHORTHANDS = {"label_mode": "mode", "f1_threshold": "f1_threshold"}
 """Metadata keys kept from before judges were a registry: options of the ``string`` judge."""
 
 
-def _whole_number(key: str, value: Any, low: int) -> int:
-    """``value`` as an int >= ``low``: ints, integral floats and their strings ("5", 5.0); anything else (2.7,
-    True, "many") is refused naming the key."""
+def _whole_number(key: str, value: Any, low: int, high: int | None = None) -> int:
+    """``value`` as an int in ``low..high``: ints, integral floats and their strings ("5", 5.0); anything else
+    (2.7, True, "many", 1e300) is refused naming the key."""
     try:
         number = float(value) if isinstance(value, str) else value
         if isinstance(number, bool) or not isinstance(number, (int, float)) or number != int(number):
             raise ValueError
     except (TypeError, ValueError, OverflowError):
         raise ValueError(f"metadata {key} must be a whole number >= {low}, got {value!r}") from None
-    if int(number) < low:
-        raise ValueError(f"metadata {key} must be >= {low}, got {value!r}")
+    if int(number) < low or (high is not None and int(number) > high):
+        bound = f">= {low}" if high is None else f"in {low}..{high:,}"
+        raise ValueError(f"metadata {key} must be {bound}, got {value!r}")
     return int(number)
 
 
@@ -180,16 +181,21 @@ class Settings:
     def validate(self) -> None:
         """Check types, ranges and registry names; normalize numbers. Raises ValueError naming the key."""
         from semuq_eval import aggregators, judges, metrics, operators
+        from semuq_eval.metrics.bootstrap import MAX_RESAMPLES
+        from semuq_eval.metrics.calibration import MAX_BINS
         from semuq_eval.models.reflexive import METHODS as REFLEXIVE_METHODS
+        from semuq_eval.registry import check_keywords
 
-        for key, low in (
-            ("n_samples", 1),
-            ("bootstrap", 1),
-            ("seed", 0),
-            ("ece_bins", 1),
-            ("min_minority", 1),
+        for key, low, high in (
+            ("n_samples", 1, None),
+            ("bootstrap", 1, MAX_RESAMPLES),
+            ("seed", 0, 2**32 - 1),
+            ("ece_bins", 1, MAX_BINS),
+            ("min_minority", 1, None),
         ):
-            setattr(self, key, _whole_number(key, getattr(self, key), low))
+            setattr(self, key, _whole_number(key, getattr(self, key), low, high))
+        if self.output_dir is not None and not isinstance(self.output_dir, str):
+            raise ValueError(f"metadata output_dir must be a folder path (a string), got {self.output_dir!r}")
         try:
             self.tau = float(self.tau)
         except (TypeError, ValueError):
@@ -224,6 +230,13 @@ class Settings:
             unknown = [x for x in given if x not in known]
             if unknown:
                 raise ValueError(f"metadata {key}: unknown name(s) {unknown}; known: {sorted(known)}")
+        judges.check_options(
+            self.judge, self.judge_options
+        )  # before any model loads, not when the judge is built
+        for name, options in self.aggregator_options.items():
+            agg = aggregators.get(name)
+            skip = (agg.matrix is not None) + len(agg.inputs)  # the matrix and the inputs come positionally
+            check_keywords(f"metadata aggregator_options[{name!r}]", agg.func, options, skip)
         try:
             self.metrics = metrics.check_metrics(self.metrics)
         except ValueError as err:

@@ -21,7 +21,7 @@ The LLM judges share prompts (:mod:`~semuq_eval.judges.prompts`), a persistent v
 
 from __future__ import annotations
 
-from semuq_eval.judges.base import Judge, Verdict, as_verdict, get, names, register, registry
+from semuq_eval.judges.base import Judge, Verdict, as_verdict, check_options, get, names, register, registry
 from semuq_eval.judges.strategies import LABEL_STRATEGIES, label_answers, majority_label
 from semuq_eval.judges.string import MODES, StringJudge, normalize, token_f1
 
@@ -32,6 +32,7 @@ __all__ = [
     "StringJudge",
     "Verdict",
     "as_verdict",
+    "check_options",
     "get",
     "label_answers",
     "majority_label",

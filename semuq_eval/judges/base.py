@@ -11,13 +11,13 @@ reply and, for a missing label, the reason.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from semuq_eval.registry import Registry
+from semuq_eval.registry import Registry, check_keywords
 
-__all__ = ["Judge", "Verdict", "as_verdict", "get", "names", "register", "registry"]
+__all__ = ["Judge", "Verdict", "as_verdict", "check_options", "get", "names", "register", "registry"]
 
 
 @dataclass(frozen=True)
@@ -124,8 +124,16 @@ def register(name: str) -> Callable[[type], type]:
 
 
 def get(name: str, **options: Any) -> Judge:
-    """The judge registered as ``name``, built with ``options`` (KeyError listing the known names)."""
-    return registry.get(name)(**options)
+    """The judge registered as ``name``, built with ``options`` (KeyError listing the known names; ValueError
+    naming an option the judge does not take)."""
+    cls = registry.get(name)
+    check_keywords(f"judge {name!r}", cls, options)
+    return cls(**options)
+
+
+def check_options(name: str, options: Mapping[str, Any]) -> None:
+    """Refuse options judge ``name`` does not take, without building it (no model loads)."""
+    check_keywords(f"judge {name!r}", registry.get(name), options)
 
 
 def names() -> list[str]:

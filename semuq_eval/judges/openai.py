@@ -31,6 +31,7 @@ from semuq_eval.judges.base import Verdict
 from semuq_eval.judges.prompted import PromptedJudge
 from semuq_eval.judges.prompts import parse_yes_no
 from semuq_eval.openai_client import (
+    TRANSPORT_OPTIONS,
     MalformedLogprobs,
     RequestFailed,
     ServerClient,
@@ -90,6 +91,9 @@ class OpenAIJudge(PromptedJudge):
     """
 
     name = "openai"
+
+    forwarded_options = TRANSPORT_OPTIONS
+    """Taken through ``**options`` by the transport (:class:`~semuq_eval.openai_client.ServerClient`)."""
 
     def __init__(
         self,

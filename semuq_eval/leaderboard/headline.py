@@ -268,13 +268,20 @@ def cell_summary(cell: Mapping[str, Any] | None) -> str:
     ...               "accuracy": 0.625, "reliable": False, "status": "ok", "rank": 1, "rank_low": 1,
     ...               "rank_high": 2, "n_ranked": 3})
     '0.800 [0.700, 0.900] (30/18) ! · acc 0.625 · rank 1 (1-2 of 3)'
+    >>> cell_summary({"status": "undefined", "note": "undefined: one class only (0 correct / 100 incorrect)"})
+    'undefined: one class only (0 correct / 100 incorrect)'
+    >>> cell_summary({"status": "undefined", "note": "no reference AUROC on 1 of 2 tasks"})
+    'undefined: no reference AUROC on 1 of 2 tasks'
     """
     from semuq_eval.cell_text import cell_text
 
     if cell is None:
         return "-"
-    if cell.get("status") != "ok":
-        return str(cell.get("status") or "-")
+    if cell.get("status") != "ok":  # no figure: say why
+        status, note = str(cell.get("status") or "-"), cell.get("note")
+        if not note:
+            return status
+        return str(note) if str(note).startswith(status) else f"{status}: {note}"
     text = cell_text(
         cell["value"],
         cell.get("ci_low"),

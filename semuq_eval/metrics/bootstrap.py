@@ -31,6 +31,10 @@ from semuq_eval.metrics.calibration import (
     ece_weighted,
 )
 
+MAX_RESAMPLES = 100_000
+"""The most bootstrap resamples: intervals stop moving long before; their (resamples, questions) counts must fit
+in memory."""
+
 
 @lru_cache(maxsize=8)
 def _resample_counts(n: int, n_resamples: int, seed: int) -> np.ndarray:
@@ -67,8 +71,8 @@ class Bootstrap:
     confidence_level: float = 0.95
 
     def __post_init__(self):
-        if self.n_resamples < 1:
-            raise ValueError(f"n_resamples must be positive, got {self.n_resamples}")
+        if not 1 <= self.n_resamples <= MAX_RESAMPLES:
+            raise ValueError(f"n_resamples must be in 1..{MAX_RESAMPLES:,}, got {self.n_resamples}")
         if not 0 < self.confidence_level < 1:
             raise ValueError(f"confidence_level must be in (0, 1), got {self.confidence_level}")
 

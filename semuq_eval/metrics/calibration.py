@@ -48,6 +48,9 @@ from sklearn.linear_model import LogisticRegression
 
 from semuq_eval.metrics.base import check_inputs, register
 
+MAX_BINS = 10_000
+"""The most ECE bins: far beyond what any question set can fill, far below what would exhaust memory."""
+
 
 @dataclass(frozen=True)
 class CalibrationProtocol:
@@ -104,8 +107,10 @@ class CalibrationProtocol:
             raise ValueError(f"n_folds must be at least 2, got {self.n_folds}")
         if not 0 < self.holdout_fraction < 1:
             raise ValueError(f"holdout_fraction must be in (0, 1), got {self.holdout_fraction}")
-        if self.n_bins < 1:
-            raise ValueError(f"n_bins must be positive, got {self.n_bins}")
+        if not 1 <= self.n_bins <= MAX_BINS:
+            raise ValueError(
+                f"n_bins must be in 1..{MAX_BINS:,} (bins beyond the questions stay empty), got {self.n_bins}"
+            )
         if self.refit not in ("once", "per_resample"):
             raise ValueError(f"refit must be 'once' or 'per_resample', got {self.refit!r}")
 
