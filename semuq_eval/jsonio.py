@@ -30,8 +30,10 @@ from typing import Any, Literal
 import numpy as np
 
 __all__ = [
+    "MAX_ID",
     "append_jsonl",
     "finite_or_none",
+    "is_id",
     "json_safe",
     "parse_jsonl",
     "read_json",
@@ -43,6 +45,33 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+
+MAX_ID = 2**53
+"""The largest id (``doc_id``) a file may hold: every id up to it is exact as a float and fits an int64."""
+MAX_GZIP_BYTES = 1 << 30
+MAX_GZIP_RATIO = 1000
+"""A gzip file may inflate to at most ``MAX_GZIP_RATIO`` times its size (64 MiB at least) and ``MAX_GZIP_BYTES``
+in all: JSON lines compress about 5-20 times, a compression bomb thousands of times."""
+
+
+def is_id(value: Any) -> bool:
+    """Whether ``value`` is an id this tool reads: an int (not a bool) in ``0..MAX_ID``.
+
+    Examples
+    --------
+    >>> is_id(7), is_id(True), is_id(-1), is_id(2**70), is_id(3.0)
+    (True, False, False, False, False)
+    """
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_ID
+
+
+def _decode(text: str | bytes) -> Any:
+    """``json.loads`` with nesting too deep to read reported as a JSON error (not a RecursionError)."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise json.JSONDecodeError("nested too deep", "", 0) from None
 
 
 def finite_or_none(x: float | None) -> float | None:
@@ -148,7 +177,7 @@ def read_json(path: str | os.PathLike) -> Any:
     """The JSON document at ``path``; ValueError naming the file when it is not JSON."""
     path = Path(path)
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return _decode(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as err:
         raise ValueError(f"{path}: not a JSON document ({err.msg} at line {err.lineno})") from None
 
@@ -181,7 +210,7 @@ def parse_jsonl(
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = _decode(line)
             problem = None if isinstance(obj, dict) else f"expected a JSON object, got {type(obj).__name__}"
         except json.JSONDecodeError as err:
             problem = f"malformed JSON line ({err.msg})"
@@ -246,12 +275,16 @@ def read_jsonl_gz(path: str | os.PathLike, what: str) -> list[tuple[int, dict[st
         ``"<path>: not a gzip-compressed <what> (...)"`` when it is not gzip or not UTF-8, and what
         :func:`parse_jsonl` raises for a malformed line (naming ``path:line``).
     """
+    limit = min(MAX_GZIP_BYTES, max(64 << 20, MAX_GZIP_RATIO * Path(path).stat().st_size))
     try:
-        with gzip.open(path, "rt", encoding="utf-8") as fh:
-            lines = fh.read().splitlines()
+        with gzip.open(path, "rb") as fh:
+            data = fh.read(limit + 1)
+        text = data.decode("utf-8")
     except (OSError, EOFError, UnicodeDecodeError) as err:
         raise ValueError(f"{path}: not a gzip-compressed {what} ({err})") from None
-    return list(parse_jsonl(lines, str(path)))
+    if len(data) > limit:
+        raise ValueError(f"{path}: inflates to more than {limit:,} bytes; refusing it as a compression bomb")
+    return list(parse_jsonl(text.splitlines(), str(path)))
 
 
 def append_jsonl(path: str | os.PathLike, records: Iterable[Any], *, durable: bool = False) -> None:

@@ -204,7 +204,11 @@ class ServerClient:
             self.url, data=json.dumps(body).encode(), headers=headers, method="POST"
         )
         with _OPENER.open(request, timeout=self.timeout) as response:
-            return json.loads(response.read().decode("utf-8"))
+            text = response.read().decode("utf-8")
+        try:
+            return json.loads(text)
+        except RecursionError:  # a reply nested too deep: unreadable like any other non-JSON body
+            raise json.JSONDecodeError("nested too deep", "", 0) from None
 
     def send(self, body: Mapping[str, Any], read: Callable[[Any], T], *, retry_refused: bool = True) -> T:
         """POST ``body`` and return ``read(reply)``, retrying as the module docstring says (with

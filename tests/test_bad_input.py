@@ -60,6 +60,20 @@ BREAKS = {  # name -> (what it does to the store, every reader must refuse it)
     ),
     "hidden vectors cut short": (lambda s: _truncate(next(s.glob("hidden.rank*.npz"))), False),
     "scores null": (lambda s: _scores(s / "scores.jsonl", lambda x: x.update(scores=None)), False),
+    "answers: a doc id of 2**70": (
+        lambda s: _first_line(s / "generations.rank0.jsonl", _with(s, lambda r: r.update(doc_id=2**70))),
+        True,
+    ),
+    "scores: a doc id of 2**70": (
+        lambda s: _scores(s / "scores.jsonl", lambda x: x.update(doc_id=2**70)),
+        False,
+    ),
+    "answers nested too deep": (
+        lambda s: _first_line(
+            s / "generations.rank0.jsonl", '{"doc_id": 0, "x": ' + "[" * 100_000 + "]" * 100_000 + "}"
+        ),
+        True,
+    ),
     "labels: the string false": (
         lambda s: _scores(s / "scores.jsonl", lambda x: x["labels"].update(greedy="false")),
         False,

@@ -9,12 +9,15 @@ import pytest
 
 from semuq_eval.jsonio import (
     append_jsonl,
+    is_id,
     json_safe,
     parse_jsonl,
     read_json,
     read_jsonl,
+    read_jsonl_gz,
     write_json,
     write_jsonl,
+    write_jsonl_gz,
 )
 
 
@@ -91,3 +94,56 @@ def test_a_writer_killed_half_way_leaves_the_old_file_whole(tmp_path, writer):
         assert [obj for _, obj in read_jsonl(path)] == old
     else:
         assert read_json(path) == old
+
+
+def test_json_nested_too_deep_is_a_located_value_error(tmp_path):
+    deep = "[" * 100_000 + "]" * 100_000
+    (tmp_path / "deep.json").write_text(deep)
+    (tmp_path / "deep.jsonl").write_text('{"ok": 1}\n{"a": ' + deep + "}\n")
+    with pytest.raises(ValueError, match=r"deep\.json: not a JSON document \(nested too deep"):
+        read_json(tmp_path / "deep.json")
+    with pytest.raises(ValueError, match=r"deep\.jsonl:2: malformed JSON line \(nested too deep\)"):
+        list(read_jsonl(tmp_path / "deep.jsonl"))
+
+
+def test_a_gzip_bomb_is_refused_before_it_fills_memory(tmp_path):
+    import gzip
+
+    bomb = tmp_path / "record.jsonl.gz"
+    with gzip.open(bomb, "wb") as fh:  # about 100 KB that inflate to 100 MB
+        fh.write(b'{"a": "' + b"x" * (100 << 20) + b'"}\n')
+    assert bomb.stat().st_size < 200_000
+    with pytest.raises(ValueError, match="inflates to more than .* compression bomb"):
+        read_jsonl_gz(bomb, "run record")
+    sound = tmp_path / "sound.jsonl.gz"
+    write_jsonl_gz(sound, [{"a": "x" * 1000}] * 100)
+    assert len(read_jsonl_gz(sound, "run record")) == 100
+
+
+def test_ids_are_whole_numbers_a_float_holds_exactly():
+    assert [is_id(v) for v in (0, 2**53, 2**53 + 1, 2**70, -1, True, 1.0, "1")] == [
+        True,
+        True,
+        False,
+        False,
+        False,
+        False,
+        False,
+        False,
+    ]
+
+
+def test_a_server_reply_nested_too_deep_is_one_unknown_verdict(tmp_path):
+    from semuq_eval import judges
+    from tests.fixtures.stub_openai import StubServer
+
+    deep = ("[" * 100_000 + "]" * 100_000).encode()
+    server = StubServer(lambda body, n: (200, deep, 0))
+    try:
+        judge = judges.get(
+            "openai", base_url=server.base_url, model="m", max_retries=0, cache="none", progress=False
+        )
+        (verdict,) = judge.batch(["q?"], ["a"], [["a"]])
+    finally:
+        server.close()
+    assert verdict.label is None and verdict.error and "JSON" in verdict.error

@@ -35,7 +35,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from semuq_eval.jsonio import read_json, read_jsonl, write_json, write_jsonl
+from semuq_eval.jsonio import is_id, read_json, read_jsonl, write_json, write_jsonl
 from semuq_eval.judges import Judge, label_answers, majority_label
 from semuq_eval.writes import within
 
@@ -103,8 +103,8 @@ def _clean(record: Mapping[str, Any]) -> dict[str, Any]:
         raise ValueError(f"field 'samples' must be a list of verdicts, got {raw_samples!r}")
     samples = [_int_label(v, "samples") for v in raw_samples]
     doc_id = record.get("doc_id")
-    if isinstance(doc_id, bool) or not isinstance(doc_id, int):
-        raise ValueError(f"field 'doc_id' must be an integer, got {doc_id!r}")
+    if not is_id(doc_id):
+        raise ValueError(f"field 'doc_id' must be an integer in 0..2**53, got {doc_id!r:.60}")
     out = {
         "doc_id": doc_id,
         "greedy": _int_label(record.get("greedy"), "greedy"),

@@ -35,7 +35,7 @@ from typing import Any
 
 from semuq_eval.harness.label_sets import RUN_LABELS, label_set_names, read_label_set
 from semuq_eval.harness.store import load_store
-from semuq_eval.jsonio import json_safe, read_json, read_jsonl, read_jsonl_gz, write_jsonl_gz
+from semuq_eval.jsonio import is_id, json_safe, read_json, read_jsonl, read_jsonl_gz, write_jsonl_gz
 
 __all__ = [
     "RECORD_FORMAT",
@@ -220,8 +220,8 @@ def _label(value: Any) -> bool:
 
 def _check_question(obj: Mapping[str, Any], n_estimators: int, n_samples: int) -> str | None:
     """The first field of a question line that breaks the format, with what is wrong; None when it is sound."""
-    if not _kind(obj.get("doc_id"), int):
-        return f"field 'doc_id' must be an integer, got {obj.get('doc_id')!r:.40}"
+    if not is_id(obj.get("doc_id")):
+        return f"field 'doc_id' must be an integer in 0..2**53, got {obj.get('doc_id')!r:.40}"
     if obj.get("id") is not None and not isinstance(obj["id"], str):
         return f"field 'id' must be a string or null, got {obj['id']!r:.40}"
     if not isinstance(obj.get("question_hash"), str):

@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from semuq_eval.harness.doc import Doc
-from semuq_eval.jsonio import read_json, read_jsonl, write_json, write_jsonl
+from semuq_eval.jsonio import is_id, read_json, read_jsonl, write_json, write_jsonl
 from semuq_eval.models.generation import Generation
 
 __all__ = ["STORE_FORMAT", "RunStore", "load_store"]
@@ -196,6 +196,10 @@ def _check_fields(
                 raise ValueError(f"{path}:{number}: field {key!r} is missing")
             continue
         value = record[key]
+        if key == "doc_id" and not is_id(value):
+            raise ValueError(
+                f"{path}:{number}: field 'doc_id' must be an integer in 0..2**53, got {value!r:.60}"
+            )
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
             raise ValueError(f"{path}:{number}: field {key!r} must be {kind.__name__}, got {value!r:.60}")
 

@@ -18,7 +18,7 @@ from semuq_eval.harness.label_sets import RUN_LABELS, label_set_names, read_labe
 from semuq_eval.harness.record import RECORD_SUFFIX, read_record
 from semuq_eval.harness.report import FORMAT as BREAKDOWN_FORMAT
 from semuq_eval.harness.store import STORE_FORMAT
-from semuq_eval.jsonio import read_json, read_jsonl
+from semuq_eval.jsonio import is_id, read_json, read_jsonl
 from semuq_eval.judges import LABEL_STRATEGIES
 from semuq_eval.leaderboard.provenance import provenance
 from semuq_eval.leaderboard.runs import LeaderboardInputError, Run
@@ -114,6 +114,10 @@ def load_run(path: str | os.PathLike, label_set: str = RUN_LABELS) -> Run:
         for key, kind in (("doc_id", int), ("scores", Mapping), ("labels", Mapping)):
             if key not in item:
                 raise LeaderboardInputError(f"{scores_file}:{line}: no {key!r} in the item")
+            if key == "doc_id" and not is_id(item[key]):
+                raise LeaderboardInputError(
+                    f"{scores_file}:{line}: field 'doc_id' must be an integer in 0..2**53, got {item[key]!r:.60}"
+                )
             if not isinstance(item[key], kind) or isinstance(item[key], bool):
                 raise LeaderboardInputError(
                     f"{scores_file}:{line}: field {key!r} must be {'an integer' if kind is int else 'an object'}, "
