@@ -178,6 +178,8 @@ def read_json(path: str | os.PathLike) -> Any:
     path = Path(path)
     try:
         return _decode(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
     except json.JSONDecodeError as err:
         raise ValueError(f"{path}: not a JSON document ({err.msg} at line {err.lineno})") from None
 
@@ -237,8 +239,19 @@ def read_jsonl(
     >>> [obj["a"] for _, obj in read_jsonl(p)]
     [1, 2]
     """
-    with open(path, encoding="utf-8") as fh:
-        yield from parse_jsonl(fh, str(path), on_error=on_error)
+    with open(path, "rb") as fh:
+        yield from parse_jsonl(_utf8_lines(fh, str(path)), str(path), on_error=on_error)
+
+
+def _utf8_lines(raw: Iterable[bytes], source: str) -> Iterator[str]:
+    """The lines of a binary file as text; ValueError naming ``source:line`` for one that is not UTF-8."""
+    for number, line in enumerate(raw, 1):
+        try:
+            yield line.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise ValueError(
+                f"{source}:{number}: not UTF-8 text ({err.reason} at byte {err.start})"
+            ) from None
 
 
 def write_jsonl(path: str | os.PathLike, records: Iterable[Any]) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -178,6 +179,33 @@ def _snapshot(root: Path) -> dict[str, str]:
     }
 
 
+def _run_on_broken_store(store: Path, out: Path, command: str, capsys) -> tuple[int, list[str]]:
+    """Run ``command`` on ``store``: no traceback, the input unchanged, exit 0 or 2, and an exit 2 in one line.
+    Returns the exit status and the error lines."""
+    before = _snapshot(store)
+    out.mkdir(parents=True, exist_ok=True)
+    capsys.readouterr()
+    try:
+        code = cli_main(COMMANDS[command](store, out))
+    except SystemExit as exit_:  # argparse's parser.exit(2, message): the same one line
+        code = exit_.code
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err + captured.out, captured.err[-3000:]
+    labels = store / "labels"
+    if command == "judge" and labels.is_dir() and not labels.is_symlink():
+        shutil.rmtree(labels)  # its own output (the label set asked for), not an input
+    assert _snapshot(store) == before, "the input was changed"
+    assert code in (0, 2), captured.err
+    lines = [
+        line
+        for line in captured.err.splitlines()
+        if line.strip() and not line.startswith(("WARNING", "INFO"))
+    ]
+    if code == 2:
+        assert len(lines) == 1, captured.err
+    return code, lines
+
+
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 @pytest.mark.parametrize("broken", sorted(BREAKS))
 def test_a_broken_store_ends_in_one_line_or_is_not_needed_and_nothing_changes(
@@ -187,29 +215,9 @@ def test_a_broken_store_ends_in_one_line_or_is_not_needed_and_nothing_changes(
     shutil.copytree(good_store, store)
     change, fatal = BREAKS[broken]
     change(store)
-    before = _snapshot(store)
-    out = tmp_path / "out"
-    out.mkdir()
-    capsys.readouterr()
-    try:
-        code = cli_main(COMMANDS[command](store, out))
-    except SystemExit as exit_:  # argparse's parser.exit(2, message): the same one line
-        code = exit_.code
-    captured = capsys.readouterr()
-    assert "Traceback" not in captured.err + captured.out
-    if command == "judge" and (store / "labels").exists():
-        shutil.rmtree(store / "labels")  # its own output (the label set asked for), not an input
-    assert _snapshot(store) == before, "the input was changed"
-    assert code in (0, 2), captured.err
-    if code == 2:
-        lines = [
-            line
-            for line in captured.err.splitlines()
-            if line.strip() and not line.startswith(("WARNING", "INFO"))
-        ]
-        assert len(lines) == 1, captured.err
-        if fatal:  # the broken file is named
-            assert str(store) in lines[0] or "manifest" in lines[0], lines[0]
+    code, lines = _run_on_broken_store(store, tmp_path / "out", command, capsys)
+    if code == 2 and fatal:  # the broken file is named
+        assert str(store) in lines[0] or "manifest" in lines[0], lines[0]
     if fatal and command != "leaderboard":  # the leaderboard reads breakdowns and scores, not the answers
         assert code == 2, f"{command} accepted a store with {broken}"
     if command == "train-operator":  # the canned store has too few usable questions (or no backbone): refused
@@ -383,3 +391,100 @@ def test_a_bad_flag_value_is_one_line_naming_the_flag(good_store, tmp_path, caps
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and flag in err and "usage:" not in err, err
     assert _snapshot(store) == before and not (tmp_path / "out").exists()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The fuzz test: mutations of a tiny store's files through the commands that read a store
+# ---------------------------------------------------------------------------------------------------------------
+
+FUZZED_FILES = ("manifest.json", "generations.rank0.jsonl", "scores.jsonl", "breakdown.json")
+FUZZED_COMMANDS = ("rescore", "judge", "export-record", "leaderboard")
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**80), max_value=2**80)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=12),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=6), children, max_size=3)
+    ),
+    max_leaves=6,
+)
+MUTATIONS = st.one_of(
+    st.tuples(st.just("value"), st.sampled_from(FUZZED_FILES), st.integers(0, 10_000), JSON_VALUES),
+    st.tuples(st.just("truncate"), st.sampled_from(FUZZED_FILES), st.floats(0, 1)),
+    st.tuples(st.just("bytes"), st.sampled_from(FUZZED_FILES), st.binary(min_size=1, max_size=12)),
+    st.tuples(st.just("nest"), st.sampled_from(FUZZED_FILES), st.integers(1, 200_000)),
+    st.tuples(st.just("symlink"), st.sampled_from(FUZZED_FILES)),
+    st.tuples(st.just("delete"), st.sampled_from(FUZZED_FILES)),
+)
+
+
+def _paths(node, prefix=()):
+    """Every (path, value) of a JSON document, the root included."""
+    yield prefix, node
+    children = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for key, child in children:
+        yield from _paths(child, (*prefix, key))
+
+
+def _mutate(store: Path, mutation: tuple, outside: Path) -> None:
+    kind, name, *args = mutation
+    path = store / name
+    if kind == "delete":
+        path.unlink()
+    elif kind == "symlink":  # the file read through a link to a copy elsewhere
+        target = outside / name
+        shutil.copy(path, target)
+        path.unlink()
+        path.symlink_to(target)
+    elif kind == "truncate":
+        data = path.read_bytes()
+        path.write_bytes(data[: int(len(data) * args[0])])
+    elif kind == "bytes":
+        data = path.read_bytes()
+        path.write_bytes(data[: len(data) // 2] + args[0] + data[len(data) // 2 :])
+    elif kind == "nest":
+        lines = path.read_text(encoding="utf-8").splitlines() or [""]
+        lines[0] = "[" * args[0] + "]" * args[0]
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    else:  # "value": one field (or the whole first record) replaced by any JSON value
+        lines = path.read_text(encoding="utf-8").splitlines()
+        document = json.loads(lines[0] if name.endswith(".jsonl") else "\n".join(lines))
+        paths = list(_paths(document))
+        where, _ = paths[args[0] % len(paths)]
+        if not where:
+            document = args[1]
+        else:
+            parent = document
+            for key in where[:-1]:
+                parent = parent[key]
+            parent[where[-1]] = args[1]
+        text = json.dumps(document, allow_nan=True)
+        path.write_text(
+            text + "\n" + "\n".join(lines[1:]) if name.endswith(".jsonl") else text, encoding="utf-8"
+        )
+
+
+FUZZ_EXAMPLES = int(os.environ.get("SEMUQ_FUZZ_EXAMPLES", "0"))
+"""0: the same 40 cases on every CI run; N: N new random cases (a longer search, e.g. 500)."""
+
+
+@settings(
+    max_examples=FUZZ_EXAMPLES or 40,
+    deadline=None,
+    derandomize=not FUZZ_EXAMPLES,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(command=st.sampled_from(FUZZED_COMMANDS), mutation=MUTATIONS)
+def test_fuzzed_stores_end_in_a_documented_value_or_one_line_and_change_nothing(
+    good_store, tmp_path_factory, capsys, command, mutation
+):
+    tmp = tmp_path_factory.mktemp("fuzz")
+    store = tmp / "semuq" / "semuq_triviaqa_dpr" / "canned"
+    shutil.copytree(good_store, store)
+    (tmp / "outside").mkdir()
+    _mutate(store, mutation, tmp / "outside")
+    code, lines = _run_on_broken_store(store, tmp / "out", command, capsys)
+    if code == 2:
+        assert str(store) in lines[0] or any(f in lines[0] for f in FUZZED_FILES), lines[0]

@@ -105,14 +105,15 @@ def _clean(record: Mapping[str, Any]) -> dict[str, Any]:
     doc_id = record.get("doc_id")
     if not is_id(doc_id):
         raise ValueError(f"field 'doc_id' must be an integer in 0..2**53, got {doc_id!r:.60}")
+    missing = record.get("n_missing_verdicts", sum(v is None for v in [record.get("greedy"), *samples]))
+    if not is_id(missing):
+        raise ValueError(f"field 'n_missing_verdicts' must be a whole number >= 0, got {missing!r:.60}")
     out = {
         "doc_id": doc_id,
         "greedy": _int_label(record.get("greedy"), "greedy"),
         "majority": _int_label(record.get("majority"), "majority"),
         "samples": samples,
-        "n_missing_verdicts": int(
-            record.get("n_missing_verdicts", sum(v is None for v in [record.get("greedy"), *samples]))
-        ),
+        "n_missing_verdicts": missing,
     }
     for key in ("p_correct", "errors"):
         if record.get(key):
@@ -232,6 +233,8 @@ def _run_provenance(root: Path) -> dict[str, Any]:
     breakdown = root / "breakdown.json"
     if breakdown.is_file():
         b = read_json(breakdown)
+        if not isinstance(b, Mapping):
+            raise ValueError(f"{breakdown}: a breakdown is a JSON object, got {type(b).__name__}")
         return {"name": RUN_LABELS, "judge": b.get("judge") or {}, "created": b.get("created")}
     manifest = read_json(root / "manifest.json") if (root / "manifest.json").is_file() else {}
     settings = manifest.get("settings") or {}

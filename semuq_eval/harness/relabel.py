@@ -25,9 +25,8 @@ from semuq_eval.harness.label_sets import (
     write_label_set,
 )
 from semuq_eval.harness.report import summarize
-from semuq_eval.harness.settings import Settings
+from semuq_eval.harness.settings import stored_settings
 from semuq_eval.harness.store import load_store
-from semuq_eval.jsonio import read_json, read_jsonl
 from semuq_eval.judges.agreement import agreement
 
 __all__ = ["auroc_side_by_side", "compare_label_sets", "judge_store"]
@@ -95,8 +94,9 @@ def compare_label_sets(store: str | os.PathLike, a: str, b: str) -> dict[str, An
 def auroc_side_by_side(store: str | os.PathLike, label_sets: Sequence[str], strategy: str = "greedy") -> dict:
     """AUROC (with CI and counts) of every stored estimator under each label set, from the stored scores."""
     root = Path(store)
-    items = [it for _, it in read_jsonl(root / "scores.jsonl")]
-    settings = Settings.from_metadata(read_json(root / "manifest.json").get("settings"), expand_profile=False)
+    manifest, records = load_store(root, hidden=False)  # the stored scores, checked field by field
+    items = [rec["item"] for rec in records if rec["item"] is not None]
+    settings = stored_settings(manifest, root / "manifest.json")
     out: dict[str, Any] = {}
     for name in label_sets:
         records = read_label_set(root, name).records

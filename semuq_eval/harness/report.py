@@ -167,7 +167,7 @@ def summarize(
     bad = [
         {"doc_id": it["doc_id"], "id": it.get("id"), "problems": it["problems"]}
         for it in items
-        if it["problems"]
+        if it.get("problems")
     ]
     return {
         "format": FORMAT,

@@ -34,7 +34,7 @@ from semuq_eval.harness.label_sets import RUN_LABELS, read_label_set, slice_samp
 from semuq_eval.harness.pipeline import process_docs
 from semuq_eval.harness.report import FORMAT as BREAKDOWN_FORMAT
 from semuq_eval.harness.run import finish_run
-from semuq_eval.harness.settings import Settings
+from semuq_eval.harness.settings import Settings, stored_settings
 from semuq_eval.harness.store import STORE_FORMAT, RunStore, load_store
 from semuq_eval.jsonio import write_json
 from semuq_eval.writes import check_apart, check_file_target, check_folder_target, json_format
@@ -123,7 +123,7 @@ def rescore(
         raise ValueError(
             f"{store_path}: the store holds no answers (generations.rank*.jsonl empty or missing)"
         )
-    stored = Settings.from_metadata(manifest.get("settings"), expand_profile=False)
+    stored = stored_settings(manifest, Path(store_path) / "manifest.json")
     settings = replace(stored)
     if operators is not None:
         settings.operators = tuple(operators)

@@ -61,13 +61,14 @@ from __future__ import annotations
 
 import difflib
 import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 from semuq_eval.metrics import DEFAULT_METRICS
 
-__all__ = ["DEFAULT_OPERATORS", "Settings"]
+__all__ = ["DEFAULT_OPERATORS", "Settings", "stored_settings"]
 
 DEFAULT_OPERATORS = ("nli", "nli_soft", "cos_ext", "cos_int", "enc", "lexical")
 
@@ -141,6 +142,9 @@ class Settings:
             Naming the key, for a value out of range or a name no registry knows.
         """
         from semuq_eval.harness.profiles import apply_profile
+
+        if metadata is not None and not isinstance(metadata, Mapping):
+            raise ValueError(f"metadata must be a JSON object of settings, got {type(metadata).__name__}")
 
         metadata = apply_profile(metadata or {}) if expand_profile else dict(metadata or {})
         known = {f.name for f in fields(cls)}
@@ -266,3 +270,13 @@ class Settings:
         return {
             f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v) for f in fields(self)
         }
+
+
+def stored_settings(manifest: Any, path: str | os.PathLike) -> Settings:
+    """The settings a run store's manifest records; ValueError naming the manifest when they do not validate."""
+    if not isinstance(manifest, Mapping):
+        raise ValueError(f"{path}: not a run store manifest (a JSON object)")
+    try:
+        return Settings.from_metadata(manifest.get("settings"), expand_profile=False)
+    except ValueError as err:
+        raise ValueError(f"{path}: {err}") from None

@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from semuq_eval.harness.doc import Doc
+from semuq_eval.harness.schemas import ScoresLine, check_line
 from semuq_eval.jsonio import is_id, read_json, read_jsonl, write_json, write_jsonl
 from semuq_eval.models.generation import Generation
 
@@ -156,14 +157,20 @@ def load_store(
     items = {}
     if (root / "scores.jsonl").is_file():
         for number, it in read_jsonl(root / "scores.jsonl"):
-            _check_fields(
-                root / "scores.jsonl", number, it, {"doc_id": int}, {"scores": dict, "labels": dict}
-            )
+            check_line(ScoresLine, it, root / "scores.jsonl", number)
             items[it["doc_id"]] = it
     records: dict[int, dict[str, Any]] = {}
     for gen_file in sorted(root.glob("generations.rank*.jsonl")):
         for number, rec in read_jsonl(gen_file):
-            _check_fields(gen_file, number, rec, {"doc_id": int, "greedy": dict, "samples": list}, {})
+            _check_fields(
+                gen_file,
+                number,
+                rec,
+                {"doc_id": int, "greedy": dict, "samples": list},
+                {"question": str, "references": list},
+            )
+            if not all(isinstance(r, str) for r in rec.get("references", [])):
+                raise ValueError(f"{gen_file}:{number}: field 'references' must be a list of strings")
             did = rec["doc_id"]
             try:
                 greedy = dict(rec["greedy"], hidden=_as_list(vectors.get(f"d{did}.greedy")))

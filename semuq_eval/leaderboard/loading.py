@@ -17,8 +17,9 @@ import numpy as np
 from semuq_eval.harness.label_sets import RUN_LABELS, label_set_names, read_label_set
 from semuq_eval.harness.record import RECORD_SUFFIX, read_record
 from semuq_eval.harness.report import FORMAT as BREAKDOWN_FORMAT
+from semuq_eval.harness.schemas import BreakdownFile, ScoresLine, check_line
 from semuq_eval.harness.store import STORE_FORMAT
-from semuq_eval.jsonio import is_id, read_json, read_jsonl
+from semuq_eval.jsonio import read_json, read_jsonl
 from semuq_eval.judges import LABEL_STRATEGIES
 from semuq_eval.leaderboard.provenance import provenance
 from semuq_eval.leaderboard.runs import LeaderboardInputError, Run
@@ -75,6 +76,10 @@ def load_run(path: str | os.PathLike, label_set: str = RUN_LABELS) -> Run:
     for key in ("task", "results", "labels"):
         if key not in breakdown:
             raise LeaderboardInputError(f"{breakdown_file}: no {key!r} in the breakdown (a truncated file?)")
+    try:
+        check_line(BreakdownFile, breakdown, breakdown_file)
+    except ValueError as err:
+        raise LeaderboardInputError(str(err)) from None
     settings = dict(breakdown.get("settings") or {})
     task = str(breakdown["task"])
     if store is None:
@@ -111,18 +116,10 @@ def load_run(path: str | os.PathLike, label_set: str = RUN_LABELS) -> Run:
         )
     items = {}
     for line, item in read_jsonl(scores_file):
-        for key, kind in (("doc_id", int), ("scores", Mapping), ("labels", Mapping)):
-            if key not in item:
-                raise LeaderboardInputError(f"{scores_file}:{line}: no {key!r} in the item")
-            if key == "doc_id" and not is_id(item[key]):
-                raise LeaderboardInputError(
-                    f"{scores_file}:{line}: field 'doc_id' must be an integer in 0..2**53, got {item[key]!r:.60}"
-                )
-            if not isinstance(item[key], kind) or isinstance(item[key], bool):
-                raise LeaderboardInputError(
-                    f"{scores_file}:{line}: field {key!r} must be {'an integer' if kind is int else 'an object'}, "
-                    f"got {item[key]!r:.60}"
-                )
+        try:
+            check_line(ScoresLine, item, scores_file, line)
+        except ValueError as err:
+            raise LeaderboardInputError(str(err)) from None
         items[item["doc_id"]] = item  # a later line for the same doc wins, as in load_store
     if not items:
         raise LeaderboardInputError(f"{scores_file} holds no questions")

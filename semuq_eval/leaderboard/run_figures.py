@@ -59,6 +59,21 @@ def reusable(run: Run, config: LeaderboardConfig, n: int) -> dict[str, dict[str,
     return out
 
 
+def _sound(result: Any) -> bool:
+    """Whether a metric result stored in a breakdown has the fields a cell reads, of their types; one that does not
+    is recomputed from the scores instead of reused."""
+    if not isinstance(result, Mapping):
+        return False
+    counts = ("n", "n_correct", "n_incorrect", "n_valid_resamples")
+    numbers = ("value", "ci_low", "ci_high")
+    return all(
+        isinstance(result.get(k, 0), int) and not isinstance(result.get(k, 0), bool) for k in counts
+    ) and all(
+        result.get(k) is None or (isinstance(result[k], (int, float)) and not isinstance(result[k], bool))
+        for k in numbers
+    )
+
+
 def _result_dict(result: MetricResult | Mapping[str, Any], n_resamples: int, min_minority: int) -> dict:
     d = result.as_dict() if isinstance(result, MetricResult) else dict(result)
     d.update(assess(d, n_resamples, min_minority))
@@ -97,7 +112,7 @@ def run_figures(job: RunJob) -> dict[str, Any]:
             ):
                 reuse = {}  # the breakdown's AUROC is not this one: its scores differ, reuse nothing
             for m in rest:
-                if m in reuse and reuse[m].get("n") == result.n:
+                if _sound(reuse.get(m)) and reuse[m].get("n") == result.n:
                     cell[m] = {
                         **_result_dict(reuse[m], config.n_resamples, job.min_minority),
                         "source": "run",

@@ -1,0 +1,112 @@
+"""Declared schemas of the run store's files, checked when they are read (pydantic, strict types).
+
+One schema per kind of line, shared by every reader of that file: a bad line is one ValueError naming the file,
+the line and the field (``scores.jsonl:3: field scores.kle_heat@enc: ...``), never a TypeError deep in a
+computation. Fields the schema does not name are kept as they are (later versions may add some).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+)
+
+from semuq_eval.jsonio import MAX_ID
+
+__all__ = ["BreakdownFile", "ScoresLine", "check_line"]
+
+Count = Annotated[StrictInt, Field(ge=0, le=MAX_ID)]
+"""Ids and counts: whole numbers in 0..2**53."""
+Score = Annotated[StrictFloat, Field(allow_inf_nan=False)] | StrictInt | None
+"""An estimator's score of a question: a finite number, or null when the estimator could not score it."""
+Verdict = Literal[0, 1] | StrictBool | None
+"""A label: 1 / true correct, 0 / false incorrect, null unknown."""
+
+
+class ScoresLine(BaseModel):
+    """A line of ``scores.jsonl``: one question's scores, labels and problems (:func:`~semuq_eval.harness.pipeline.doc_item`)."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    doc_id: Count
+    id: StrictStr | None = None
+    scores: dict[str, Score] = {}
+    reasons: dict[str, StrictStr] = {}
+    labels: dict[str, Verdict] = {}
+    sample_labels: list[Verdict] = []
+    n_missing_verdicts: Count = 0
+    n_samples: Count = 0
+    n_extra_responses: Count = 0
+    problems: list[StrictStr] = []
+    approximate: dict[str, StrictStr] = {}
+
+
+class BreakdownFile(BaseModel):
+    """``breakdown.json``: the fields the leaderboard and the commands read (:mod:`semuq_eval.harness.report`)."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    format: StrictStr
+    task: StrictStr
+    settings: dict[str, Any] = {}
+    n_samples: Count | None = None
+    judge: dict[str, Any] = {}
+    label_set: StrictStr = "run"
+    operators: dict[str, dict[str, Any]] = {}
+    n_docs: Count | None = None
+    labels: dict[str, dict[str, Any]] = {}
+    results: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
+    generation_kwargs: dict[str, Any] | None = None
+    decoding: dict[str, Any] | None = None
+    generator: dict[str, Any] | None = None
+
+
+def check_line(
+    schema: type[BaseModel], line: Any, path: str | os.PathLike, number: int | None = None
+) -> None:
+    """ValueError naming ``path:number`` (a whole JSON file: ``path``) and the first bad field when ``line`` does
+    not follow ``schema``.
+
+    Examples
+    --------
+    >>> check_line(ScoresLine, {"doc_id": 0, "scores": {"msp": 0.5}, "labels": {}}, "scores.jsonl", 1)
+    >>> check_line(ScoresLine, {"doc_id": 0, "scores": {"msp": [1]}, "labels": {}}, "scores.jsonl", 2)
+    Traceback (most recent call last):
+    ...
+    ValueError: scores.jsonl:2: field scores.msp: a finite number, or null, got [1]
+    """
+    try:
+        schema.model_validate(line)
+    except ValidationError as err:
+        first = err.errors(include_url=False)[0]
+        field = ".".join(str(part) for part in _field_path(first["loc"]))
+        where = f"{path}:{number}" if number is not None else str(path)
+        raise ValueError(
+            f"{where}: field {field or '(the line)'}: {_expected(first)}, got {first.get('input')!r:.60}"
+        ) from None
+
+
+def _field_path(loc: tuple) -> list:
+    """The field path of a pydantic error location, without the names of the union members it tried."""
+    return [part for part in loc if not (isinstance(part, str) and ("[" in part or part in _MEMBER_NAMES))]
+
+
+_MEMBER_NAMES = {"float", "int", "bool", "str", "none", "literal", "function-after", "constrained-float"}
+
+
+def _expected(error: dict[str, Any]) -> str:
+    """What the field should hold, in words."""
+    loc = [str(p) for p in error["loc"]]
+    if any("float" in p or p == "int" for p in loc):
+        return "a finite number, or null"
+    return str(error.get("msg", "invalid")).lower()
