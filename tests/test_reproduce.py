@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import shutil
+import sys
 import tarfile
 
 import pytest
@@ -260,3 +261,30 @@ def test_auroc_selection_ships_a_variant_only_above_its_base_and_the_untrained_e
         "enc_trained",
     )  # below the untrained enc
     assert choose({**scores, "ap": None}, list(bases), bases) == ("r", "r")  # no score: never chosen
+
+
+@pytest.mark.slow
+def test_the_transfer_report_counts_what_the_committed_board_counts(capsys, monkeypatch):
+    """The transfer test's report (leaderboards/reproduction/transfer/recipe/report.py), run on SmolLM2's committed
+    test records as if they were the test LLM's, gives the second confirmation's board figures: the shipped
+    operator against its untrained base over the 30 reliable cells and against cos_ext over 27."""
+    import importlib.util
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location(
+        "transfer_report", root / "leaderboards/reproduction/transfer/recipe/report.py"
+    )
+    report = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, report)  # its dataclass looks itself up there
+    spec.loader.exec_module(report)
+    records = str(root / "leaderboards/reproduction/confirmation-2/test/records/*.jsonl.gz")
+    assert report.main(["--test", records]) == 0
+    out = capsys.readouterr().out
+    t1 = next(line for line in out.splitlines() if line.startswith("| T1 |"))
+    assert "| 30 | higher in 27, 9 significantly, 0 significantly lower | 0.673 vs 0.609 | +0.064 [" in t1, t1
+    assert t1.endswith("| held |")
+    t2 = next(line for line in out.splitlines() if line.startswith("| T2 |"))
+    assert "| 27 | higher in 21, 0 significantly, 0 significantly lower | 0.673 vs 0.656 | +0.017 [" in t2, t2
+    assert "triviaqa_dpr: greedy 62 / 338, majority 39 / 361" in out
+    assert report.main(["--test", "/nonexistent/*.jsonl.gz"]) == 2
