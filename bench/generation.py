@@ -8,8 +8,11 @@ Run it from the repository with ``python -m bench.generation``:
     python -m bench.generation --questions 2 --n 2 --repeats 1 --hf-batch-sizes 20   # smoke run
     python -m bench.generation --configs semuq-hf-fp32,semuq-api-llamacpp --threads 1 --json out.json
 
-One model, SmolLM2-135M-Instruct: the local HF folder (default: the `smollm2-135m-instruct` asset) and, for
-llama.cpp, the GGUF that folder keeps (the asset's float32 weights were converted from it). The same 20
+One model, SmolLM2-135M-Instruct by default: the local HF folder (the `smollm2-135m-instruct` asset) and, for
+llama.cpp, the GGUF that folder keeps (the asset's float32 weights were converted from it). ``--model`` may name a
+folder that holds a GGUF only (``--model ~/.cache/semuq-eval/models/qwen2.5-coder-1.5b-instruct``): transformers
+then reads the config, tokenizer and weights from that GGUF (dequantized to the row's dtype) for the `semuq-hf`
+rows, and llama.cpp serves the GGUF as it is. The same 20
 TriviaQA-like questions, the model's chat template applied to each (one prompt string for every
 configuration), the same decoding: N samples at temperature 1, top-p 0.9, top-k 50, plus the greedy answer,
 max_gen_toks 32. The requests are built as lm-eval's evaluator builds them: per question one greedy Instance
@@ -20,8 +23,11 @@ Configurations (``--configs``, comma-separated):
   ``--batch-size`` prompts per call;
 - ``hf``: lm-eval's stock `hf` (float32), once per ``--hf-batch-sizes`` entry (sequences per call);
 - ``semuq-api-llamacpp``: `semuq-api` (completions endpoint, log-probabilities with 20 alternatives, journal
-  off) against ``python -m llama_cpp.server`` serving the GGUF on loopback (tests/fixtures/llama_process.py, the tests'
-  server), started by the benchmark with ``--threads`` threads and stopped at the end, even on error;
+  off, ``--slots`` requests in flight) against llama.cpp's own server (``python -m semuq_eval.models.llamacpp``:
+  the prebuilt xllamacpp wheel, the server `semuq-llamacpp` runs in-process; tests/fixtures/llama_process.py, the
+  tests' server) serving the GGUF on loopback with ``--slots`` parallel slots (default N + 1: a question's samples,
+  asked with ``n``, and its greedy answer decode as one batch), started with ``--threads`` threads and stopped at
+  the end, even on error;
   ``semuq-api-llamacpp-text``: the same with ``logprobs=false`` (text only: what log-probabilities cost).
 
 Each run is a subprocess of its own (its peak memory is its own); ``--repeats`` rounds run every configuration
@@ -109,13 +115,24 @@ def _default_model() -> str:
 
 
 # -- the arithmetic limit ------------------------------------------------------------------------------------
+def gguf_only(model_dir: str) -> dict[str, str]:
+    """``{"gguf_file": name}`` for a folder that holds a GGUF and no Hugging Face config (the Qwen assets):
+    transformers then reads the config, the tokenizer and the weights from the GGUF; ``{}`` otherwise."""
+    folder = Path(model_dir)
+    if (folder / "config.json").is_file():
+        return {}
+    return {"gguf_file": gguf_in(folder).name}
+
+
 def flops_per_token(model_dir: str) -> tuple[int, str]:
     """(parameters counted, how): FLOPs per generated token ~= 2 x the parameters counted (module doc)."""
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
     with torch.device("meta"):
-        model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(model_dir))
+        model = AutoModelForCausalLM.from_config(
+            AutoConfig.from_pretrained(model_dir, **gguf_only(model_dir))
+        )
     counted = sum(p.numel() for p in model.parameters())  # a tied matrix once
     embedding = model.get_input_embeddings().weight
     output = model.get_output_embeddings()
@@ -214,7 +231,7 @@ def _load(args: argparse.Namespace):
             base_url=args.base_url,
             seed=args.seed,
             journal="off",
-            concurrency=1,
+            concurrency=args.slots,
             timeout=600,
             logprobs=args.dtype != "gguf-text",
         )
@@ -222,7 +239,13 @@ def _load(args: argparse.Namespace):
         from semuq_eval.models.hf import SemuqHFLM as cls
     else:
         from lm_eval.models.huggingface import HFLM as cls
-    return cls(pretrained=args.model, device="cpu", batch_size=args.batch_size, dtype=args.dtype)
+    return cls(
+        pretrained=args.model,
+        device="cpu",
+        batch_size=args.batch_size,
+        dtype=args.dtype,
+        **gguf_only(args.model),
+    )
 
 
 def worker(args: argparse.Namespace) -> dict:
@@ -232,7 +255,7 @@ def worker(args: argparse.Namespace) -> dict:
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
-    tokenizer = AutoTokenizer.from_pretrained(args.model)
+    tokenizer = AutoTokenizer.from_pretrained(args.model, **gguf_only(args.model))
     t0 = time.perf_counter()
     lm = _load(args)
     load_s = time.perf_counter() - t0
@@ -288,6 +311,7 @@ def _run(
     ]
     cmd += ["--n", str(args.n), "--max-gen-toks", str(args.max_gen_toks), "--questions", str(args.questions)]
     cmd += ["--seed", str(args.seed), "--batch-size", str(batch_size), "--threads", str(args.threads)]
+    cmd += ["--slots", str(args.slots)]
     if server is not None:
         cmd += ["--base-url", server.url, "--server-pid", str(server.proc.pid)]
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
@@ -396,7 +420,7 @@ def _report(args: argparse.Namespace, limit: dict, rows: list[dict], gguf: Path 
     print(
         "tok/s = answer tokens / generate_until wall time; x fp32 = over semuq-hf-fp32; ceiling = tok/s at "
         "the matmul peak of the weights' dtype (llama.cpp's GGUF: the float32 peak); % limit = tok/s / "
-        "ceiling; semuq-api asks one request at a time"
+        f"ceiling; semuq-api keeps {args.slots} requests in flight on {args.slots} llama.cpp slots"
     )
     print(
         f"medians of {args.repeats} interleaved runs; gen s of each: "
@@ -431,6 +455,13 @@ def main(argv: list[str] | None = None) -> None:
         "machine use 1: with 2 threads, any other busy process stalls the threads' barriers and times grow "
         "10x or more",
     )
+    p.add_argument(
+        "--slots",
+        type=int,
+        default=0,
+        help="llama.cpp's parallel slots and semuq-api's requests in flight (0: N + 1, a question's samples and "
+        "its greedy answer decoded as one batch; 1: one request at a time)",
+    )
     p.add_argument("--repeats", type=int, default=3, help="interleaved repetitions (median kept)")
     p.add_argument("--matmul-max-size", type=int, default=4096, help="largest matrix side of the matmul peak")
     p.add_argument(
@@ -454,13 +485,18 @@ def main(argv: list[str] | None = None) -> None:
         p.error(f"--questions must be 1..{len(QUESTIONS)}")
     configs = _configs(args, p)
     args.threads = args.threads or torch.get_num_threads()
+    args.slots = args.slots or args.n + 1
     limit = _limit(args, {dtype for _, kind, dtype, _ in configs if kind != "semuq-api"})
     gguf = gguf_in(Path(args.model)) if any(kind == "semuq-api" for _, kind, _, _ in configs) else None
     # interleaved repetitions; the median of each configuration is kept (the machine is shared and noisy).
     # Peak memory does not depend on load: the max over repetitions is kept.
     trials: dict[tuple[str, int], list[dict]] = {(c[0], c[3]): [] for c in configs}
     with tempfile.TemporaryDirectory(prefix="bench-generation-") as tmp:
-        server = None if gguf is None else LlamaServer(gguf, Path(tmp) / "server.log", threads=args.threads)
+        server = (
+            None
+            if gguf is None
+            else LlamaServer(gguf, Path(tmp) / "server.log", threads=args.threads, slots=args.slots)
+        )
         try:
             for rep in range(args.repeats):
                 for name, kind, dtype, bs in configs:
