@@ -61,6 +61,17 @@ BREAKS = {  # name -> (what it does to the store, every reader must refuse it)
     ),
     "hidden vectors cut short": (lambda s: _truncate(next(s.glob("hidden.rank*.npz"))), False),
     "scores null": (lambda s: _scores(s / "scores.jsonl", lambda x: x.update(scores=None)), False),
+    "manifest claims more samples than stored": (
+        lambda s: (s / "manifest.json").write_text(
+            json.dumps(
+                {
+                    **(m := json.loads((s / "manifest.json").read_text())),
+                    "settings": {**m["settings"], "n_samples": 20},
+                }
+            )
+        ),
+        False,
+    ),
     "answers: a doc id of 2**70": (
         lambda s: _first_line(s / "generations.rank0.jsonl", _with(s, lambda r: r.update(doc_id=2**70))),
         True,
@@ -342,6 +353,7 @@ def test_a_store_reads_as_records_or_a_located_error(tmp_path_factory, good_stor
         ({"bootstrap": 10**9}, "bootstrap must be in 1..100,000"),
         ({"seed": 2**70}, "seed must be in 0..4,294,967,295"),
         ({"output_dir": ["x"]}, "output_dir must be a folder path"),
+        ({"table_estimators": ["kle_heat@enc"]}, "table_estimators: 'kle_heat@enc' is not"),
     ],
 )
 def test_options_a_component_does_not_take_are_refused_before_anything_loads(metadata, message):
@@ -376,6 +388,10 @@ def test_options_a_component_takes_pass():
             "unknown option(s) ['colour']",
         ),
         (["rescore", "STORE", "--judge", "string", "--judge_options", '{"colour": "blue"}'], "['colour']"),
+        (
+            ["leaderboard", "STORE", "--output", "OUT", "--reference", "kle_heat@lexcal"],
+            "did you mean kle_heat@lexical",
+        ),
     ],
 )
 def test_a_bad_flag_value_is_one_line_naming_the_flag(good_store, tmp_path, capsys, argv, flag):

@@ -145,6 +145,12 @@ def rescore(
     if judge is not None or judge_options is not None:
         settings.judge = judge or stored.judge
         settings.judge_options = dict(judge_options or {})
+    held = max(len(r["samples"]) for r in records)
+    if held < stored.n_samples:  # the breakdown would report an N no question has
+        raise ValueError(
+            f"{Path(store_path) / 'manifest.json'}: settings n_samples is {stored.n_samples}, but no question of the "
+            f"store has more than {held} stored samples"
+        )
     n = stored.n_samples if n_samples is None else int(n_samples)
     if n < 1 or n > stored.n_samples:
         raise ValueError(f"n_samples must be in 1..{stored.n_samples} (the stored N), got {n}")

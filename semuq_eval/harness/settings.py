@@ -234,9 +234,15 @@ class Settings:
             unknown = [x for x in given if x not in known]
             if unknown:
                 raise ValueError(f"metadata {key}: unknown name(s) {unknown}; known: {sorted(known)}")
-        judges.check_options(
-            self.judge, self.judge_options
-        )  # before any model loads, not when the judge is built
+        for entry in self.table_estimators:  # an estimator no run can score would be an empty column
+            aggregator, _, operator = str(entry).partition("@")
+            if aggregator not in aggregators.names() or (operator and operator not in self.operators):
+                raise ValueError(
+                    f"metadata table_estimators: {entry!r} is not <aggregator>[@<operator>] with a registered "
+                    f"aggregator and one of this run's operators {list(self.operators)}"
+                )
+        # before any model loads, not when the judge is built after generation
+        judges.check_options(self.judge, self.judge_options)
         for name, options in self.aggregator_options.items():
             agg = aggregators.get(name)
             skip = (agg.matrix is not None) + len(agg.inputs)  # the matrix and the inputs come positionally

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import difflib
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -105,6 +106,7 @@ def build(
         runs += _joining(expand_inputs(add), runs, labels, skipped)
     for entry in skipped[unfinished:]:
         log.warning("leaderboard: left out a run record: %s", entry["reason"])
+    _check_reference((config or LeaderboardConfig()).reference, runs)
     sections = _sections(runs, common_questions, strict=strict, on_duplicate=on_duplicate)
     board = compute(sections, config or LeaderboardConfig())
     output.mkdir(parents=True, exist_ok=True)
@@ -118,6 +120,25 @@ def build(
     figures = plot_all(document, output) if plots else []
     write_html(document, output / "index.html", header=header, plots=figures, title=title)
     return document
+
+
+def _check_reference(reference: str, runs: list) -> None:
+    """A headline reference estimator that no run has leaves the headline empty: refused when it was chosen
+    (``--reference``), a warning for the default."""
+    from semuq_eval.leaderboard.headline import REFERENCE
+    from semuq_eval.leaderboard.runs import LeaderboardInputError
+
+    known = {name for run in runs for name in run.estimators}
+    if not runs or reference in known:
+        return
+    near = difflib.get_close_matches(reference, sorted(known), n=3)
+    hint = (
+        f"did you mean {', '.join(near)}?" if near else f"the runs have e.g. {', '.join(sorted(known)[:5])}"
+    )
+    message = f"--reference {reference}: no run has this estimator, the headline would be empty; {hint}"
+    if reference != REFERENCE:
+        raise LeaderboardInputError(message)
+    log.warning("leaderboard: %s", message)
 
 
 def _joining(paths: list[Path], runs: list, labels: tuple[str, ...], skipped: list[dict[str, str]]) -> list:
