@@ -94,5 +94,8 @@ def test_a_bad_setting_is_refused_in_one_line_before_the_model_loads(tmp_path, c
     ]
     assert cli_main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1] == "semuq-eval run: metadata bootstrap must be in 1..100,000, got 0 (--debug shows the traceback)"
+    assert (
+        err[-1]
+        == "semuq-eval run: metadata bootstrap must be in 1..100,000, got 0 (--debug shows the traceback)"
+    )
     assert not any("Traceback" in line for line in err)  # and no word about the model that does not exist

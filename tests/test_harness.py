@@ -245,7 +245,10 @@ def test_settings_validation():
         ({"tau": -0.3}, "strictly between 0 and 1"),
         ({"tau": "half"}, "tau: a numeric setting is not a number"),
         ({"bootstrap": -1}, "bootstrap must be in 1..100,000"),
-        ({"bootstrap": 0}, "bootstrap must be in 1..100,000"),  # crashed when the metrics ran, after generation
+        (
+            {"bootstrap": 0},
+            "bootstrap must be in 1..100,000",
+        ),  # crashed when the metrics ran, after generation
         ({"seed": -1}, "seed must be in 0..4,294,967,295"),  # the same
         ({"store": "false"}, None),
         ({"store": "no"}, "store must be true or false"),

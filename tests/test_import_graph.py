@@ -8,7 +8,7 @@ layer and the layers below):
    ``distributed``, ``context``, ``logs``, ``openai_client`` (the transport to OpenAI-compatible servers, shared by
    a judge and a model), ``local_models`` (a local model folder's revision), ``task_files`` (the shipped task YAMLs), ``scratch`` (scratch folders a later run can clean), ``writes`` (where a command may write), ``assets`` (the asset cache and its builders; the trained operator's training is
    passed in) and ``data`` (QA sets, read from the assets);
-1. the math: ``aggregators``, ``metrics``;
+1. the math: ``aggregators``, ``metrics``, ``decisions`` (calibrators, thresholds, combinations of scores);
 2. ``operators`` (their matrix kinds come from ``aggregators``; the trained operator's record is
    ``operators.card``);
 3. ``judges`` (they load models as the operators do) and ``models`` (lm-eval models and generation records);
@@ -57,7 +57,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
             }
         ),
     ),
-    ("math", frozenset({"aggregators", "metrics"})),
+    ("math", frozenset({"aggregators", "metrics", "decisions"})),
     ("operators", frozenset({"operators"})),
     ("judges and models", frozenset({"judges", "models"})),
     ("harness", frozenset({"harness"})),

@@ -34,6 +34,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "semuq_eval.commands.export_record:main",
         "write run stores' run records (per-question labels and scores, text only) to commit or send in",
     ),
+    "decide": (
+        "semuq_eval.commands.decide:main",
+        "calibrators, abstention thresholds with finite-sample guarantees, a cross-fitted combination",
+    ),
     "tasks-dir": ("semuq_eval.commands.tasks_dir:main", "print the folder of the semuq task YAMLs"),
     "diagnose": (
         "semuq_eval.commands.diagnose:main",

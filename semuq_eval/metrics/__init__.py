@@ -1,6 +1,7 @@
 """Metrics of an uncertainty score against correctness labels, with bootstrap CIs.
 
-Point estimates: :func:`auroc`, :func:`ece`, :func:`prr`, :func:`auarc`. :func:`evaluate`
+Point estimates: :func:`auroc`, :func:`ece`, :func:`prr`, :func:`auarc`, :func:`coverage_at_risk` (the share
+answered at a certified error rate, :mod:`~semuq_eval.metrics.risk`). :func:`evaluate`
 scores many estimators at once with CIs on shared resamples (ECE's calibrator fitted once, or
 refitted in every resample with ``CalibrationProtocol(refit="per_resample")``); :func:`paired_difference`
 compares two estimators (or two LLMs) resample by resample; :func:`resample` gives one metric on every
@@ -30,6 +31,7 @@ from semuq_eval.metrics.bootstrap import (
 )
 from semuq_eval.metrics.calibration import CalibrationProtocol, calibrate, calibrate_resamples, ece
 from semuq_eval.metrics.ranking import auarc, auroc, prr
+from semuq_eval.metrics.risk import coverage_at_risk
 
 
 def get(name: str) -> Metric:
@@ -55,6 +57,7 @@ __all__ = [
     "calibrate",
     "calibrate_resamples",
     "check_metrics",
+    "coverage_at_risk",
     "ece",
     "evaluate",
     "get",

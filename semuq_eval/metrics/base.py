@@ -88,7 +88,7 @@ def check_metrics(names: Iterable[str]) -> tuple[str, ...]:
     >>> check_metrics(["auroc", "brier"])
     Traceback (most recent call last):
     ...
-    ValueError: unknown metric(s) ['brier']; known: ['auarc', 'auroc', 'ece', 'prr']
+    ValueError: unknown metric(s) ['brier']; known: ['auarc', 'auroc', 'coverage_at_risk', 'ece', 'prr']
     """
     names = tuple(names)
     unknown = [n for n in names if n not in registry]
