@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import binomtest
 
+from semuq_eval.decisions.pairs import scored_pairs
 from semuq_eval.metrics.risk import ALPHA, DELTA, N_THRESHOLDS, candidate_thresholds
 
 __all__ = ["AbstentionResult", "HeldOut", "abstention_threshold", "held_out", "split_questions"]
@@ -65,17 +66,6 @@ class HeldOut:
     coverage_ci: tuple[float, float]
     error_rate: float
     error_rate_ci: tuple[float, float]
-
-
-def _pairs(uncertainty, correct) -> tuple[np.ndarray, np.ndarray]:
-    u = np.asarray(uncertainty, dtype=float)
-    y = np.asarray(correct, dtype=float)
-    if u.shape != y.shape or u.ndim != 1:
-        raise ValueError(f"uncertainty and correct must be 1-d of one length, got {u.shape} and {y.shape}")
-    keep = np.isfinite(u) & np.isfinite(y)
-    if not np.isin(y[keep], (0.0, 1.0)).all():
-        raise ValueError("correct must hold 0/1 labels (NaN for unknown)")
-    return u[keep], y[keep].astype(int)
 
 
 def _check_levels(alpha: float, delta: float, n_thresholds: int, method: str) -> None:
@@ -120,7 +110,7 @@ def abstention_threshold(
     from mapie.risk_control import BinaryClassificationController
 
     _check_levels(alpha, delta, n_thresholds, method)
-    u, y = _pairs(uncertainty, correct)
+    u, y = scored_pairs(uncertainty, correct)
     if len(u) == 0:
         raise ValueError("no calibration question has both a score and a label")
     candidates = candidate_thresholds(u, n_thresholds)
@@ -171,7 +161,7 @@ def held_out(threshold: float | None, uncertainty: np.ndarray, correct: np.ndarr
     >>> r.n_answered, r.n_errors, r.coverage, round(r.error_rate, 3)
     (3, 1, 0.75, 0.333)
     """
-    u, y = _pairs(uncertainty, correct)
+    u, y = scored_pairs(uncertainty, correct)
     answered = u <= threshold if threshold is not None else np.zeros(len(u), bool)
     k, errors = int(answered.sum()), int((1 - y[answered]).sum())
     return HeldOut(

@@ -21,6 +21,7 @@ from scipy.special import expit
 from sklearn.isotonic import IsotonicRegression
 from sklearn.linear_model import LogisticRegression
 
+from semuq_eval.decisions.pairs import scored_pairs
 from semuq_eval.jsonio import read_json, write_json
 
 __all__ = ["CALIBRATOR_FORMAT", "KINDS", "SavedCalibrator", "fit_calibrator", "load_calibrator"]
@@ -100,17 +101,6 @@ class SavedCalibrator:
         return write_json(path, self.to_json())
 
 
-def _finite_pairs(uncertainty: np.ndarray, correct: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    u = np.asarray(uncertainty, dtype=float)
-    y = np.asarray(correct, dtype=float)
-    if u.shape != y.shape or u.ndim != 1:
-        raise ValueError(f"uncertainty and correct must be 1-d of one length, got {u.shape} and {y.shape}")
-    keep = np.isfinite(u) & np.isfinite(y)
-    if not np.isin(y[keep], (0.0, 1.0)).all():
-        raise ValueError("correct must hold 0/1 labels (NaN for unknown)")
-    return u[keep], y[keep]
-
-
 def _parameters(kind: str, u: np.ndarray, y: np.ndarray) -> dict[str, Any]:
     if kind == "isotonic":
         model = IsotonicRegression(increasing=False, y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(u, y)
@@ -153,7 +143,7 @@ def fit_calibrator(
     """
     if kind not in KINDS:
         raise ValueError(f"unknown calibrator kind {kind!r}; known: {list(KINDS)}")
-    u, y = _finite_pairs(uncertainty, correct)
+    u, y = scored_pairs(uncertainty, correct)
     n_correct = int(y.sum())
     if n_correct == 0 or n_correct == len(y):
         raise ValueError(
