@@ -642,6 +642,52 @@ def test_label_sets(tmp_path):
         load_runs(stores, ("other",))
 
 
+def test_rankings_across_judges_rank_llms_under_every_label_set_and_show_disagreement(tmp_path):
+    """Three label sets of the same questions: the run's, an identical copy and the flipped labels. The copy
+    agrees everywhere (tau 1); the flipped set reverses the LLMs' order and every LLM's estimator order (AUROC
+    becomes 1 - AUROC: tau -1), and the mean rank sits between."""
+    from semuq_eval.harness.label_sets import write_label_set
+    from semuq_eval.leaderboard.write import across_judges_markdown
+
+    stores = [_copy(llm, "semuq_toy_a", tmp_path) for llm in ("llm-alpha", "llm-beta")]
+    for store in stores:
+        items = [json.loads(x) for x in (store / "scores.jsonl").read_text().splitlines()]
+        for name, flip in (("same", False), ("flipped", True)):
+            records = [
+                {"doc_id": it["doc_id"], "greedy": (1 - it["labels"]["greedy"]) if flip else it["labels"]["greedy"],
+                 "majority": None}
+                for it in items
+            ]  # fmt: skip
+            write_label_set(store, name, records, {"judge": {"judge": "hf", "model": name}})
+    board = compute(
+        group_sections(load_runs(stores, ("run", "same", "flipped"))), LeaderboardConfig(n_resamples=100)
+    )
+    (group,) = [g for g in board.across_judges if g["strategy"] == "greedy"]
+    assert group["label_sets"] == ["run", "same", "flipped"] and group["estimator"] == "kle_heat@enc"
+    taus = {(a["label_set_a"], a["label_set_b"]): a["kendall_tau"] for a in group["agreement"]}
+    assert taus == {("run", "same"): 1.0, ("run", "flipped"): -1.0, ("same", "flipped"): -1.0}
+    for row in group["llms"]:
+        assert row["ranks"]["run"] == row["ranks"]["same"] == 3 - row["ranks"]["flipped"]
+        assert row["mean_rank"] == pytest.approx((2 * row["ranks"]["run"] + row["ranks"]["flipped"]) / 3)
+        assert row["mean_rank_low"] <= row["mean_rank"] <= row["mean_rank_high"]
+        low, high = row["rank_intervals"]["run"]
+        f_low, f_high = row["rank_intervals"]["flipped"]
+        assert row["disagree"] == (max(low, f_low) > min(high, f_high))
+    for a in group["estimator_agreement"]:
+        expected = 1.0 if (a["label_set_a"], a["label_set_b"]) == ("run", "same") else -1.0
+        assert a["kendall_tau"] == pytest.approx(expected) and a["n_estimators"] >= 5
+    assert not [g for g in board.across_judges if g["strategy"] == "majority"]  # no majority labels: nothing
+    text = "\n".join(across_judges_markdown(board.across_judges))
+    assert "## Rankings across judges" in text and "run vs flipped: tau -1.00 (2 LLMs)" in text
+    from semuq_eval.leaderboard.html import render_html
+    from semuq_eval.leaderboard.write import to_document
+
+    page = render_html(to_document(board))
+    assert "<h2>Rankings across judges</h2>" in page and "run vs flipped: tau -1.00" in page
+    one = compute(group_sections(load_runs(stores, ("run",))), LeaderboardConfig(n_resamples=50))
+    assert one.across_judges == []  # one judge: no such table, and the document has no such key
+
+
 def test_cli_registered_and_jobs(tmp_path, capsys):
     from semuq_eval.commands import COMMANDS
     from semuq_eval.commands import main as cli_main

@@ -206,6 +206,52 @@ def test_another_reference_estimator_is_the_one_read(board):
     assert all(c["estimator"] == "se@lexical" for c in other.curves)
 
 
+@pytest.mark.parametrize("metric", ["coverage_at_risk", "ece"])
+def test_the_headline_can_rank_by_another_metric(board, metric):
+    """The headline's cells are the reference estimator's cells of ``--headline-metric``, ranked in its
+    direction (ECE: lower is better) with rank intervals from its own resamples; the rule names it."""
+    from semuq_eval.metrics import get
+
+    _, runs = board
+    config = LeaderboardConfig(n_resamples=200, headline_metric=metric)
+    other = compute(group_sections(runs), config)
+    sign = 1 if get(metric).higher_is_better else -1
+    assert metric in other.config.metrics and other.config.as_dict()["headline_metric"] == metric
+    for strategy, h in other.headline.items():
+        assert h["metric"] == metric and f"the {get(metric).label} of the reference" in h["rule"]
+        for row in h["rows"]:
+            for task, cell in row["cells"].items():
+                own = next(
+                    c for c in other.cells
+                    if (c["section"], c["llm"], c["estimator"], c["strategy"], c["metric"])
+                    == (task, row["llm"], "kle_heat@enc", strategy, metric)
+                )  # fmt: skip
+                assert cell["value"] == own["value"] and cell["n_ranked"] == 2
+                assert cell["rank_low"] <= cell["rank"] <= cell["rank_high"]
+        values = [sign * r["mean"]["value"] for r in h["rows"]]
+        assert values == sorted(values, reverse=True)
+        by_task = {t: {r["llm"]: r["cells"][t] for r in h["rows"]} for t in h["columns"]}
+        for cells in by_task.values():
+            best = max(cells.values(), key=lambda c: sign * c["value"])
+            assert best["rank"] == 1
+
+
+def test_coverage_at_risk_levels_from_the_command(tmp_path, capsys):
+    from semuq_eval.commands import main as cli_main
+
+    out = tmp_path / "out"
+    glob = str(STORES / "*" / "semuq" / "*" / "*")
+    argv = ["leaderboard", glob, "-o", str(out), "--bootstrap", "50", "--no-plots"]
+    assert cli_main([*argv, "--headline-metric", "coverage_at_risk", "--coverage-at-risk", "0.3,0.2"]) == 0
+    doc = read_document(out / "leaderboard.json")
+    assert doc["headline"]["greedy"]["metric"] == "coverage_at_risk_0.3_0.2"
+    assert "A cell: COV@0.3/0.2 [95% CI]" in (out / "leaderboard.md").read_text()
+    assert cli_main([*argv, "--coverage-at-risk", "0.3,0.2", "--force"]) == 2
+    assert "name coverage_at_risk in --metrics or --headline-metric" in capsys.readouterr().err
+    assert cli_main([*argv, "--headline-metric", "brier", "--force"]) == 2
+    assert "unknown metric(s) ['brier']" in capsys.readouterr().err
+
+
 def test_reference_option_of_the_command(tmp_path, capsys):
     from semuq_eval.commands import main as cli_main
 

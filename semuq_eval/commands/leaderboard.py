@@ -80,6 +80,18 @@ def _parser() -> argparse.ArgumentParser:
         help=f"the headline's reference estimator, the same for every LLM and task (default {REFERENCE})",
     )
     p.add_argument(
+        "--headline-metric",
+        default="auroc",
+        help="the metric the headline shows and ranks by (default auroc); e.g. coverage_at_risk, the share "
+        "answered at a certified error rate (see --coverage-at-risk)",
+    )
+    p.add_argument(
+        "--coverage-at-risk",
+        metavar="ALPHA,DELTA",
+        help="the levels of coverage_at_risk where --metrics or --headline-metric names it: the share answered "
+        "at a certified error rate ALPHA with probability 1 - DELTA (default 0.1,0.1; docs/decisions.md)",
+    )
+    p.add_argument(
         "--compare",
         action="append",
         default=[],
@@ -114,6 +126,30 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _metrics(args: argparse.Namespace) -> tuple[tuple[str, ...] | None, str]:
+    """``--metrics`` and ``--headline-metric``, with ``coverage_at_risk`` at the ``--coverage-at-risk`` levels."""
+    from semuq_eval.metrics.risk import coverage_metric
+
+    named = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
+    coverage = "coverage_at_risk"
+    if args.coverage_at_risk:
+        if "coverage_at_risk" not in [*(named or []), args.headline_metric]:
+            raise ValueError("--coverage-at-risk: name coverage_at_risk in --metrics or --headline-metric")
+        parts = args.coverage_at_risk.split(",")
+        try:
+            alpha, delta = (float(x) for x in parts)
+        except ValueError:
+            raise ValueError(
+                f"--coverage-at-risk: expected ALPHA,DELTA, got {args.coverage_at_risk!r}"
+            ) from None
+        coverage = coverage_metric(alpha, delta)
+
+    def rename(m: str) -> str:
+        return coverage if m == "coverage_at_risk" else m
+
+    return (None if named is None else tuple(map(rename, named))), rename(args.headline_metric)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``semuq-eval leaderboard`` (module docstring); returns the exit status."""
     from semuq_eval.leaderboard.baselines import parse_compare
@@ -129,16 +165,18 @@ def main(argv: list[str] | None = None) -> int:
             print(f"semuq-eval leaderboard: --header {args.header}: cannot read it ({err})", file=sys.stderr)
             return 2
     try:
+        metrics, headline_metric = _metrics(args)
         config = LeaderboardConfig(
             n_resamples=args.bootstrap,
             seed=args.seed,
             ece_bins=args.ece_bins,
             ece_refit=args.ece_refit,
-            metrics=tuple(m.strip() for m in args.metrics.split(",") if m.strip()) if args.metrics else None,
+            metrics=metrics,
             llm_estimators=tuple(args.estimator),
             jobs=args.jobs,
             compare=tuple(parse_compare(spec) for spec in args.compare),
             reference=args.reference,
+            headline_metric=headline_metric,
         )
         start = time.perf_counter()
         if (Path(args.output) / "leaderboard.json").is_file():

@@ -31,6 +31,7 @@ import numpy as np
 from semuq_eval.harness.reliability import MIN_MINORITY
 from semuq_eval.jsonio import finite_or_none
 from semuq_eval.judges import LABEL_STRATEGIES
+from semuq_eval.leaderboard.across_judges import across_judges
 from semuq_eval.leaderboard.baselines import PAIR_SETS, PAIRS, operator_pairs
 from semuq_eval.leaderboard.cells import cell_rows
 from semuq_eval.leaderboard.curves import curves
@@ -69,6 +70,10 @@ class LeaderboardConfig:
     reference : str
         The headline's reference estimator (:mod:`.headline`; ``--reference``), fixed before the LLMs are
         looked at: the same estimator for every LLM and task.
+    headline_metric : str
+        The metric the headline shows and ranks by (``--headline-metric``; default ``auroc``), e.g.
+        ``coverage_at_risk``: the share answered at a certified error rate (:mod:`semuq_eval.metrics.risk`);
+        added to ``metrics`` when they lack it.
     """
 
     n_resamples: int = 1000
@@ -81,8 +86,10 @@ class LeaderboardConfig:
     jobs: int = 1
     compare: tuple[tuple[str, tuple[str, ...]], ...] = ()
     reference: str = REFERENCE
+    headline_metric: str = "auroc"
 
     def __post_init__(self):
+        check_metrics([self.headline_metric])
         if self.metrics is not None:
             check_metrics(self.metrics)
             if self.metrics[0] != "auroc":
@@ -111,6 +118,7 @@ class LeaderboardConfig:
             "llm_estimators": list(self.llm_estimators),
             "compare": {operator: list(bases) for operator, bases in self.compare},
             "reference": self.reference,
+            **({"headline_metric": self.headline_metric} if self.headline_metric != "auroc" else {}),
             "significance": f"the {self.confidence_level:.0%} paired bootstrap interval excludes 0",
         }
 
@@ -131,6 +139,8 @@ class Leaderboard:
     #: the headline table (:func:`.headline.headline`) and its per-question pictures (:func:`.curves.curves`)
     headline: dict[str, Any] = field(default_factory=dict)
     curves: list[dict[str, Any]] = field(default_factory=list)
+    #: the rankings under several label sets (:mod:`.across_judges`)
+    across_judges: list[dict[str, Any]] = field(default_factory=list)
     #: comparison set -> (description, (estimator, base) pairs): the paper's, the offline ones, ``compare``'s
     pair_sets: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = field(default_factory=dict)
 
@@ -183,6 +193,8 @@ def compute(sections: Sequence[Section], config: LeaderboardConfig | None = None
     config = config or LeaderboardConfig()
     if config.metrics is None:
         config = replace(config, metrics=_run_metrics(sections))
+    if config.headline_metric not in config.metrics:
+        config = replace(config, metrics=(*config.metrics, config.headline_metric))
     bootstrap, protocol = config.bootstrap, config.protocol
     board = Leaderboard(config=config, sections=list(sections))
     board.pair_sets = {name: (PAIR_SETS[name], pairs) for name, pairs in PAIRS.items()}
@@ -229,7 +241,9 @@ def compute(sections: Sequence[Section], config: LeaderboardConfig | None = None
         llm_pairs(board, section, figures, bootstrap, protocol)
         estimator_ranks(board, section, figures)
     _summaries(board)
-    board.headline = headline(board, {key: fig["resampled"] for key, fig in figures.items()})
+    headline_figures = {key: fig["headline"] for key, fig in figures.items()}
+    board.headline = headline(board, headline_figures)
+    board.across_judges = across_judges(board, figures, headline_figures)
     board.curves = curves(board)
     return board
 

@@ -40,7 +40,16 @@ if TYPE_CHECKING:  # type hints only: compute imports this module
     from semuq_eval.leaderboard.runs import Section
     from semuq_eval.metrics import Bootstrap
 
-__all__ = ["REFERENCE", "RULE", "STRATEGY", "best_rows", "cell_summary", "columns", "headline"]
+__all__ = [
+    "REFERENCE",
+    "RULE",
+    "STRATEGY",
+    "best_rows",
+    "cell_summary",
+    "columns",
+    "headline",
+    "metric_label",
+]
 
 REFERENCE = "kle_heat@enc"
 """The default reference estimator: the operator ``enc`` (the paper's trained question-conditioned bi-encoder;
@@ -51,13 +60,20 @@ STRATEGY = "greedy"
 the headline's pictures (:mod:`.curves`) are drawn under it."""
 
 RULE = (
-    "each cell is the AUROC of the reference estimator {reference}, set in the board's settings before the "
+    "each cell is the {label} of the reference estimator {reference}, set in the board's settings before the "
     "LLMs are ranked (`--reference`; the same estimator for every LLM and task, never each LLM's best cell), "
     "under {strategy} labels, with its 95% CI; rows sorted by the mean over the tasks"
 )
 """The reference-estimator rule, as the Markdown and the page state it."""
 
 _CELL = ("value", "ci_low", "ci_high", "n_correct", "n_incorrect", "accuracy", "reliable", "status", "note")
+
+
+def metric_label(table: Mapping[str, Any]) -> str:
+    """The name tables show for a headline table's metric (``metric`` absent: AUROC, as boards before it)."""
+    from semuq_eval.metrics import get
+
+    return get(table.get("metric", "auroc")).label
 
 
 def _cell(cell: Mapping[str, Any] | None, reference: str) -> dict[str, Any]:
@@ -67,13 +83,16 @@ def _cell(cell: Mapping[str, Any] | None, reference: str) -> dict[str, Any]:
 
 
 def _mean_cell(
-    cells: Sequence[Mapping[str, Any]], resampled: Sequence[np.ndarray | None], bootstrap: Bootstrap
+    cells: Sequence[Mapping[str, Any]],
+    resampled: Sequence[np.ndarray | None],
+    bootstrap: Bootstrap,
+    label: str = "AUROC",
 ) -> tuple[dict[str, Any], np.ndarray | None]:
     """The mean column's cell over an LLM's task cells, and its resampled means (None without resamples)."""
     values = [c["value"] for c in cells if c["value"] is not None]
     if not values or len(values) < len(cells):
         missing = len(cells) - len(values)
-        note = f"no reference AUROC on {missing} of {len(cells)} tasks" if cells else "no task"
+        note = f"no reference {label} on {missing} of {len(cells)} tasks" if cells else "no task"
         return {**dict.fromkeys(_CELL), "status": "undefined", "note": note}, None
     means = None
     low = high = None
@@ -164,25 +183,57 @@ def headline(
     return {strategy: _table(board, resampled, strategy) for strategy in LABEL_STRATEGIES}
 
 
+def _section_ranks(
+    sections: Sequence[Section], resampled: Mapping, reference: str, strategy: str, sign: float
+) -> dict[tuple[str, str], dict[str, Any]]:
+    """Each LLM's rank interval per section from the headline metric's resamples (``sign`` -1: lower is
+    better); AUROC's come from the board's LLM ranks instead."""
+    out = {}
+    for s in sections:
+        have = [llm for llm in s.llms if (strategy, reference) in resampled.get((s.id, llm), {})]
+        if len(have) < 2:
+            continue
+        entries = [resampled[(s.id, llm)][(strategy, reference)] for llm in have]
+        points = sign * np.array([e[0] for e in entries])
+        point, low, high, _ = rank_intervals(sign * np.vstack([e[1] for e in entries]), points)
+        for i, llm in enumerate(have):
+            finite = np.isfinite([point[i], low[i], high[i]])
+            out[(s.id, llm)] = {
+                "rank": int(point[i]) if finite[0] else None,
+                "rank_low": int(low[i]) if finite[1] else None,
+                "rank_high": int(high[i]) if finite[2] else None,
+                "n_ranked": len(have),
+            }
+    return out
+
+
 def _table(
     board: Leaderboard, resampled: Mapping[tuple[str, str], Mapping[tuple[str, str], tuple]], strategy: str
 ) -> dict[str, Any]:
-    """One headline table: the reference estimator's AUROC under ``strategy`` labels (:func:`headline`)."""
+    """One headline table: the reference estimator's figure of the headline metric under ``strategy`` labels
+    (:func:`headline`)."""
+    from semuq_eval.metrics import get
+
     config = board.config
-    reference, bootstrap = config.reference, config.bootstrap
+    reference, bootstrap, metric = config.reference, config.bootstrap, config.headline_metric
+    sign = 1.0 if get(metric).higher_is_better else -1.0
+    label = get(metric).label
     sections = columns(board.sections)
     ids = [s.id for s in sections]
     llms = list(dict.fromkeys(r.llm for s in sections for r in s.runs))
     at = {
         (c["section"], c["llm"]): c
         for c in board.cells
-        if c["estimator"] == reference and c["strategy"] == strategy and c["metric"] == "auroc"
+        if c["estimator"] == reference and c["strategy"] == strategy and c["metric"] == metric
     }
-    ranks = {
-        (r["section"], r["llm"]): r
-        for r in board.llm_ranks
-        if r["estimator"] == reference and r["strategy"] == strategy
-    }
+    if metric == "auroc":
+        ranks = {
+            (r["section"], r["llm"]): r
+            for r in board.llm_ranks
+            if r["estimator"] == reference and r["strategy"] == strategy
+        }
+    else:
+        ranks = _section_ranks(sections, resampled, reference, strategy, sign)
     rows, means = [], {}
     for llm in llms:
         cells, draws = {}, []
@@ -195,7 +246,7 @@ def _table(
             cells[s.id] = cell
             figure = resampled.get((s.id, llm), {}).get((strategy, reference))
             draws.append(None if figure is None else figure[1])
-        mean, means[llm] = _mean_cell(list(cells.values()), draws, bootstrap)
+        mean, means[llm] = _mean_cell(list(cells.values()), draws, bootstrap, label)
         mean["n_tasks"] = len(cells)
         if mean["value"] is not None and len(cells) < len(ids):
             mean["note"] = "; ".join(
@@ -207,26 +258,32 @@ def _table(
     for mean in by_llm.values():
         mean.update(rank=None, rank_low=None, rank_high=None, n_ranked=len(complete))
     if len(complete) > 1:
-        points = np.array([by_llm[llm]["value"] for llm in complete])
-        point, low, high, _ = rank_intervals(np.vstack([means[llm] for llm in complete]), points)
+        points = sign * np.array([by_llm[llm]["value"] for llm in complete])
+        point, low, high, _ = rank_intervals(sign * np.vstack([means[llm] for llm in complete]), points)
         for i, llm in enumerate(complete):
             by_llm[llm].update(rank=int(point[i]), rank_low=int(low[i]), rank_high=int(high[i]))
-    rows.sort(key=lambda r: (r["mean"]["value"] is None, -(r["mean"]["value"] or 0.0)))
+    rows.sort(key=lambda r: (r["mean"]["value"] is None, -sign * (r["mean"]["value"] or 0.0)))
     return {
         "reference": reference,
+        **({"metric": metric} if metric != "auroc" else {}),
         "strategy": strategy,
-        "rule": RULE.format(reference=reference, strategy=strategy),
+        "rule": RULE.format(label=label, reference=reference, strategy=strategy),
         "columns": ids,
         "rows": rows,
-        "best": best_rows(board.cells, [r["llm"] for r in rows], ids, strategy),
+        "best": best_rows(board.cells, [r["llm"] for r in rows], ids, strategy, metric, sign),
     }
 
 
 def best_rows(
-    cells: Sequence[Mapping[str, Any]], llms: Sequence[str], ids: Sequence[str], strategy: str = STRATEGY
+    cells: Sequence[Mapping[str, Any]],
+    llms: Sequence[str],
+    ids: Sequence[str],
+    strategy: str = STRATEGY,
+    metric: str = "auroc",
+    sign: float = 1.0,
 ) -> list[dict]:
-    """Each LLM's best estimator per task (AUROC under ``strategy`` labels; optimistic: the maximum of many
-    noisy cells).
+    """Each LLM's best estimator per task (``metric`` under ``strategy`` labels, ``sign`` -1 when lower is better;
+    optimistic: the best of many noisy cells).
 
     Rows follow ``llms`` (the headline's order); a cell is the best estimator's AUROC cell, with its name.
 
@@ -241,9 +298,9 @@ def best_rows(
     """
     best: dict[tuple[str, str], Mapping[str, Any]] = {}
     for c in cells:
-        if c["strategy"] == strategy and c["metric"] == "auroc" and c["status"] == "ok":
+        if c["strategy"] == strategy and c["metric"] == metric and c["status"] == "ok":
             key = (c["section"], c["llm"])
-            if key not in best or c["value"] > best[key]["value"]:
+            if key not in best or sign * c["value"] > sign * best[key]["value"]:
                 best[key] = c
     return [
         {

@@ -43,7 +43,7 @@ from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
-from semuq_eval.leaderboard.headline import cell_summary
+from semuq_eval.leaderboard.headline import cell_summary, metric_label
 from semuq_eval.leaderboard.plots import HEADLINE_PLOTS
 from semuq_eval.leaderboard.schema import CELL_FIELDS, PROVENANCE_COLUMNS, provenance_row
 
@@ -378,8 +378,9 @@ def _headline_html(document: Mapping[str, Any], plots: Sequence[str]) -> str:
         f"<h2>Headline: {html.escape(str(t['reference']))} for every LLM "
         f"({html.escape(str(t['strategy']))} labels)</h2>"
         + _headline_table(t, "headline" + suffix, best=False)
-        + f'<p class="rule">Rule: {_inline(str(t["rule"]))}. A cell: AUROC [95% CI] (correct/incorrect'
-        f" answers), <span class=flag>!</span> = small sample, accuracy under {html.escape(str(t['strategy']))}"
+        + f'<p class="rule">Rule: {_inline(str(t["rule"]))}. A cell: {html.escape(metric_label(t))} [95% CI]'
+        f" (correct/incorrect answers), <span class=flag>!</span> = small sample, accuracy under "
+        f"{html.escape(str(t['strategy']))}"
         " labels, rank (1 = best) and its 95% bootstrap interval.</p>"
         for t, suffix in zip(tables, ids, strict=True)
     )
@@ -395,6 +396,48 @@ def _headline_html(document: Mapping[str, Any], plots: Sequence[str]) -> str:
         + "</details>"
         + (f'<div class="hplots" id="headline-plots">{imgs}</div>' if imgs else "")
     )
+
+
+def _across_judges_html(groups: Sequence[Mapping[str, Any]]) -> str:
+    """The rankings across judges (:mod:`.across_judges`) as static HTML; empty for a board with one judge."""
+    if not groups:
+        return ""
+    out = [
+        '<h2>Rankings across judges</h2><p class="rule">Each LLM\'s rank (1 = best) by the reference estimator '
+        "under each label set, with its 95% bootstrap interval, and the mean rank over the label sets; "
+        "<b>disagree</b>: two label sets' rank intervals do not overlap. Kendall's tau compares two label sets' "
+        "orders (1 = the same).</p>"
+    ]
+    for g in groups:
+        sets = [str(x) for x in g["label_sets"]]
+        head = "".join(f"<th>{html.escape(c)}</th>" for c in ["LLM", *sets, "mean rank", ""])
+        body = "".join(
+            "<tr>"
+            + f'<td class="llm">{html.escape(str(r["llm"]))}</td>'
+            + "".join(
+                f"<td>{html.escape(_rank(r['ranks'][ls], *r['rank_intervals'][ls]))}</td>" for ls in sets
+            )
+            + f"<td>{html.escape(_rank(r['mean_rank'], r['mean_rank_low'], r['mean_rank_high']))}</td>"
+            + f"<td>{'disagree' if r['disagree'] else ''}</td></tr>"
+            for r in g["llms"]
+        )
+        taus = "; ".join(
+            f"{a['label_set_a']} vs {a['label_set_b']}: tau "
+            f"{'n/a' if a['kendall_tau'] is None else format(a['kendall_tau'], '.2f')}"
+            for a in g["agreement"]
+        )
+        out.append(
+            f"<h3>{html.escape(str(g['task']))}, {html.escape(str(g['strategy']))} labels: "
+            f"{html.escape(str(g['estimator']))}</h3><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody>"
+            f"</table><p>LLM order: {html.escape(taus)}</p>"
+        )
+    return "".join(out)
+
+
+def _rank(rank: float | None, low: float | None, high: float | None) -> str:
+    if rank is None:
+        return "-"
+    return f"{rank:g}" + (f" ({low:g}-{high:g})" if low is not None and high is not None else "")
 
 
 def render_html(
@@ -450,6 +493,7 @@ def render_html(
 <body data-created="{html.escape(str(document.get("created")))}">
 <h1>{html.escape(title)}</h1>
 {_headline_html(document, pictures)}
+{_across_judges_html(document.get("across_judges") or [])}
 {f'<div class="header">{head_text}</div>' if head_text else ""}
 <p class="meta">Built {html.escape(str(document.get("created")))}; format {html.escape(str(document.get("format")))};
 {html.escape(str(boot.get("method", "")))}, seed {html.escape(str(boot.get("seed", "")))}, shared by every LLM and estimator of a

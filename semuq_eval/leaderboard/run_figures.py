@@ -131,6 +131,40 @@ def run_figures(job: RunJob) -> dict[str, Any]:
                         m,
                         {**_result_dict(result, config.n_resamples, job.min_minority), "source": "computed"},
                     )
+    ranks = _estimator_ranks(job, resampled)
+    return {
+        "cells": cells,
+        "resampled": resampled,
+        "estimator_ranks": ranks,
+        "headline": _headline(job, resampled),
+    }
+
+
+def _headline(job: RunJob, resampled: dict) -> dict[tuple[str, str], tuple[float, np.ndarray, np.ndarray]]:
+    """The reference estimator's resampled figures of the headline's metric (AUROC's are already there)."""
+    config = job.config
+    if config.headline_metric == "auroc":
+        return resampled
+    out = {}
+    for strategy, raw_labels in job.labels.items():
+        if (strategy, config.reference) not in resampled:
+            continue
+        missing = ~np.isfinite(raw_labels)
+        u = np.where(missing, np.nan, job.scores[config.reference])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            r = resample(
+                config.headline_metric,
+                u,
+                np.where(missing, 0.0, raw_labels),
+                bootstrap=config.bootstrap,
+                protocol=config.protocol,
+            )
+        out[(strategy, config.reference)] = (r.result.value, r.values, r.mask)
+    return out
+
+
+def _estimator_ranks(job: RunJob, resampled: dict) -> dict:
     ranks = {}  # the estimators' rank intervals within this run, here in the worker
     for strategy in job.labels:
         names = [n for n in job.estimators if (strategy, n) in resampled]
@@ -138,4 +172,4 @@ def run_figures(job: RunJob) -> dict[str, Any]:
             points = np.array([resampled[(strategy, n)][0] for n in names])
             matrix = np.vstack([resampled[(strategy, n)][1] for n in names])
             ranks[strategy] = (names, points, *rank_intervals(matrix, points))
-    return {"cells": cells, "resampled": resampled, "estimator_ranks": ranks}
+    return ranks

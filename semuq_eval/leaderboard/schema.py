@@ -44,13 +44,19 @@ uses (:func:`decode`); :func:`encode` gives the file's shape. The document::
       "ranks": {"llms": {"columns": RANK_COLUMNS, "rows": [...]},          # run tables of RANKs
                 "estimators": {"columns": RANK_COLUMNS, "rows": [...]}},
       "heatmap": [{"strategy", "aggregator", "operator", "mean_auroc", "n_cells"}],
-      "headline": {strategy: {"reference", "strategy", "rule", "columns": [section ids],
+      "headline": {strategy: {"reference", ["metric",] "strategy", "rule", "columns": [section ids],
                               "rows": [{"llm", "cells": {section id: HCELL + RANKS},
                                         "mean": HCELL + RANKS + {"n_tasks"}}],
                               "best": [{"llm", "cells": {section id: HCELL + {"estimator"}}}]}},
       "curves": [{"section", "task", "llm", "estimator", "strategy", "n",     # (added in place)
                   "accuracy_kept", "aurac", "reliability": [{"low", "high", "n", "confidence", "accuracy"}],
-                  "ece"}]
+                  "ece"}],
+      "across_judges": [{"task", "sections", "strategy", "estimator", "metric", "label_sets",  # only with 2+
+                         "llms": [{"llm", "ranks": {label set: rank}, "rank_intervals": {label set: [low, high]},
+                                   "mean_rank", "mean_rank_low", "mean_rank_high", "disagree"}],
+                         "agreement": [{"label_set_a", "label_set_b", "kendall_tau", "n_llms"}],
+                         "estimator_agreement": [{"llm", "label_set_a", "label_set_b", "kendall_tau",
+                                                  "n_estimators"}]}]
     }
 
 A CELL is one figure: one metric of one estimator for one LLM on one task under one label strategy
@@ -73,7 +79,8 @@ highest AUROC among ``n_ranked``; ``rank_low`` / ``rank_high`` the 2.5% / 97.5% 
 the ``n_resamples`` resamples that ranked it.
 ``headline`` (:mod:`.headline`) holds one table per label strategy (``greedy``, then ``majority``), each with
 one row per LLM: ``reference`` is the estimator every cell reads (``settings.reference``, fixed before the LLMs
-are ranked), ``strategy`` its labels; ``columns``
+are ranked), ``metric`` the metric it shows and ranks by when not AUROC (``--headline-metric``; absent: AUROC),
+``strategy`` its labels; ``columns``
 one section per task (:func:`.headline.columns`: the ``#common`` one when the task's LLMs ran different question
 sets). HCELL is ``{"value", "ci_low", "ci_high", "n_correct",
 "n_incorrect", "accuracy", "reliable", "status", "note"}``: the reference estimator's AUROC cell under the

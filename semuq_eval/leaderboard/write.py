@@ -20,7 +20,7 @@ from semuq_eval.jsonio import json_safe, write_json
 from semuq_eval.judges import LABEL_STRATEGIES
 from semuq_eval.leaderboard.cells import label_summary
 from semuq_eval.leaderboard.compute import Leaderboard
-from semuq_eval.leaderboard.headline import cell_summary
+from semuq_eval.leaderboard.headline import cell_summary, metric_label
 from semuq_eval.leaderboard.schema import (
     CELL_FIELDS,
     FORMAT,
@@ -140,6 +140,7 @@ def to_document(
         "heatmap": board.heatmap,
         "headline": board.headline,
         "curves": board.curves,
+        **({"across_judges": board.across_judges} if board.across_judges else {}),
     }
     return json_safe(document)
 
@@ -204,17 +205,83 @@ def write_headline_csv(document: Mapping[str, Any], path: str | Path) -> Path:
     return path
 
 
+def across_judges_markdown(groups: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The rankings across judges (:mod:`.across_judges`) as Markdown lines; none when the board has one judge."""
+    if not groups:
+        return []
+    lines = [
+        "## Rankings across judges",
+        "",
+        "Each LLM's rank (1 = best) by the reference estimator under each label set, and the mean rank over them "
+        "with its 95% bootstrap interval (the label sets share the questions and the resamples). `disagree`: the "
+        "LLM's rank intervals under two label sets do not overlap. Kendall's tau compares two label sets' "
+        "rankings (1 = same order).",
+        "",
+    ]
+    for g in groups:
+        sets = g["label_sets"]
+        lines += [f"### {g['task']}, {g['strategy']} labels: `{g['estimator']}` ({g['metric']})", ""]
+        rows = [
+            [
+                r["llm"],
+                *[_rank_text(r["ranks"][ls], *r["rank_intervals"][ls]) for ls in sets],
+                _rank_text(r["mean_rank"], r["mean_rank_low"], r["mean_rank_high"]),
+                "disagree" if r["disagree"] else "",
+            ]
+            for r in g["llms"]
+        ]
+        lines += _table(["LLM", *sets, "mean rank", ""], rows)
+        taus = [
+            f"{a['label_set_a']} vs {a['label_set_b']}: tau {_num(a['kendall_tau'])} ({a['n_llms']} LLMs)"
+            for a in g["agreement"]
+        ]
+        per_llm = [
+            f"{a['llm']} ({a['label_set_a']} vs {a['label_set_b']}): tau {_num(a['kendall_tau'])} over "
+            f"{a['n_estimators']} estimators"
+            for a in g["estimator_agreement"]
+        ]
+        lines += [
+            "",
+            "LLM order: " + "; ".join(taus) + ".",
+            "Estimator order: " + "; ".join(per_llm) + ".",
+            "",
+        ]
+    return lines
+
+
+def _num(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
+def _rank_text(rank: float | None, low: float | None, high: float | None) -> str:
+    if rank is None:
+        return "-"
+    text = f"{rank:g}"
+    return text + (f" ({low:g}-{high:g})" if low is not None and high is not None else "")
+
+
+def _others(document: Mapping[str, Any]) -> str:
+    """Where the metrics beside AUROC are (" ECE, PRR and AUARC: ..."), by their table labels; "" for none."""
+    from semuq_eval.metrics import get
+
+    labels = [get(m).label for m in document["settings"]["metrics"] if m != "auroc"]
+    if not labels:
+        return ""
+    names = ", ".join(labels[:-1]) + (" and " if len(labels) > 1 else "") + labels[-1]
+    return f" {names}: `leaderboard.csv` and `index.html`."
+
+
 def _headline_markdown(headline: Mapping[str, Any]) -> list[str]:
     """One label strategy's headline tables (reference estimator, then the optimistic best per task), Markdown
     lines."""
     if not headline.get("rows"):
         return []
-    columns, strategy = headline["columns"], headline["strategy"]
+    columns, strategy, label = headline["columns"], headline["strategy"], metric_label(headline)
     lines = [
         f"## Headline: `{headline['reference']}` for every LLM ({strategy} labels)",
         "",
-        f"Rule: {headline['rule']}. A cell: AUROC [95% CI] (correct/incorrect answers), `!` = small sample, "
-        f"the accuracy under {strategy} labels, the rank (1 = best AUROC) and its 95% bootstrap interval.",
+        f"Rule: {headline['rule']}. A cell: {label} [95% CI] (correct/incorrect answers), `!` = small sample, "
+        f"the accuracy under {strategy} labels, the rank (1 = best {label}) and its 95% bootstrap interval.",
         "",
     ]
     rows = [
@@ -226,7 +293,9 @@ def _headline_markdown(headline: Mapping[str, Any]) -> list[str]:
         "",
         f"### Optimistic: each LLM's best estimator per task ({strategy} labels)",
         "",
-        "The maximum of many noisy AUROCs, biased upward: not a ranking (the table above is).",
+        f"The best of many noisy {label}s, biased in its favour: not a ranking (the table above is)."
+        if label != "AUROC"
+        else "The maximum of many noisy AUROCs, biased upward: not a ranking (the table above is).",
         "",
     ]
     rows = [
@@ -279,6 +348,7 @@ def write_markdown(
     lines = [f"# {title}", ""]
     for table in (document.get("headline") or {}).values():
         lines += _headline_markdown(table)
+    lines += across_judges_markdown(document.get("across_judges") or [])
     if header:
         lines += [header.rstrip(), ""]
     lines += [
@@ -288,8 +358,7 @@ def write_markdown(
         f"{boot['method']} on one seeded bootstrap (seed {boot['seed']}) shared by every LLM and estimator of a "
         "section, so paired differences and ranks are valid. `!` = unreliable (minority label class below the "
         "run's `min_minority`, or fewer than 95% of the resamples gave a value); `n/a` = undefined (one class); "
-        "`unavail.` = the run could not score it; `-` = not run. ECE, PRR and AUARC: `leaderboard.csv` and "
-        "`index.html`.",
+        "`unavail.` = the run could not score it; `-` = not run." + _others(document),
         "",
     ]
     summary = document["comparisons"]["summary"]

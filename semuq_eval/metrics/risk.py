@@ -14,12 +14,22 @@ the error rate, not this share (docs/decisions.md).
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 from scipy.stats import binom
 
-from semuq_eval.metrics.base import check_inputs, register
+from semuq_eval.metrics.base import check_inputs, register, registry
 
-__all__ = ["ALPHA", "DELTA", "N_THRESHOLDS", "candidate_thresholds", "coverage_at_risk", "ltt_choice"]
+__all__ = [
+    "ALPHA",
+    "DELTA",
+    "N_THRESHOLDS",
+    "candidate_thresholds",
+    "coverage_at_risk",
+    "coverage_metric",
+    "ltt_choice",
+]
 
 ALPHA = 0.1
 """The target error rate among answered questions of the registered metric."""
@@ -92,9 +102,11 @@ def ltt_choice(
     return chosen, np.where(chosen >= 0, picked, 0.0), cum[:, -1], thresholds
 
 
-def coverage_at_risk_weighted(u: np.ndarray, correct: np.ndarray, counts: np.ndarray) -> np.ndarray:
+def coverage_at_risk_weighted(
+    u: np.ndarray, correct: np.ndarray, counts: np.ndarray, *, alpha: float = ALPHA, delta: float = DELTA
+) -> np.ndarray:
     """(R,) share of the (weighted) questions answered at the certified threshold; 0 when none is certified."""
-    _, answered, total, _ = ltt_choice(u, correct, counts)
+    _, answered, total, _ = ltt_choice(u, correct, counts, alpha=alpha, delta=delta)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(total > 0, answered / total, np.nan)
 
@@ -112,7 +124,37 @@ def coverage_at_risk(uncertainty: np.ndarray, correct: np.ndarray) -> float:
     >>> 0.1 < coverage_at_risk(u, correct) <= 0.2
     True
     """
+    return _coverage_point(uncertainty, correct)
+
+
+def _coverage_point(uncertainty, correct, *, alpha: float = ALPHA, delta: float = DELTA) -> float:
     u, y, valid = check_inputs(uncertainty, correct)
     if not valid.any():
         return float("nan")
-    return float(coverage_at_risk_weighted(np.where(valid, u, 0.0), y, valid[None].astype(np.float64))[0])
+    counts = valid[None].astype(np.float64)
+    return float(coverage_at_risk_weighted(np.where(valid, u, 0.0), y, counts, alpha=alpha, delta=delta)[0])
+
+
+def coverage_metric(alpha: float = ALPHA, delta: float = DELTA) -> str:
+    """The name of the coverage metric at error rate ``alpha`` and confidence ``1 - delta``, registered on first
+    use (``coverage_at_risk`` at the defaults, ``coverage_at_risk_<alpha>_<delta>`` otherwise).
+
+    Examples
+    --------
+    >>> coverage_metric(), coverage_metric(0.05, 0.1)
+    ('coverage_at_risk', 'coverage_at_risk_0.05_0.1')
+    """
+    alpha, delta = float(alpha), float(delta)
+    for what, value in (("alpha", alpha), ("delta", delta)):
+        if not 0.0 < value < 1.0:
+            raise ValueError(f"coverage at risk: {what} must be strictly between 0 and 1, got {value!r}")
+    if (alpha, delta) == (ALPHA, DELTA):
+        return "coverage_at_risk"
+    name = f"coverage_at_risk_{alpha:g}_{delta:g}"
+    if name not in registry:
+        weighted = partial(coverage_at_risk_weighted, alpha=alpha, delta=delta)
+        label = f"COV@{alpha:g}/{delta:g}"
+        register(name, weighted=weighted, higher_is_better=True, label=label)(
+            partial(_coverage_point, alpha=alpha, delta=delta)
+        )
+    return name

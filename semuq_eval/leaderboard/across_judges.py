@@ -1,0 +1,152 @@
+"""Rankings across judges: where a board holds one task's questions under several label sets (the run's string
+judge, an LLM judge, ...; ``--labels all``), the LLMs are ranked under each and on all of them together, and the
+places where the judges disagree are shown.
+
+The correctness function changes the ranking of UQ methods (Ielanskyi et al., 2025); a board that ranks with one
+judge hides that. For each group of sections with the same task, questions and LLMs under two or more label sets,
+and each label strategy:
+
+- **LLMs**, by the reference estimator's figure of the headline metric (AUROC by default): the point rank under
+  each label set, and the **mean rank over the label sets** with its 95% interval. The sections share their
+  bootstrap (same questions, same seed), so resample r draws the same questions under every judge: in each
+  resample the LLMs are ranked under each label set and the ranks averaged; the interval is the 2.5% and 97.5%
+  quantiles of those means. An LLM is marked ``disagree`` when its rank intervals (the same quantiles of its rank
+  under one label set) under two label sets do not overlap: the judges rank it differently beyond the resampling
+  noise.
+- **Agreement** between every two label sets: Kendall's tau between their point rankings of the LLMs, and, per
+  LLM, between their rankings of the estimators (AUROC; 1 = the same order, 0 = unrelated, -1 = reversed).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping, Sequence
+from itertools import combinations
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import scipy.stats
+
+from semuq_eval.jsonio import finite_or_none
+from semuq_eval.judges import LABEL_STRATEGIES
+
+if TYPE_CHECKING:  # type hints only: compute imports this module
+    from semuq_eval.leaderboard.compute import Leaderboard
+    from semuq_eval.leaderboard.runs import Section
+
+__all__ = ["across_judges", "judge_groups"]
+
+
+def judge_groups(sections: Sequence[Section]) -> list[list[Section]]:
+    """Sections of one task on the same questions under different label sets (two or more), in board order."""
+    groups: dict[tuple, list[Section]] = {}
+    for s in sections:
+        if s.paired:
+            groups.setdefault((s.task, s.question_set, s.repeats), []).append(s)
+    return [g for g in groups.values() if len({s.label_set for s in g}) > 1]
+
+
+def _ranks(values: np.ndarray) -> np.ndarray:
+    """Ranks along axis 0, 1 = highest, ties share the lower rank, NaN left out."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return scipy.stats.rankdata(-values, axis=0, method="min", nan_policy="omit")
+
+
+def _tau(a: np.ndarray, b: np.ndarray) -> tuple[float | None, int]:
+    keep = np.isfinite(a) & np.isfinite(b)
+    if keep.sum() < 2:
+        return None, int(keep.sum())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return finite_or_none(float(scipy.stats.kendalltau(a[keep], b[keep]).statistic)), int(keep.sum())
+
+
+def _interval(ranks: np.ndarray) -> tuple[float, float]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        low, high = np.nanquantile(ranks, [0.025, 0.975])
+    return float(low), float(high)
+
+
+def _llm_table(llms: list[str], per: Mapping[str, tuple]) -> list[dict[str, Any]]:
+    """The LLM rows of one group and strategy: ranks per label set, mean rank and interval, disagreement."""
+    point = {ls: _ranks(points) for ls, (points, _) in per.items()}
+    resampled = {ls: _ranks(matrix) for ls, (_, matrix) in per.items()}
+    mean = np.nanmean(np.stack(list(resampled.values())), axis=0)
+    rows = []
+    for i, llm in enumerate(llms):
+        low, high = _interval(mean[i])
+        spans = [_interval(resampled[ls][i]) for ls in per]
+        rows.append(
+            {
+                "llm": llm,
+                "ranks": {ls: finite_or_none(float(point[ls][i])) for ls in per},
+                "rank_intervals": {
+                    ls: [finite_or_none(a), finite_or_none(b)] for ls, (a, b) in zip(per, spans, strict=True)
+                },
+                "mean_rank": finite_or_none(float(np.mean([point[ls][i] for ls in per]))),
+                "mean_rank_low": finite_or_none(low),
+                "mean_rank_high": finite_or_none(high),
+                "disagree": max(a for a, _ in spans) > min(b for _, b in spans),
+            }
+        )
+    return sorted(rows, key=lambda r: (r["mean_rank"] is None, r["mean_rank"] or 0.0))
+
+
+def _estimator_agreement(
+    group: list[Section], llms: list[str], figures: Mapping, strategy: str
+) -> list[dict]:
+    """Per LLM and pair of label sets: Kendall's tau between their AUROC orders of the estimators."""
+    out = []
+    for llm in llms:
+        by_set = {}
+        for s in group:
+            resampled = figures[(s.id, llm)]["resampled"]
+            names = sorted(n for (st, n) in resampled if st == strategy)
+            by_set[s.label_set] = {n: resampled[(strategy, n)][0] for n in names}
+        for a, b in combinations(by_set, 2):
+            common = sorted(set(by_set[a]) & set(by_set[b]))
+            tau, n = _tau(np.array([by_set[a][e] for e in common]), np.array([by_set[b][e] for e in common]))
+            out.append(
+                {"llm": llm, "label_set_a": a, "label_set_b": b, "kendall_tau": tau, "n_estimators": n}
+            )
+    return out
+
+
+def across_judges(board: Leaderboard, figures: Mapping, resampled: Mapping) -> list[dict[str, Any]]:
+    """The rankings across judges of a computed board (module docstring): one entry per group of sections and
+    label strategy. ``figures`` are the runs' figures (AUROC resamples of every estimator), ``resampled`` the
+    headline metric's resamples of the reference estimator, both keyed by (section id, LLM)."""
+    reference, out = board.config.reference, []
+    for group in judge_groups(board.sections):
+        llms = [llm for llm in group[0].llms if all(llm in s.llms for s in group)]
+        if len(llms) < 2:
+            continue
+        for strategy in LABEL_STRATEGIES:
+            per = {}
+            for s in group:
+                entries = [resampled.get((s.id, llm), {}).get((strategy, reference)) for llm in llms]
+                if all(e is not None for e in entries):
+                    per[s.label_set] = (np.array([e[0] for e in entries]), np.vstack([e[1] for e in entries]))
+            if len(per) < 2:
+                continue
+            point = {ls: _ranks(points) for ls, (points, _) in per.items()}
+            agreement = []
+            for a, b in combinations(per, 2):
+                tau, n = _tau(point[a], point[b])
+                agreement.append({"label_set_a": a, "label_set_b": b, "kendall_tau": tau, "n_llms": n})
+            out.append(
+                {
+                    "task": group[0].task,
+                    "sections": [s.id for s in group if s.label_set in per],
+                    "strategy": strategy,
+                    "estimator": reference,
+                    "metric": board.config.headline_metric,
+                    "label_sets": list(per),
+                    "llms": _llm_table(llms, per),
+                    "agreement": agreement,
+                    "estimator_agreement": _estimator_agreement(group, llms, figures, strategy),
+                }
+            )
+    return out
