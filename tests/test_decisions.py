@@ -290,3 +290,17 @@ def test_decide_refuses_an_unknown_estimator_and_strategy_in_one_line(store, cap
     assert "no estimator 'nope@enc'" in capsys.readouterr().err
     assert cli_main(["decide", "threshold", str(store), "--estimator", "msp", "--strategy", "vote"]) == 2
     assert "--strategy 'vote'" in capsys.readouterr().err
+
+
+def test_the_offline_boards_decisions_regenerate_from_its_records(tmp_path):
+    """leaderboards/offline/decisions.md is what its recipe makes of the committed records."""
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[1]
+    out = tmp_path / "decisions.md"
+    recipe = repo / "leaderboards" / "offline" / "recipe" / "decisions.py"
+    subprocess.run(
+        [sys.executable, str(recipe), "--output", str(out)], check=True, cwd=repo, capture_output=True
+    )
+    assert out.read_text() == (repo / "leaderboards" / "offline" / "decisions.md").read_text()

@@ -62,7 +62,9 @@ EOF
     done
 fi
 
-# the headline's reference estimator, fixed here before any LLM is looked at: the trained operator, kle_heat
+# the headline's reference estimator, fixed here before any LLM is looked at: the trained operator, kle_heat;
+# beside AUROC, ECE, PRR and AUARC, the coverage at a certified error rate (coverage_at_risk: 10%, confidence 90%)
 "${SEMUQ[@]}" leaderboard "$RECORDS/*.jsonl.gz" --output "$OUTPUT" --common-questions also --reference kle_heat@enc_trained \
+    --metrics auroc,ece,prr,auarc,coverage_at_risk \
     --compare enc_trained:enc_answer_pooling,enc,cos_ext,lexical,cos_int --compare enc_mpnet:enc,cos_ext_mpnet \
     --header @leaderboards/offline/recipe/HEADER.md --title "semuq-eval offline leaderboard (tiny CPU models)" --jobs 2

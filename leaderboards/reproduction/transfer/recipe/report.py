@@ -204,7 +204,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             s = summary(found)
             who = records[0]["llm"]
             shown = verdict(test_name, s) if records is test else "(beside)"
-            print(f"| {test_name} | shipped `enc` vs {shown_name} (holds if: {rule}) | {who} | {row(s)} | {shown} |")
+            print(
+                f"| {test_name} | shipped `enc` vs {shown_name} (holds if: {rule}) | {who} | {row(s)} | {shown} |"
+            )
     print()
     print("\n".join(diagnosis_lines(args.diagnosis)))
     return 0
