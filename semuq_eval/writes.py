@@ -10,10 +10,18 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["check_apart", "check_file_target", "check_folder_target", "json_format", "within"]
+__all__ = [
+    "check_apart",
+    "check_file_target",
+    "check_folder_target",
+    "check_writable",
+    "json_format",
+    "within",
+]
 
 FORMAT_PEEK_BYTES = 64 * 1024 * 1024
 """A file larger than this is not read to learn whether it is the tool's own output (it is taken as not)."""
@@ -103,3 +111,30 @@ def check_folder_target(
         raise FileExistsError(
             f"{flag} {folder} holds files that are not {what}; --force replaces only {what}: choose another folder"
         )
+
+
+def check_writable(folder: str | os.PathLike, what: str) -> None:
+    """ValueError when ``folder`` cannot be created or written (its nearest existing ancestor is a file, or refuses
+    a new file), raised before long work whose results would have nowhere to go; nothing is left behind.
+
+    Examples
+    --------
+    >>> check_writable(tempfile.gettempdir() + "/semuq-new/out", "--output_path")
+    >>> import pathlib
+    >>> f = pathlib.Path(tempfile.mkstemp()[1])
+    >>> check_writable(f / "out", "--output_path")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: --output_path .../out: ... is a file, not a folder
+    """
+    folder = Path(folder)
+    existing = folder.absolute()
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ValueError(f"{what} {folder}: {existing} is a file, not a folder")
+    try:
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+    except OSError as err:
+        raise ValueError(f"{what} {folder}: cannot write in {existing} ({err.strerror or err})") from None

@@ -99,3 +99,33 @@ def test_a_bad_setting_is_refused_in_one_line_before_the_model_loads(tmp_path, c
         == "semuq-eval run: metadata bootstrap must be in 1..100,000, got 0 (--debug shows the traceback)"
     )
     assert not any("Traceback" in line for line in err)  # and no word about the model that does not exist
+
+
+def test_an_output_folder_that_cannot_be_written_is_refused_before_the_model_loads(tmp_path, capsys):
+    from semuq_eval.commands import main as cli_main
+
+    blocker = tmp_path / "results"
+    blocker.write_text("a file where the runs' folder should be")
+    argv = [
+        "run", "--model", "hf", "--model_args", f"pretrained={tmp_path / 'no-such-model'}",
+        "--tasks", "semuq_webquestions", "--limit", "2", "--output_path", str(blocker / "out"),
+    ]  # fmt: skip
+    assert cli_main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith(
+        f"semuq-eval run: --output_path {blocker / 'out'}: {blocker} is a file, not a folder"
+    )
+    assert not any("Traceback" in line for line in err)
+    assert blocker.read_text() == "a file where the runs' folder should be"
+
+
+def test_the_task_refuses_a_store_folder_it_cannot_write_before_generating(tmp_path):
+    from semuq_eval.writes import check_writable
+
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(ValueError, match="is a file, not a folder"):
+        check_writable(tmp_path / "f" / "semuq" / "t", "the run store folder")
+    with pytest.raises(ValueError, match="cannot write in /proc"):
+        check_writable("/proc/semuq-test/out", "the run store folder")
+    check_writable(tmp_path / "new" / "deeper", "the run store folder")
+    assert not (tmp_path / "new").exists()  # nothing created by the check

@@ -64,8 +64,15 @@ def prepare_distributed() -> None:
 
 def check_settings_early(args) -> None:
     """Validate the semuq settings of ``--metadata`` before lm-eval loads the model (it builds the tasks, which
-    validate them again with their YAML's metadata, only after the model): a bad setting, or reflexive follow-ups
-    asked of a model that cannot answer them, costs no model load. Raises ValueError naming the setting."""
+    validate them again with their YAML's metadata, only after the model): a bad setting, an output folder that
+    cannot be written, or reflexive follow-ups asked of a model that cannot answer them, costs no model load.
+    Raises ValueError naming the setting."""
+    output = getattr(args, "output_path", None)
+    if output and "semuq" in str(getattr(args, "tasks", "")):
+        from semuq_eval.context import resolve_output_dir
+        from semuq_eval.writes import check_writable
+
+        check_writable(resolve_output_dir(output), "--output_path")
     metadata = getattr(args, "metadata", None)
     if isinstance(metadata, dict) and metadata and "semuq" in str(getattr(args, "tasks", "")):
         from semuq_eval.harness.settings import Settings

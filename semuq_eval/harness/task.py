@@ -61,6 +61,7 @@ from semuq_eval.harness.store import RunStore
 from semuq_eval.logs import share_lm_eval_logging
 from semuq_eval.models.generation import Generation, as_generation
 from semuq_eval.models.reflexive import REFLEXIVE_KEY, REFLEXIVE_MODELS, check_model, templates
+from semuq_eval.writes import check_writable
 
 __all__ = ["SemuqTask", "docs_from_instances", "references_of"]
 
@@ -156,6 +157,8 @@ class SemuqTask(ConfigurableTask):
             output_dir=self.settings.output_dir, run_id=self.settings.run_id, model=llm
         )
         root = self.run_context.store_dir(self.config.task)
+        if root is not None:  # before any answer is generated: an hour of answers needs somewhere to go
+            check_writable(root, f"{self.config.task}: the run store folder")
         self.store = None if root is None else RunStore(root, rank=self.run_context.rank)
         self._filters = []  # apply_filters below replaces lm-eval's filter ensembles
         self.operator_runs: dict[str, OperatorRun] = {}
