@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import os
 import shutil
 from pathlib import Path
@@ -326,6 +327,37 @@ def test_a_store_reads_as_records_or_a_located_error(tmp_path_factory, good_stor
         return
     for rec in records:
         assert isinstance(rec["doc_id"], int) and isinstance(rec["samples"], list)
+
+
+@pytest.mark.parametrize(
+    ("answer", "field"),
+    [
+        ({"text": 3}, "greedy.text"),
+        ({"text": "a", "token_ids": [1, -2]}, "greedy.token_ids.1"),
+        ({"text": "a", "token_logprobs": [0.1, "x"]}, "greedy.token_logprobs.1"),
+        ({"text": "a", "token_offsets": [[0, 1, 2]]}, "greedy.token_offsets.0"),
+        ({"text": "a", "seq_logprob": True}, "greedy.seq_logprob"),
+        ({"text": "a", "approximate": {"te": 1}}, "greedy.approximate.te"),
+    ],
+)
+def test_a_malformed_answer_in_the_store_is_named_by_file_line_and_field(tmp_path, good_store, answer, field):
+    store = tmp_path / "store"
+    store.mkdir()
+    shutil.copy(good_store / "manifest.json", store / "manifest.json")
+    line = {"doc_id": 0, "question": "q?", "references": ["a"], "greedy": answer, "samples": []}
+    (store / "generations.rank0.jsonl").write_text(json.dumps(line) + "\n")
+    with pytest.raises(ValueError, match=rf"generations.rank0.jsonl:1: field {re.escape(field)}:"):
+        load_store(store, hidden=False)
+
+
+def test_a_manifest_without_settings_is_named(tmp_path, good_store):
+    store = tmp_path / "store"
+    shutil.copytree(good_store, store)
+    manifest = json.loads((store / "manifest.json").read_text())
+    del manifest["settings"]
+    (store / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(ValueError, match=r"manifest.json: field settings: field required"):
+        load_store(store, hidden=False)
 
 
 # ---------------------------------------------------------------------------------------------------------------

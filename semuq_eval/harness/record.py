@@ -27,15 +27,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from semuq_eval.harness.label_sets import RUN_LABELS, label_set_names, read_label_set
+from semuq_eval.harness.schemas import RecordHeader, RecordQuestion, check_line
 from semuq_eval.harness.store import load_store
-from semuq_eval.jsonio import is_id, json_safe, read_json, read_jsonl, read_jsonl_gz, write_jsonl_gz
+from semuq_eval.jsonio import json_safe, read_json, read_jsonl, read_jsonl_gz, write_jsonl_gz
 
 __all__ = [
     "RECORD_FORMAT",
@@ -156,13 +156,8 @@ def record_from_store(store: str | os.PathLike) -> RunRecord:
             chosen = label_set.records.get(doc_id)
             if chosen is not None:
                 labels[name] = {s: chosen.get(s) for s in (*_STRATEGIES, "samples")}
+        # scores.jsonl and the label sets were checked against their schemas when read: 1, 0, true, false or null
         labels = {k: {**v, "samples": list(v["samples"] or [])} for k, v in labels.items()}
-        for name, per in labels.items():
-            bad = [v for v in [per["greedy"], per["majority"], *per["samples"]] if not _label(v)]
-            if bad:
-                raise ValueError(
-                    f"{root}: doc {doc_id}: label set {name!r} holds {bad[0]!r:.40}, not 1, 0 or null"
-                )
         questions.append(
             {
                 "doc_id": doc_id,
@@ -210,55 +205,17 @@ def write_store_record(store: str | os.PathLike) -> Path:
     return write_record(Path(store) / RECORD_NAME, record_from_store(store))
 
 
-def _kind(value: Any, kind: type | tuple[type, ...]) -> bool:
-    return isinstance(value, kind) and not (isinstance(value, bool) and kind in (int, (int, float)))
-
-
-def _label(value: Any) -> bool:
-    return value is None or (value in (0, 1) and not isinstance(value, float))
-
-
 def _check_question(obj: Mapping[str, Any], n_estimators: int, n_samples: int) -> str | None:
-    """The first field of a question line that breaks the format, with what is wrong; None when it is sound."""
-    if not is_id(obj.get("doc_id")):
-        return f"field 'doc_id' must be an integer in 0..2**53, got {obj.get('doc_id')!r:.40}"
-    if obj.get("id") is not None and not isinstance(obj["id"], str):
-        return f"field 'id' must be a string or null, got {obj['id']!r:.40}"
-    if not isinstance(obj.get("question_hash"), str):
-        return f"field 'question_hash' must be a string, got {obj.get('question_hash')!r:.40}"
-    scores = obj.get("scores")
-    if not isinstance(scores, list) or len(scores) != n_estimators:
+    """What the schema cannot say of a sound question line: one score per estimator, the run's label set, at most
+    N sample labels; None when it holds."""
+    if len(obj["scores"]) != n_estimators:
         return f"field 'scores' must be a list of {n_estimators} numbers or nulls (one per estimator)"
-    bad = [s for s in scores if s is not None and not (_kind(s, (int, float)) and math.isfinite(s))]
-    if bad:
-        return f"field 'scores' must hold numbers or nulls, got {bad[0]!r:.40}"
-    labels = obj.get("labels")
-    if not isinstance(labels, dict) or RUN_LABELS not in labels:
+    if RUN_LABELS not in obj["labels"]:
         return f"field 'labels' must be an object with the {RUN_LABELS!r} label set"
-    for name, per in labels.items():
-        if not isinstance(per, dict):
-            return f"field 'labels.{name}' must be an object"
-        for strategy in _STRATEGIES:
-            if not _label(per.get(strategy)):
-                return f"field 'labels.{name}.{strategy}' must be 1, 0 or null, got {per.get(strategy)!r:.40}"
-        samples = per.get("samples")
-        if not isinstance(samples, list) or len(samples) > n_samples or not all(map(_label, samples)):
-            return (
-                f"field 'labels.{name}.samples' must be a list of at most N = {n_samples} labels 1, 0 or null"
-            )
+    for name, per in obj["labels"].items():
+        if len(per["samples"]) > n_samples:
+            return f"field 'labels.{name}.samples' must be a list of at most N = {n_samples} labels 1, 0 or null"
     return None
-
-
-_HEADER_FIELDS: dict[str, type | tuple[type, ...]] = {
-    "task": str,
-    "llm": str,
-    "n_samples": int,
-    "n_questions": int,
-    "question_set": str,
-    "estimators": list,
-    "label_sets": dict,
-    "operators": dict,
-}
 
 
 def read_record(path: str | os.PathLike) -> RunRecord:
@@ -284,20 +241,11 @@ def read_record(path: str | os.PathLike) -> RunRecord:
     path = Path(path)
     parsed = iter(read_jsonl_gz(path, "run record"))
     number, header = next(parsed, (1, {}))
-    if header.get("format") != RECORD_FORMAT:
-        raise ValueError(
-            f"{path}:{number}: field 'format' must be {RECORD_FORMAT!r}, got {header.get('format')!r}"
-        )
-    for key, kind in _HEADER_FIELDS.items():
-        if not _kind(header.get(key), kind):
-            raise ValueError(
-                f"{path}:{number}: field {key!r} must be {kind.__name__}, got {header.get(key)!r:.40}"
-            )
+    check_line(RecordHeader, header, path, number)
     where = f"record {header['task']}/{header['llm']}"
-    if not all(isinstance(n, str) for n in header["estimators"]):
-        raise ValueError(f"{path}:{number}: {where}: field 'estimators' must hold strings")
     questions, n_estimators = [], len(header["estimators"])
     for number, obj in parsed:
+        check_line(RecordQuestion, obj, path, number, record=where)
         problem = _check_question(obj, n_estimators, header["n_samples"])
         if problem is not None:
             raise ValueError(f"{path}:{number}: {where}: {problem}")

@@ -23,7 +23,16 @@ from pydantic import (
 
 from semuq_eval.jsonio import MAX_ID
 
-__all__ = ["BreakdownFile", "ScoresLine", "check_line"]
+__all__ = [
+    "AnswerRecord",
+    "BreakdownFile",
+    "GenerationsLine",
+    "Manifest",
+    "RecordHeader",
+    "RecordQuestion",
+    "ScoresLine",
+    "check_line",
+]
 
 Count = Annotated[StrictInt, Field(ge=0, le=MAX_ID)]
 """Ids and counts: whole numbers in 0..2**53."""
@@ -51,6 +60,91 @@ class ScoresLine(BaseModel):
     approximate: dict[str, StrictStr] = {}
 
 
+class AnswerRecord(BaseModel):
+    """One answer as the store keeps it (:meth:`~semuq_eval.models.generation.Generation.to_record`): its text and,
+    when the model gave them, its tokens, their log-probabilities and entropies (null where a value was not finite),
+    their character spans and its hidden vector (kept in ``hidden.rank<R>.npz``, so null here)."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    text: StrictStr = ""
+    greedy: StrictBool = False
+    token_ids: list[Count] | None = None
+    token_logprobs: list[Score] | None = None
+    token_entropies: list[Score] | None = None
+    seq_logprob: Score = None
+    token_offsets: list[Annotated[list[Count], Field(min_length=2, max_length=2)]] | None = None
+    hidden: list[Score] | None = None
+    approximate: dict[str, StrictStr] = {}
+    error: StrictStr | None = None
+    reflexive: dict[str, dict[str, Any]] | None = None
+
+
+class GenerationsLine(BaseModel):
+    """A line of ``generations.rank<R>.jsonl``: one question with its greedy answer and its samples."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    doc_id: Count
+    id: StrictStr | StrictInt | None = None
+    question: StrictStr = ""
+    references: list[StrictStr] = []
+    n_extra_responses: Count = 0
+    greedy: AnswerRecord
+    samples: list[AnswerRecord]
+
+
+class Manifest(BaseModel):
+    """``manifest.json``: the store's format, task, settings, the LLM as its model arguments named it, and what
+    generated the answers."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    format: StrictStr
+    task: StrictStr
+    settings: dict[str, Any]
+    model: dict[str, Any] = {}
+    generator: dict[str, Any] | None = None
+
+
+class RecordHeader(BaseModel):
+    """Line 1 of a run record (:mod:`semuq_eval.harness.record`): what identifies the run."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    format: Literal["semuq-run-record/1"]
+    task: StrictStr
+    llm: StrictStr
+    n_samples: Count
+    n_questions: Count
+    question_set: StrictStr
+    estimators: list[StrictStr]
+    label_sets: dict[str, Any]
+    operators: dict[str, Any]
+
+
+class RecordLabels(BaseModel):
+    """One label set's labels of a question in a run record."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    greedy: Verdict = None
+    majority: Verdict = None
+    samples: list[Verdict]
+
+
+class RecordQuestion(BaseModel):
+    """A question line of a run record: its scores (one per estimator of the header) and its labels per label set."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    doc_id: Count
+    id: StrictStr | None = None
+    question_hash: StrictStr
+    scores: list[Score]
+    labels: dict[str, RecordLabels]
+
+
 class BreakdownFile(BaseModel):
     """``breakdown.json``: the fields the leaderboard and the commands read (:mod:`semuq_eval.harness.report`)."""
 
@@ -72,10 +166,14 @@ class BreakdownFile(BaseModel):
 
 
 def check_line(
-    schema: type[BaseModel], line: Any, path: str | os.PathLike, number: int | None = None
+    schema: type[BaseModel],
+    line: Any,
+    path: str | os.PathLike,
+    number: int | None = None,
+    record: str | None = None,
 ) -> None:
-    """ValueError naming ``path:number`` (a whole JSON file: ``path``) and the first bad field when ``line`` does
-    not follow ``schema``.
+    """ValueError naming ``path:number`` (a whole JSON file: ``path``), the ``record`` when given (``record
+    task/llm``) and the first bad field when ``line`` does not follow ``schema``.
 
     Examples
     --------
@@ -90,7 +188,7 @@ def check_line(
     except ValidationError as err:
         first = err.errors(include_url=False)[0]
         field = ".".join(str(part) for part in _field_path(first["loc"]))
-        where = f"{path}:{number}" if number is not None else str(path)
+        where = (f"{path}:{number}" if number is not None else str(path)) + (f": {record}" if record else "")
         raise ValueError(
             f"{where}: field {field or '(the line)'}: {_expected(first)}, got {first.get('input')!r:.60}"
         ) from None

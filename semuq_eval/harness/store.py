@@ -41,8 +41,8 @@ from typing import Any
 import numpy as np
 
 from semuq_eval.harness.doc import Doc
-from semuq_eval.harness.schemas import ScoresLine, check_line
-from semuq_eval.jsonio import is_id, read_json, read_jsonl, write_json, write_jsonl
+from semuq_eval.harness.schemas import GenerationsLine, Manifest, ScoresLine, check_line
+from semuq_eval.jsonio import read_json, read_jsonl, write_json, write_jsonl
 from semuq_eval.models.generation import Generation
 
 __all__ = ["STORE_FORMAT", "RunStore", "load_store"]
@@ -147,6 +147,7 @@ def load_store(
         raise ValueError(f"{manifest_path}: a manifest is a JSON object, got {type(manifest).__name__}")
     if manifest.get("format") != STORE_FORMAT:
         raise ValueError(f"{manifest_path}: unknown store format {manifest.get('format')!r}")
+    check_line(Manifest, manifest, manifest_path)
     vectors: dict[str, np.ndarray] = {}
     for npz in sorted(root.glob("hidden.rank*.npz")) if hidden else []:
         try:
@@ -162,15 +163,7 @@ def load_store(
     records: dict[int, dict[str, Any]] = {}
     for gen_file in sorted(root.glob("generations.rank*.jsonl")):
         for number, rec in read_jsonl(gen_file):
-            _check_fields(
-                gen_file,
-                number,
-                rec,
-                {"doc_id": int, "greedy": dict, "samples": list},
-                {"question": str, "references": list},
-            )
-            if not all(isinstance(r, str) for r in rec.get("references", [])):
-                raise ValueError(f"{gen_file}:{number}: field 'references' must be a list of strings")
+            check_line(GenerationsLine, rec, gen_file, number)
             did = rec["doc_id"]
             try:
                 greedy = dict(rec["greedy"], hidden=_as_list(vectors.get(f"d{did}.greedy")))
@@ -187,28 +180,6 @@ def load_store(
             rec["item"] = items.get(did)
             records[did] = rec  # a later line for the same doc wins
     return manifest, [records[k] for k in sorted(records)]
-
-
-def _check_fields(
-    path: Path,
-    number: int,
-    record: Mapping[str, Any],
-    required: Mapping[str, type],
-    optional: Mapping[str, type],
-) -> None:
-    """ValueError naming ``path:number`` and the field, for a missing required field or a field of another type."""
-    for key, kind in {**required, **optional}.items():
-        if key not in record:
-            if key in required:
-                raise ValueError(f"{path}:{number}: field {key!r} is missing")
-            continue
-        value = record[key]
-        if key == "doc_id" and not is_id(value):
-            raise ValueError(
-                f"{path}:{number}: field 'doc_id' must be an integer in 0..2**53, got {value!r:.60}"
-            )
-        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            raise ValueError(f"{path}:{number}: field {key!r} must be {kind.__name__}, got {value!r:.60}")
 
 
 def _as_list(arr: np.ndarray | None):
