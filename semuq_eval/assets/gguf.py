@@ -120,7 +120,7 @@ def convert_gguf_to_hf(
             import transformers
 
             info["transformers"] = transformers.__version__
-        except Exception:  # pragma: no cover
+        except ImportError:  # pragma: no cover
             pass
     del model
     gc.collect()

@@ -102,8 +102,10 @@ def warn_training_overlap(settings: Any, *, llm: str | None, task: str | None) -
             continue
         try:
             overlaps = training_overlap(model, llm=llm, task=task)
-        except Exception as err:  # a broken record must not stop a run
-            log.debug("%s: training record of %s unreadable (%s)", op, model, err)
+        except Exception as err:  # a broken training record must not stop a run: say which, and go on
+            log.warning(
+                "%s: the training record of %s is unreadable (%s: %s)", op, model, type(err).__name__, err
+            )
             continue
         for text in overlaps:
             message = (

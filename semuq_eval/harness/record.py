@@ -214,7 +214,9 @@ def _check_question(obj: Mapping[str, Any], n_estimators: int, n_samples: int) -
         return f"field 'labels' must be an object with the {RUN_LABELS!r} label set"
     for name, per in obj["labels"].items():
         if len(per["samples"]) > n_samples:
-            return f"field 'labels.{name}.samples' must be a list of at most N = {n_samples} labels 1, 0 or null"
+            return (
+                f"field 'labels.{name}.samples' must be a list of at most N = {n_samples} labels 1, 0 or null"
+            )
     return None
 
 

@@ -247,8 +247,14 @@ class SemuqTask(ConfigurableTask):
     def references_of(self, doc: dict) -> list[str]:
         try:
             return references_of(self.doc_to_target(doc))
-        except Exception as err:  # a malformed doc has no references: labels are missing
-            log.warning("%s: no references for a doc (%s)", self.config.task, err)
+        except Exception as err:  # a malformed doc has no references: labels are missing, the run goes on
+            log.warning(
+                "%s: doc %s: no references (%s: %s); its answers get no label",
+                self.config.task,
+                self._doc_key(doc) or str(doc.get("question", "?"))[:60],
+                type(err).__name__,
+                err,
+            )
             return []
 
     def _doc_key(self, doc: dict) -> str | None:
