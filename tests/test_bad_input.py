@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import os
+import re
 import shutil
 from pathlib import Path
 

@@ -507,10 +507,13 @@ def test_label_set_round_trip_and_slicing(tmp_path):
 @pytest.mark.parametrize(
     ("line", "message"),
     [
-        ({"doc_id": 0, "greedy": "false", "samples": [1]}, r"llm.jsonl:2: field 'greedy' must be 1, 0, true"),
-        ({"doc_id": 0, "greedy": 1, "samples": [2]}, r"llm.jsonl:2: field 'samples' must be"),
-        ({"doc_id": 0, "greedy": 1, "samples": "1,0"}, r"llm.jsonl:2: field 'samples' must be a list"),
-        ({"greedy": 1, "samples": []}, r"llm.jsonl:2: field 'doc_id' must be an integer"),
+        ({"doc_id": 0, "greedy": "false", "samples": [1]}, r"llm.jsonl:2: field greedy: .*got 'false'"),
+        ({"doc_id": 0, "greedy": 1, "samples": [2]}, r"llm.jsonl:2: field samples.0: .*got 2"),
+        (
+            {"doc_id": 0, "greedy": 1, "samples": "1,0"},
+            r"llm.jsonl:2: field samples: input should be a valid list",
+        ),
+        ({"greedy": 1, "samples": []}, r"llm.jsonl:2: field doc_id: field required"),
     ],
 )
 def test_a_label_value_that_is_not_a_verdict_is_refused_naming_file_line_and_field(tmp_path, line, message):

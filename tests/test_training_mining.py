@@ -72,7 +72,7 @@ def test_export_never_replaces_a_file_without_force_and_the_same_data_writes_the
     ("content", "message"),
     [
         (b"not gzip at all", "not a gzip-compressed"),
-        (gzip.compress(b'{"format": "other/1"}\n'), "format must be"),
+        (gzip.compress(b'{"format": "other/1"}\n'), ":1: field format: input should be 'semuq-training-data/1'"),
         (
             gzip.compress(b'{"format": "semuq-training-data/1", "provenance": {}}\n{"doc_id": 0'),
             ":2: malformed",
@@ -89,7 +89,7 @@ def test_export_never_replaces_a_file_without_force_and_the_same_data_writes_the
                 b'{"format": "semuq-training-data/1", "provenance": {}}\n'
                 b'{"doc_id": 0, "question": "q", "references": [], "answers": ["a"], "labels": ["false"]}\n'
             ),
-            "'labels' must hold 1, 0 or null",
+            ":2: field labels.0: a label 1, 0, true, false or null, got 'false'",
         ),
     ],
 )

@@ -42,6 +42,7 @@ import numpy as np
 
 from semuq_eval.diagnose.diagnosis import diagnose
 from semuq_eval.diagnose.questions import load_questions
+from semuq_eval.harness.schemas import OperatorBaseline, check_line
 from semuq_eval.jsonio import read_json, write_json
 from semuq_eval.metrics import Bootstrap
 
@@ -387,6 +388,7 @@ def check_operator(
         base = read_json(path)
         if not isinstance(base, dict) or base.get("format") != BASELINE_FORMAT:
             raise ValueError(f"{path} is not an operator baseline (format {BASELINE_FORMAT!r})")
+        check_line(OperatorBaseline, base, path)
         if max_questions is None:
             max_questions = base.get("max_questions")
         if estimators is None:

@@ -35,7 +35,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from semuq_eval.jsonio import is_id, read_json, read_jsonl, write_json, write_jsonl
+from semuq_eval.harness.schemas import LabelSetLine, check_line
+from semuq_eval.jsonio import read_json, read_jsonl, write_json, write_jsonl
 from semuq_eval.judges import Judge, label_answers, majority_label
 from semuq_eval.writes import within
 
@@ -85,33 +86,21 @@ class LabelSet:
         return dict(self.provenance.get("judge") or {})
 
 
-def _int_label(v: Any, field: str = "label") -> int | None:
-    """A verdict as 1 / 0 / None: true, false, 1, 0 (also 1.0, 0.0) or null; anything else (the string "false",
-    2, "yes") is refused, so no value is silently taken for "correct"."""
-    if v is None:
-        return None
-    if isinstance(v, bool):
-        return int(v)
-    if isinstance(v, (int, float)) and v in (0, 1):
-        return int(v)
-    raise ValueError(f"field {field!r} must be 1, 0, true, false or null, got {v!r}")
+def _int_label(v: Any) -> int | None:
+    """A verdict the schema accepted (:data:`~semuq_eval.harness.schemas.LabelValue`) as 1 / 0 / None."""
+    return None if v is None else int(v)
 
 
 def _clean(record: Mapping[str, Any]) -> dict[str, Any]:
-    raw_samples = record.get("samples", [])
-    if not isinstance(raw_samples, list):
-        raise ValueError(f"field 'samples' must be a list of verdicts, got {raw_samples!r}")
-    samples = [_int_label(v, "samples") for v in raw_samples]
-    doc_id = record.get("doc_id")
-    if not is_id(doc_id):
-        raise ValueError(f"field 'doc_id' must be an integer in 0..2**53, got {doc_id!r:.60}")
-    missing = record.get("n_missing_verdicts", sum(v is None for v in [record.get("greedy"), *samples]))
-    if not is_id(missing):
-        raise ValueError(f"field 'n_missing_verdicts' must be a whole number >= 0, got {missing!r:.60}")
+    """A label record in its stored form: verdicts as 1 / 0 / None, the count of unknown verdicts."""
+    samples = [_int_label(v) for v in record.get("samples") or []]
+    missing = record.get("n_missing_verdicts")
+    if missing is None:
+        missing = sum(v is None for v in [record.get("greedy"), *samples])
     out = {
-        "doc_id": doc_id,
-        "greedy": _int_label(record.get("greedy"), "greedy"),
-        "majority": _int_label(record.get("majority"), "majority"),
+        "doc_id": record["doc_id"],
+        "greedy": _int_label(record.get("greedy")),
+        "majority": _int_label(record.get("majority")),
         "samples": samples,
         "n_missing_verdicts": missing,
     }
@@ -151,7 +140,11 @@ def write_label_set(
     labels_dir.mkdir(parents=True, exist_ok=True)
     for written in (labels_dir / f"{name}.jsonl", labels_dir / f"{name}.json"):
         within(labels_dir, written)
-    rows = sorted((_clean(r) for r in records), key=lambda r: r["doc_id"])
+    rows = []
+    for record in records:
+        check_line(LabelSetLine, record, f"label set {name}", record.get("doc_id"))
+        rows.append(_clean(record))
+    rows.sort(key=lambda r: r["doc_id"])
     counts = {
         "n_docs": len(rows),
         "n_answers": sum(1 + len(r["samples"]) for r in rows),
@@ -222,11 +215,10 @@ def read_label_set(store: str | os.PathLike, name: str = RUN_LABELS) -> LabelSet
 
 
 def _located(path: Path, number: int, record: Mapping[str, Any]) -> dict[str, Any]:
-    """:func:`_clean` with a bad field reported as ``file:line: ...``."""
-    try:
-        return _clean(record)
-    except ValueError as err:
-        raise ValueError(f"{path}:{number}: {err}") from None
+    """:func:`_clean` of a line checked against :class:`~semuq_eval.harness.schemas.LabelSetLine` (a bad field
+    reported as ``file:line: field ...``)."""
+    check_line(LabelSetLine, record, path, number)
+    return _clean(record)
 
 
 def _run_provenance(root: Path) -> dict[str, Any]:

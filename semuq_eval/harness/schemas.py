@@ -27,10 +27,14 @@ __all__ = [
     "AnswerRecord",
     "BreakdownFile",
     "GenerationsLine",
+    "LabelSetLine",
     "Manifest",
+    "OperatorBaseline",
     "RecordHeader",
     "RecordQuestion",
     "ScoresLine",
+    "TrainingHeader",
+    "TrainingQuestion",
     "check_line",
 ]
 
@@ -38,7 +42,9 @@ Count = Annotated[StrictInt, Field(ge=0, le=MAX_ID)]
 """Ids and counts: whole numbers in 0..2**53."""
 Score = Annotated[StrictFloat, Field(allow_inf_nan=False)] | StrictInt | None
 """An estimator's score of a question: a finite number, or null when the estimator could not score it."""
-Verdict = Literal[0, 1] | StrictBool | None
+Bit = Annotated[StrictInt, Field(ge=0, le=1)]
+"""0 or 1 as a whole number (pydantic's Literal[0, 1] would also take 1.0 and true)."""
+Verdict = Bit | StrictBool | None
 """A label: 1 / true correct, 0 / false incorrect, null unknown."""
 
 
@@ -107,6 +113,24 @@ class Manifest(BaseModel):
     generator: dict[str, Any] | None = None
 
 
+LabelValue = Verdict | Literal[0.0, 1.0]
+"""A label in a label set file: 1 / true / 1.0 correct, 0 / false / 0.0 incorrect, null unknown (the string "false"
+is refused, never taken for "correct")."""
+
+
+class LabelSetLine(BaseModel):
+    """A line of a label set (``labels/<name>.jsonl``, :mod:`semuq_eval.harness.label_sets`): one question's
+    labels under both strategies and one per sample."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    doc_id: Count
+    greedy: LabelValue = None
+    majority: LabelValue = None
+    samples: list[LabelValue] = []
+    n_missing_verdicts: Count | None = None
+
+
 class RecordHeader(BaseModel):
     """Line 1 of a run record (:mod:`semuq_eval.harness.record`): what identifies the run."""
 
@@ -143,6 +167,56 @@ class RecordQuestion(BaseModel):
     question_hash: StrictStr
     scores: list[Score]
     labels: dict[str, RecordLabels]
+
+
+class TrainingHeader(BaseModel):
+    """Line 1 of a training-data file (:mod:`semuq_eval.training.data`): its format and provenance."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    format: Literal["semuq-training-data/1"]
+    provenance: dict[str, Any]
+
+
+class TrainingQuestion(BaseModel):
+    """A question line of a training-data file: the LLM's answers with one verdict each, its references and its
+    greedy answer with its verdict."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    doc_id: Count
+    question: StrictStr
+    references: list[StrictStr]
+    answers: list[StrictStr]
+    labels: list[Verdict]
+    greedy: StrictStr | None = None
+    greedy_label: Verdict = None
+
+
+Tolerance = Annotated[StrictFloat, Field(ge=0, allow_inf_nan=False)] | Annotated[StrictInt, Field(ge=0)]
+
+
+class BaselineFigure(BaseModel):
+    """One tracked figure of an operator baseline: its value (null: undefined), which way is better, and
+    optionally its own tolerance."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    value: Score = None
+    better: Literal["higher", "lower"] = "higher"
+    tolerance: Tolerance | None = None
+
+
+class OperatorBaseline(BaseModel):
+    """An operator baseline (``check-operator --write-baseline``, :mod:`semuq_eval.diagnose.check`)."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    format: Literal["semuq-operator-baseline/1"]
+    figures: dict[str, BaselineFigure]
+    max_questions: Count | None = None
+    tolerance: Tolerance | None = None
+    store_fingerprint: StrictStr | None = None
 
 
 class BreakdownFile(BaseModel):
@@ -199,12 +273,24 @@ def _field_path(loc: tuple) -> list:
     return [part for part in loc if not (isinstance(part, str) and ("[" in part or part in _MEMBER_NAMES))]
 
 
-_MEMBER_NAMES = {"float", "int", "bool", "str", "none", "literal", "function-after", "constrained-float"}
+_MEMBER_NAMES = {
+    "float",
+    "int",
+    "bool",
+    "str",
+    "none",
+    "literal",
+    "function-after",
+    "constrained-float",
+    "constrained-int",
+}
 
 
 def _expected(error: dict[str, Any]) -> str:
     """What the field should hold, in words."""
     loc = [str(p) for p in error["loc"]]
+    if "constrained-int" in loc or "bool" in loc:  # a Verdict
+        return "a label 1, 0, true, false or null"
     if any("float" in p or p == "int" for p in loc):
         return "a finite number, or null"
     return str(error.get("msg", "invalid")).lower()

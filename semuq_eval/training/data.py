@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from semuq_eval.harness.label_sets import RUN_LABELS
+from semuq_eval.harness.schemas import TrainingHeader, TrainingQuestion, check_line
 from semuq_eval.jsonio import read_jsonl_gz, write_jsonl_gz
 from semuq_eval.training.stores import LabelledQuestion, StoreData, read_store
 
@@ -100,13 +101,8 @@ def read_training_file(path: str | os.PathLike) -> StoreData:
     """
     path = Path(path)
     records = read_jsonl_gz(path, "training-data file")
-    if not records or records[0][1].get("format") != TRAINING_DATA_FORMAT:
-        found = records[0][1].get("format") if records else None
-        raise ValueError(f"{path}:1: format must be {TRAINING_DATA_FORMAT!r}, got {found!r}")
-    header = records[0][1]
-    provenance = header.get("provenance")
-    if not isinstance(provenance, dict):
-        raise ValueError(f"{path}:1: field 'provenance' must be an object")
+    check_line(TrainingHeader, records[0][1] if records else {}, path, 1)
+    provenance = records[0][1]["provenance"]
     data = StoreData(str(path), {**provenance, "path": str(path)})
     for number, obj in records[1:]:
         data.questions.append(_question(path, number, obj))
@@ -115,40 +111,20 @@ def read_training_file(path: str | os.PathLike) -> StoreData:
 
 
 def _question(path: Path, number: int, obj: Mapping[str, Any]) -> LabelledQuestion:
-    where = f"{path}:{number}"
-    doc_id, question = obj.get("doc_id"), obj.get("question")
-    if isinstance(doc_id, bool) or not isinstance(doc_id, int):
-        raise ValueError(f"{where}: field 'doc_id' must be an integer, got {doc_id!r}")
-    if not isinstance(question, str):
-        raise ValueError(f"{where}: field 'question' must be a string")
-    lists = {}
-    for key in ("references", "answers", "labels"):
-        value = obj.get(key)
-        if not isinstance(value, list):
-            raise ValueError(f"{where}: field {key!r} must be a list")
-        lists[key] = value
-    if not all(isinstance(a, str) for a in [*lists["references"], *lists["answers"]]):
-        raise ValueError(f"{where}: fields 'references' and 'answers' must hold strings")
-    if any(v not in (0, 1, None) or isinstance(v, float) for v in lists["labels"]):
-        raise ValueError(f"{where}: field 'labels' must hold 1, 0 or null, got {lists['labels']!r}")
-    if len(lists["labels"]) != len(lists["answers"]):
+    check_line(TrainingQuestion, obj, path, number)
+    if len(obj["labels"]) != len(obj["answers"]):
         raise ValueError(
-            f"{where}: {len(lists['answers'])} answers but {len(lists['labels'])} labels (one verdict per answer)"
+            f"{path}:{number}: {len(obj['answers'])} answers but {len(obj['labels'])} labels (one verdict per answer)"
         )
-    greedy, greedy_label = obj.get("greedy"), obj.get("greedy_label")
-    if greedy is not None and not isinstance(greedy, str):
-        raise ValueError(f"{where}: field 'greedy' must be a string or null")
-    if greedy_label not in (0, 1, None) or isinstance(greedy_label, float):
-        raise ValueError(f"{where}: field 'greedy_label' must be 1, 0 or null, got {greedy_label!r}")
     return LabelledQuestion(
         str(path),
-        doc_id,
-        question,
-        tuple(lists["answers"]),
-        tuple(None if v is None else int(v) for v in lists["labels"]),
-        references=tuple(lists["references"]),
-        greedy=greedy,
-        greedy_label=_label(greedy_label),
+        obj["doc_id"],
+        obj["question"],
+        tuple(obj["answers"]),
+        tuple(None if v is None else int(v) for v in obj["labels"]),
+        references=tuple(obj["references"]),
+        greedy=obj.get("greedy"),
+        greedy_label=_label(obj.get("greedy_label")),
     )
 
 
