@@ -585,7 +585,10 @@ def test_check_operator_missing_figures_other_store_and_bad_baselines(store, tmp
     assert "not an operator baseline" in capsys.readouterr().err
     for edit, field in (
         ({"value": "0.5"}, "figures.trap.ood_syntax.value: a finite number, or null"),
-        ({"value": 0.5, "better": "up"}, "figures.trap.ood_syntax.better: input should be 'higher' or 'lower'"),
+        (
+            {"value": 0.5, "better": "up"},
+            "figures.trap.ood_syntax.better: input should be 'higher' or 'lower'",
+        ),
         ({"value": 0.5, "tolerance": -1}, "figures.trap.ood_syntax.tolerance"),
     ):
         damaged = json.loads(path.read_text())

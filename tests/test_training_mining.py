@@ -72,7 +72,10 @@ def test_export_never_replaces_a_file_without_force_and_the_same_data_writes_the
     ("content", "message"),
     [
         (b"not gzip at all", "not a gzip-compressed"),
-        (gzip.compress(b'{"format": "other/1"}\n'), ":1: field format: input should be 'semuq-training-data/1'"),
+        (
+            gzip.compress(b'{"format": "other/1"}\n'),
+            ":1: field format: input should be 'semuq-training-data/1'",
+        ),
         (
             gzip.compress(b'{"format": "semuq-training-data/1", "provenance": {}}\n{"doc_id": 0'),
             ":2: malformed",
