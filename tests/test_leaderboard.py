@@ -676,9 +676,14 @@ def test_rankings_across_judges_rank_llms_under_every_label_set_and_show_disagre
     for a in group["estimator_agreement"]:
         expected = 1.0 if (a["label_set_a"], a["label_set_b"]) == ("run", "same") else -1.0
         assert a["kendall_tau"] == pytest.approx(expected) and a["n_estimators"] >= 5
+    for r in group["estimator_ranks"]:  # the flipped set reverses every order: the mean rank sits between
+        assert r["mean_rank"] == pytest.approx((2 * r["ranks"]["run"] + r["ranks"]["flipped"]) / 3)
+    alpha = [r["mean_rank"] for r in group["estimator_ranks"] if r["llm"] == "llm-alpha"]
+    assert alpha == sorted(alpha) and len(alpha) >= 5
     assert not [g for g in board.across_judges if g["strategy"] == "majority"]  # no majority labels: nothing
     text = "\n".join(across_judges_markdown(board.across_judges))
     assert "## Rankings across judges" in text and "run vs flipped: tau -1.00 (2 LLMs)" in text
+    assert "Best mean estimator ranks over the label sets, llm-alpha:" in text
     from semuq_eval.leaderboard.html import render_html
     from semuq_eval.leaderboard.write import to_document
 

@@ -15,6 +15,8 @@ and each label strategy:
   noise.
 - **Agreement** between every two label sets: Kendall's tau between their point rankings of the LLMs, and, per
   LLM, between their rankings of the estimators (AUROC; 1 = the same order, 0 = unrelated, -1 = reversed).
+- **Estimators**, per LLM: each estimator's AUROC rank under each label set and its mean rank over them
+  (``estimator_ranks``, best first): the estimators a user can trust whichever judge is right.
 """
 
 from __future__ import annotations
@@ -94,24 +96,43 @@ def _llm_table(llms: list[str], per: Mapping[str, tuple]) -> list[dict[str, Any]
     return sorted(rows, key=lambda r: (r["mean_rank"] is None, r["mean_rank"] or 0.0))
 
 
+def _estimator_aurocs(group: list[Section], llm: str, strategy: str, figures: Mapping) -> dict[str, dict]:
+    """label set -> {estimator: AUROC} of one LLM under one strategy (the estimators scored under it)."""
+    out = {}
+    for s in group:
+        resampled = figures[(s.id, llm)]["resampled"]
+        out[s.label_set] = {n: resampled[(st, n)][0] for (st, n) in resampled if st == strategy}
+    return out
+
+
 def _estimator_agreement(
     group: list[Section], llms: list[str], figures: Mapping, strategy: str
-) -> list[dict]:
-    """Per LLM and pair of label sets: Kendall's tau between their AUROC orders of the estimators."""
-    out = []
+) -> tuple[list[dict], list[dict]]:
+    """Per LLM and pair of label sets, Kendall's tau between their AUROC orders of the estimators; and per LLM
+    the estimators every label set scored, ranked by their mean rank over the label sets (1 = best)."""
+    agreement, ranked = [], []
     for llm in llms:
-        by_set = {}
-        for s in group:
-            resampled = figures[(s.id, llm)]["resampled"]
-            names = sorted(n for (st, n) in resampled if st == strategy)
-            by_set[s.label_set] = {n: resampled[(strategy, n)][0] for n in names}
+        by_set = _estimator_aurocs(group, llm, strategy, figures)
         for a, b in combinations(by_set, 2):
             common = sorted(set(by_set[a]) & set(by_set[b]))
             tau, n = _tau(np.array([by_set[a][e] for e in common]), np.array([by_set[b][e] for e in common]))
-            out.append(
+            agreement.append(
                 {"llm": llm, "label_set_a": a, "label_set_b": b, "kendall_tau": tau, "n_estimators": n}
             )
-    return out
+        common = sorted(set.intersection(*(set(v) for v in by_set.values())))
+        ranks = {ls: _ranks(np.array([v[e] for e in common], dtype=float)) for ls, v in by_set.items()}
+        mean = np.mean(np.stack(list(ranks.values())), axis=0) if common else np.zeros(0)
+        rows = [
+            {
+                "llm": llm,
+                "estimator": e,
+                "ranks": {ls: finite_or_none(float(r[i])) for ls, r in ranks.items()},
+                "mean_rank": finite_or_none(float(mean[i])),
+            }
+            for i, e in enumerate(common)
+        ]
+        ranked += sorted(rows, key=lambda r: (r["mean_rank"] is None, r["mean_rank"] or 0.0))
+    return agreement, ranked
 
 
 def across_judges(board: Leaderboard, figures: Mapping, resampled: Mapping) -> list[dict[str, Any]]:
@@ -132,6 +153,7 @@ def across_judges(board: Leaderboard, figures: Mapping, resampled: Mapping) -> l
             if len(per) < 2:
                 continue
             point = {ls: _ranks(points) for ls, (points, _) in per.items()}
+            estimator_agreement, estimator_ranks = _estimator_agreement(group, llms, figures, strategy)
             agreement = []
             for a, b in combinations(per, 2):
                 tau, n = _tau(point[a], point[b])
@@ -146,7 +168,8 @@ def across_judges(board: Leaderboard, figures: Mapping, resampled: Mapping) -> l
                     "label_sets": list(per),
                     "llms": _llm_table(llms, per),
                     "agreement": agreement,
-                    "estimator_agreement": _estimator_agreement(group, llms, figures, strategy),
+                    "estimator_agreement": estimator_agreement,
+                    "estimator_ranks": estimator_ranks,
                 }
             )
     return out

@@ -56,7 +56,8 @@ uses (:func:`decode`); :func:`encode` gives the file's shape. The document::
                                    "mean_rank", "mean_rank_low", "mean_rank_high", "disagree"}],
                          "agreement": [{"label_set_a", "label_set_b", "kendall_tau", "n_llms"}],
                          "estimator_agreement": [{"llm", "label_set_a", "label_set_b", "kendall_tau",
-                                                  "n_estimators"}]}]
+                                                  "n_estimators"}],
+                         "estimator_ranks": [{"llm", "estimator", "ranks": {label set: rank}, "mean_rank"}]}]
     }
 
 A CELL is one figure: one metric of one estimator for one LLM on one task under one label strategy

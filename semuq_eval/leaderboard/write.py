@@ -246,6 +246,12 @@ def across_judges_markdown(groups: Sequence[Mapping[str, Any]]) -> list[str]:
             "Estimator order: " + "; ".join(per_llm) + ".",
             "",
         ]
+        best: dict[str, list] = {}
+        for r in g["estimator_ranks"]:
+            best.setdefault(r["llm"], []).append(r)
+        for llm, rows in best.items():
+            top = ", ".join(f"`{r['estimator']}` {_num(r['mean_rank'])}" for r in rows[:5])
+            lines += [f"Best mean estimator ranks over the label sets, {llm}: {top}.", ""]
     return lines
 
 
