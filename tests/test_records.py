@@ -134,6 +134,38 @@ def test_every_label_set_and_per_sample_labels_travel(tmp_path):
     assert [r.label_set for r in load_runs([tmp_path / "r.jsonl.gz"], ("all",))] == ["run", "llm-judge"]
 
 
+def test_a_label_strategy_registered_from_outside_reaches_the_record(tmp_path):
+    """A strategy registered by a user's package is computed from a label set's per-sample verdicts and written
+    into the run record beside greedy and majority (the registry is the one list of strategies)."""
+    from semuq_eval.judges import strategies
+
+    @strategies.register("any_sample")
+    def any_sample(greedy, samples):
+        judged = [v for v in samples if v is not None]
+        return any(judged) if judged else None
+
+    try:
+        store = _stores(tmp_path)[0]
+        rows = [
+            {"doc_id": d, "greedy": 0, "majority": 0, "samples": [d % 4 == 0, 0, None]}
+            for d in range(0, 60, 2)
+        ]
+        write_label_set(store, "llm-judge", rows, {"judge": {"judge": "hf", "model": "tiny"}})
+        record = record_from_store(store)
+        labelled = [q for q in record.questions if "llm-judge" in q["labels"]]
+        assert [q["labels"]["llm-judge"]["any_sample"] for q in labelled] == [
+            q["doc_id"] % 4 == 0 for q in labelled
+        ]
+        assert all(
+            set(q["labels"]["run"]) == {"greedy", "majority", "any_sample", "samples"}
+            for q in record.questions
+        )
+        write_record(tmp_path / "r.jsonl.gz", record)
+        assert read_record(tmp_path / "r.jsonl.gz").questions == record.questions
+    finally:
+        strategies.registry.unregister("any_sample")
+
+
 def test_the_same_store_gives_the_same_bytes(exported, tmp_path):
     stores, records = exported
     again = tmp_path / "again.jsonl.gz"

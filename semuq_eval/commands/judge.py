@@ -22,6 +22,7 @@ from typing import Any
 
 from semuq_eval.cell_text import cell_text
 from semuq_eval.commands.arguments import CommandParser, whole
+from semuq_eval.judges import strategies as label_strategies
 
 __all__ = ["main", "parse_judge_args"]
 
@@ -74,7 +75,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--name", help="the label set's name (default: the judge's name and model)")
     parser.add_argument("--compare", default=RUN_LABELS, help="compare with this label set (default: run)")
     parser.add_argument(
-        "--strategy", default="greedy", choices=("greedy", "majority"), help="for the AUROC table"
+        "--strategy", default="greedy", choices=label_strategies.names(), help="for the AUROC table"
     )
     parser.add_argument("--top", type=whole(1), default=15, help="estimators shown in the AUROC table")
     parser.add_argument("--force", action="store_true", help="replace a label set of the same name")

@@ -36,6 +36,7 @@ from semuq_eval.harness.label_sets import RUN_LABELS, label_set_names, read_labe
 from semuq_eval.harness.schemas import RecordHeader, RecordQuestion, check_line
 from semuq_eval.harness.store import load_store
 from semuq_eval.jsonio import json_safe, read_json, read_jsonl, read_jsonl_gz, write_jsonl_gz
+from semuq_eval.judges import strategies as label_strategies
 
 __all__ = [
     "RECORD_FORMAT",
@@ -59,7 +60,6 @@ RECORD_NAME = "record.jsonl.gz"
 _KEPT = ("judge", "label_set", "decoding", "generation_kwargs", "settings", "seeds", "unavailable", "created")
 #: kept too when the breakdown has them (estimators scored from estimated inputs; what generated the answers)
 _KEPT_IF_PRESENT = ("approximate", "generator")
-_STRATEGIES = ("greedy", "majority")
 
 
 class RunRecord(dict):
@@ -148,14 +148,14 @@ def record_from_store(store: str | os.PathLike) -> RunRecord:
             )
         labels = {
             RUN_LABELS: {
-                **{s: item["labels"].get(s) for s in _STRATEGIES},
+                **{s: item["labels"].get(s) for s in label_strategies.names()},
                 "samples": item.get("sample_labels"),
             }
         }
         for name, label_set in sets.items():
             chosen = label_set.records.get(doc_id)
             if chosen is not None:
-                labels[name] = {s: chosen.get(s) for s in (*_STRATEGIES, "samples")}
+                labels[name] = {**label_strategies.labels_of(chosen), "samples": chosen.get("samples")}
         # scores.jsonl and the label sets were checked against their schemas when read: 1, 0, true, false or null
         labels = {k: {**v, "samples": list(v["samples"] or [])} for k, v in labels.items()}
         questions.append(

@@ -101,8 +101,7 @@ def auroc_side_by_side(store: str | os.PathLike, label_sets: Sequence[str], stra
     for name in label_sets:
         records = read_label_set(root, name).records
         relabelled = [
-            {**it, "labels": {s: (records.get(it["doc_id"]) or {}).get(s) for s in ("greedy", "majority")}}
-            for it in items
+            {**it, "labels": judges.strategies.labels_of(records.get(it["doc_id"]) or {})} for it in items
         ]
         b = summarize(relabelled, settings, label_set=name)
         out[name] = {
