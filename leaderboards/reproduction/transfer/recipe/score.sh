@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The transfer test's scoring (../PLAN.md): each finished run store of ../runs/<name>.tar.xz is unpacked into RUNS
+# (when missing), rescored with the plan's operators (the offline profile without cos_int, which llama.cpp's
+# answers cannot have: the shipped `enc` (the enc-trained asset), its untrained answer-pooled base `enc_untrained`,
+# `cos_ext` on all-MiniLM-L6-v2 and `lexical`) into RUNS/scored/<name>, and its run record written to
+# ../records/<task>.<llm>.jsonl.gz (text only, committed). A store already rescored is kept, so a killed scoring
+# resumes. The sha256 of the enc-trained weights used is printed (the report states it).
+# Usage, from anywhere: RUNS=/work/runs/transfer bash leaderboards/reproduction/transfer/recipe/score.sh
+set -euo pipefail
+cd "$(dirname "$0")/../../../.."
+RUNS=${RUNS:-${TMPDIR:-/tmp}/semuq-transfer-runs}
+HERE=leaderboards/reproduction/transfer
+MODELS=${MODELS:-${SEMUQ_EVAL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/semuq-eval}/models}
+read -ra SEMUQ <<< "${SEMUQ:-.venv/bin/semuq-eval}"
+OPTIONS=$(cat <<JSON
+{"cos_ext": {"model": "$MODELS/all-minilm-l6-v2"},
+ "enc": {"model": "$MODELS/enc-trained"},
+ "enc_untrained": {"operator": "enc", "model": "$MODELS/all-minilm-l6-v2", "pooling": "answer"}}
+JSON
+)
+for path in "$MODELS/all-minilm-l6-v2" "$MODELS/enc-trained"; do
+    [ -d "$path" ] || { echo "score: no model at $path (semuq-eval assets)" >&2; exit 1; }
+done
+echo "enc-trained model.safetensors sha256: $(sha256sum "$MODELS/enc-trained/model.safetensors" | cut -d' ' -f1)"
+mkdir -p "$HERE/records"
+for archive in "$HERE"/runs/*.tar.xz; do
+    name=$(basename "$archive" .tar.xz)
+    [ -d "$RUNS/$name/semuq" ] || { mkdir -p "$RUNS/$name/semuq" && tar -C "$RUNS/$name/semuq" -xJf "$archive"; }
+    for store in "$RUNS/$name"/semuq/*/*; do
+        [ -f "$store/breakdown.json" ] || continue
+        task=$(basename "$(dirname "$store")") llm=$(basename "$store")
+        scored=$RUNS/scored/$name/semuq/$task/$llm
+        if [ ! -f "$scored/breakdown.json" ]; then
+            echo "rescore $name"
+            rm -rf "$scored"
+            "${SEMUQ[@]}" rescore "$store" --operators lexical,cos_ext,enc,enc_untrained \
+                --operator_options "$OPTIONS" --store_output "$scored" > "$RUNS/scored-$name.log" 2>&1
+        fi
+        "${SEMUQ[@]}" export-record "$scored" --output "$HERE/records/$task.$llm.jsonl.gz" --force
+    done
+done
