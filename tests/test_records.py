@@ -134,9 +134,10 @@ def test_every_label_set_and_per_sample_labels_travel(tmp_path):
     assert [r.label_set for r in load_runs([tmp_path / "r.jsonl.gz"], ("all",))] == ["run", "llm-judge"]
 
 
-def test_a_label_strategy_registered_from_outside_reaches_the_record(tmp_path):
+def test_a_label_strategy_registered_from_outside_reaches_the_record_and_the_board(tmp_path):
     """A strategy registered by a user's package is computed from a label set's per-sample verdicts and written
-    into the run record beside greedy and majority (the registry is the one list of strategies)."""
+    into the run record beside greedy and majority, and the board scores and heads a table by it (the registry is
+    the one list of strategies)."""
     from semuq_eval.judges import strategies
 
     @strategies.register("any_sample")
@@ -162,6 +163,10 @@ def test_a_label_strategy_registered_from_outside_reaches_the_record(tmp_path):
         )
         write_record(tmp_path / "r.jsonl.gz", record)
         assert read_record(tmp_path / "r.jsonl.gz").questions == record.questions
+        board = compute(group_sections(load_runs([tmp_path / "r.jsonl.gz"], ("llm-judge",))), FAST)
+        cells = [c for c in board.cells if c["strategy"] == "any_sample" and c["metric"] == "auroc"]
+        assert cells and {c["label_set"] for c in cells} == {"llm-judge"}
+        assert list(board.headline) == ["greedy", "majority", "any_sample"]
     finally:
         strategies.registry.unregister("any_sample")
 

@@ -103,11 +103,11 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _load(path: str, label_set: str, strategy: str):
-    from semuq_eval.judges import LABEL_STRATEGIES
+    from semuq_eval.judges import label_strategy_names
     from semuq_eval.leaderboard.loading import load_run
 
-    if strategy not in LABEL_STRATEGIES:
-        raise ValueError(f"--strategy {strategy!r}: known strategies {list(LABEL_STRATEGIES)}")
+    if strategy not in label_strategy_names():
+        raise ValueError(f"--strategy {strategy!r}: known strategies {label_strategy_names()}")
     run = load_run(path, label_set)
     if run.doc_ids is None:
         raise ValueError(

@@ -75,7 +75,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--name", help="the label set's name (default: the judge's name and model)")
     parser.add_argument("--compare", default=RUN_LABELS, help="compare with this label set (default: run)")
     parser.add_argument(
-        "--strategy", default="greedy", choices=label_strategies.names(), help="for the AUROC table"
+        "--strategy",
+        default="greedy",
+        choices=label_strategies.label_strategy_names(),
+        help="for the AUROC table",
     )
     parser.add_argument("--top", type=whole(1), default=15, help="estimators shown in the AUROC table")
     parser.add_argument("--force", action="store_true", help="replace a label set of the same name")

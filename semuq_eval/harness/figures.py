@@ -48,7 +48,7 @@ def plot_auroc(breakdown: Mapping[str, Any], path: str | Path) -> Path:
     from matplotlib.patches import Patch
 
     results = breakdown.get("results", {})
-    strategies = [s for s in label_strategies.names() if s in results] or ["greedy"]
+    strategies = [s for s in label_strategies.label_strategy_names() if s in results] or ["greedy"]
     panels = [_rows(results.get(s, {})) for s in strategies]
     height = 0.28 * max((len(rows) for rows, _ in panels), default=1) + 2.0
     fig, axes = plt.subplots(1, len(strategies), figsize=(7 * len(strategies), height), squeeze=False)

@@ -148,7 +148,7 @@ def record_from_store(store: str | os.PathLike) -> RunRecord:
             )
         labels = {
             RUN_LABELS: {
-                **{s: item["labels"].get(s) for s in label_strategies.names()},
+                **{s: item["labels"].get(s) for s in label_strategies.label_strategy_names()},
                 "samples": item.get("sample_labels"),
             }
         }

@@ -116,7 +116,7 @@ def summarize(
     first = shown[0]
     nobody = {"estimator": None, **{m.name: None for m in shown}}
     labels_summary, results, best = {}, {}, {}
-    for strategy in label_strategies.names():
+    for strategy in label_strategies.label_strategy_names():
         keep = [it for it in items if it["labels"].get(strategy) is not None]
         y = np.array([it["labels"][strategy] for it in keep], dtype=np.float64)
         labels_summary[strategy] = {
@@ -198,7 +198,7 @@ def summary_keys(settings: Settings) -> dict[str, bool]:
     the first two metrics of the best estimator and of each ``table_estimators`` (``auroc_greedy:<est>``), and
     ``n_estimators``."""
     shown = _summary_metrics(settings.metrics)
-    strategies = label_strategies.names()
+    strategies = label_strategies.label_strategy_names()
     keys = {f"acc_{s}": True for s in strategies}
     for s in strategies:
         keys.update({f"{m.name}_best_{s}": m.higher_is_better for m in shown})

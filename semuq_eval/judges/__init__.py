@@ -22,7 +22,7 @@ The LLM judges share prompts (:mod:`~semuq_eval.judges.prompts`), a persistent v
 from __future__ import annotations
 
 from semuq_eval.judges.base import Judge, Verdict, as_verdict, check_options, get, names, register, registry
-from semuq_eval.judges.strategies import LABEL_STRATEGIES, label_answers, majority_label
+from semuq_eval.judges.strategies import LABEL_STRATEGIES, label_answers, label_strategy_names, majority_label
 from semuq_eval.judges.string import MODES, StringJudge, normalize, token_f1
 
 __all__ = [
@@ -35,6 +35,7 @@ __all__ = [
     "check_options",
     "get",
     "label_answers",
+    "label_strategy_names",
     "majority_label",
     "names",
     "normalize",

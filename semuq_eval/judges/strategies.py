@@ -23,6 +23,7 @@ __all__ = [
     "LabelStrategy",
     "get",
     "label_answers",
+    "label_strategy_names",
     "labels_of",
     "majority_label",
     "names",
@@ -34,7 +35,7 @@ LabelStrategy = Callable[[bool | None, Sequence[bool | None]], bool | None]
 """``strategy(greedy, samples)``: the label from the verdict on the greedy answer and those on the samples."""
 
 LABEL_STRATEGIES = ("greedy", "majority")
-"""App. D's two strategies, always registered: the leaderboard compares runs under these."""
+"""App. D's two strategies, always registered and always listed first (:func:`label_strategy_names`)."""
 
 
 def _check(name: str, obj: object) -> LabelStrategy:
@@ -79,6 +80,18 @@ def names() -> list[str]:
     return registry.names()
 
 
+def label_strategy_names() -> list[str]:
+    """Every registered label strategy, App. D's ``greedy`` and ``majority`` first, then the others by name: the
+    order in which breakdowns, records and leaderboards list them.
+
+    Examples
+    --------
+    >>> label_strategy_names()[:2]
+    ['greedy', 'majority']
+    """
+    return [*LABEL_STRATEGIES, *(n for n in names() if n not in LABEL_STRATEGIES)]
+
+
 def majority_label(verdicts: Sequence[bool | None]) -> bool | None:
     """Strict majority of the non-missing verdicts; a tie is incorrect (False); none at all gives None.
 
@@ -114,7 +127,7 @@ def labels_of(record: Mapping[str, Any]) -> dict[str, bool | None]:
     it, or a store's label set): the record's own label where it has one, else the strategy applied to its
     verdicts (``greedy``, the verdict on the greedy answer, and ``samples``)."""
     greedy_verdict, samples = record.get("greedy"), record.get("samples", [])
-    return {s: record[s] if s in record else get(s)(greedy_verdict, samples) for s in names()}
+    return {s: record[s] if s in record else get(s)(greedy_verdict, samples) for s in label_strategy_names()}
 
 
 def label_answers(

@@ -30,7 +30,7 @@ import numpy as np
 import scipy.stats
 
 from semuq_eval.jsonio import finite_or_none
-from semuq_eval.judges import LABEL_STRATEGIES
+from semuq_eval.judges import label_strategy_names
 
 if TYPE_CHECKING:  # type hints only: compute imports this module
     from semuq_eval.leaderboard.compute import Leaderboard
@@ -144,7 +144,7 @@ def across_judges(board: Leaderboard, figures: Mapping, resampled: Mapping) -> l
         llms = [llm for llm in group[0].llms if all(llm in s.llms for s in group)]
         if len(llms) < 2:
             continue
-        for strategy in LABEL_STRATEGIES:
+        for strategy in label_strategy_names():
             per = {}
             for s in group:
                 entries = [resampled.get((s.id, llm), {}).get((strategy, reference)) for llm in llms]

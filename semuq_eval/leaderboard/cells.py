@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from semuq_eval.jsonio import finite_or_none
-from semuq_eval.judges import LABEL_STRATEGIES
+from semuq_eval.judges import label_strategy_names
 from semuq_eval.leaderboard.runs import Run, Section
 
 if TYPE_CHECKING:  # type hints only: compute imports this module
@@ -82,7 +82,7 @@ def cell_rows(section: Section, run: Run, figures: Mapping | None, config: Leade
     """Every cell of one run in its section: from its figures (:func:`.run_figures.run_figures`), or from the
     run's breakdown when it has no per-question scores (``figures`` None)."""
     rows = []
-    strategies = list(LABEL_STRATEGIES)
+    strategies = label_strategy_names()
     for strategy in strategies:
         labels = label_summary(run, strategy)
         for name in section.estimators:

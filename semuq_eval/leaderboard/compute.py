@@ -30,7 +30,7 @@ import numpy as np
 
 from semuq_eval.harness.reliability import MIN_MINORITY
 from semuq_eval.jsonio import finite_or_none
-from semuq_eval.judges import LABEL_STRATEGIES
+from semuq_eval.judges import label_strategy_names
 from semuq_eval.leaderboard.across_judges import across_judges
 from semuq_eval.leaderboard.baselines import PAIR_SETS, PAIRS, operator_pairs
 from semuq_eval.leaderboard.cells import cell_rows
@@ -264,7 +264,7 @@ def _summaries(board: Leaderboard) -> None:
     sections that do not repeat questions."""
     repeated = {s.id for s in board.sections if s.repeats}
     for pair_set in board.pair_sets:
-        for strategy in LABEL_STRATEGIES:
+        for strategy in label_strategy_names():
             rows = [
                 c
                 for c in board.comparisons

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from semuq_eval.judges import LABEL_STRATEGIES
+from semuq_eval.judges import label_strategy_names
 from semuq_eval.metrics import Bootstrap, CalibrationProtocol, paired_difference
 
 if TYPE_CHECKING:  # type hints only: compute imports this module
@@ -80,7 +80,7 @@ def comparisons(
     }
     for run in section.runs:
         cached = figures[(section.id, run.llm)]["resampled"]
-        for strategy in LABEL_STRATEGIES:
+        for strategy in label_strategy_names():
             for pair_set, (_, pairs) in board.pair_sets.items():
                 for name, base in pairs:
                     row = {
@@ -137,7 +137,7 @@ def llm_pairs(
     """LLM-vs-LLM paired AUROC differences (each LLM with its own labels) for the chosen estimators: the
     config's ``llm_estimators``, else the one with the best mean AUROC among those every LLM scored."""
     runs = section.runs
-    for strategy in LABEL_STRATEGIES:
+    for strategy in label_strategy_names():
         chosen = list(board.config.llm_estimators)
         if not chosen:
             common = [

@@ -7,7 +7,7 @@ each LLM would reward the LLM whose many estimators happened to get lucky, so th
 question-conditioned operator ``enc``, the paper's trained operator, with the fixed ``kle_heat`` aggregator),
 under the greedy labels (:data:`STRATEGY`: is the answer the LLM would give correct?), and beside it the same table under the
 majority-vote labels (is the answer most of its N samples agree on correct?): :func:`headline` gives one table
-per label strategy of :data:`~semuq_eval.judges.LABEL_STRATEGIES`, each ranked on its own labels.
+per registered label strategy (:func:`~semuq_eval.judges.label_strategy_names`), each ranked on its own labels.
 
 A column is a task's section (:func:`columns`: its ``#common`` section when its LLMs ran different question
 sets). Each cell is the board's own figure, nothing recomputed: the reference estimator's AUROC cell (CI, correct /
@@ -32,7 +32,7 @@ import numpy as np
 
 from semuq_eval.harness.reliability import MIN_VALID_SHARE
 from semuq_eval.jsonio import finite_or_none
-from semuq_eval.judges import LABEL_STRATEGIES
+from semuq_eval.judges import label_strategy_names
 from semuq_eval.leaderboard.ranks import rank_intervals
 
 if TYPE_CHECKING:  # type hints only: compute imports this module
@@ -180,7 +180,7 @@ def headline(
     >>> [(s, [(row["llm"], round(row["mean"]["value"], 3)) for row in h["rows"]]) for s, h in board.headline.items()]
     [('greedy', [('b', 0.905), ('a', 0.599)]), ('majority', [('a', 0.401), ('b', 0.095)])]
     """
-    return {strategy: _table(board, resampled, strategy) for strategy in LABEL_STRATEGIES}
+    return {strategy: _table(board, resampled, strategy) for strategy in label_strategy_names()}
 
 
 def _section_ranks(

@@ -20,7 +20,7 @@ from semuq_eval.harness.report import FORMAT as BREAKDOWN_FORMAT
 from semuq_eval.harness.schemas import BreakdownFile, ScoresLine, check_line
 from semuq_eval.harness.store import STORE_FORMAT
 from semuq_eval.jsonio import read_json, read_jsonl
-from semuq_eval.judges import LABEL_STRATEGIES
+from semuq_eval.judges import label_strategy_names
 from semuq_eval.leaderboard.provenance import provenance
 from semuq_eval.leaderboard.runs import LeaderboardInputError, Run
 
@@ -135,7 +135,7 @@ def load_run(path: str | os.PathLike, label_set: str = RUN_LABELS) -> Run:
         names.extend(k for k in it["scores"] if k not in names)
     scores = {n: np.array([_float(it["scores"].get(n)) for it in ordered]) for n in names}
     labels = {}
-    for strategy in LABEL_STRATEGIES:
+    for strategy in label_strategy_names():
         values = [it["labels"].get(strategy) for it in ordered]
         bad = [v for v in values if v is not None and v not in (0, 1, True, False)]
         if bad:
@@ -150,7 +150,7 @@ def load_run(path: str | os.PathLike, label_set: str = RUN_LABELS) -> Run:
         except (FileNotFoundError, ValueError) as err:
             raise LeaderboardInputError(str(err)) from None
         judge_info = {"label_set": label_set, **chosen.judge}
-        for strategy in LABEL_STRATEGIES:
+        for strategy in label_strategy_names():
             labels[strategy] = np.array(
                 [_float((chosen.records.get(int(d)) or {}).get(strategy)) for d in doc_ids]
             )
@@ -207,7 +207,7 @@ def _load_record(path: Path, label_set: str) -> Run:
     columns = {name: i for i, name in enumerate(record["estimators"])}
     scores = {n: np.array([_float(q["scores"][i]) for q in questions]) for n, i in columns.items()}
     chosen = [q["labels"].get(label_set) or {} for q in questions]
-    labels = {s: np.array([_float(c.get(s)) for c in chosen]) for s in LABEL_STRATEGIES}
+    labels = {s: np.array([_float(c.get(s)) for c in chosen]) for s in label_strategy_names()}
     qids = [q.get("id") for q in questions]
     run = Run(
         path=path,

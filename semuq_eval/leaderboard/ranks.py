@@ -15,7 +15,7 @@ import numpy as np
 import scipy.stats
 
 from semuq_eval.jsonio import finite_or_none
-from semuq_eval.judges import LABEL_STRATEGIES
+from semuq_eval.judges import label_strategy_names
 
 if TYPE_CHECKING:  # type hints only: compute imports this module
     from semuq_eval.leaderboard.compute import Leaderboard
@@ -51,7 +51,7 @@ def rank_intervals(
 def llm_ranks(board: Leaderboard, section: Section, figures: Mapping) -> None:
     """The rank interval of every LLM of ``section`` for every estimator and label strategy."""
     runs = section.runs
-    for strategy in LABEL_STRATEGIES:
+    for strategy in label_strategy_names():
         for name in section.estimators:
             have = [r for r in runs if (strategy, name) in figures[(section.id, r.llm)]["resampled"]]
             if len(have) < 2:
@@ -83,7 +83,7 @@ def estimator_ranks(board: Leaderboard, section: Section, figures: Mapping) -> N
     """The rank interval of every estimator within each run of ``section`` (ranked in the run's worker)."""
     for run in section.runs:
         ranked = figures[(section.id, run.llm)]["estimator_ranks"]
-        for strategy in LABEL_STRATEGIES:
+        for strategy in label_strategy_names():
             if strategy not in ranked:
                 continue
             names, points, point, low, high, used = ranked[strategy]

@@ -17,7 +17,7 @@ from typing import Any
 
 from semuq_eval.cell_text import cell_text
 from semuq_eval.jsonio import json_safe, write_json
-from semuq_eval.judges import LABEL_STRATEGIES
+from semuq_eval.judges import label_strategy_names
 from semuq_eval.leaderboard.cells import label_summary
 from semuq_eval.leaderboard.compute import Leaderboard
 from semuq_eval.leaderboard.headline import cell_summary, metric_label
@@ -96,7 +96,9 @@ def to_document(
                     "label_set": run.label_set,
                     "path": where(run.path),
                     "source": "record" if run.question_set_hash else "store" if run.paired else "breakdown",
-                    "labels": {s: _label_counts(board, section.id, run.llm, s) for s in LABEL_STRATEGIES},
+                    "labels": {
+                        s: _label_counts(board, section.id, run.llm, s) for s in label_strategy_names()
+                    },
                     "provenance": provenance,
                 }
             )
@@ -426,12 +428,12 @@ def write_markdown(
             f"{r['llm']}: "
             + ", ".join(
                 f"{s} {r['labels'][s].get('n_correct', 0)}/{r['labels'][s].get('n_incorrect', 0)}"
-                for s in LABEL_STRATEGIES
+                for s in label_strategy_names()
             )
             for r in runs
         )
         lines += [f"Correct / incorrect answers: {acc}.", ""]
-        for strategy in LABEL_STRATEGIES:
+        for strategy in label_strategy_names():
 
             def mean(
                 name: str, strategy: str = strategy, section: Mapping = section, sid: str = sid
@@ -460,7 +462,7 @@ def write_markdown(
                 "### Enc minus base: AUROC difference [95% CI] (`*` significant, `!` on a small sample)",
                 "",
             ]
-            columns = [(llm, s) for llm in section["llms"] for s in LABEL_STRATEGIES]
+            columns = [(llm, s) for llm in section["llms"] for s in label_strategy_names()]
             rows = []
             for pair_set, pairs in document["comparisons"]["sets"].items():
                 for name, base in pairs["pairs"]:
