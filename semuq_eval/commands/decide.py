@@ -248,19 +248,12 @@ def _threshold_text(estimator: str, run, chosen, result) -> str:
     )
 
 
-def _complete_estimators(run, correct) -> list[str]:
-    import numpy as np
-
-    labelled = np.isfinite(correct)
-    return [n for n, u in run.scores.items() if np.isfinite(u[labelled]).all() and np.ptp(u[labelled]) > 0]
-
-
 def _combine(args) -> dict[str, Any]:
-    from semuq_eval.decisions import cross_fitted_combination
+    from semuq_eval.decisions import complete_estimators, cross_fitted_combination
     from semuq_eval.metrics import Bootstrap, evaluate, paired_difference
 
     run, correct = _load(args.run, args.label_set, args.strategy)
-    names = args.estimators.split(",") if args.estimators else _complete_estimators(run, correct)
+    names = args.estimators.split(",") if args.estimators else complete_estimators(run.scores, correct)
     combination = cross_fitted_combination(
         {n: _scores(run, n) for n in names}, correct, n_folds=args.folds, seed=args.seed
     )

@@ -18,7 +18,7 @@ from semuq_eval.decisions.calibrator import (
     fit_calibrator,
     load_calibrator,
 )
-from semuq_eval.decisions.combination import Combination, cross_fitted_combination
+from semuq_eval.decisions.combination import Combination, complete_estimators, cross_fitted_combination
 
 __all__ = [
     "CALIBRATOR_FORMAT",
@@ -27,6 +27,7 @@ __all__ = [
     "HeldOut",
     "SavedCalibrator",
     "abstention_threshold",
+    "complete_estimators",
     "cross_fitted_combination",
     "fit_calibrator",
     "held_out",

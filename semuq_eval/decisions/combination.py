@@ -20,7 +20,7 @@ from sklearn.preprocessing import StandardScaler
 
 from semuq_eval.metrics.ranking import auroc
 
-__all__ = ["Combination", "cross_fitted_combination"]
+__all__ = ["Combination", "complete_estimators", "cross_fitted_combination"]
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,19 @@ class Combination:
     chosen: tuple[str, ...]
     n_folds: int
     seed: int
+
+
+def complete_estimators(scores: Mapping[str, np.ndarray], correct: np.ndarray) -> list[str]:
+    """The estimators that score every labelled question and are not constant there: what a combination can use
+    without leaving questions out.
+
+    Examples
+    --------
+    >>> complete_estimators({"a": np.array([0.1, 0.5]), "b": np.array([np.nan, 1.0]), "c": np.ones(2)}, [1, 0])
+    ['a']
+    """
+    labelled = np.isfinite(np.asarray(correct, dtype=float))
+    return [n for n, u in scores.items() if np.isfinite(u[labelled]).all() and np.ptp(u[labelled]) > 0]
 
 
 def _matrix(

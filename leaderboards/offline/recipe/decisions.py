@@ -19,7 +19,13 @@ from pathlib import Path
 import numpy as np
 
 from semuq_eval.cell_text import cell_text
-from semuq_eval.decisions import abstention_threshold, cross_fitted_combination, held_out, split_questions
+from semuq_eval.decisions import (
+    abstention_threshold,
+    complete_estimators,
+    cross_fitted_combination,
+    held_out,
+    split_questions,
+)
 from semuq_eval.harness.reliability import MIN_MINORITY
 from semuq_eval.leaderboard.loading import load_run
 from semuq_eval.metrics import Bootstrap, evaluate, paired_difference
@@ -29,11 +35,6 @@ FOLDS, SEED, RESAMPLES, ALPHA, DELTA = 5, 0, 1000, 0.1, 0.1
 HERE = Path(__file__).resolve().parent
 
 
-def _complete(run, correct) -> list[str]:
-    known = np.isfinite(correct)
-    return [n for n, u in run.scores.items() if np.isfinite(u[known]).all() and np.ptp(u[known]) > 0]
-
-
 def _auroc(result) -> str:
     reliable = min(result.n_correct, result.n_incorrect) >= MIN_MINORITY
     return cell_text(result.value, result.ci_low, result.ci_high, reliable=reliable)
@@ -41,7 +42,7 @@ def _auroc(result) -> str:
 
 def combination_row(run, correct) -> list[str]:
     """One table row: the combination, the cross-fitted best single estimator, their difference."""
-    names = _complete(run, correct)
+    names = complete_estimators(run.scores, correct)
     n_correct, n_incorrect = int(np.nansum(correct)), int(np.sum(correct == 0))
     counts = f"{n_correct} / {n_incorrect}"
     try:
