@@ -42,17 +42,16 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     from semuq_eval import judges
     from semuq_eval.assets import locate
-    from semuq_eval.harness.store import load_store
+    from semuq_eval.harness.store import open_store
 
     model = args.judge or str(locate("smollm2-135m-instruct"))
-    _, records = load_store(args.store)
-    records = records[: args.questions]
+    records = open_store(args.store).docs(hidden=False)[: args.questions]
     qs, answers, refs = [], [], []
     for r in records:
-        for g in [r["greedy"], *r["samples"]]:
-            qs.append(r["question"])
+        for g in [r.greedy, *r.samples]:
+            qs.append(r.question)
             answers.append(g.text)
-            refs.append(r["references"])
+            refs.append(r.references)
     n = len(answers)
     print(f"load average before: {os.getloadavg()}; torch threads {args.threads}")
     print(

@@ -305,7 +305,7 @@ def test_the_reply_parser_answers_yes_no_or_unknown(text):
     assert parse_yes_no(text) in (True, False, None)
 
 
-from semuq_eval.harness.store import load_store  # noqa: E402
+from semuq_eval.harness.store import open_store  # noqa: E402
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -316,17 +316,17 @@ from semuq_eval.harness.store import load_store  # noqa: E402
         max_size=3,
     )
 )
-def test_a_store_reads_as_records_or_a_located_error(tmp_path_factory, good_store, lines):
+def test_a_store_reads_as_docs_or_a_located_error(tmp_path_factory, good_store, lines):
     store = tmp_path_factory.mktemp("store")
     shutil.copy(good_store / "manifest.json", store / "manifest.json")
     (store / "generations.rank0.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     try:
-        _, records = load_store(store, hidden=False)
+        docs = open_store(store).docs(hidden=False)
     except ValueError as err:
         assert "generations.rank0.jsonl:" in str(err)
         return
-    for rec in records:
-        assert isinstance(rec["doc_id"], int) and isinstance(rec["samples"], list)
+    for doc in docs:
+        assert isinstance(doc.doc_id, int) and isinstance(doc.samples, list)
 
 
 @pytest.mark.parametrize(
@@ -347,7 +347,7 @@ def test_a_malformed_answer_in_the_store_is_named_by_file_line_and_field(tmp_pat
     line = {"doc_id": 0, "question": "q?", "references": ["a"], "greedy": answer, "samples": []}
     (store / "generations.rank0.jsonl").write_text(json.dumps(line) + "\n")
     with pytest.raises(ValueError, match=rf"generations.rank0.jsonl:1: field {re.escape(field)}:"):
-        load_store(store, hidden=False)
+        open_store(store).docs(hidden=False)
 
 
 def test_a_manifest_without_settings_is_named(tmp_path, good_store):
@@ -357,7 +357,7 @@ def test_a_manifest_without_settings_is_named(tmp_path, good_store):
     del manifest["settings"]
     (store / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(ValueError, match=r"manifest.json: field settings: field required"):
-        load_store(store, hidden=False)
+        open_store(store).docs(hidden=False)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from semuq_eval.context import RunContext, model_slug, resolve_output_dir
 from semuq_eval.harness import Doc, OperatorSpec, process_docs, rescore, score_doc, valid_estimators
 from semuq_eval.harness.operator_runs import operator_spec
 from semuq_eval.harness.settings import Settings
-from semuq_eval.harness.store import load_store
+from semuq_eval.harness.store import open_store
 from semuq_eval.harness.task import docs_from_instances, references_of
 from semuq_eval.judges import StringJudge, label_answers, majority_label, normalize
 from semuq_eval.models.generation import Generation
@@ -376,10 +376,11 @@ def test_end_to_end_white_box(tmp_path, capsys):
     assert b["n_samples"] == N and b["operators"]["lexical"]["info"]["operator"] == "lexical"
     assert b["judge"]["mode"] == "contains" and "tau=0.5" in b["equivalence_rule"]
 
-    manifest, records = load_store(tmp_path / "out" / "semuq" / "semuq_triviaqa_dpr")
-    assert len(records) == len(QA) and len(records[0]["samples"]) == N
-    assert records[0]["samples"][0].hidden is not None and records[0]["greedy"].token_logprobs is not None
-    assert records[0]["item"]["labels"]["greedy"] in (0, 1)
+    reader = open_store(tmp_path / "out" / "semuq" / "semuq_triviaqa_dpr")
+    records = reader.docs()
+    assert len(records) == len(QA) and len(records[0].samples) == N
+    assert records[0].samples[0].hidden is not None and records[0].greedy.token_logprobs is not None
+    assert reader.items[records[0].doc_id]["labels"]["greedy"] in (0, 1)
 
     re_b = rescore(
         tmp_path / "out" / "semuq" / "semuq_triviaqa_dpr",
@@ -583,7 +584,6 @@ def test_rescore_with_fewer_operators_drops_their_options(tmp_path):
 
 
 def test_named_operator_variant_scores_beside_its_operator_and_rescore_writes_a_store(tmp_path):
-    from semuq_eval.harness.store import load_store
     from semuq_eval.leaderboard.loading import load_run
 
     run_tasks(CannedLM(white_box=True), tmp_path)
@@ -607,11 +607,12 @@ def test_named_operator_variant_scores_beside_its_operator_and_rescore_writes_a_
     }  # the leaderboard reuses all four
     assert out["operators"]["lex_jaccard"]["info"]["measure"] == "jaccard"
     assert out["operators"]["lexical"]["info"]["measure"] != "jaccard"
-    manifest, records = load_store(target)
-    assert manifest["settings"]["operator_options"]["lex_jaccard"] == variant["lex_jaccard"]
-    assert [r["doc_id"] for r in records] == [r["doc_id"] for r in load_store(source)[1]]
-    assert all(r["greedy"].hidden is not None for r in records)  # hidden vectors copied
-    scores = [r["item"]["scores"] for r in records]
+    written = open_store(target)
+    assert written.manifest["settings"]["operator_options"]["lex_jaccard"] == variant["lex_jaccard"]
+    records = written.docs()
+    assert [r.doc_id for r in records] == [r.doc_id for r in open_store(source).docs()]
+    assert all(r.greedy.hidden is not None for r in records)  # hidden vectors copied
+    scores = [written.items[r.doc_id]["scores"] for r in records]
     assert any(s["kle_heat@lexical"] != s["kle_heat@lex_jaccard"] for s in scores)
     assert "cae@lex_jaccard" in load_run(target).estimators
     again = rescore(target, bootstrap=20)  # the written store rescored from its own settings

@@ -61,7 +61,7 @@ def test_white_box_semuq_hf(tiny_gpt2, tmp_path):
     from lm_eval.utils import make_table
 
     from semuq_eval import aggregators as A
-    from semuq_eval.harness.store import load_store
+    from semuq_eval.harness.store import open_store
     from semuq_eval.operators import get
 
     results, b = _run("semuq-hf", f"pretrained={tiny_gpt2}", tmp_path)
@@ -75,13 +75,10 @@ def test_white_box_semuq_hf(tiny_gpt2, tmp_path):
     assert "te" not in b["unavailable"]
     # every question's scores are the aggregators applied to what the model returned (read back from the store)
     store = tmp_path / "out" / "semuq" / "semuq_triviaqa_dpr"
-    _, records = load_store(store)
-    items = {
-        json.loads(x)["doc_id"]: json.loads(x) for x in (store / "scores.jsonl").read_text().splitlines()
-    }
+    records, items = open_store(store).docs(), open_store(store).items
     assert len(records) == 6
     for rec in records:
-        scores, greedy, samples = items[rec["doc_id"]]["scores"], rec["greedy"], rec["samples"]
+        scores, greedy, samples = items[rec.doc_id]["scores"], rec.greedy, rec.samples
         assert len(samples) == N and len(greedy.token_ids) > 0
         assert scores["te"] == pytest.approx(float(np.mean(greedy.token_entropies)), rel=1e-6)
         assert scores["msp"] == pytest.approx(
@@ -89,9 +86,7 @@ def test_white_box_semuq_hf(tiny_gpt2, tmp_path):
         )
         assert scores["length"] == len(greedy.token_ids)
         hidden = np.stack([g.hidden for g in samples]).astype(np.float64)
-        gram = get("cos_int")(
-            [rec["question"]], [[g.text for g in samples]], hidden_states=[hidden]
-        ).matrices[0]
+        gram = get("cos_int")([rec.question], [[g.text for g in samples]], hidden_states=[hidden]).matrices[0]
         assert scores["cos@cos_int"] == pytest.approx(A.cos(gram), rel=1e-5)
         lexical = get("lexical")([rec["question"]], [[g.text for g in samples]]).matrices[0]
         seq = np.array([g.seq_logprob for g in samples])

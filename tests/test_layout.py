@@ -1,8 +1,9 @@
-"""The repository's script folders: ``bench/`` (benchmarks), ``experiments/`` and ``tools/``, each script a module
+"""The repository's layout: script folders (``bench/``, ``experiments/``, ``tools/``), each script a module
 run as ``python -m <folder>.<name>`` whose docstring says so, with a ``main``."""
 
 from __future__ import annotations
 
+import ast
 import importlib
 import re
 from pathlib import Path
@@ -67,3 +68,79 @@ def test_docs_layout_names_every_package_and_module_of_the_tree():
     top = [m for m in package.glob("*.py") if not m.stem.startswith("_")]
     missing += [f"semuq_eval/{m.name}" for m in top if m.name not in rows["semuq_eval/"]]
     assert not missing, f"modules docs/layout.md does not name: {missing}"
+
+
+#: the run store's own files: only :mod:`semuq_eval.harness.store` names them
+STORE_FILES = {"manifest.json", "scores.jsonl", "breakdown.json"}
+STORE_PREFIXES = ("generations.rank", "hidden.rank")
+
+
+def store_file_names(source: str) -> list[tuple[int, str]]:
+    """``(line, text)`` of every string in ``source`` that names a run-store file: a literal equal to one, or an
+    f-string that starts with one's prefix. Docstrings and longer messages that mention a file do not count."""
+    tree = ast.parse(source)
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and ast.get_docstring(node, clean=False) is not None
+    }
+    found, pieces = [], set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.JoinedStr):
+            pieces.update(id(v) for v in node.values)
+            head = node.values[0] if node.values else None
+            if isinstance(head, ast.Constant) and str(head.value).startswith(STORE_PREFIXES):
+                found.append((node.lineno, str(head.value)))
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and id(node) not in docstrings | pieces
+        ):
+            if node.value in STORE_FILES or node.value.startswith(STORE_PREFIXES):
+                found.append((node.lineno, node.value))
+    return sorted(found)
+
+
+def test_store_file_names_finds_literals_and_paths_but_not_messages():
+    source = (
+        '"""Reads scores.jsonl."""\n'
+        'a = root / "scores.jsonl"\n'
+        'b = root.glob("generations.rank*.jsonl")\n'
+        'c = f"hidden.rank{r}.npz"\n'
+        'd = f"{root}: scores.jsonl is missing"\n'
+    )
+    assert store_file_names(source) == [
+        (2, "scores.jsonl"),
+        (3, "generations.rank*.jsonl"),
+        (4, "hidden.rank"),
+    ]
+
+
+def test_only_the_store_module_names_the_run_store_files():
+    """One module reads and writes a run store (:func:`semuq_eval.harness.store.open_store`, ``RunStore``); every
+    other module goes through it, so the layout has one description and one set of checks."""
+    package = ROOT / "semuq_eval"
+    offenders = {
+        str(path.relative_to(ROOT)): names
+        for path in sorted(package.rglob("*.py"))
+        if path != package / "harness" / "store.py"
+        and (names := store_file_names(path.read_text(encoding="utf-8")))
+    }
+    assert offenders == {}
+
+
+MAX_FUNCTION_LINES = 120
+
+
+def test_no_function_of_the_package_is_longer_than_the_limit():
+    """Long functions are cut into named steps (docstrings count: a function's reader reads them too)."""
+    long = {}
+    for path in sorted((ROOT / "semuq_eval").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = node.end_lineno - node.lineno + 1
+                if lines >= MAX_FUNCTION_LINES:
+                    long[f"{path.relative_to(ROOT)}:{node.name}"] = lines
+    assert long == {}

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from semuq_eval.harness.store import load_store
+from semuq_eval.harness.store import open_store
 from semuq_eval.models.api import SemuqAPILM
 from semuq_eval.models.capabilities import probe
 from semuq_eval.models.generation import Generation
@@ -86,14 +86,15 @@ def test_a_semuq_run_through_a_server_gives_logprob_estimators_and_flags_te(
     assert len(calls) == N_QUESTIONS * (1 + (1 if n else N))
     assert len(server.requests) == len(calls) + 1
     store = tmp_path / "out" / "semuq" / "semuq_triviaqa_dpr"
-    manifest, records = load_store(store)
-    assert manifest["generator"]["server_model"] == "fake"
-    sample = records[0]["samples"][0]
+    reader = open_store(store)
+    assert reader.manifest["generator"]["server_model"] == "fake"
+    records = reader.docs()
+    sample = records[0].samples[0]
     assert sample.token_logprobs is not None and len(sample.token_logprobs) == len(sample.token_offsets) > 0
     assert sample.token_ids is None and sample.hidden is None
     assert sample.approximate == {"token_entropies": topk_method(5)}
     assert sample.seq_logprob == pytest.approx(float(np.sum(sample.token_logprobs)))
-    for gen in records[0]["samples"]:  # the spans spell the text
+    for gen in records[0].samples:  # the spans spell the text
         assert "".join(gen[s:e] for s, e in gen.token_offsets) == gen.text
 
 
@@ -126,9 +127,8 @@ def test_samples_without_n_use_one_seed_each_and_the_greedy_answer_temperature_z
 def test_tokens_past_the_stop_sequence_are_dropped(stub, tmp_path):
     server = stub(FakeLLM(stop_token=True))
     _run(_model(server, tmp_path), tmp_path)
-    _, records = load_store(tmp_path / "out" / "semuq" / "semuq_triviaqa_dpr")
-    for rec in records:
-        for gen in [rec["greedy"], *rec["samples"]]:
+    for rec in open_store(tmp_path / "out" / "semuq" / "semuq_triviaqa_dpr").docs():
+        for gen in [rec.greedy, *rec.samples]:
             assert len(gen.token_logprobs) == len(gen.text.split())
 
 

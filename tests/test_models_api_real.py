@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from semuq_eval.harness.store import load_store
+from semuq_eval.harness.store import open_store
 from semuq_eval.models.api import SemuqAPILM
 from semuq_eval.models.topk import topk_method
 from tests.fixtures.llama_process import ALIAS, LlamaServer
@@ -92,12 +92,13 @@ def test_semuq_api_on_llama_cpp_end_to_end_and_resume_after_the_server_is_killed
     assert len(keys) == len(set(keys)) == PROMPTS  # nothing journaled before was asked again
 
     b = breakdown_of(tmp_path)
-    manifest, records = load_store(tmp_path / "out" / "semuq" / "semuq_triviaqa_dpr")
+    reader = open_store(tmp_path / "out" / "semuq" / "semuq_triviaqa_dpr")
+    manifest, records = reader.manifest, reader.docs()
     # SmolLM2 on the raw prompt sometimes answers nothing at once ("\n\n"): an empty answer, never an error
     problems = {p for d in b["bad_docs"] for p in d["problems"]}
     assert problems <= {"empty greedy answer", "all sampled answers are empty"}, b["bad_docs"]
-    answered = sum(1 for rec in records if rec["greedy"].text.strip())
-    assert b["n_docs"] == len(QA) and answered >= 2, [rec["greedy"].text for rec in records]
+    answered = sum(1 for rec in records if rec.greedy.text.strip())
+    assert b["n_docs"] == len(QA) and answered >= 2, [rec.greedy.text for rec in records]
     scored = b["results"]["greedy"]
     for name in SERVER_ESTIMATORS:
         assert name in scored and scored[name]["auroc"]["n"] >= answered, (name, b["unavailable"].get(name))
@@ -114,14 +115,14 @@ def test_semuq_api_on_llama_cpp_end_to_end_and_resume_after_the_server_is_killed
 
     assert manifest["generator"]["base_url"].startswith("http://127.0.0.1:")
     for rec in records:
-        assert len(rec["samples"]) == N
-        for gen in [rec["greedy"], *rec["samples"]]:
+        assert len(rec.samples) == N
+        for gen in [rec.greedy, *rec.samples]:
             if not gen.text:
                 continue
             assert gen.error is None and len(gen.token_logprobs) == len(gen.token_entropies) > 0
             assert (gen.token_logprobs <= 0).all() and (gen.token_entropies >= 0).all()
             assert gen.token_offsets[-1][1] == len(gen.text)
-    assert len({rec["greedy"].text for rec in records}) > 1  # real answers, one per question
+    assert len({rec.greedy.text for rec in records}) > 1  # real answers, one per question
 
 
 def test_semuq_api_chat_endpoint_on_llama_cpp(llama_server, tmp_path):  # noqa: F811

@@ -306,13 +306,13 @@ def test_semuq_hf_off_makes_no_extra_forward_pass(hf):
 
 
 def test_semuq_hf_end_to_end_scores_both_and_keeps_the_replies(hf, tmp_path):
-    from semuq_eval.harness.store import load_store
+    from semuq_eval.harness.store import open_store
 
     run_tasks(hf, tmp_path, n_samples=N, operators=["lexical"], bootstrap=20, reflexive=REFLEXIVE)
     b = breakdown_of(tmp_path)
-    _, records = load_store(tmp_path / "out" / "semuq" / "semuq_triviaqa_dpr")
-    replies = [r["greedy"].reflexive["verbalized"]["reply"] for r in records]
-    assert all(r["greedy"].reflexive["p_true"]["logprob_true"] is not None for r in records)
+    records = open_store(tmp_path / "out" / "semuq" / "semuq_triviaqa_dpr").docs()
+    replies = [r.greedy.reflexive["verbalized"]["reply"] for r in records]
+    assert all(r.greedy.reflexive["p_true"]["logprob_true"] is not None for r in records)
     assert "p_true" in b["results"]["greedy"] and b["results"]["greedy"]["p_true"]["auroc"]["n"] == len(QA)
     assert "p_true" not in b.get("approximate", {})  # the full next-token distribution: exact
     # a random tiny model rarely replies with a number: each unparsable reply is unavailable with its text

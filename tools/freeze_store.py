@@ -14,8 +14,9 @@ import argparse
 import json
 from pathlib import Path
 
-from semuq_eval.diagnose.check import FROZEN_STORE, store_fingerprint
+from semuq_eval.diagnose.check import FROZEN_STORE
 from semuq_eval.diagnose.freeze import freeze_store
+from semuq_eval.harness.store import open_store
 
 DEFAULT_DEST = Path(__file__).resolve().parents[1] / "semuq_eval" / "diagnose" / "data" / FROZEN_STORE
 
@@ -34,7 +35,7 @@ def main() -> None:
     dest = Path(args.dest)
     size = sum(f.stat().st_size for f in dest.iterdir())
     print(json.dumps(frozen, indent=1))
-    print(f"{dest}: {size / 1e6:.2f} MB, fingerprint {store_fingerprint(dest)[:16]}")
+    print(f"{dest}: {size / 1e6:.2f} MB, fingerprint {open_store(dest).fingerprint()[:16]}")
 
 
 if __name__ == "__main__":

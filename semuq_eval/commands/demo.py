@@ -74,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     from semuq_eval.context import model_slug
     from semuq_eval.harness.figures import plot_auroc
     from semuq_eval.harness.report import breakdown_table
+    from semuq_eval.harness.store import BREAKDOWN, open_store
     from semuq_eval.training.shipped import build_trained_operator
 
     prepare([args.llm, "all-minilm-l6-v2", "enc-trained", TASK_DATA[args.task]], train=build_trained_operator)
@@ -105,10 +106,10 @@ def main(argv: list[str] | None = None) -> int:
         + (["--apply_chat_template"] if chat else [])
     )  # fmt: skip
     run_dir = out / "semuq" / args.task / model_slug(llm)
-    breakdown = json.loads((run_dir / "breakdown.json").read_text())
+    breakdown = open_store(run_dir).breakdown()
     print("\n" + breakdown_table(breakdown))
     plot = plot_auroc(breakdown, run_dir / "auroc.png")
-    print(f"\nfull breakdown: {run_dir / 'breakdown.json'}\nplot: {plot}\nrun store: {run_dir}")
+    print(f"\nfull breakdown: {run_dir / BREAKDOWN}\nplot: {plot}\nrun store: {run_dir}")
     return 0
 
 

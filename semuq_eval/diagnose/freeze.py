@@ -20,8 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from semuq_eval.harness.label_sets import RUN_LABELS, read_label_set
-from semuq_eval.harness.store import STORE_FORMAT, load_store
-from semuq_eval.jsonio import read_json, write_json, write_jsonl
+from semuq_eval.harness.store import STORE_FORMAT, RunStore, open_store
 
 __all__ = ["freeze_store"]
 
@@ -57,52 +56,52 @@ def freeze_store(
     from semuq_eval import __version__
 
     source, dest = Path(source), Path(dest)
-    manifest, records = load_store(source)
+    reader = open_store(source)
+    manifest, docs = reader.manifest, reader.docs(hidden=False)
     if max_questions is not None:
-        records = records[: int(max_questions)]
+        docs = docs[: int(max_questions)]
     label_set = read_label_set(source, labels)
     gens, items = [], []
-    for r in records:
-        lab = label_set.records.get(r["doc_id"])
-        if lab is None or len(lab.get("samples") or []) != len(r["samples"]):
+    for d in docs:
+        lab = label_set.records.get(d.doc_id)
+        if lab is None or len(lab.get("samples") or []) != len(d.samples):
             raise ValueError(
-                f"{source}: label set {labels!r} has no per-sample verdicts for doc {r['doc_id']}; "
+                f"{source}: label set {labels!r} has no per-sample verdicts for doc {d.doc_id}; "
                 "freeze a store written with per-sample labels (or write a label set with `semuq-eval judge`)"
             )
-        g = r["greedy"]
+        g = d.greedy
         gens.append(
             {
-                "doc_id": int(r["doc_id"]),
-                "id": r.get("id"),
-                "question": r["question"],
-                "references": list(r["references"]),
-                "n_extra_responses": int(r.get("n_extra_responses", 0)),
+                "doc_id": int(d.doc_id),
+                "id": d.key,
+                "question": d.question,
+                "references": list(d.references),
+                "n_extra_responses": int(d.n_extra_responses),
                 "greedy": {
                     "text": g.text,
                     "greedy": True,
                     "token_offsets": None if g.token_offsets is None else g.token_offsets.tolist(),
                 },
-                "samples": [{"text": s.text, "greedy": False} for s in r["samples"]],
+                "samples": [{"text": s.text, "greedy": False} for s in d.samples],
             }
         )
         items.append(
             {
-                "doc_id": int(r["doc_id"]),
-                "id": r.get("id"),
+                "doc_id": int(d.doc_id),
+                "id": d.key,
                 "scores": {},
                 "reasons": {},
                 "labels": {"greedy": lab["greedy"], "majority": lab["majority"]},
                 "sample_labels": list(lab["samples"]),
                 "n_missing_verdicts": int(lab.get("n_missing_verdicts", 0)),
-                "n_samples": len(r["samples"]),
-                "n_extra_responses": int(r.get("n_extra_responses", 0)),
+                "n_samples": len(d.samples),
+                "n_extra_responses": int(d.n_extra_responses),
                 "problems": [],
             }
         )
     settings = dict(manifest.get("settings") or {})
     settings["store_hidden"] = False
-    breakdown = source / "breakdown.json"
-    decoding = read_json(breakdown).get("decoding") if breakdown.is_file() else None
+    decoding = (reader.breakdown() or {}).get("decoding")
     frozen = {
         "source": source_name or str(source),
         "task": manifest.get("task"),
@@ -116,13 +115,6 @@ def freeze_store(
         "kept": "question, references, answer texts, the greedy answer's token offsets, labels",
         "semuq_eval_version": __version__,
     }
-    dest.mkdir(parents=True, exist_ok=True)
-    for old in [*dest.glob("generations.rank*.jsonl"), *dest.glob("hidden.rank*.npz")]:
-        old.unlink()
-    write_json(
-        dest / "manifest.json",
-        {"format": STORE_FORMAT, "task": manifest.get("task"), "settings": settings, "frozen": frozen},
-    )
-    write_jsonl(dest / "generations.rank0.jsonl", gens)
-    write_jsonl(dest / "scores.jsonl", items)
+    manifest = {"format": STORE_FORMAT, "task": manifest.get("task"), "settings": settings, "frozen": frozen}
+    RunStore(dest).write_as_is(manifest, gens, items)
     return frozen

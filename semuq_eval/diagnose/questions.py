@@ -1,6 +1,6 @@
 """The questions a diagnosis reads: answers from run stores, with a correctness label on every answer.
 
-:func:`load_questions` reads one or more run stores (:func:`~semuq_eval.harness.store.load_store`) and a label
+:func:`load_questions` reads one or more run stores (:func:`~semuq_eval.harness.store.open_store`) and a label
 set of each (:func:`~semuq_eval.harness.label_sets.read_label_set`; ``"run"``: the run's own judge), or labels
 every answer now with a judge (``judge=``: e.g. the offline ``string`` judge for a store written before
 per-sample labels were kept). Every diagnostic needs the verdict on each SAMPLED answer, not only the greedy
@@ -17,8 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from semuq_eval.harness.label_sets import RUN_LABELS, label_records, read_label_set
-from semuq_eval.harness.store import load_store
+from semuq_eval.harness.doc import Doc
+from semuq_eval.harness.label_sets import RUN_LABELS, label_docs, read_label_set
+from semuq_eval.harness.store import open_store
 from semuq_eval.judges import Judge
 
 __all__ = ["DiagnosticQuestion", "NoSampleLabelsError", "load_questions"]
@@ -62,21 +63,20 @@ def _label(v: Any) -> int | None:
     return None if v is None else int(bool(v))
 
 
-def _labels_of(store: Path, records: Sequence[dict[str, Any]], labels: str, judge: Judge | None):
+def _labels_of(store: Path, docs: Sequence[Doc], labels: str, judge: Judge | None):
     if judge is not None:
-        out = label_records(judge, records)
-        return {r["doc_id"]: lab for r, lab in zip(records, out, strict=True)}
+        out = label_docs(judge, docs)
+        return {d.doc_id: lab for d, lab in zip(docs, out, strict=True)}
     label_set = read_label_set(store, labels)
     missing = [
-        r["doc_id"]
-        for r in records
-        if r["samples"]
-        and len(label_set.records.get(r["doc_id"], {}).get("samples") or []) != len(r["samples"])
+        d.doc_id
+        for d in docs
+        if d.samples and len(label_set.records.get(d.doc_id, {}).get("samples") or []) != len(d.samples)
     ]
     if missing:
         raise NoSampleLabelsError(
             f"{store}: label set {labels!r} has no verdict on the sampled answers of {len(missing)} of "
-            f"{len(records)} questions (e.g. doc {missing[0]}); the diagnostics need per-sample labels. "
+            f"{len(docs)} questions (e.g. doc {missing[0]}); the diagnostics need per-sample labels. "
             "Label them now with a judge (`--judge string`), or write a label set with `semuq-eval judge`."
         )
     return label_set.records
@@ -125,24 +125,22 @@ def load_questions(
     out: list[DiagnosticQuestion] = []
     for k, store in enumerate(stores):
         store = Path(store)
-        _, records = load_store(store)
+        docs = open_store(store).docs()
         if max_questions is not None:
-            records = records[: int(max_questions)]
-        label_records = _labels_of(store, records, labels, judge)
-        for r in records:
-            lab = label_records.get(r["doc_id"])
+            docs = docs[: int(max_questions)]
+        by_doc = _labels_of(store, docs, labels, judge)
+        for d in docs:
+            lab = by_doc.get(d.doc_id)
             if lab is None:
-                raise NoSampleLabelsError(
-                    f"{store}: label set {labels!r} has no record for doc {r['doc_id']}"
-                )
-            greedy, samples = r["greedy"], r["samples"]
+                raise NoSampleLabelsError(f"{store}: label set {labels!r} has no record for doc {d.doc_id}")
+            greedy, samples = d.greedy, d.samples
             hidden = [None if g.hidden is None else np.asarray(g.hidden, dtype=np.float64) for g in samples]
             out.append(
                 DiagnosticQuestion(
-                    uid=f"{k}:{r['doc_id']}",
-                    doc_id=int(r["doc_id"]),
-                    question=r["question"],
-                    references=[x for x in r["references"] if isinstance(x, str)],
+                    uid=f"{k}:{d.doc_id}",
+                    doc_id=int(d.doc_id),
+                    question=d.question,
+                    references=[x for x in d.references if isinstance(x, str)],
                     greedy=greedy.text,
                     greedy_label=_label(lab.get("greedy")),
                     samples=[g.text for g in samples],

@@ -17,7 +17,7 @@ from semuq_eval.harness.report import breakdown_table, summarize
 from semuq_eval.harness.rescore import rescore
 from semuq_eval.harness.run import finish_run
 from semuq_eval.harness.settings import Settings
-from semuq_eval.harness.store import RunStore, load_store
+from semuq_eval.harness.store import RunStore, open_store
 
 __all__ = [
     "Doc",
@@ -29,7 +29,7 @@ __all__ = [
     "breakdown_table",
     "finish_run",
     "valid_estimators",
-    "load_store",
+    "open_store",
     "process_docs",
     "rescore",
     "score_doc",

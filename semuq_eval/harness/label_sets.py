@@ -35,7 +35,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from semuq_eval.harness.doc import Doc
 from semuq_eval.harness.schemas import LabelSetLine, check_line
+from semuq_eval.harness.store import StoreReader, open_store
 from semuq_eval.jsonio import read_json, read_jsonl, write_json, write_jsonl
 from semuq_eval.judges import Judge, label_answers, majority_label
 from semuq_eval.writes import within
@@ -45,7 +47,7 @@ __all__ = [
     "RUN_LABELS",
     "LabelSet",
     "check_name",
-    "label_records",
+    "label_docs",
     "label_set_names",
     "read_label_set",
     "slice_samples",
@@ -57,15 +59,15 @@ RUN_LABELS = "run"
 """The name of the labels a run produced with its own judge (stored in ``scores.jsonl``)."""
 
 
-def label_records(judge: Judge, records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Both label strategies for the records of a run store (:func:`~semuq_eval.harness.store.load_store`),
-    one ``judge.batch`` call over all their answers (:func:`~semuq_eval.judges.label_answers`), in record order."""
+def label_docs(judge: Judge, docs: Sequence[Doc]) -> list[dict[str, Any]]:
+    """Both label strategies for the questions of a run store (:meth:`~semuq_eval.harness.store.StoreReader.docs`),
+    one ``judge.batch`` call over all their answers (:func:`~semuq_eval.judges.label_answers`), in doc order."""
     return label_answers(
         judge,
-        [r["question"] for r in records],
-        [r["greedy"].text for r in records],
-        [[g.text for g in r["samples"]] for r in records],
-        [r["references"] for r in records],
+        [d.question for d in docs],
+        [d.greedy.text for d in docs],
+        [[g.text for g in d.samples] for d in docs],
+        [d.references for d in docs],
     )
 
 
@@ -123,9 +125,8 @@ def check_name(name: str) -> str:
 
 def label_set_names(store: str | os.PathLike) -> list[str]:
     """The label sets of a store: ``"run"`` (when ``scores.jsonl`` exists) and every ``labels/<name>.jsonl``."""
-    root = Path(store)
-    names = [RUN_LABELS] if (root / "scores.jsonl").is_file() else []
-    return names + sorted(p.stem for p in (root / "labels").glob("*.jsonl"))
+    names = [RUN_LABELS] if open_store(store).has_scores else []
+    return names + sorted(p.stem for p in (Path(store) / "labels").glob("*.jsonl"))
 
 
 def write_label_set(
@@ -177,29 +178,13 @@ def read_label_set(store: str | os.PathLike, name: str = RUN_LABELS) -> LabelSet
             f"label set name {name!r}: a name of 1-64 letters, digits, '_', '.' or '-' (no path)"
         )
     if name == RUN_LABELS:
-        path = root / "scores.jsonl"
-        if not path.is_file():
+        reader = open_store(root)
+        if not reader.has_scores:
             raise FileNotFoundError(
                 f"{root}: no scores.jsonl, so no run labels; label sets: {label_set_names(root)}"
             )
-        records = {}
-        for number, item in read_jsonl(path):
-            labels = item.get("labels") or {}
-            rec = _located(
-                path,
-                number,
-                {
-                    "doc_id": item.get("doc_id"),
-                    "greedy": labels.get("greedy"),
-                    "majority": labels.get("majority"),
-                    "samples": item.get("sample_labels", []),
-                    "n_missing_verdicts": item.get("n_missing_verdicts", 0),
-                    "p_correct": item.get("p_correct"),
-                    "errors": item.get("errors"),
-                },
-            )
-            records[rec["doc_id"]] = rec
-        return LabelSet(RUN_LABELS, _run_provenance(root), records)
+        records = {doc_id: _clean(_run_labels(item)) for doc_id, item in reader.items.items()}
+        return LabelSet(RUN_LABELS, _run_provenance(reader), records)
     path = root / "labels" / f"{name}.jsonl"
     if not path.is_file():
         raise FileNotFoundError(f"{root}: no label set {name!r}; label sets: {label_set_names(root)}")
@@ -221,15 +206,29 @@ def _located(path: Path, number: int, record: Mapping[str, Any]) -> dict[str, An
     return _clean(record)
 
 
-def _run_provenance(root: Path) -> dict[str, Any]:
-    breakdown = root / "breakdown.json"
-    if breakdown.is_file():
-        b = read_json(breakdown)
-        if not isinstance(b, Mapping):
-            raise ValueError(f"{breakdown}: a breakdown is a JSON object, got {type(b).__name__}")
-        return {"name": RUN_LABELS, "judge": b.get("judge") or {}, "created": b.get("created")}
-    manifest = read_json(root / "manifest.json") if (root / "manifest.json").is_file() else {}
-    settings = manifest.get("settings") or {}
+def _run_labels(item: Mapping[str, Any]) -> dict[str, Any]:
+    """A checked ``scores.jsonl`` item's labels as a label record."""
+    labels = item.get("labels") or {}
+    return {
+        "doc_id": item["doc_id"],
+        "greedy": labels.get("greedy"),
+        "majority": labels.get("majority"),
+        "samples": item.get("sample_labels", []),
+        "n_missing_verdicts": item.get("n_missing_verdicts", 0),
+        "p_correct": item.get("p_correct"),
+        "errors": item.get("errors"),
+    }
+
+
+def _run_provenance(reader: StoreReader) -> dict[str, Any]:
+    breakdown = reader.breakdown()
+    if breakdown is not None:
+        return {
+            "name": RUN_LABELS,
+            "judge": breakdown.get("judge") or {},
+            "created": breakdown.get("created"),
+        }
+    settings = (reader.manifest if reader.is_store else {}).get("settings") or {}
     return {
         "name": RUN_LABELS,
         "judge": {"judge": settings.get("judge"), **(settings.get("judge_options") or {})},

@@ -34,8 +34,8 @@ from typing import Any
 
 from semuq_eval.harness.label_sets import RUN_LABELS, label_set_names, read_label_set
 from semuq_eval.harness.schemas import RecordHeader, RecordQuestion, check_line
-from semuq_eval.harness.store import load_store
-from semuq_eval.jsonio import json_safe, read_json, read_jsonl, read_jsonl_gz, write_jsonl_gz
+from semuq_eval.harness.store import BREAKDOWN, SCORES, open_store
+from semuq_eval.jsonio import json_safe, read_jsonl_gz, write_jsonl_gz
 from semuq_eval.judges import strategies as label_strategies
 
 __all__ = [
@@ -105,7 +105,7 @@ def record_from_store(store: str | os.PathLike) -> RunRecord:
     ------
     ValueError
         Naming the file: no finished run (``breakdown.json`` or ``scores.jsonl`` missing), or what
-        :func:`~semuq_eval.harness.store.load_store` refuses (another format, malformed answers or scores),
+        :func:`~semuq_eval.harness.store.open_store` refuses (another format, malformed answers or scores),
         or a label other than 1 / 0 / null.
 
     Examples
@@ -115,37 +115,27 @@ def record_from_store(store: str | os.PathLike) -> RunRecord:
     ...
     ValueError: /nonexistent/manifest.json is missing: not a run store
     """
-    root = Path(store)
-    for name in ("breakdown.json", "scores.jsonl"):
-        if (root / "manifest.json").is_file() and not (root / name).is_file():
-            raise ValueError(f"{root / name} is missing: the run has not finished")
-    try:
-        manifest, stored = load_store(root, hidden=False)
-    except FileNotFoundError:
-        raise ValueError(f"{root / 'manifest.json'} is missing: not a run store") from None
-    breakdown = read_json(root / "breakdown.json")
-    if not isinstance(breakdown, Mapping):
-        raise ValueError(f"{root / 'breakdown.json'}: a breakdown is a JSON object")
-    items = [r["item"] for r in stored if r.get("item") is not None]
-    scored = {it.get("doc_id") for _, it in read_jsonl(root / "scores.jsonl")}
-    if len(items) != len(scored):
+    reader = open_store(store)
+    if not reader.is_store:
+        raise ValueError(f"{reader.manifest_path} is missing: not a run store")
+    for name, present in ((BREAKDOWN, reader.has_breakdown), (SCORES, reader.has_scores)):
+        if not present:
+            raise ValueError(f"{reader.root / name} is missing: the run has not finished")
+    root, manifest, breakdown = reader.root, reader.manifest, reader.breakdown()
+    docs = [d for d in reader.docs(hidden=False) if d.doc_id in reader.items]
+    if len(docs) != len(reader.items):
         raise ValueError(
-            f"{root}: scores.jsonl scores {len(scored)} docs but generations.rank*.jsonl answers "
-            f"{len(items)} of them"
+            f"{root}: scores.jsonl scores {len(reader.items)} docs but generations.rank*.jsonl answers "
+            f"{len(docs)} of them"
         )
+    items = [reader.items[d.doc_id] for d in docs]
     names: list[str] = []
     for it in items:
         names.extend(k for k in it["scores"] if k not in names)
     sets = {name: read_label_set(root, name) for name in label_set_names(root) if name != RUN_LABELS}
     questions = []
-    for rec in stored:
-        item, doc_id = rec.get("item"), rec["doc_id"]
-        if item is None:
-            continue  # answered but not scored (a doc the run left out): not part of the run's figures
-        if not isinstance(rec.get("question"), str):
-            raise ValueError(
-                f"{root}: doc {doc_id}: field 'question' must be a string in generations.rank*.jsonl"
-            )
+    for doc, item in zip(docs, items, strict=True):
+        doc_id = doc.doc_id
         labels = {
             RUN_LABELS: {
                 **{s: item["labels"].get(s) for s in label_strategies.label_strategy_names()},
@@ -162,7 +152,7 @@ def record_from_store(store: str | os.PathLike) -> RunRecord:
             {
                 "doc_id": doc_id,
                 "id": item.get("id"),
-                "question_hash": question_hash(rec["question"]),
+                "question_hash": question_hash(doc.question),
                 "scores": [item["scores"].get(n) for n in names],
                 "labels": labels,
             }

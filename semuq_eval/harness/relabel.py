@@ -13,20 +13,19 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from semuq_eval import judges
 from semuq_eval.harness.label_sets import (
     check_name,
-    label_records,
+    label_docs,
     label_set_names,
     read_label_set,
     write_label_set,
 )
 from semuq_eval.harness.report import summarize
 from semuq_eval.harness.settings import stored_settings
-from semuq_eval.harness.store import load_store
+from semuq_eval.harness.store import open_store
 from semuq_eval.judges.agreement import agreement
 
 __all__ = ["auroc_side_by_side", "compare_label_sets", "judge_store"]
@@ -45,14 +44,14 @@ def judge_store(
     check_name(name)
     if name in label_set_names(store) and not force:
         raise FileExistsError(f"{store}: label set {name!r} exists; choose another --name or pass --force")
-    _, records = load_store(store)
-    if not records:
+    docs = open_store(store).docs(hidden=False)
+    if not docs:
         raise ValueError(f"{store}: the store has no questions")
     judge = judges.get(judge_name, **dict(judge_options or {}))
     start = time.perf_counter()
-    labels = label_records(judge, records)
+    labels = label_docs(judge, docs)
     seconds = time.perf_counter() - start
-    rows = [{"doc_id": r["doc_id"], **lab} for r, lab in zip(records, labels, strict=True)]
+    rows = [{"doc_id": d.doc_id, **lab} for d, lab in zip(docs, labels, strict=True)]
     errors: dict[str, int] = {}
     for lab in labels:
         for reason, count in (lab.get("errors") or {}).items():
@@ -93,13 +92,12 @@ def compare_label_sets(store: str | os.PathLike, a: str, b: str) -> dict[str, An
 
 def auroc_side_by_side(store: str | os.PathLike, label_sets: Sequence[str], strategy: str = "greedy") -> dict:
     """AUROC (with CI and counts) of every stored estimator under each label set, from the stored scores."""
-    root = Path(store)
-    manifest, records = load_store(root, hidden=False)  # the stored scores, checked field by field
-    items = [rec["item"] for rec in records if rec["item"] is not None]
-    settings = stored_settings(manifest, root / "manifest.json")
+    reader = open_store(store)
+    items = [reader.items[k] for k in sorted(reader.items)]  # the stored scores, checked field by field
+    settings = stored_settings(reader.manifest, reader.manifest_path)
     out: dict[str, Any] = {}
     for name in label_sets:
-        records = read_label_set(root, name).records
+        records = read_label_set(store, name).records
         relabelled = [
             {**it, "labels": judges.strategies.labels_of(records.get(it["doc_id"]) or {})} for it in items
         ]

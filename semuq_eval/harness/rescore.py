@@ -35,28 +35,11 @@ from semuq_eval.harness.pipeline import process_docs
 from semuq_eval.harness.report import FORMAT as BREAKDOWN_FORMAT
 from semuq_eval.harness.run import finish_run
 from semuq_eval.harness.settings import Settings, stored_settings
-from semuq_eval.harness.store import STORE_FORMAT, RunStore, load_store
+from semuq_eval.harness.store import MANIFEST, STORE_FORMAT, RunStore, open_store
 from semuq_eval.jsonio import write_json
 from semuq_eval.writes import check_apart, check_file_target, check_folder_target, json_format
 
-__all__ = ["docs_from_records", "rescore"]
-
-
-def docs_from_records(records: Sequence[Mapping[str, Any]], n_samples: int | None = None) -> list[Doc]:
-    """The :class:`Doc` of every stored record (:func:`~semuq_eval.harness.store.load_store`), keeping the
-    first ``n_samples`` samples when given."""
-    return [
-        Doc(
-            doc_id=r["doc_id"],
-            question=r["question"],
-            references=list(r["references"]),
-            greedy=r["greedy"],
-            samples=list(r["samples"][:n_samples]),
-            key=r.get("id"),
-            n_extra_responses=r.get("n_extra_responses", 0),
-        )
-        for r in records
-    ]
+__all__ = ["rescore"]
 
 
 def rescore(
@@ -118,37 +101,18 @@ def rescore(
         check_folder_target(
             store_output, ours=_is_run_store, what="a run store", force=force, flag="store_output"
         )
-    manifest, records = load_store(store_path)
-    if not records:
+    source = open_store(store_path)
+    manifest, docs = source.manifest, source.docs()
+    if not docs:
         raise ValueError(
             f"{store_path}: the store holds no answers (generations.rank*.jsonl empty or missing)"
         )
-    stored = stored_settings(manifest, Path(store_path) / "manifest.json")
-    settings = replace(stored)
-    if operators is not None:
-        settings.operators = tuple(operators)
-        # the stored options of operators left out do not apply (e.g. the offline profile's encoder paths)
-        settings.operator_options = {
-            k: v for k, v in stored.operator_options.items() if k in settings.operators
-        }
-    for name, given in dict(operator_options or {}).items():
-        if not isinstance(given, Mapping):
-            raise ValueError(f"operator_options[{name!r}] must be a mapping, got {given!r}")
-        settings.operator_options = {
-            **settings.operator_options,
-            name: {**settings.operator_options.get(name, {}), **given},
-        }
-    if tau is not None:
-        settings.tau = float(tau)
-    if bootstrap is not None:
-        settings.bootstrap = int(bootstrap)
-    if judge is not None or judge_options is not None:
-        settings.judge = judge or stored.judge
-        settings.judge_options = dict(judge_options or {})
-    held = max(len(r["samples"]) for r in records)
+    stored = stored_settings(manifest, source.manifest_path)
+    settings = _overridden(stored, operators, operator_options, tau, bootstrap, judge, judge_options)
+    held = max(len(d.samples) for d in docs)
     if held < stored.n_samples:  # the breakdown would report an N no question has
         raise ValueError(
-            f"{Path(store_path) / 'manifest.json'}: settings n_samples is {stored.n_samples}, but no question of the "
+            f"{source.manifest_path}: settings n_samples is {stored.n_samples}, but no question of the "
             f"store has more than {held} stored samples"
         )
     n = stored.n_samples if n_samples is None else int(n_samples)
@@ -156,12 +120,13 @@ def rescore(
         raise ValueError(f"n_samples must be in 1..{stored.n_samples} (the stored N), got {n}")
     settings.n_samples = n
     settings.validate()
-    docs = docs_from_records(records, n)
+    for d in docs:
+        d.samples = d.samples[:n]
     rejudge = judge is not None or judge_options is not None
     if rejudge and labels is not None:
         raise ValueError("give a stored label set (labels=) or a judge to label again, not both")
     stored_labels = (
-        None if rejudge else _stored_labels(store_path, records, labels or RUN_LABELS, n, stored.n_samples)
+        None if rejudge else _stored_labels(store_path, docs, labels or RUN_LABELS, n, stored.n_samples)
     )
     if stored_labels is None:
         the_judge = settings.make_judge()
@@ -192,6 +157,40 @@ def rescore(
     return breakdown
 
 
+def _overridden(
+    stored: Settings,
+    operators: Sequence[str] | None,
+    operator_options: Mapping[str, Mapping[str, Any]] | None,
+    tau: float | None,
+    bootstrap: int | None,
+    judge: str | None,
+    judge_options: Mapping[str, Any] | None,
+) -> Settings:
+    """The stored run's settings with what :func:`rescore` was given in their place (see its parameters)."""
+    settings = replace(stored)
+    if operators is not None:
+        settings.operators = tuple(operators)
+        # the stored options of operators left out do not apply (e.g. the offline profile's encoder paths)
+        settings.operator_options = {
+            k: v for k, v in stored.operator_options.items() if k in settings.operators
+        }
+    for name, given in dict(operator_options or {}).items():
+        if not isinstance(given, Mapping):
+            raise ValueError(f"operator_options[{name!r}] must be a mapping, got {given!r}")
+        settings.operator_options = {
+            **settings.operator_options,
+            name: {**settings.operator_options.get(name, {}), **given},
+        }
+    if tau is not None:
+        settings.tau = float(tau)
+    if bootstrap is not None:
+        settings.bootstrap = int(bootstrap)
+    if judge is not None or judge_options is not None:
+        settings.judge = judge or stored.judge
+        settings.judge_options = dict(judge_options or {})
+    return settings
+
+
 def _breakdown_path(output: str | os.PathLike) -> Path:
     """Where ``output`` puts the breakdown: the file itself, or ``breakdown.rescore.json`` in a folder."""
     path = Path(output)
@@ -200,7 +199,7 @@ def _breakdown_path(output: str | os.PathLike) -> Path:
 
 def _is_run_store(folder: Path) -> bool:
     """Whether ``folder`` is a run store this tool wrote (its manifest says so)."""
-    return json_format(folder / "manifest.json") == STORE_FORMAT
+    return json_format(folder / MANIFEST) == STORE_FORMAT
 
 
 def _new_store(manifest: Mapping[str, Any], source, target: Path, settings: Settings) -> RunStore:
@@ -222,7 +221,7 @@ def _new_store(manifest: Mapping[str, Any], source, target: Path, settings: Sett
 
 
 def _stored_labels(
-    store_path: str | os.PathLike, records: Sequence[Mapping[str, Any]], name: str, n: int, stored_n: int
+    store_path: str | os.PathLike, docs: Sequence[Doc], name: str, n: int, stored_n: int
 ) -> tuple[str, dict[str, Any], list[dict[str, Any]]] | None:
     """``(name, judge info, one label record per stored doc)`` of label set ``name``, restricted to the first
     ``n`` samples; None when the run's own labels cannot serve (an old store without scores or per-sample
@@ -233,12 +232,12 @@ def _stored_labels(
         if name == RUN_LABELS:
             return None
         raise
-    chosen = [label_set.records.get(int(r["doc_id"])) for r in records]
-    missing = [r["doc_id"] for r, rec in zip(records, chosen, strict=True) if rec is None]
+    chosen = [label_set.records.get(int(d.doc_id)) for d in docs]
+    missing = [d.doc_id for d, rec in zip(docs, chosen, strict=True) if rec is None]
     short = [
-        r["doc_id"]
-        for r, rec in zip(records, chosen, strict=True)
-        if n != stored_n and rec is not None and len(rec["samples"]) < min(n, len(r["samples"]))
+        d.doc_id
+        for d, rec in zip(docs, chosen, strict=True)
+        if n != stored_n and rec is not None and len(rec["samples"]) < min(n, len(d.samples))
     ]
     if missing or short:
         if name == RUN_LABELS:

@@ -23,7 +23,7 @@ says otherwise). Files (no pickle anywhere):
 
 A rank truncates its own files when its filter starts (rank 0 also removes those of ranks that the run
 does not have), so a re-run with the same arguments overwrites its store. Under data parallelism each rank
-holds its share of the questions and ``load_store`` reads every rank's files. Generation happens inside the model's ``generate_until`` before the task sees anything, so
+holds its share of the questions and :func:`open_store` reads every rank's files. Generation happens inside the model's ``generate_until`` before the task sees anything, so
 resuming a killed run is the model's job: ``semuq-hf`` journals every prompt's answers as they are
 generated (:mod:`semuq_eval.models.journal`, ``<output_dir>/semuq/_journal/``) and a restarted run
 generates only the missing ones, then writes this store in full.
@@ -31,10 +31,12 @@ generates only the missing ones, then writes this store in full.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import zipfile
 from collections.abc import Iterable, Mapping, Sequence
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -45,9 +47,23 @@ from semuq_eval.harness.schemas import GenerationsLine, Manifest, ScoresLine, ch
 from semuq_eval.jsonio import read_json, read_jsonl, write_json, write_jsonl
 from semuq_eval.models.generation import Generation
 
-__all__ = ["STORE_FORMAT", "RunStore", "load_store"]
+__all__ = [
+    "BREAKDOWN",
+    "MANIFEST",
+    "SCORES",
+    "STORE_FORMAT",
+    "RunStore",
+    "StoreReader",
+    "open_store",
+    "read_breakdown",
+]
 
 STORE_FORMAT = "semuq-store/1"
+MANIFEST = "manifest.json"
+SCORES = "scores.jsonl"
+BREAKDOWN = "breakdown.json"
+GENERATIONS_GLOB = "generations.rank*.jsonl"
+HIDDEN_GLOB = "hidden.rank*.npz"
 
 
 class RunStore:
@@ -75,11 +91,11 @@ class RunStore:
         manifest = {"format": STORE_FORMAT, "task": task, "settings": settings, "model": dict(model or {})}
         if generator:
             manifest["generator"] = dict(generator)
-        write_json(self.root / "manifest.json", manifest)
+        write_json(self.root / MANIFEST, manifest)
         (self.root / f"generations.rank{r}.jsonl").write_text("", encoding="utf-8")
         (self.root / f"hidden.rank{r}.npz").unlink(missing_ok=True)
         if r == 0:
-            for old in [*self.root.glob("generations.rank*.jsonl"), *self.root.glob("hidden.rank*.npz")]:
+            for old in [*self.root.glob(GENERATIONS_GLOB), *self.root.glob(HIDDEN_GLOB)]:
                 stem = old.name.split(".rank", 1)[1].split(".", 1)[0]
                 if stem.isdigit() and int(stem) >= max(1, int(world_size)):
                     old.unlink(missing_ok=True)
@@ -119,67 +135,163 @@ class RunStore:
         """Every rank's answers and hidden vectors of the store at ``source``, as they are (after :meth:`begin`,
         in place of this rank's empty file): a store rescored elsewhere keeps the answers it was made from."""
         (self.root / f"generations.rank{self.rank}.jsonl").unlink(missing_ok=True)
-        for path in [*Path(source).glob("generations.rank*.jsonl"), *Path(source).glob("hidden.rank*.npz")]:
+        for path in [*Path(source).glob(GENERATIONS_GLOB), *Path(source).glob(HIDDEN_GLOB)]:
             shutil.copyfile(path, self.root / path.name)
 
     def write_scores(self, items: Iterable[Mapping[str, Any]]) -> None:
         """``scores.jsonl``: one item per question, in doc order."""
-        write_jsonl(self.root / "scores.jsonl", sorted(items, key=lambda x: x["doc_id"]))
+        write_jsonl(self.root / SCORES, sorted(items, key=lambda x: x["doc_id"]))
 
-    def write_breakdown(self, breakdown: Mapping[str, Any], name: str = "breakdown.json") -> Path:
+    def write_as_is(
+        self,
+        manifest: Mapping[str, Any],
+        generations: Sequence[Mapping[str, Any]],
+        items: Sequence[Mapping[str, Any]],
+    ) -> None:
+        """A whole single-rank store from lines already in their stored form (a frozen store keeps only some
+        fields of each answer): every rank's answers and hidden vectors go first."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        for old in [*self.root.glob(GENERATIONS_GLOB), *self.root.glob(HIDDEN_GLOB)]:
+            old.unlink()
+        write_json(self.root / MANIFEST, manifest)
+        write_jsonl(self.root / f"generations.rank{self.rank}.jsonl", generations)
+        write_jsonl(self.root / SCORES, items)
+
+    def write_breakdown(self, breakdown: Mapping[str, Any], name: str = BREAKDOWN) -> Path:
         """The breakdown as ``name`` in the store directory; returns its path."""
         return write_json(self.root / name, breakdown)
 
 
-def load_store(
-    path: str | os.PathLike, *, hidden: bool = True
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """``(manifest, records)``: records sorted by doc_id, each with ``greedy`` / ``samples`` rebuilt as
-    :class:`Generation` (hidden vectors restored from the .npz files unless ``hidden=False``, which skips
-    reading them: text-only consumers such as operator training) and, when present, the stored ``item``
-    (labels and scores) from ``scores.jsonl``."""
-    root = Path(path)
-    manifest_path = root / "manifest.json"
-    if not manifest_path.is_file():
-        raise FileNotFoundError(f"{root} is not a semuq run store (no manifest.json)")
-    manifest = read_json(manifest_path)
-    if not isinstance(manifest, dict):
-        raise ValueError(f"{manifest_path}: a manifest is a JSON object, got {type(manifest).__name__}")
-    if manifest.get("format") != STORE_FORMAT:
-        raise ValueError(f"{manifest_path}: unknown store format {manifest.get('format')!r}")
-    check_line(Manifest, manifest, manifest_path)
-    vectors: dict[str, np.ndarray] = {}
-    for npz in sorted(root.glob("hidden.rank*.npz")) if hidden else []:
-        try:
-            with np.load(npz, allow_pickle=False) as data:
-                vectors.update({k: data[k] for k in data.files})
-        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
-            raise ValueError(f"{npz}: unreadable hidden vectors ({type(err).__name__}: {err})") from None
-    items = {}
-    if (root / "scores.jsonl").is_file():
-        for number, it in read_jsonl(root / "scores.jsonl"):
-            check_line(ScoresLine, it, root / "scores.jsonl", number)
-            items[it["doc_id"]] = it
-    records: dict[int, dict[str, Any]] = {}
-    for gen_file in sorted(root.glob("generations.rank*.jsonl")):
-        for number, rec in read_jsonl(gen_file):
-            check_line(GenerationsLine, rec, gen_file, number)
-            did = rec["doc_id"]
+def open_store(path: str | os.PathLike) -> StoreReader:
+    """The run store at ``path``, opened for reading (nothing is read until asked; every file is checked
+    against its schema when read).
+
+    Examples
+    --------
+    >>> open_store("/nonexistent").manifest
+    Traceback (most recent call last):
+    ...
+    FileNotFoundError: /nonexistent is not a semuq run store (no manifest.json)
+    """
+    return StoreReader(Path(path))
+
+
+class StoreReader:
+    """Reader of one run store: the only code that opens its files (the module docstring lists them)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.root / MANIFEST
+
+    @property
+    def is_store(self) -> bool:
+        """Whether the folder holds a manifest (a store, finished or not)."""
+        return self.manifest_path.is_file()
+
+    @property
+    def has_scores(self) -> bool:
+        """Whether the run finished its scoring (``scores.jsonl`` exists)."""
+        return (self.root / SCORES).is_file()
+
+    @property
+    def has_breakdown(self) -> bool:
+        return (self.root / BREAKDOWN).is_file()
+
+    @cached_property
+    def manifest(self) -> dict[str, Any]:
+        """``manifest.json``, checked: FileNotFoundError when missing, ValueError naming the field otherwise."""
+        path = self.manifest_path
+        if not path.is_file():
+            raise FileNotFoundError(f"{self.root} is not a semuq run store (no {MANIFEST})")
+        manifest = read_json(path)
+        if not isinstance(manifest, dict):
+            raise ValueError(f"{path}: a manifest is a JSON object, got {type(manifest).__name__}")
+        if manifest.get("format") != STORE_FORMAT:
+            raise ValueError(f"{path}: store format {manifest.get('format')!r}, expected {STORE_FORMAT!r}")
+        check_line(Manifest, manifest, path)
+        return manifest
+
+    @cached_property
+    def items(self) -> dict[int, dict[str, Any]]:
+        """The scored items of ``scores.jsonl`` by doc id (labels, scores, problems), checked line by line;
+        empty when the run has not scored. A later line for the same doc wins."""
+        path, items = self.root / SCORES, {}
+        if path.is_file():
+            for number, item in read_jsonl(path):
+                check_line(ScoresLine, item, path, number)
+                items[item["doc_id"]] = item
+        return items
+
+    def fingerprint(self) -> str:
+        """sha256 over the answers and the run's labels and scores (what every figure is computed from)."""
+        h = hashlib.sha256()
+        for f in [*sorted(self.root.glob(GENERATIONS_GLOB)), self.root / SCORES]:
+            if f.is_file():
+                h.update(f.name.encode())
+                h.update(f.read_bytes())
+        return h.hexdigest()
+
+    def breakdown(self) -> dict[str, Any] | None:
+        """``breakdown.json`` (None when the run has not aggregated); see :func:`read_breakdown`."""
+        return read_breakdown(self.root / BREAKDOWN) if self.has_breakdown else None
+
+    def docs(self, *, hidden: bool = True) -> list[Doc]:
+        """Every stored question as a :class:`Doc`, by doc id, with its answers rebuilt as :class:`Generation`
+        (hidden vectors restored unless ``hidden=False``, which skips reading them: text-only consumers).
+        A later line for the same doc wins."""
+        self.manifest  # noqa: B018  (a store is read only after its manifest is checked)
+        vectors = self._vectors() if hidden else {}
+        docs: dict[int, Doc] = {}
+        for gen_file in sorted(self.root.glob(GENERATIONS_GLOB)):
+            for number, rec in read_jsonl(gen_file):
+                check_line(GenerationsLine, rec, gen_file, number)
+                docs[rec["doc_id"]] = _doc(rec, vectors, f"{gen_file}:{number}")
+        return [docs[k] for k in sorted(docs)]
+
+    def _vectors(self) -> dict[str, np.ndarray]:
+        vectors: dict[str, np.ndarray] = {}
+        for npz in sorted(self.root.glob(HIDDEN_GLOB)):
             try:
-                greedy = dict(rec["greedy"], hidden=_as_list(vectors.get(f"d{did}.greedy")))
-                rec["greedy"] = Generation.from_record(greedy)
-                stack = vectors.get(f"d{did}.samples")
-                rec["samples"] = [
-                    Generation.from_record(dict(s, hidden=_as_list(stack[i]) if stack is not None else None))
-                    for i, s in enumerate(rec["samples"])
-                ]
-            except (KeyError, TypeError, ValueError, IndexError) as err:
-                raise ValueError(
-                    f"{gen_file}:{number}: doc {did}: a malformed answer ({type(err).__name__}: {err})"
-                ) from None
-            rec["item"] = items.get(did)
-            records[did] = rec  # a later line for the same doc wins
-    return manifest, [records[k] for k in sorted(records)]
+                with np.load(npz, allow_pickle=False) as data:
+                    vectors.update({k: data[k] for k in data.files})
+            except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
+                raise ValueError(f"{npz}: unreadable hidden vectors ({type(err).__name__}: {err})") from None
+        return vectors
+
+
+def read_breakdown(path: str | os.PathLike) -> dict[str, Any]:
+    """A breakdown file (a store's ``breakdown.json`` or one ``rescore --output`` wrote): a JSON object, else
+    ValueError naming the file. Its fields are checked by those who read them (the leaderboard's schema)."""
+    breakdown = read_json(path)
+    if not isinstance(breakdown, dict):
+        raise ValueError(f"{path}: a breakdown is a JSON object, got {type(breakdown).__name__}")
+    return breakdown
+
+
+def _doc(rec: dict[str, Any], vectors: Mapping[str, np.ndarray], where: str) -> Doc:
+    """The :class:`Doc` of a checked generations line, with its hidden vectors when ``vectors`` has them."""
+    did = rec["doc_id"]
+    try:
+        greedy = Generation.from_record(dict(rec["greedy"], hidden=_as_list(vectors.get(f"d{did}.greedy"))))
+        stack = vectors.get(f"d{did}.samples")
+        samples = [
+            Generation.from_record(dict(s, hidden=_as_list(stack[i]) if stack is not None else None))
+            for i, s in enumerate(rec["samples"])
+        ]
+    except (KeyError, TypeError, ValueError, IndexError) as err:
+        raise ValueError(f"{where}: doc {did}: a malformed answer ({type(err).__name__}: {err})") from None
+    return Doc(
+        doc_id=did,
+        question=rec.get("question", ""),
+        references=list(rec.get("references", [])),
+        greedy=greedy,
+        samples=samples,
+        key=rec.get("id"),
+        n_extra_responses=rec.get("n_extra_responses", 0),
+    )
 
 
 def _as_list(arr: np.ndarray | None):

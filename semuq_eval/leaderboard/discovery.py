@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from semuq_eval.harness.record import RECORD_SUFFIX
+from semuq_eval.harness.store import open_store
 from semuq_eval.leaderboard.runs import LeaderboardInputError
 
 __all__ = ["expand_inputs"]
@@ -45,9 +46,9 @@ def expand_inputs(
         usable, unfinished = [], []
         for match in matches:
             path = Path(match)
-            if path.is_dir() and (path / "breakdown.json").is_file():
+            if path.is_dir() and open_store(path).has_breakdown:
                 usable.append(path)
-            elif path.is_dir() and (path / "manifest.json").is_file():
+            elif path.is_dir() and open_store(path).is_store:
                 (unfinished if magic and skipped is not None else usable).append(path)
             elif path.is_file() and (path.suffix == ".json" or path.name.endswith(RECORD_SUFFIX)):
                 usable.append(path)

@@ -17,9 +17,8 @@ import numpy as np
 from semuq_eval.harness.label_sets import RUN_LABELS, label_set_names, read_label_set
 from semuq_eval.harness.record import RECORD_SUFFIX, read_record
 from semuq_eval.harness.report import FORMAT as BREAKDOWN_FORMAT
-from semuq_eval.harness.schemas import BreakdownFile, ScoresLine, check_line
-from semuq_eval.harness.store import STORE_FORMAT
-from semuq_eval.jsonio import read_json, read_jsonl
+from semuq_eval.harness.schemas import BreakdownFile, check_line
+from semuq_eval.harness.store import BREAKDOWN, SCORES, open_store, read_breakdown
 from semuq_eval.judges import label_strategy_names
 from semuq_eval.leaderboard.provenance import provenance
 from semuq_eval.leaderboard.runs import LeaderboardInputError, Run
@@ -58,16 +57,19 @@ def load_run(path: str | os.PathLike, label_set: str = RUN_LABELS) -> Run:
     if path.is_file() and path.name.endswith(RECORD_SUFFIX):
         return _load_record(path, label_set)
     store = path if path.is_dir() else None
-    breakdown_file = path / "breakdown.json" if store else path
-    if store is None and path.name == "breakdown.json" and (path.parent / "scores.jsonl").is_file():
+    breakdown_file = path / BREAKDOWN if store else path
+    if store is None and path.name == BREAKDOWN and open_store(path.parent).has_scores:
         store, breakdown_file = path.parent, path
     if not breakdown_file.is_file():
         raise LeaderboardInputError(
             f"{breakdown_file} is missing: the run did not finish its aggregation; re-run it, or rebuild it "
             f"from the store with `semuq-eval rescore {breakdown_file.parent} --output {breakdown_file}`"
         )
-    breakdown = read_json(breakdown_file)
-    fmt = breakdown.get("format") if isinstance(breakdown, Mapping) else None
+    try:
+        breakdown = read_breakdown(breakdown_file)
+    except ValueError as err:
+        raise LeaderboardInputError(str(err)) from None
+    fmt = breakdown.get("format")
     if fmt != BREAKDOWN_FORMAT:
         raise LeaderboardInputError(
             f"{breakdown_file}: breakdown format {fmt!r}, expected {BREAKDOWN_FORMAT!r} (an older or unknown "
@@ -87,42 +89,12 @@ def load_run(path: str | os.PathLike, label_set: str = RUN_LABELS) -> Run:
             raise LeaderboardInputError(
                 f"{path}: a breakdown alone has only the run's labels, not {label_set!r}"
             )
-        llm = path.parent.name if path.name == "breakdown.json" else path.stem
+        llm = path.parent.name if path.name == BREAKDOWN else path.stem
         run = Run(path=path, task=task, llm=llm, breakdown=breakdown, settings=settings)
         run.provenance = provenance(path.parent, task, llm, breakdown, settings)
         run.provenance["notes"].append("breakdown only (no scores.jsonl): not paired with other runs")
         return run
-    manifest_file = store / "manifest.json"
-    if not manifest_file.is_file():
-        raise LeaderboardInputError(f"{manifest_file} is missing: {store} is not a complete run store")
-    manifest = read_json(manifest_file)
-    if not isinstance(manifest, Mapping):
-        raise LeaderboardInputError(
-            f"{manifest_file}: a manifest is a JSON object, got {type(manifest).__name__}"
-        )
-    if manifest.get("format") != STORE_FORMAT:
-        raise LeaderboardInputError(
-            f"{manifest_file}: store format {manifest.get('format')!r}, expected {STORE_FORMAT!r}"
-        )
-    if manifest.get("task") != task:
-        raise LeaderboardInputError(
-            f"{store}: the manifest's task {manifest.get('task')!r} is not the breakdown's {task!r}"
-        )
-    scores_file = store / "scores.jsonl"
-    if not scores_file.is_file():
-        raise LeaderboardInputError(
-            f"{scores_file} is missing: the per-question scores are needed to pair runs; pass "
-            f"{breakdown_file} alone to show its figures unpaired"
-        )
-    items = {}
-    for line, item in read_jsonl(scores_file):
-        try:
-            check_line(ScoresLine, item, scores_file, line)
-        except ValueError as err:
-            raise LeaderboardInputError(str(err)) from None
-        items[item["doc_id"]] = item  # a later line for the same doc wins, as in load_store
-    if not items:
-        raise LeaderboardInputError(f"{scores_file} holds no questions")
+    manifest, items = _store_parts(store, task, breakdown_file)
     if breakdown.get("n_docs") is not None and int(breakdown["n_docs"]) != len(items):
         raise LeaderboardInputError(
             f"{store}: scores.jsonl holds {len(items)} questions but breakdown.json says {breakdown['n_docs']}: "
@@ -134,26 +106,7 @@ def load_run(path: str | os.PathLike, label_set: str = RUN_LABELS) -> Run:
     for it in ordered:
         names.extend(k for k in it["scores"] if k not in names)
     scores = {n: np.array([_float(it["scores"].get(n)) for it in ordered]) for n in names}
-    labels = {}
-    for strategy in label_strategy_names():
-        values = [it["labels"].get(strategy) for it in ordered]
-        bad = [v for v in values if v is not None and v not in (0, 1, True, False)]
-        if bad:
-            raise LeaderboardInputError(
-                f"{scores_file}: {strategy} labels must be 0/1 or null, got {bad[:3]}"
-            )
-        labels[strategy] = np.array([_float(v) for v in values])
-    judge_info = None
-    if label_set != RUN_LABELS:
-        try:
-            chosen = read_label_set(store, label_set)
-        except (FileNotFoundError, ValueError) as err:
-            raise LeaderboardInputError(str(err)) from None
-        judge_info = {"label_set": label_set, **chosen.judge}
-        for strategy in label_strategy_names():
-            labels[strategy] = np.array(
-                [_float((chosen.records.get(int(d)) or {}).get(strategy)) for d in doc_ids]
-            )
+    labels, judge_info = _labels(store, ordered, doc_ids, label_set)
     qids = [it.get("id") for it in ordered]
     llm = store.name
     run = Run(
@@ -170,16 +123,63 @@ def load_run(path: str | os.PathLike, label_set: str = RUN_LABELS) -> Run:
         judge_info=judge_info,
     )
     run.provenance = provenance(store, task, llm, breakdown, settings)
-    named = manifest.get("model") or {}  # the LLM as the run's manifest names it (newer stores)
-    if named:
-        model = run.provenance["model"]
-        model["pretrained"] = named.get("pretrained") or named.get("model") or model["pretrained"]
-        model["revision"] = named.get("revision") or model["revision"]
-        model["manifest"] = dict(named)
+    _name_model(run.provenance["model"], manifest.get("model") or {})
     run.provenance["label_set"] = label_set
     if judge_info is not None:
         run.provenance["judge"] = judge_info
     return run
+
+
+def _labels(
+    store: Path, ordered: Sequence[Mapping[str, Any]], doc_ids: np.ndarray, label_set: str
+) -> tuple[dict[str, np.ndarray], dict[str, Any] | None]:
+    """``(labels per strategy, judge info)``: the run's own labels (judge info None), or label set ``label_set``'s
+    lined up by doc id (a question it does not label has no label)."""
+    if label_set == RUN_LABELS:
+        return {
+            s: np.array([_float(it["labels"].get(s)) for it in ordered]) for s in label_strategy_names()
+        }, None
+    try:
+        chosen = read_label_set(store, label_set)
+    except (FileNotFoundError, ValueError) as err:
+        raise LeaderboardInputError(str(err)) from None
+    labels = {
+        s: np.array([_float((chosen.records.get(int(d)) or {}).get(s)) for d in doc_ids])
+        for s in label_strategy_names()
+    }
+    return labels, {"label_set": label_set, **chosen.judge}
+
+
+def _name_model(model: dict[str, Any], named: Mapping[str, Any]) -> None:
+    """The provenance's LLM as the run's manifest names it (newer stores name it; older ones leave it empty)."""
+    if named:
+        model["pretrained"] = named.get("pretrained") or named.get("model") or model["pretrained"]
+        model["revision"] = named.get("revision") or model["revision"]
+        model["manifest"] = dict(named)
+
+
+def _store_parts(
+    store: Path, task: str, breakdown_file: Path
+) -> tuple[dict[str, Any], dict[int, dict[str, Any]]]:
+    """The manifest and the scored items of a run store whose breakdown is ``breakdown_file`` (of ``task``)."""
+    reader = open_store(store)
+    try:
+        manifest = reader.manifest
+        if manifest.get("task") != task:
+            raise ValueError(
+                f"{store}: the manifest's task {manifest.get('task')!r} is not the breakdown's {task!r}"
+            )
+        if not reader.has_scores:
+            raise ValueError(
+                f"{store / SCORES} is missing: the per-question scores are needed to pair runs; pass "
+                f"{breakdown_file} alone to show its figures unpaired"
+            )
+        items = reader.items
+    except (FileNotFoundError, ValueError) as err:
+        raise LeaderboardInputError(str(err)) from None
+    if not items:
+        raise LeaderboardInputError(f"{store / SCORES} holds no questions")
+    return manifest, items
 
 
 def _load_record(path: Path, label_set: str) -> Run:

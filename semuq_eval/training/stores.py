@@ -25,8 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from semuq_eval.harness.label_sets import RUN_LABELS, read_label_set
-from semuq_eval.harness.store import load_store
-from semuq_eval.jsonio import read_json
+from semuq_eval.harness.store import MANIFEST, StoreReader, open_store
 from semuq_eval.task_files import dataset_of_task
 
 __all__ = [
@@ -113,15 +112,15 @@ def find_stores(patterns: Sequence[str], task: str | None = DEFAULT_TRAINING_TAS
         if not matches:
             raise FileNotFoundError(f"--stores {pattern!r}: no such file or folder")
         for match in map(Path, matches):
-            if (match / "manifest.json").is_file():
+            if open_store(match).is_store:
                 found.append(match)
                 continue
             if not match.is_dir():
                 raise FileNotFoundError(f"{match}: not a run store folder (no manifest.json)")
             below = [
                 p.parent
-                for p in sorted(match.rglob("manifest.json"))
-                if "_journal" not in p.parts and (task is None or _manifest_task(p) == task)
+                for p in sorted(match.rglob(MANIFEST))
+                if "_journal" not in p.parts and (task is None or _manifest_task(p.parent) == task)
             ]
             if not below:
                 which = f" of task {task!r}" if task else ""
@@ -136,9 +135,9 @@ def find_stores(patterns: Sequence[str], task: str | None = DEFAULT_TRAINING_TAS
     return unique
 
 
-def _manifest_task(path: Path) -> str | None:
+def _manifest_task(root: Path) -> str | None:
     try:
-        return read_json(path).get("task")
+        return open_store(root).manifest.get("task")
     except (OSError, ValueError):
         return None
 
@@ -156,9 +155,9 @@ def read_store(path: str | os.PathLike, labels: str = RUN_LABELS, *, llm: str | 
     ValueError
         The label set holds no per-sample verdicts (a store written before they were kept).
     """
-    root = Path(path)
-    manifest, records = load_store(root, hidden=False)
-    if not records:
+    root, reader = Path(path), open_store(path)
+    docs = reader.docs(hidden=False)
+    if not docs:
         raise FileNotFoundError(f"{root}: the store holds no generations (generations.rank*.jsonl)")
     label_set = read_label_set(root, labels)
     if label_set.records and not any(r["samples"] for r in label_set.records.values()):
@@ -167,10 +166,10 @@ def read_store(path: str | os.PathLike, labels: str = RUN_LABELS, *, llm: str | 
             "on every sampled answer was kept); label its answers again with a judge into a named label set "
             "(`semuq-eval judge STORE --name NAME`) and pass --labels NAME, or rerun the generation"
         )
-    data = StoreData(str(root), store_provenance(root, manifest, label_set.provenance, labels, llm=llm))
-    for rec in records:
-        label = label_set.records.get(int(rec["doc_id"]))
-        answers = tuple(str(g.text or "") for g in rec["samples"])
+    data = StoreData(str(root), store_provenance(reader, label_set.provenance, labels, llm=llm))
+    for doc in docs:
+        label = label_set.records.get(int(doc.doc_id))
+        answers = tuple(str(g.text or "") for g in doc.samples)
         if label is None or not label["samples"]:
             data.n_unlabelled += 1
             continue
@@ -180,22 +179,21 @@ def read_store(path: str | os.PathLike, labels: str = RUN_LABELS, *, llm: str | 
         data.questions.append(
             LabelledQuestion(
                 str(root),
-                int(rec["doc_id"]),
-                str(rec["question"]),
+                int(doc.doc_id),
+                str(doc.question),
                 answers,
                 tuple(label["samples"]),
-                references=tuple(str(r) for r in rec.get("references") or ()),
-                greedy=str(getattr(rec.get("greedy"), "text", "") or ""),
+                references=tuple(str(r) for r in doc.references),
+                greedy=str(doc.greedy.text or ""),
                 greedy_label=label.get("greedy"),
             )
         )
-    data.provenance["n_questions"] = len(records)
+    data.provenance["n_questions"] = len(docs)
     return data
 
 
 def store_provenance(
-    root: Path,
-    manifest: Mapping[str, Any],
+    reader: StoreReader,
     label_provenance: Mapping[str, Any],
     label_set: str,
     *,
@@ -203,8 +201,9 @@ def store_provenance(
 ) -> dict[str, Any]:
     """What the card records about one store: the generating LLM (and where that name came from), the task,
     its dataset and split, the decoding and N, and the judge of the label set."""
+    root, manifest = reader.root, reader.manifest
     settings = dict(manifest.get("settings") or {})
-    breakdown = _read_optional(root / "breakdown.json")
+    breakdown = _read_optional(reader)
     task = manifest.get("task")
     llm_name, llm_source = _llm_of(root, manifest, settings, breakdown, llm)
     return {
@@ -221,9 +220,10 @@ def store_provenance(
     }
 
 
-def _read_optional(path: Path) -> dict[str, Any]:
+def _read_optional(reader: StoreReader) -> dict[str, Any]:
+    """The store's breakdown, or nothing when it has none or it cannot be read (the card then says less)."""
     try:
-        return dict(read_json(path)) if path.is_file() else {}
+        return reader.breakdown() or {}
     except (OSError, ValueError):
         return {}
 
