@@ -130,14 +130,9 @@ def main() -> None:
     from semuq_eval.leaderboard.discovery import expand_inputs
     from semuq_eval.leaderboard.html import write_html
     from semuq_eval.leaderboard.loading import load_runs
+    from semuq_eval.leaderboard.markdown import write_markdown
     from semuq_eval.leaderboard.plots import plot_all
-    from semuq_eval.leaderboard.write import (
-        to_document,
-        write_csv,
-        write_headline_csv,
-        write_json_document,
-        write_markdown,
-    )
+    from semuq_eval.leaderboard.write import to_document, write_csv, write_headline_csv, write_json_document
 
     metrics = [m.strip() for m in args.breakdown_metrics.split(",") if m.strip()]
     tag = f"v2-{args.llms}x{args.tasks}x{args.estimators}-n{args.questions}-r{args.resamples}-{'_'.join(metrics)}"

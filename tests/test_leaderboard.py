@@ -647,7 +647,7 @@ def test_rankings_across_judges_rank_llms_under_every_label_set_and_show_disagre
     agrees everywhere (tau 1); the flipped set reverses the LLMs' order and every LLM's estimator order (AUROC
     becomes 1 - AUROC: tau -1), and the mean rank sits between."""
     from semuq_eval.harness.label_sets import write_label_set
-    from semuq_eval.leaderboard.write import across_judges_markdown
+    from semuq_eval.leaderboard.markdown import across_judges_markdown
 
     stores = [_copy(llm, "semuq_toy_a", tmp_path) for llm in ("llm-alpha", "llm-beta")]
     for store in stores:

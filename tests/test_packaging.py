@@ -80,6 +80,8 @@ def fresh(wheel, tmp_path_factory) -> dict[str, Path]:
 def test_wheel_installs_and_lists_semuq_tasks(wheel, fresh):
     shipped = zipfile.ZipFile(wheel).namelist()
     assert "semuq_eval/tasks/semuq_triviaqa.yaml" in shipped and "semuq_eval/tasks/utils.py" in shipped
+    # the leaderboard page's style and script are package data, read when a page is written
+    assert {"semuq_eval/leaderboard/page/page.css", "semuq_eval/leaderboard/page/page.js"} <= set(shipped)
     entry_points = (
         zipfile.ZipFile(wheel).read(next(n for n in shipped if n.endswith("entry_points.txt"))).decode()
     )

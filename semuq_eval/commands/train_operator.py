@@ -47,6 +47,15 @@ def parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    _data_arguments(p.add_argument_group("training data"))
+    _recipe_arguments(p.add_argument_group("recipe (App. B, C)"))
+    _selection_arguments(p.add_argument_group("epoch selection"))
+    _run_arguments(p.add_argument_group("run"))
+    return p
+
+
+def _data_arguments(p: argparse._ArgumentGroup) -> None:
+    """Where the labelled answers come from and where the operator goes."""
     p.add_argument(
         "--stores",
         nargs="+",
@@ -66,6 +75,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--llm", help="name of the generating LLM, when the store cannot tell (metadata run_id was set)"
     )
+
+
+def _recipe_arguments(p: argparse._ArgumentGroup) -> None:
+    """The backbone, the triplets and the optimizer (App. B, C) and their recorded variants."""
     p.add_argument(
         "--backbone",
         default=DEFAULT_BACKBONE,
@@ -115,6 +128,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--epochs", type=whole(1), default=30, help="epoch budget (default 30)")
     p.add_argument("--batch_size", type=whole(1), default=32, help="triplets per batch (default 32)")
     p.add_argument(
+        "--warmup_ratio", type=number(0, 1), default=0.1, help="share of the steps spent warming up (0.1)"
+    )
+
+
+def _selection_arguments(p: argparse._ArgumentGroup) -> None:
+    """Which epoch is kept: early stopping on held-out questions, or a replay."""
+    p.add_argument(
         "--patience", type=whole(0), default=3, help="epochs without a validation gain before stopping (3)"
     )
     p.add_argument(
@@ -130,9 +150,6 @@ def parser() -> argparse.ArgumentParser:
         metavar="K",
         help="replay a selection already made: train epochs 1-K of the --epochs schedule, keep epoch K, score "
         "only before and after training (how the shipped operator is rebuilt)",
-    )
-    p.add_argument(
-        "--warmup_ratio", type=number(0, 1), default=0.1, help="share of the steps spent warming up (0.1)"
     )
     p.add_argument(
         "--val_fraction",
@@ -162,6 +179,10 @@ def parser() -> argparse.ArgumentParser:
         default=1,
         help="distinct validation triplets per held-out question (1; more steady early stopping on few questions)",
     )
+
+
+def _run_arguments(p: argparse._ArgumentGroup) -> None:
+    """Limits, seed, device, precision, overwriting and progress."""
     p.add_argument(
         "--max_length", type=whole(1), help="token limit of the encoder inputs (default: the backbone's)"
     )
@@ -182,7 +203,6 @@ def parser() -> argparse.ArgumentParser:
         help="replace a non-empty --output folder",
     )
     p.add_argument("--no_progress", action="store_true", help="no progress bars")
-    return p
 
 
 def main(argv: list[str] | None = None) -> int:

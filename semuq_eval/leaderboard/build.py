@@ -85,14 +85,9 @@ def build(
     from semuq_eval.leaderboard.discovery import expand_inputs
     from semuq_eval.leaderboard.html import write_html
     from semuq_eval.leaderboard.loading import load_runs
+    from semuq_eval.leaderboard.markdown import write_markdown
     from semuq_eval.leaderboard.plots import plot_all
-    from semuq_eval.leaderboard.write import (
-        to_document,
-        write_csv,
-        write_headline_csv,
-        write_json_document,
-        write_markdown,
-    )
+    from semuq_eval.leaderboard.write import to_document, write_csv, write_headline_csv, write_json_document
 
     output = Path(output)
     _check_output(output, force)

@@ -25,6 +25,7 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
@@ -147,108 +148,33 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
     _new_output(output, config.overwrite)
 
     import datasets
-    import torch
     import transformers
-    from sentence_transformers import (
-        SentenceTransformer,
-        SentenceTransformerTrainer,
-        SentenceTransformerTrainingArguments,
-    )
-    from sentence_transformers.sentence_transformer.evaluation import SequentialEvaluator, TripletEvaluator
-    from sentence_transformers.sentence_transformer.losses import (
-        CosineSimilarityLoss,
-        TripletDistanceMetric,
-        TripletLoss,
-    )
+    from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
 
-    from semuq_eval.operators.encoder import EncoderOperator, pooling_mode
+    from semuq_eval.operators.encoder import pooling_mode
     from semuq_eval.operators.pooling import use_mean_pooling
 
     backbone_name, backbone_path = resolve_backbone(config.backbone)
     transformers.set_seed(config.seed)
-    model = SentenceTransformer(backbone_path, device=config.device)
-    if config.max_length:
-        model.max_seq_length = int(config.max_length)
-    op = EncoderOperator(model, condition_on_question=config.question, pooling=config.pooling, progress=False)
-    model, max_length, separator = op._load()  # with pooling='answer', the answer-pooled copy trains
-
-    def format_fn(question: str, answer: str) -> str:
-        return op._input(question, answer)[0]
-
+    model, max_length, separator, format_fn = _backbone(config, backbone_path)
     sampler = TripletSampler(data.train, seed=config.seed, format_fn=format_fn, negatives=config.negatives)
-    anchors, positives, negatives = validation_triplets(
-        data.val, seed=config.seed, format_fn=format_fn, per_question=int(config.val_triplets)
-    )
-    triplets = TripletEvaluator(
-        anchors,
-        positives,
-        negatives,
-        main_similarity_function="cosine",
-        name="dev",
-        batch_size=config.batch_size,
-        write_csv=False,
-    )
-    evaluator = triplets
-    heldout = None
-    if config.select_on == "auroc":
-        from semuq_eval.training.heldout import HeldoutAUROCEvaluator
-
-        heldout = HeldoutAUROCEvaluator(
-            [q for s in data.validation_stores for q in s.questions],
-            condition_on_question=config.question,
-            separator=separator,
-            batch_size=config.batch_size,
-        )
-        evaluator = SequentialEvaluator([triplets, heldout])
+    triplets, heldout, evaluator = _evaluators(config, data, format_fn, separator)
     scores_before = evaluator(model)
-    before = float(scores_before[METRIC])
-    log.info("validation triplet accuracy before training: %.3f (%d triplets)", before, len(anchors))
-    if heldout is not None:
-        log.info(
-            "held-out mean AUROC before training: %.3f (%d questions, %d correct)",
-            scores_before[HELDOUT_METRIC],
-            heldout.counts["n"],
-            heldout.counts["n_correct"],
-        )
+    before, n_val = float(scores_before[METRIC]), len(triplets.anchors)
+    _log_before(scores_before, n_val, heldout)
     selection_metric = HELDOUT_METRIC if heldout is not None else METRIC
 
     rows = _EpochRows(sampler)
     train_dataset = datasets.Dataset.from_dict({"row": list(range(len(data.train)))})
     train_dataset.set_transform(rows)
-    if config.negatives == "none":
-        loss = CosineSimilarityLoss(model)
-        loss_name = "CosineSimilarityLoss(target 1.0, MSE)"
-    else:
-        loss = TripletLoss(model, distance_metric=TripletDistanceMetric.COSINE, triplet_margin=config.margin)
-        loss_name = f"TripletLoss(distance=COSINE, margin={config.margin})"
+    loss, loss_name = _loss(model, config)
 
     replay = config.stop_after_epoch is not None
     select = config.early_stopping and not replay  # score every epoch and keep the best
     checkpoints = make_scratch(output.parent, f".{output.name}.checkpoints-")  # a killed run's is removed
     timings: list[dict[str, float]] = []
     args = SentenceTransformerTrainingArguments(
-        output_dir=str(checkpoints),
-        num_train_epochs=config.epochs,
-        per_device_train_batch_size=config.batch_size,
-        per_device_eval_batch_size=config.batch_size,
-        learning_rate=config.lr,
-        lr_scheduler_type="linear",
-        warmup_steps=float(config.warmup_ratio),
-        eval_strategy="epoch",
-        save_strategy="epoch" if select else "no",
-        logging_strategy="epoch",
-        load_best_model_at_end=select,
-        metric_for_best_model=f"eval_{selection_metric}" if select else None,
-        greater_is_better=True if select else None,
-        save_total_limit=1,
-        save_only_model=True,
-        seed=config.seed,
-        data_seed=config.seed,
-        report_to="none",
-        disable_tqdm=not config.progress,
-        dataloader_num_workers=0,
-        use_cpu=config.device == "cpu" or (config.device is None and not torch.cuda.is_available()),
-        bf16=bool(config.bf16),
+        **_training_arguments(config, checkpoints, select, selection_metric)
     )
     trainer = SentenceTransformerTrainer(
         model=model,
@@ -284,20 +210,46 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
 
     if replay and heldout is not None and per_epoch:  # the kept epoch's held-out AUROC, scored after training
         per_epoch[-1]["heldout_auroc"] = float(scores_final[HELDOUT_METRIC])
-    key = "heldout_auroc" if heldout is not None else "accuracy"
-    scored = [e for e in per_epoch if key in e]
-    # ties: the earlier epoch, as the trainer keeps
-    best = max(scored, key=lambda e: e[key]) if scored else None
-    if heldout is None and best is not None and best["accuracy"] < before:
-        log.warning(
-            "the best epoch's validation triplet accuracy (%.3f) is below the untrained backbone's (%.3f)",
-            best["accuracy"],
-            before,
-        )
-    epoch_seconds = [e["train_seconds"] for e in per_epoch if "train_seconds" in e]
-    n_epochs = len(epoch_seconds)
-    counts = dict(data.counts, triplets_per_epoch=len(data.train), val_triplets=len(anchors))
-    hyper = {
+    best = _best_epoch(per_epoch, heldout is not None, before)
+    record = {
+        "operator": "enc",
+        "output": str(output),
+        "question_conditioned": bool(config.question),
+        "separator": separator if config.question else None,
+        "pooling": pooling_used,
+        "backbone": {"name": backbone_name, "path": backbone_path, "revision": _revision(model)},
+        "training_data": _training_data(data, config.labels),
+        "counts": dict(data.counts, triplets_per_epoch=len(data.train), val_triplets=n_val),
+        "hyperparameters": _hyperparameters(
+            config, loss_name, select, replay, heldout is not None, max_length, args
+        ),
+        "deviations_from_paper": _deviations(config, replay, heldout is not None),
+        "validation": _validation_record(
+            config, replay, before, final, per_epoch, best, heldout, scores_before, scores_final
+        ),
+        "timing": _timing(per_epoch, train_seconds, len(data.train), model),
+        "seed": config.seed,
+        "config": {k: v for k, v in asdict(config).items() if k not in ("command",)},
+        "command": list(config.command) or list(sys.argv),
+        "versions": package_versions(),
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "environment": {"HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE")},
+    }
+    write_card(output, record)
+    return record
+
+
+def _hyperparameters(
+    config: TrainingConfig,
+    loss_name: str,
+    select: bool,
+    replay: bool,
+    heldout: bool,
+    max_length: Any,
+    args: Any,
+) -> dict[str, Any]:
+    """The record's hyperparameters: the options as the trainer applied them (``args``: its training arguments)."""
+    return {
         "negatives": config.negatives,
         "loss": loss_name,
         "margin": config.margin if config.negatives != "none" else None,
@@ -314,7 +266,7 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
         if config.early_stopping
         else "last epoch (early stopping off)",
         "early_stopping_metric": f"validation triplet accuracy ({METRIC})"
-        if heldout is None
+        if not heldout
         else f"held-out mean greedy AUROC of the selection rule's eight graph aggregators ({HELDOUT_METRIC})",
         "select_on": config.select_on,
         "val_fraction": None if config.validation else config.val_fraction,
@@ -332,7 +284,11 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
         "pooling": config.pooling,
         "precision": "bf16 mixed" if config.bf16 else "fp32",
     }
-    deviations = [
+
+
+def _deviations(config: TrainingConfig, replay: bool, heldout: bool) -> list[str]:
+    """What this training does differently from the paper's recipe (App. B), one sentence each."""
+    return [
         text
         for applies, text in (
             (
@@ -355,7 +311,7 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
                 "no early stopping: the whole epoch budget, last epoch kept",
             ),
             (
-                heldout is not None,
+                heldout,
                 "select_on=auroc: the epoch is selected on the held-out questions' mean greedy AUROC over the "
                 "eight graph aggregators of the selection rule (App. B: validation triplet accuracy)",
             ),
@@ -366,80 +322,211 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
         )
         if applies
     ]
-    config_record = {k: v for k, v in asdict(config).items() if k not in ("command",)}
-    record = {
-        "operator": "enc",
-        "output": str(output),
-        "question_conditioned": bool(config.question),
-        "separator": separator if config.question else None,
-        "pooling": pooling_used,
-        "backbone": {
-            "name": backbone_name,
-            "path": backbone_path,
-            "revision": getattr(model[0].auto_model.config, "_commit_hash", None)
-            if hasattr(model[0], "auto_model")
-            else None,
-        },
-        "training_data": {
-            "stores": [s.provenance for s in data.stores],
-            "llms": sorted({s.provenance["llm"] for s in data.stores if s.provenance.get("llm")}),
-            "tasks": sorted({s.provenance["task"] for s in data.stores if s.provenance.get("task")}),
-            "datasets": sorted(
-                {
-                    f"{s.provenance['dataset']} ({s.provenance['split']})"
-                    for s in data.stores
-                    if s.provenance.get("dataset")
-                }
-            ),
-            "label_set": config.labels,
-            "validation_stores": [s.provenance for s in data.validation_stores],
-        },
-        "counts": counts,
-        "hyperparameters": hyper,
-        "deviations_from_paper": deviations,
-        "validation": {
-            "metric": "triplet accuracy: share of validation triplets with cos(anchor, positive) > "
-            "cos(anchor, negative); up to val_triplets_per_question distinct hard-negative triplets per "
-            "validation question, drawn once",
-            "before_training": before,
-            "per_epoch": per_epoch,
-            "best_epoch": best["epoch"] if best else None,
-            "best_accuracy": best["accuracy"] if best else None,
-            "final_accuracy": final,
-            **(
-                {
-                    "heldout_auroc": {
-                        "metric": "mean greedy AUROC over "
-                        + ", ".join(e.aggregator for e in heldout.estimators)
-                        + " of the operator on every held-out question with a greedy verdict",
-                        **heldout.counts,
-                        "before_training": float(scores_before[HELDOUT_METRIC]),
-                        "best": best.get("heldout_auroc") if best else None,
-                        "final": float(scores_final[HELDOUT_METRIC]),
-                    }
-                }
-                if heldout is not None
-                else {}
-            ),
-            "epochs_run": n_epochs,
-            "stopped_early": not replay and n_epochs < config.epochs,
-            "stopped_after_epoch": config.stop_after_epoch,
-        },
-        "timing": {
-            "train_seconds": train_seconds,
-            "epoch_train_seconds": epoch_seconds,
-            "examples_per_second": (len(data.train) * n_epochs / sum(epoch_seconds))
-            if epoch_seconds
-            else None,
-            "device": str(model.device),
-            "torch_threads": torch.get_num_threads(),
-        },
-        "seed": config.seed,
-        "config": config_record,
-        "command": list(config.command) or list(sys.argv),
-        "versions": package_versions(),
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "environment": {"HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE")},
+
+
+def _training_data(data: TrainingData, labels: str) -> dict[str, Any]:
+    """Where the training data came from: its stores (LLMs, tasks, datasets), label set and validation stores."""
+    return {
+        "stores": [s.provenance for s in data.stores],
+        "llms": sorted({s.provenance["llm"] for s in data.stores if s.provenance.get("llm")}),
+        "tasks": sorted({s.provenance["task"] for s in data.stores if s.provenance.get("task")}),
+        "datasets": sorted(
+            {
+                f"{s.provenance['dataset']} ({s.provenance['split']})"
+                for s in data.stores
+                if s.provenance.get("dataset")
+            }
+        ),
+        "label_set": labels,
+        "validation_stores": [s.provenance for s in data.validation_stores],
     }
-    write_card(output, record)
-    return record
+
+
+def _training_arguments(
+    config: TrainingConfig, checkpoints: Path, select: bool, metric: str
+) -> dict[str, Any]:
+    """The trainer's arguments: App. B's schedule; with ``select``, every epoch saved and the best by ``metric``
+    kept."""
+    import torch
+
+    return dict(
+        output_dir=str(checkpoints),
+        num_train_epochs=config.epochs,
+        per_device_train_batch_size=config.batch_size,
+        per_device_eval_batch_size=config.batch_size,
+        learning_rate=config.lr,
+        lr_scheduler_type="linear",
+        warmup_steps=float(config.warmup_ratio),
+        eval_strategy="epoch",
+        save_strategy="epoch" if select else "no",
+        logging_strategy="epoch",
+        load_best_model_at_end=select,
+        metric_for_best_model=f"eval_{metric}" if select else None,
+        greater_is_better=True if select else None,
+        save_total_limit=1,
+        save_only_model=True,
+        seed=config.seed,
+        data_seed=config.seed,
+        report_to="none",
+        disable_tqdm=not config.progress,
+        dataloader_num_workers=0,
+        use_cpu=config.device == "cpu" or (config.device is None and not torch.cuda.is_available()),
+        bf16=bool(config.bf16),
+    )
+
+
+def _validation_record(
+    config: TrainingConfig,
+    replay: bool,
+    before: float,
+    final: float,
+    per_epoch: list[dict[str, Any]],
+    best: Mapping[str, Any] | None,
+    heldout: Any,
+    scores_before: Mapping[str, Any],
+    scores_final: Mapping[str, Any],
+) -> dict[str, Any]:
+    """The record's validation: triplet accuracy before, per epoch and kept, the held-out AUROC when it selected."""
+    n_epochs = len([e for e in per_epoch if "train_seconds" in e])
+    return {
+        "metric": "triplet accuracy: share of validation triplets with cos(anchor, positive) > "
+        "cos(anchor, negative); up to val_triplets_per_question distinct hard-negative triplets per "
+        "validation question, drawn once",
+        "before_training": before,
+        "per_epoch": per_epoch,
+        "best_epoch": best["epoch"] if best else None,
+        "best_accuracy": best["accuracy"] if best else None,
+        "final_accuracy": final,
+        **(
+            {
+                "heldout_auroc": {
+                    "metric": "mean greedy AUROC over "
+                    + ", ".join(e.aggregator for e in heldout.estimators)
+                    + " of the operator on every held-out question with a greedy verdict",
+                    **heldout.counts,
+                    "before_training": float(scores_before[HELDOUT_METRIC]),
+                    "best": best.get("heldout_auroc") if best else None,
+                    "final": float(scores_final[HELDOUT_METRIC]),
+                }
+            }
+            if heldout is not None
+            else {}
+        ),
+        "epochs_run": n_epochs,
+        "stopped_early": not replay and n_epochs < config.epochs,
+        "stopped_after_epoch": config.stop_after_epoch,
+    }
+
+
+def _evaluators(
+    config: TrainingConfig, data: TrainingData, format_fn: Any, separator: str
+) -> tuple[Any, Any, Any]:
+    """``(triplets, held-out, evaluator)``: the validation triplets' accuracy (App. B), the held-out AUROC when
+    ``select_on`` is ``auroc`` (else None), and the evaluator that scores both."""
+    from sentence_transformers.sentence_transformer.evaluation import SequentialEvaluator, TripletEvaluator
+
+    anchors, positives, negatives = validation_triplets(
+        data.val, seed=config.seed, format_fn=format_fn, per_question=int(config.val_triplets)
+    )
+    triplets = TripletEvaluator(
+        anchors,
+        positives,
+        negatives,
+        main_similarity_function="cosine",
+        name="dev",
+        batch_size=config.batch_size,
+        write_csv=False,
+    )
+    if config.select_on != "auroc":
+        return triplets, None, triplets
+    from semuq_eval.training.heldout import HeldoutAUROCEvaluator
+
+    heldout = HeldoutAUROCEvaluator(
+        [q for s in data.validation_stores for q in s.questions],
+        condition_on_question=config.question,
+        separator=separator,
+        batch_size=config.batch_size,
+    )
+    return triplets, heldout, SequentialEvaluator([triplets, heldout])
+
+
+def _loss(model: Any, config: TrainingConfig) -> tuple[Any, str]:
+    """The loss and how the record names it: App. B's cosine triplet loss, or a cosine loss without negatives."""
+    from sentence_transformers.sentence_transformer.losses import (
+        CosineSimilarityLoss,
+        TripletDistanceMetric,
+        TripletLoss,
+    )
+
+    if config.negatives == "none":
+        return CosineSimilarityLoss(model), "CosineSimilarityLoss(target 1.0, MSE)"
+    loss = TripletLoss(model, distance_metric=TripletDistanceMetric.COSINE, triplet_margin=config.margin)
+    return loss, f"TripletLoss(distance=COSINE, margin={config.margin})"
+
+
+def _revision(model: Any) -> str | None:
+    """The backbone's commit hash as transformers read it (None for a local folder without one)."""
+    first = model[0]
+    return getattr(first.auto_model.config, "_commit_hash", None) if hasattr(first, "auto_model") else None
+
+
+def _timing(
+    per_epoch: list[dict[str, Any]], train_seconds: float, n_train: int, model: Any
+) -> dict[str, Any]:
+    """The training's time: in all, per epoch, examples per second, on what device and how many threads."""
+    import torch
+
+    epoch_seconds = [e["train_seconds"] for e in per_epoch if "train_seconds" in e]
+    return {
+        "train_seconds": train_seconds,
+        "epoch_train_seconds": epoch_seconds,
+        "examples_per_second": (n_train * len(epoch_seconds) / sum(epoch_seconds)) if epoch_seconds else None,
+        "device": str(model.device),
+        "torch_threads": torch.get_num_threads(),
+    }
+
+
+def _backbone(config: TrainingConfig, path: str) -> tuple[Any, int | None, str, Callable[[str, str], str]]:
+    """``(model, max length, separator, format)``: the backbone loaded as ``enc`` loads it (with ``pooling`` answer,
+    the answer-pooled copy that trains) and how ``enc`` writes a question and an answer as one input."""
+    from sentence_transformers import SentenceTransformer
+
+    from semuq_eval.operators.encoder import EncoderOperator
+
+    model = SentenceTransformer(path, device=config.device)
+    if config.max_length:
+        model.max_seq_length = int(config.max_length)
+    op = EncoderOperator(model, condition_on_question=config.question, pooling=config.pooling, progress=False)
+    model, max_length, separator = op._load()
+
+    def format_fn(question: str, answer: str) -> str:
+        return op._input(question, answer)[0]
+
+    return model, max_length, separator, format_fn
+
+
+def _best_epoch(per_epoch: list[dict[str, Any]], heldout: bool, before: float) -> dict[str, Any] | None:
+    """The kept epoch: the best held-out AUROC (or triplet accuracy without it); ties keep the earlier epoch, as
+    the trainer does. Warns when the best triplet accuracy is below the untrained backbone's."""
+    key = "heldout_auroc" if heldout else "accuracy"
+    scored = [e for e in per_epoch if key in e]
+    best = max(scored, key=lambda e: e[key]) if scored else None
+    if not heldout and best is not None and best["accuracy"] < before:
+        log.warning(
+            "the best epoch's validation triplet accuracy (%.3f) is below the untrained backbone's (%.3f)",
+            best["accuracy"],
+            before,
+        )
+    return best
+
+
+def _log_before(scores: Mapping[str, Any], n_triplets: int, heldout: Any) -> None:
+    """The untrained backbone's validation figures, in the log."""
+    log.info("validation triplet accuracy before training: %.3f (%d triplets)", scores[METRIC], n_triplets)
+    if heldout is not None:
+        log.info(
+            "held-out mean AUROC before training: %.3f (%d questions, %d correct)",
+            scores[HELDOUT_METRIC],
+            heldout.counts["n"],
+            heldout.counts["n_correct"],
+        )
