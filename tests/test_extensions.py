@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from semuq_eval import aggregators, judges, metrics, operators
+from semuq_eval import aggregators, judges, metrics, operators, signals
 from semuq_eval.judges import strategies
 from tests.fixtures.tiny_harness import QA, CannedLM, breakdown_of, run_tasks
 
@@ -25,6 +25,7 @@ REGISTERED = {
     "first_alias_judge": (judges, "first_alias"),
     "mean_gap_metric": (metrics, "mean_gap"),
     "any_sample_strategy": (strategies, "any_sample"),
+    "char_weights_extra": (operators, "lexical_chars"),
 }
 """Example module -> (the family it registers into, the name it registers)."""
 MODULES = tuple(REGISTERED)
@@ -42,6 +43,8 @@ def extensions():
     for name, (family, registered) in REGISTERED.items():
         family.registry.unregister(registered)
         sys.modules.pop(f"tests.examples.{name}", None)
+    aggregators.registry.unregister("char_weighted_te")
+    del signals.SIGNALS["char_weights"]
 
 
 def test_a_registered_operator_aggregator_judge_and_label_strategy_reach_the_breakdown(extensions, tmp_path):
@@ -58,6 +61,26 @@ def test_a_registered_operator_aggregator_judge_and_label_strategy_reach_the_bre
     assert list(b["labels"]) == ["greedy", "majority", "any_sample"]  # App. D's two first, then by name
     assert b["results"]["any_sample"]["mean_dissimilarity@word_overlap"]["auroc"]["n"] == len(QA)
     assert b["labels"]["any_sample"]["n_correct"] >= b["labels"]["majority"]["n_correct"]
+
+
+def test_a_declared_signal_reaches_the_aggregator_that_reads_it(extensions, tmp_path):
+    """A plugin's operator extra is an aggregator input without editing any list of the package."""
+    run_tasks(CannedLM(white_box=True), tmp_path, operators=["lexical_chars"])
+    b = breakdown_of(tmp_path)
+    assert b["results"]["greedy"]["char_weighted_te@lexical_chars"]["auroc"]["n"] == len(QA)
+    assert "char_weighted_te@lexical_chars" not in b["unavailable"]
+    op = extensions["char_weights_extra"].LexicalCharsOperator()
+    (weights,) = op.char_weights(["q"], [["ab c"]], [[[(0, 2), (2, 4)]]])[0]
+    np.testing.assert_allclose(weights, [0.5, 0.5])
+
+
+def test_an_operator_extra_must_be_a_declared_signal():
+    class Undeclared(operators.Operator):
+        extras = ("not_declared",)
+
+    with pytest.raises(TypeError, match=r"extras \['not_declared'\] are not declared operator signals"):
+        operators.register("undeclared_extra")(Undeclared)
+    assert "undeclared_extra" not in operators.names()
 
 
 def test_the_examples_compute_what_they_say(extensions):

@@ -14,7 +14,8 @@ from semuq_eval.harness import Doc, score_doc, valid_estimators
 from semuq_eval.harness.operator_runs import compute_operators, operator_spec
 from semuq_eval.models.generation import Generation
 from semuq_eval.operators import get
-from semuq_eval.operators.base import EXTRAS, compute_shared
+from semuq_eval.operators.base import compute_shared
+from semuq_eval.signals import SIGNALS
 from tests.fixtures.tiny_encoders import (  # noqa: F401  (pytest fixtures)
     tiny_nli,
     tiny_st_encoder,
@@ -104,7 +105,7 @@ def test_anchors_are_checked():
 
 
 def test_declared_by_every_text_operator():
-    assert "greedy_similarities" in EXTRAS
+    assert SIGNALS["greedy_similarities"].origin == "pass"
     for name in ("nli", "nli_soft", "cos_ext", "enc", "lexical"):
         assert "greedy_similarities" in operator_spec(name).extras, name
     assert operator_spec("enc").extras == ("token_weights", "greedy_similarities", "token_similarity")

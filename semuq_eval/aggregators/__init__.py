@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from semuq_eval.aggregators.base import (
     ACCEPTS,
-    INPUTS,
     OPTIONS,
     Aggregator,
     MatrixKind,
@@ -32,20 +31,16 @@ from semuq_eval.aggregators.snne import snne
 from semuq_eval.aggregators.spectral import cos
 from semuq_eval.aggregators.token import te, te_enc
 
-
-def get(name: str) -> Aggregator:
-    """The aggregator registered under ``name`` (KeyError listing the known names otherwise)."""
-    return registry.get(name)
+get = registry.get
+"""The aggregator registered under a name (KeyError listing the known names otherwise)."""
 
 
-def names() -> list[str]:
-    """All registered aggregator names (installed packages' included)."""
-    return registry.names()
+names = registry.names
+"""Every registered aggregator name, sorted (installed packages' included)."""
 
 
 __all__ = [
     "ACCEPTS",
-    "INPUTS",
     "OPTIONS",
     "Aggregator",
     "MatrixKind",

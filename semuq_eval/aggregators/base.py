@@ -15,6 +15,7 @@ from typing import Literal
 import numpy as np
 
 from semuq_eval.registry import Registry
+from semuq_eval.signals import SIGNALS
 
 MatrixKind = Literal["equivalence", "graded", "gram"]
 """What an aggregator needs from its matrix.
@@ -32,27 +33,6 @@ ACCEPTS: dict[str, frozenset[str]] = {
 }
 """Which operator kinds each aggregator matrix kind accepts: graded and Gram matrices are thresholded for
 equivalence aggregators, a boolean matrix is a graded one, and only a Gram matrix is positive semidefinite."""
-
-INPUTS: dict[str, str] = {
-    "seq_logprobs": "(N,) sequence log-probabilities log p(y_i | x) of the sampled answers",
-    "token_entropies": "(T,) entropies of the greedy answer's next-token distributions",
-    "token_logprobs": "(T,) log-probabilities of the greedy answer's tokens",
-    "token_ids": "(T,) the greedy answer's token ids",
-    "token_weights": "(T,) weights on the greedy answer's tokens, yielded by an operator that declares them",
-    "token_similarity": "(T,) s(y, y without token t) of the greedy answer with each of its tokens cut out, "
-    "yielded by an operator that declares it",
-    "greedy_similarities": "(N,) s(greedy, y_i | x) of the greedy answer with each sample, yielded by an "
-    "operator that declares them",
-    "seq_lengths": "(N,) lengths in tokens of the sampled answers",
-    "p_true_logprobs": "(2,) log mass of the True-ish and False-ish first tokens of the P(True) follow-up "
-    "(setting reflexive; -inf: no mass)",
-    "verbalized_confidence": "the confidence c in [0, 100] stated in the verbalized follow-up (setting reflexive)",
-}
-"""The inputs an aggregator can declare besides its matrix. All but ``token_weights``, ``token_similarity`` and
-``greedy_similarities`` come from the generating model (white-box only; the two reflexive ones from its answers to
-follow-up prompts, :mod:`semuq_eval.models.reflexive`); an input that an operator yields
-(``Operator.extras``) makes the estimator ``aggregator@operator`` even when the aggregator reads no matrix
-(``te_enc@enc``, ``consistency@nli``)."""
 
 OPTIONS: dict[str, str] = {
     "tau": "threshold of the equivalence rule S_ij > tau (run setting ``tau``)",
@@ -74,7 +54,9 @@ class Aggregator:
     matrix : {"equivalence", "graded", "gram"} or None
         The matrix kind it reads (None: no comparison matrix, e.g. token entropy); see :data:`ACCEPTS`.
     inputs : tuple of str
-        Further inputs, names from :data:`INPUTS`.
+        Further inputs: declared signals (:mod:`semuq_eval.signals`: the generating model's, or what an operator
+        yields, which makes the estimator ``aggregator@operator`` even when it reads no matrix, e.g.
+        ``te_enc@enc``).
     options : tuple of str
         Run-level options it takes as keywords, names from :data:`OPTIONS`.
     equation : str
@@ -95,7 +77,7 @@ class Aggregator:
             raise ValueError(
                 f"aggregator {self.name}: unknown matrix kind {self.matrix!r}; use one of {list(ACCEPTS)}"
             )
-        for what, declared, known in (("input", self.inputs, INPUTS), ("option", self.options, OPTIONS)):
+        for what, declared, known in (("input", self.inputs, SIGNALS), ("option", self.options, OPTIONS)):
             unknown = [x for x in declared if x not in known]
             if unknown:
                 raise ValueError(

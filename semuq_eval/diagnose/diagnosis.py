@@ -15,6 +15,7 @@ import logging
 import os
 import time
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
@@ -32,7 +33,6 @@ from semuq_eval.diagnose.scoring import (
     score_diagnostics,
 )
 from semuq_eval.diagnose.traps import TRAPS, PairSet, build_traps
-from semuq_eval.harness.operator_runs import TOKEN_EXTRAS
 from semuq_eval.judges import Judge
 from semuq_eval.metrics import Bootstrap
 
@@ -44,10 +44,13 @@ DIAGNOSE_FORMAT = "semuq-diagnose/1"
 
 
 def resolve_operators(
-    operators: Sequence[str] | str, options: Mapping[str, Mapping[str, Any]] | None = None
+    operators: Sequence[str] | str,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    *,
+    progress: bool | None = None,
 ) -> dict[str, Any]:
     """The named operators built with their options (``{name: operator}``, cached per process as the
-    pipeline's), checking the names first.
+    pipeline's), checking the names first; ``progress`` switches the progress bars of those that have them.
 
     Raises
     ------
@@ -77,7 +80,11 @@ def resolve_operators(
     for name, opts in options.items():
         if not isinstance(opts, Mapping):
             raise ValueError(f"operator_options[{name!r}] must be a mapping, got {opts!r}")
-    return {name: get_operator(name, dict(options.get(name) or {})) for name in names}
+    built = {name: get_operator(name, dict(options.get(name) or {})) for name in names}
+    for op in built.values():
+        if progress is not None and hasattr(op, "progress"):
+            op.progress = bool(progress)
+    return built
 
 
 def build_pair_sets(
@@ -127,7 +134,7 @@ def diagnose(
     min_pairs: int = 30,
     progress: bool = True,
     docs_out: dict[str, list[Any]] | None = None,
-    docs_extras: Collection[str] = TOKEN_EXTRAS,
+    docs_extras: Collection[str] | None = None,
     compare: Sequence[tuple[str, str]] = (),
     checkpoint: str | os.PathLike | None = None,
 ) -> dict[str, Any]:
@@ -198,31 +205,12 @@ def diagnose(
 
     start = time.perf_counter()
     bootstrap = bootstrap or Bootstrap()
-    built = resolve_operators(operators, operator_options)
-    if checkpoint is not None and docs_out is not None:
-        raise ValueError("diagnose: docs_out needs every operator scored now; give no checkpoint with it")
-    missing = sorted({n for pair in compare for n in pair} - set(built))
-    if missing:
-        raise ValueError(
-            f"diagnose: compare names operator(s) {missing} that are not diagnosed ({sorted(built)})"
-        )
-    for op in built.values():
-        if hasattr(op, "progress"):
-            op.progress = bool(progress)
+    built = resolve_operators(operators, operator_options, progress=progress)
+    _check_request(built, compare, checkpoint, docs_out)
     if questions is None:
-        if stores is None:
-            raise ValueError("give run stores or questions")
-        questions = load_questions(stores, labels=labels, judge=judge, max_questions=max_questions)
+        questions = load_questions(_given(stores), labels=labels, judge=judge, max_questions=max_questions)
     questions = list(questions)
-    if not questions:
-        raise ValueError("no questions to diagnose")
-    n_greedy = sum(q.greedy_label == 1 for q in questions)
-    n_sample = sum(q.sample_labels.count(1) for q in questions)
-    if n_greedy == 0 and n_sample == 0:
-        raise ValueError(
-            f"none of the {len(questions)} questions has a correct answer (greedy or sampled): every trap "
-            "needs correct answers; check the labels (--labels / --judge) or use more questions"
-        )
+    counts = _label_counts(questions)
     t0 = time.perf_counter()
     traps, groups = build_pair_sets(
         questions,
@@ -230,94 +218,233 @@ def diagnose(
         equivalence_judge=equivalence_judge,
         max_pairs_per_question=max_pairs_per_question,
     )
-    t_pairs = time.perf_counter() - t0
-    pair_sets = {
-        **{f"trap:{k}": v.pairs for k, v in traps.items()},
-        **{f"cluster:{k}": v.pairs for k, v in groups.items()},
-    }
-    out_traps = {
-        name: {
-            **TRAPS[name],
-            "n_eligible": ps.n_questions,
-            "n_pairs": len(ps.pairs),
-            "skipped": ps.skipped,
-            "info": ps.info,
-            "results": {},
-        }
-        for name, ps in traps.items()
-    }
-    out_groups: dict[str, Any] = {
-        name: {
-            "pair": CLUSTER_GROUPS[name],
-            "n_pairs": len(ps.pairs),
-            "n_questions": ps.n_questions,
-            "skipped": ps.skipped,
-            "results": {},
-        }
-        for name, ps in groups.items()
-    }
-    out_groups["gap"] = {"pair": "incorrect_equivalent - correct_equivalent", "results": {}}
-    out_groups["equivalence"] = next(iter(groups.values())).info.get("equivalence")
-    out_loc: dict[str, Any] = {}
-    infos, timing = {}, {"pairs_s": t_pairs}
-    out_unavailable: dict[str, str] = {}
-    scored: dict[str, Mapping[str, np.ndarray]] = {}
-    located: dict[str, Any] = {}
-    settings = {
-        "token_unit": token_unit,
-        "min_pairs": min_pairs,
-        "bootstrap": [bootstrap.n_resamples, bootstrap.seed, bootstrap.confidence_level],
-    }
+    timing: dict[str, Any] = {"pairs_s": time.perf_counter() - t0}
+    run = _Diagnosis.empty(questions, traps, groups, bootstrap, min_pairs, token_unit)
     resumed: list[str] = []
     for name, op in tqdm(built.items(), desc="diagnose operators", disable=not progress):
         options = (operator_options or {}).get(name)
-        key = outcome = None
-        if checkpoint is not None:
-            key = fingerprint(name, op.info, options, questions, pair_sets, settings)
-            outcome = resume(checkpoint, name, key)
-            if outcome is not None:
-                log.info("diagnose: %s read back from its checkpoint in %s", name, checkpoint)
-                resumed.append(name)
-        if outcome is None:
-            t0 = time.perf_counter()
-            try:
-                sims, unavailable, docs = score_diagnostics(
-                    name,
-                    options,
-                    questions,
-                    pair_sets,
-                    token_extras=docs_extras if docs_out is not None else (),
-                )
-            except Exception as err:  # an operator that cannot run is reported once; the others run
-                why = str(err) if isinstance(err, OperatorUnavailable) else f"{type(err).__name__}: {err}"
-                log.warning("diagnose: operator %s is unavailable: %s", name, why)
-                infos[name] = {"operator": name, "unavailable": why}
-                out_unavailable[name] = why
-                out_loc[name] = {"unavailable": why}
-                continue
-            if docs_out is not None:
-                docs_out[name] = docs
-            loc = None
-            if "token_weights" in getattr(op, "extras", ()):
-                loc = localization(op, questions, unit=token_unit, bootstrap=bootstrap, min_answers=min_pairs)
-            outcome = Outcome(sims, unavailable, dict(op.info), time.perf_counter() - t0, loc)
-            if key is not None:
-                keep(checkpoint, name, key, outcome)
-        infos[name] = outcome.info
-        scored[name] = sims = outcome.sims
-        for trap, ps in traps.items():
+        outcome, from_checkpoint = run.outcome(name, op, options, checkpoint, docs_out, docs_extras)
+        if from_checkpoint:
+            resumed.append(name)
+        if outcome is not None:
+            run.add(name, outcome)
+            timing[f"{name}_s"] = outcome.seconds
+    if resumed:
+        timing["resumed_from_checkpoint"] = resumed
+    timing["total_s"] = time.perf_counter() - start
+    paths = [str(s) for s in ([stores] if isinstance(stores, (str, os.PathLike)) else stores or [])]
+    labelled = "judged now: " + str(getattr(judge, "info", judge)) if judge is not None else labels
+    return run.result(paths, labelled, counts, compare, max_pairs_per_question, timing)
+
+
+def _given(stores: str | os.PathLike | Sequence[str | os.PathLike] | None):
+    """The run stores to read, refused when neither they nor the questions were given."""
+    if stores is None:
+        raise ValueError("give run stores or questions")
+    return stores
+
+
+def _check_request(
+    built: Mapping[str, Any],
+    compare: Sequence[tuple[str, str]],
+    checkpoint: str | os.PathLike | None,
+    docs_out: dict[str, list[Any]] | None,
+) -> None:
+    """Refuse a comparison of an operator not diagnosed, and a checkpoint beside ``docs_out``."""
+    if checkpoint is not None and docs_out is not None:
+        raise ValueError("diagnose: docs_out needs every operator scored now; give no checkpoint with it")
+    missing = sorted({n for pair in compare for n in pair} - set(built))
+    if missing:
+        raise ValueError(
+            f"diagnose: compare names operator(s) {missing} that are not diagnosed ({sorted(built)})"
+        )
+
+
+def _label_counts(questions: Sequence[DiagnosticQuestion]) -> dict[str, int]:
+    """Correct and incorrect greedy and sampled answers; ValueError when there is no question or no correct answer."""
+    if not questions:
+        raise ValueError("no questions to diagnose")
+    counts = {
+        "questions": len(questions),
+        "greedy_correct": sum(q.greedy_label == 1 for q in questions),
+        "greedy_incorrect": sum(q.greedy_label == 0 for q in questions),
+        "samples_correct": sum(q.sample_labels.count(1) for q in questions),
+        "samples_incorrect": sum(q.sample_labels.count(0) for q in questions),
+    }
+    if counts["greedy_correct"] == 0 and counts["samples_correct"] == 0:
+        raise ValueError(
+            f"none of the {len(questions)} questions has a correct answer (greedy or sampled): every trap "
+            "needs correct answers; check the labels (--labels / --judge) or use more questions"
+        )
+    return counts
+
+
+@dataclass
+class _Diagnosis:
+    """One diagnosis as it runs: the questions and their pair sets, then the figures, operator by operator."""
+
+    questions: Sequence[DiagnosticQuestion]
+    trap_sets: Mapping[str, PairSet]
+    group_sets: Mapping[str, PairSet]
+    bootstrap: Bootstrap
+    min_pairs: int
+    token_unit: str
+    traps: dict[str, Any]
+    groups: dict[str, Any]
+    infos: dict[str, Any] = field(default_factory=dict)
+    unavailable: dict[str, str] = field(default_factory=dict)
+    localization: dict[str, Any] = field(default_factory=dict)
+    sims: dict[str, Mapping[str, np.ndarray]] = field(default_factory=dict)
+    located: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def empty(
+        cls,
+        questions: Sequence[DiagnosticQuestion],
+        traps: Mapping[str, PairSet],
+        groups: Mapping[str, PairSet],
+        bootstrap: Bootstrap,
+        min_pairs: int,
+        token_unit: str,
+    ) -> _Diagnosis:
+        """Each trap's and clustering group's counts, with no operator's results yet."""
+        out_traps = {
+            name: {
+                **TRAPS[name],
+                "n_eligible": ps.n_questions,
+                "n_pairs": len(ps.pairs),
+                "skipped": ps.skipped,
+                "info": ps.info,
+                "results": {},
+            }
+            for name, ps in traps.items()
+        }
+        out_groups: dict[str, Any] = {
+            name: {
+                "pair": CLUSTER_GROUPS[name],
+                "n_pairs": len(ps.pairs),
+                "n_questions": ps.n_questions,
+                "skipped": ps.skipped,
+                "results": {},
+            }
+            for name, ps in groups.items()
+        }
+        out_groups["gap"] = {"pair": "incorrect_equivalent - correct_equivalent", "results": {}}
+        out_groups["equivalence"] = next(iter(groups.values())).info.get("equivalence")
+        return cls(questions, traps, groups, bootstrap, min_pairs, token_unit, out_traps, out_groups)
+
+    @property
+    def pair_sets(self) -> dict[str, Sequence[Any]]:
+        """Every pair set by its key (``trap:<name>``, ``cluster:<group>``)."""
+        return {
+            **{f"trap:{k}": v.pairs for k, v in self.trap_sets.items()},
+            **{f"cluster:{k}": v.pairs for k, v in self.group_sets.items()},
+        }
+
+    def outcome(
+        self,
+        name: str,
+        op: Any,
+        options: Mapping[str, Any] | None,
+        checkpoint: str | os.PathLike | None,
+        docs_out: dict[str, list[Any]] | None,
+        docs_extras: Collection[str] | None,
+    ) -> tuple[Outcome | None, bool]:
+        """``(outcome, read from the checkpoint)`` of operator ``name``; no outcome when it cannot run (then it
+        is listed as unavailable with the reason, once; the other operators run)."""
+        settings = {
+            "token_unit": self.token_unit,
+            "min_pairs": self.min_pairs,
+            "bootstrap": [self.bootstrap.n_resamples, self.bootstrap.seed, self.bootstrap.confidence_level],
+        }
+        pair_sets = self.pair_sets
+        key = fingerprint(name, op.info, options, self.questions, pair_sets, settings) if checkpoint else None
+        outcome = resume(checkpoint, name, key) if checkpoint else None
+        if outcome is not None:
+            log.info("diagnose: %s read back from its checkpoint in %s", name, checkpoint)
+            return outcome, True
+        t0 = time.perf_counter()
+        extras = docs_extras if docs_out is not None else ()
+        try:
+            sims, unavailable, docs = score_diagnostics(
+                name, options, self.questions, pair_sets, token_extras=extras
+            )
+        except Exception as err:  # an operator that cannot run is reported once; the others run
+            why = str(err) if isinstance(err, OperatorUnavailable) else f"{type(err).__name__}: {err}"
+            log.warning("diagnose: operator %s is unavailable: %s", name, why)
+            self.infos[name] = {"operator": name, "unavailable": why}
+            self.unavailable[name] = why
+            self.localization[name] = {"unavailable": why}
+            return None, False
+        if docs_out is not None:
+            docs_out[name] = docs
+        loc = None
+        if "token_weights" in getattr(op, "extras", ()):
+            loc = localization(
+                op, self.questions, unit=self.token_unit, bootstrap=self.bootstrap, min_answers=self.min_pairs
+            )
+        outcome = Outcome(sims, unavailable, dict(op.info), time.perf_counter() - t0, loc)
+        if key is not None:
+            keep(checkpoint, name, key, outcome)
+        return outcome, False
+
+    def result(
+        self,
+        stores: list[str],
+        labels: str,
+        counts: Mapping[str, int],
+        compare: Sequence[tuple[str, str]],
+        max_pairs_per_question: int | None,
+        timing: Mapping[str, Any],
+    ) -> dict[str, Any]:
+        """The diagnosis as :func:`diagnose` returns it, with the operators' paired comparisons."""
+        bootstrap = self.bootstrap
+        return {
+            "format": DIAGNOSE_FORMAT,
+            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "stores": stores,
+            "labels": labels,
+            "counts": dict(counts),
+            "operators": self.infos,
+            "unavailable": self.unavailable,
+            "traps": self.traps,
+            "clustering": self.groups,
+            "localization": self.localization,
+            "comparisons": paired_comparisons(
+                compare, self.pair_sets, self.sims, self.located, bootstrap=bootstrap
+            ),
+            "settings": {
+                "bootstrap": {
+                    "n_resamples": bootstrap.n_resamples,
+                    "seed": bootstrap.seed,
+                    "level": bootstrap.confidence_level,
+                },
+                "min_pairs": self.min_pairs,
+                "token_unit": self.token_unit,
+                "max_pairs_per_question": max_pairs_per_question,
+                "ci": "percentile bootstrap over questions (a question's pairs resampled together)",
+            },
+            "timing": dict(timing),
+        }
+
+    def add(self, name: str, outcome: Outcome) -> None:
+        """Operator ``name``'s mean similarity per trap and group (with CIs), the groups' gap and its localization."""
+        bootstrap, min_pairs = self.bootstrap, self.min_pairs
+        self.infos[name] = outcome.info
+        self.sims[name] = sims = outcome.sims
+        for trap, ps in self.trap_sets.items():
             s = sims[f"trap:{trap}"]
             stat = mean_with_ci(s, [p.uid for p in ps.pairs], bootstrap=bootstrap, min_pairs=min_pairs)
-            out_traps[trap]["results"][name] = {**stat.as_dict(), "n_unavailable": int(np.isnan(s).sum())}
+            self.traps[trap]["results"][name] = {**stat.as_dict(), "n_unavailable": int(np.isnan(s).sum())}
             if outcome.unavailable and np.isnan(s).any():
-                out_traps[trap]["results"][name]["unavailable"] = outcome.unavailable
-            out_traps[trap].setdefault("examples", {})[name] = _examples(ps, s)
-        for group, ps in groups.items():
+                self.traps[trap]["results"][name]["unavailable"] = outcome.unavailable
+            self.traps[trap].setdefault("examples", {})[name] = _examples(ps, s)
+        for group, ps in self.group_sets.items():
             s = sims[f"cluster:{group}"]
             stat = mean_with_ci(s, [p.uid for p in ps.pairs], bootstrap=bootstrap, min_pairs=min_pairs)
-            out_groups[group]["results"][name] = {**stat.as_dict(), "n_unavailable": int(np.isnan(s).sum())}
-        inc, cor = groups["incorrect_equivalent"], groups["correct_equivalent"]
-        out_groups["gap"]["results"][name] = difference_with_ci(
+            self.groups[group]["results"][name] = {**stat.as_dict(), "n_unavailable": int(np.isnan(s).sum())}
+        inc, cor = self.group_sets["incorrect_equivalent"], self.group_sets["correct_equivalent"]
+        self.groups["gap"]["results"][name] = difference_with_ci(
             sims["cluster:incorrect_equivalent"],
             [p.uid for p in inc.pairs],
             sims["cluster:correct_equivalent"],
@@ -325,47 +452,10 @@ def diagnose(
             bootstrap=bootstrap,
         )
         if outcome.located is not None:
-            out_loc[name] = outcome.located.as_dict()
-            located[name] = outcome.located
+            self.localization[name] = outcome.located.as_dict()
+            self.located[name] = outcome.located
         else:
-            out_loc[name] = {"unavailable": f"{name} yields no token weights (only enc does)"}
-        timing[f"{name}_s"] = outcome.seconds
-    if resumed:
-        timing["resumed_from_checkpoint"] = resumed
-    timing["total_s"] = time.perf_counter() - start
-    if isinstance(stores, (str, os.PathLike)):
-        stores = [stores]
-    return {
-        "format": DIAGNOSE_FORMAT,
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "stores": [str(s) for s in stores or []],
-        "labels": "judged now: " + str(getattr(judge, "info", judge)) if judge is not None else labels,
-        "counts": {
-            "questions": len(questions),
-            "greedy_correct": n_greedy,
-            "greedy_incorrect": sum(q.greedy_label == 0 for q in questions),
-            "samples_correct": n_sample,
-            "samples_incorrect": sum(q.sample_labels.count(0) for q in questions),
-        },
-        "operators": infos,
-        "unavailable": out_unavailable,
-        "traps": out_traps,
-        "clustering": out_groups,
-        "localization": out_loc,
-        "comparisons": paired_comparisons(compare, pair_sets, scored, located, bootstrap=bootstrap),
-        "settings": {
-            "bootstrap": {
-                "n_resamples": bootstrap.n_resamples,
-                "seed": bootstrap.seed,
-                "level": bootstrap.confidence_level,
-            },
-            "min_pairs": min_pairs,
-            "token_unit": token_unit,
-            "max_pairs_per_question": max_pairs_per_question,
-            "ci": "percentile bootstrap over questions (a question's pairs resampled together)",
-        },
-        "timing": timing,
-    }
+            self.localization[name] = {"unavailable": f"{name} yields no token weights (only enc does)"}
 
 
 def paired_comparisons(

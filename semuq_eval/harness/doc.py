@@ -7,22 +7,12 @@ from typing import Any
 
 import numpy as np
 
+from semuq_eval import signals
 from semuq_eval.models.generation import Generation
 from semuq_eval.models.reflexive import SIGNALS as REFLEXIVE_SIGNALS
 from semuq_eval.models.reflexive import reflexive_approximation, reflexive_signal
 
-__all__ = ["DOC_SIGNALS", "Doc"]
-
-DOC_SIGNALS = (
-    "seq_logprobs",
-    "seq_lengths",
-    "token_entropies",
-    "token_logprobs",
-    "token_ids",
-    *REFLEXIVE_SIGNALS,
-)
-"""Aggregator inputs read from the generating model's answers (the reflexive ones from its answers to the follow-up
-prompts, :mod:`semuq_eval.models.reflexive`); every other input comes from an operator."""
+__all__ = ["Doc"]
 
 _TOKEN_ARRAYS = {"token_entropies": "entropies", "token_logprobs": "log-probabilities"}
 
@@ -52,7 +42,8 @@ class Doc:
     unavailable: dict[str, str] = field(default_factory=dict)
 
     def signal(self, name: str) -> tuple[Any, str | None]:
-        """``(value, None)`` for a generating-model input of :data:`DOC_SIGNALS`, or ``(None, reason)``."""
+        """``(value, None)`` for a signal read from the generating model's answers (origin ``answers``,
+        :mod:`semuq_eval.signals`), or ``(None, reason)``."""
         if name == "seq_logprobs":
             missing = [g for g in self.samples if g.seq_logprob is None]
             if missing:
@@ -85,10 +76,12 @@ class Doc:
             return np.asarray(self.greedy.token_ids), None
         if name in REFLEXIVE_SIGNALS:
             return reflexive_signal(self.greedy.reflexive, name)
-        raise KeyError(f"unknown doc signal {name!r}; known: {list(DOC_SIGNALS)}")
+        raise KeyError(
+            f"no reader of signal {name!r} in the answers; they hold {signals.names(origin='answers')}"
+        )
 
     def approximation(self, name: str) -> str | None:
-        """The method by which the generating-model input ``name`` (:data:`DOC_SIGNALS`) was estimated, or None
+        """The method by which the generating-model signal ``name`` (origin ``answers``) was estimated, or None
         when it is exact (``Generation.approximate`` of the answers it is read from, or the reflexive follow-up's
         own mark)."""
         if name in REFLEXIVE_SIGNALS:

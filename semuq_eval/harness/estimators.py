@@ -24,7 +24,8 @@ from typing import Any, NamedTuple
 
 from semuq_eval import aggregators as agg_registry
 from semuq_eval.aggregators import ACCEPTS, Aggregator
-from semuq_eval.harness.doc import DOC_SIGNALS, Doc
+from semuq_eval.harness.doc import Doc
+from semuq_eval.signals import SIGNALS
 
 __all__ = ["Estimator", "OperatorSpec", "approximations", "score_doc", "valid_estimators"]
 
@@ -46,7 +47,7 @@ class Estimator:
 
 
 def _operator_inputs(aggregator: Aggregator) -> tuple[str, ...]:
-    return tuple(x for x in aggregator.inputs if x not in DOC_SIGNALS)
+    return tuple(x for x in aggregator.inputs if SIGNALS[x].origin != "answers")
 
 
 def valid_estimators(
@@ -131,7 +132,7 @@ def approximations(
         notes = [
             f"{name}: {method}"
             for name in agg_registry.get(est.aggregator).inputs
-            if name in DOC_SIGNALS and (method := doc.approximation(name))
+            if SIGNALS[name].origin == "answers" and (method := doc.approximation(name))
         ]
         if notes:
             out[est.name] = "; ".join(notes)
@@ -150,7 +151,7 @@ def _arguments(
             return [], "no sampled answers"
         args.append(doc.matrices[est.operator])
     for name in aggregator.inputs:
-        if name in DOC_SIGNALS:
+        if SIGNALS[name].origin == "answers":
             if name not in signals:
                 signals[name] = doc.signal(name)
             value, why = signals[name]

@@ -10,7 +10,7 @@
 3. operators that yield extras (``Operator.extras``) compute them for the greedy answers: the
    ``greedy_similarities`` of every text operator in the same pass as the matrices (the greedy answer is
    one more answer of the pass; ``cos_int`` compares it by its own hidden state, where the model gave one);
-   after it, the token extras (:data:`TOKEN_EXTRAS`: ``enc``'s
+   after it, the token extras (the signals of origin ``tokens``, :mod:`semuq_eval.signals`: ``enc``'s
    ``token_weights``, the sentence encoders' ``token_similarity``) that the run's estimators read.
 
 An operator that cannot run (its model does not load, its batch raises) is unavailable for every question
@@ -29,11 +29,11 @@ from typing import Any
 
 import numpy as np
 
+from semuq_eval import signals
 from semuq_eval.harness.doc import Doc
 from semuq_eval.harness.estimators import OperatorSpec
 
 __all__ = [
-    "TOKEN_EXTRAS",
     "OperatorRun",
     "compute_operators",
     "get_operator",
@@ -44,10 +44,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 _OPERATORS: dict[str, Any] = {}
-
-TOKEN_EXTRAS = ("token_weights", "token_similarity")
-"""Extras on the greedy answer's tokens: the operator's method of that name takes the questions, the greedy
-answers and their token offsets (the generating model's tokens)."""
 
 
 def get_operator(name: str, options: Mapping[str, Any] | None = None):
@@ -182,13 +178,14 @@ def compute_operators(
     names: Sequence[str],
     options: Mapping[str, Mapping[str, Any]] | None = None,
     *,
-    token_extras: Collection[str] = TOKEN_EXTRAS,
+    token_extras: Collection[str] | None = None,
 ) -> dict[str, OperatorRun]:
     """Fill ``matrices`` / ``extras`` / ``unavailable`` of every doc in place; one run record per operator.
 
     See the module docstring. ``options[name]`` are the keyword options of operator ``name``; ``token_extras``
     the token extras to compute (default: every one an operator declares; a run asks for those its estimators
-    read, so an unread one costs nothing).
+    read, so an unread one costs nothing). A token extra is computed by the operator's method of its name on the
+    questions, the greedy answers and their token offsets (the generating model's tokens).
     """
     from semuq_eval.operators.base import share_groups
 
@@ -242,8 +239,9 @@ def compute_operators(
                         "no usable hidden state for the greedy answer (missing, zero, non-finite or of another size)"
                     )
     for name, op in built:
-        for extra in TOKEN_EXTRAS:
-            if extra in token_extras and extra in op.extras and runs[name].status != "unavailable":
+        for extra in signals.names(origin="tokens"):
+            wanted = token_extras is None or extra in token_extras
+            if wanted and extra in op.extras and runs[name].status != "unavailable":
                 _token_extra(op, name, docs, extra)
     return runs
 

@@ -30,9 +30,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from semuq_eval import aggregators as agg_registry
+from semuq_eval import signals
 from semuq_eval.harness.doc import Doc
 from semuq_eval.harness.estimators import Estimator, approximations, score_doc, valid_estimators
-from semuq_eval.harness.operator_runs import TOKEN_EXTRAS, OperatorRun, compute_operators, operator_spec
+from semuq_eval.harness.operator_runs import OperatorRun, compute_operators, operator_spec
 from semuq_eval.harness.settings import Settings
 from semuq_eval.jsonio import finite_or_none
 from semuq_eval.judges import Judge, label_answers
@@ -109,7 +110,7 @@ def process_docs(
         docs,
         settings.operators,
         settings.operator_options,
-        token_extras=[x for x in TOKEN_EXTRAS if x in read],
+        token_extras=[x for x in signals.names(origin="tokens") if x in read],
     )
     if labels is None:
         labels = label_answers(

@@ -136,6 +136,5 @@ def check_options(name: str, options: Mapping[str, Any]) -> None:
     check_keywords(f"judge {name!r}", registry.get(name), options)
 
 
-def names() -> list[str]:
-    """The registered judge names (installed packages' included)."""
-    return registry.names()
+names = registry.names
+"""Every registered judge name, sorted (installed packages' included)."""

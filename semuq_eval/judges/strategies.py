@@ -70,14 +70,12 @@ def register(name: str) -> Callable[[LabelStrategy], LabelStrategy]:
     return decorate
 
 
-def get(name: str) -> LabelStrategy:
-    """The label strategy registered under ``name`` (KeyError listing the known names otherwise)."""
-    return registry.get(name)
+get = registry.get
+"""The label strategy registered under a name (KeyError listing the known names otherwise)."""
 
 
-def names() -> list[str]:
-    """The registered label strategies (installed packages' included)."""
-    return registry.names()
+names = registry.names
+"""Every registered label strategy name, sorted (installed packages' included)."""
 
 
 def label_strategy_names() -> list[str]:

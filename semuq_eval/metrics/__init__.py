@@ -33,15 +33,12 @@ from semuq_eval.metrics.calibration import CalibrationProtocol, calibrate, calib
 from semuq_eval.metrics.ranking import auarc, auroc, prr
 from semuq_eval.metrics.risk import coverage_at_risk
 
-
-def get(name: str) -> Metric:
-    """The metric registered under ``name`` (KeyError listing the known names otherwise)."""
-    return registry.get(name)
+get = registry.get
+"""The metric registered under a name (KeyError listing the known names otherwise)."""
 
 
-def names() -> list[str]:
-    """All registered metric names (installed packages' included)."""
-    return registry.names()
+names = registry.names
+"""Every registered metric name, sorted (installed packages' included)."""
 
 
 __all__ = [

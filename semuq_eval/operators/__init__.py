@@ -30,6 +30,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from semuq_eval import signals
 from semuq_eval.operators.base import Cost, Operator, OperatorOutput, normalize_answer
 from semuq_eval.registry import Registry
 
@@ -49,9 +50,16 @@ __all__ = [
 
 
 def _check(name: str, obj: object) -> type[Operator]:
-    """A loaded operator must be an :class:`Operator` subclass."""
+    """A loaded operator must be an :class:`Operator` subclass whose extras are declared operator signals."""
     if not (isinstance(obj, type) and issubclass(obj, Operator)):
         raise TypeError(f"operator {name!r}: {obj!r} is not a subclass of semuq_eval.operators.Operator")
+    yielded = signals.names(origin="pass") + signals.names(origin="tokens")
+    undeclared = [x for x in obj.extras if x not in yielded]
+    if undeclared:
+        raise TypeError(
+            f"operator {name!r}: extras {undeclared} are not declared operator signals ({yielded}); declare each "
+            "first with semuq_eval.signals.declare(name, description, origin='tokens')"
+        )
     return obj
 
 
@@ -140,6 +148,5 @@ def get(name: str, **options) -> Operator:
     return registry.get(base)(**kwargs)
 
 
-def names() -> list[str]:
-    """The registered operator names (installed packages' included)."""
-    return registry.names()
+names = registry.names
+"""Every registered operator name, sorted (installed packages' included; named variants are not)."""

@@ -113,15 +113,6 @@ NEEDS: dict[str, str] = {
 """What an operator can declare it needs (``Operator.needs``); the harness checks them per question and
 reports the operator unavailable for a question that lacks one, with the reason."""
 
-EXTRAS: dict[str, str] = {
-    "token_weights": "weights on the greedy answer's tokens (``token_weights(questions, answers, offsets)``)",
-    "token_similarity": "(T,) similarity of the greedy answer with itself without each of its tokens "
-    "(``token_similarity(questions, answers, offsets)``; TokenSAR's relevance)",
-    "greedy_similarities": "(N,) s(greedy, y_i | x): the greedy answer compared with each sample, in the "
-    "same pass (``op(questions, answers, anchors=greedy_answers)``)",
-}
-"""What an operator can yield besides its matrix (``Operator.extras``); aggregators consume them by name."""
-
 
 class Operator(ABC):
     """Base class: ``op(questions, answers, *, hidden_states=None) -> OperatorOutput``.
@@ -132,7 +123,8 @@ class Operator(ABC):
     - ``kind``: what its matrix is (``"equivalence"``, ``"graded"`` or ``"gram"``), which tells the harness
       which ``aggregator@operator`` pairs are valid;
     - ``needs``: the inputs it reads, names from :data:`NEEDS`;
-    - ``extras``: what it yields besides the matrix, names from :data:`EXTRAS`;
+    - ``extras``: what it yields besides the matrix: declared signals of origin ``pass`` or ``tokens``
+      (:mod:`semuq_eval.signals`);
 
     and implement :meth:`_compute`. Operators whose :meth:`share_key` is equal compute one pass and derive
     their matrices from it (:func:`compute_shared`): ``nli`` and ``nli_soft`` read the same entailment
