@@ -8,6 +8,7 @@ prepared MiniLM asset.
 from __future__ import annotations
 
 import json
+import shutil
 import os
 from pathlib import Path
 
@@ -20,7 +21,6 @@ from semuq_eval.diagnose.check import (
     compute_figures,
     frozen_store_path,
     operator_from_spec,
-    store_fingerprint,
 )
 from semuq_eval.diagnose.clustering import clustering_pairs
 from semuq_eval.diagnose.diagnosis import diagnose
@@ -32,6 +32,7 @@ from semuq_eval.diagnose.rewrite import LLMRewriter, RewriteRequest, SampleSubst
 from semuq_eval.diagnose.scoring import difference_with_ci, mean_with_ci
 from semuq_eval.diagnose.spans import alias_spans, last_words
 from semuq_eval.diagnose.traps import build_traps
+from semuq_eval.harness.store import open_store
 from semuq_eval.metrics import Bootstrap
 from tests.fixtures.diagnose.stores import ROWS, write_store
 from tests.fixtures.tiny_encoders import tiny_st_encoder, tiny_wordpiece_dir  # noqa: F401  (fixtures)
@@ -522,7 +523,7 @@ def test_check_operator_round_trip_and_regressions(store, tmp_path, capsys):
     path = _baseline(tmp_path, store)
     base = json.loads(path.read_text())
     figures = base["figures"]
-    assert base["store_fingerprint"] == store_fingerprint(store)
+    assert base["store_fingerprint"] == open_store(store).fingerprint()
     assert {"trap.context", "trap.autoregressive", "trap.entailment", "trap.ood_syntax"} <= set(figures)
     assert "auroc.kle_heat@lexical.greedy" in figures and "localization.hit_rate" not in figures
     assert figures["trap.context"]["better"] == "lower" and figures["trap.entailment"]["better"] == "higher"
@@ -648,7 +649,7 @@ def test_freeze_store_round_trip(store, tmp_path):
     assert set(line["samples"][0]) == {"text", "greedy"}  # no log-probs, ids or hidden vectors
     assert json.loads((dest / "manifest.json").read_text())["frozen"]["label_set"] == "run"
     freeze_store(store, tmp_path / "again", max_questions=2, source_name="hand-made")
-    assert store_fingerprint(dest) == store_fingerprint(tmp_path / "again")  # reproducible
+    assert open_store(dest).fingerprint() == open_store(tmp_path / "again").fingerprint()  # reproducible
     with pytest.raises(ValueError, match="per-sample verdicts"):
         freeze_store(write_store(tmp_path / "old", sample_labels=False), tmp_path / "f2")
 
@@ -747,3 +748,30 @@ def test_clustering_cap_bounds_the_judged_pairs(questions):
     # one candidate per question and class: q0 incorrect + correct, q1 incorrect + correct, q2 incorrect
     assert calls == [2 * 5]
     assert len(groups["incorrect_different"].pairs) == 3 and not groups["correct_equivalent"].pairs
+
+
+def test_check_operator_reads_unchanged_figures_back_from_its_cache(store, tmp_path, monkeypatch):
+    """A second check of the same weights on the same store reads the figures back; other weights, another store
+    or a damaged copy compute them."""
+    from semuq_eval.diagnose import check
+
+    cache = tmp_path / "cache"
+    path = tmp_path / "base.json"
+    first = check_operator("lexical", write_baseline=path, store=store, progress=False, cache=cache)
+    (kept,) = cache.glob("*.json")
+    computed = []
+    original = check.compute_figures
+    monkeypatch.setattr(check, "compute_figures", lambda *a, **k: computed.append(a) or original(*a, **k))
+    again = check_operator("lexical", path, store=store, progress=False, cache=cache)
+    assert computed == [] and again.ok and again.figures == first.figures
+    assert {r.status for r in again.rows} == {"ok"}
+    kept.write_text("{not json")  # a damaged copy: computed again and replaced
+    assert check_operator("lexical", path, store=store, progress=False, cache=cache).ok and len(computed) == 1
+    assert json.loads(kept.read_text())["figures"] == first.figures
+    check_operator("lexical", path, store=store, progress=False, cache=False)
+    assert len(computed) == 2 and len(list(cache.glob("*.json"))) == 1
+    other = tmp_path / "other"
+    shutil.copytree(store, other)
+    (other / "scores.jsonl").write_text((other / "scores.jsonl").read_text().replace('"greedy": 1', '"greedy": 0', 1))
+    check_operator("lexical", write_baseline=tmp_path / "b2.json", store=other, progress=False, cache=cache)
+    assert len(computed) == 3 and len(list(cache.glob("*.json"))) == 2

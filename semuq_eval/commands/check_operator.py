@@ -47,6 +47,14 @@ def main(argv: list[str]) -> int:
     p.add_argument(
         "--force", action="store_true", help="replace an existing --write-baseline or --report file"
     )
+    p.add_argument(
+        "--cache",
+        default=None,
+        metavar="DIR",
+        help="where the figures of an operator checked before are kept (default: <asset cache>/check-operator): "
+        "the same weights on the same store are read back, not computed",
+    )
+    p.add_argument("--no_cache", action="store_true", help="compute the figures every time")
     p.add_argument("--no_progress", action="store_true")
     args = p.parse_args(argv)
     for flag, path in (("--write-baseline", args.write_baseline), ("--report", args.report)):
@@ -72,6 +80,7 @@ def main(argv: list[str]) -> int:
             write_baseline=args.write_baseline,
             max_questions=args.max_questions,
             progress=not args.no_progress,
+            cache=False if args.no_cache else (args.cache or True),
         )
     except (ValueError, FileNotFoundError, KeyError, RuntimeError) as err:
         print(f"semuq-eval check-operator: {err}", file=sys.stderr)

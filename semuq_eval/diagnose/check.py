@@ -28,7 +28,9 @@ Examples
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import json
 import math
 import os
 from collections.abc import Mapping, Sequence
@@ -43,6 +45,7 @@ import numpy as np
 from semuq_eval.diagnose.diagnosis import diagnose
 from semuq_eval.diagnose.questions import load_questions
 from semuq_eval.harness.schemas import OperatorBaseline, check_line
+from semuq_eval.harness.store import open_store
 from semuq_eval.jsonio import read_json, write_json
 from semuq_eval.metrics import Bootstrap
 
@@ -56,7 +59,6 @@ __all__ = [
     "compute_figures",
     "frozen_store_path",
     "operator_from_spec",
-    "store_fingerprint",
 ]
 
 BASELINE_FORMAT = "semuq-operator-baseline/1"
@@ -86,23 +88,10 @@ def frozen_store_path(name: str = FROZEN_STORE) -> Path:
     """
     root = Path(str(resources.files("semuq_eval.diagnose") / "data"))
     path = root / name
-    if not (path / "manifest.json").is_file():
-        have = (
-            sorted(p.name for p in root.iterdir() if (p / "manifest.json").is_file()) if root.is_dir() else []
-        )
+    if not open_store(path).is_store:
+        have = sorted(p.name for p in root.iterdir() if open_store(p).is_store) if root.is_dir() else []
         raise FileNotFoundError(f"no frozen store {name!r} in {root}; shipped: {have}")
     return path
-
-
-def store_fingerprint(store: str | os.PathLike) -> str:
-    """sha256 over the store's generations and labels (what the figures are computed from)."""
-    h = hashlib.sha256()
-    root = Path(store)
-    for f in [*sorted(root.glob("generations.rank*.jsonl")), root / "scores.jsonl"]:
-        if f.is_file():
-            h.update(f.name.encode())
-            h.update(f.read_bytes())
-    return h.hexdigest()
 
 
 def operator_from_spec(spec: str, options: Mapping[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
@@ -158,9 +147,8 @@ def compute_figures(
 ) -> dict[str, dict[str, Any]]:
     """The tracked figures (module docstring) of operator ``name`` on ``store``: ``{figure: {"value",
     "better", "ci_low", "ci_high", "n"}}``."""
-    from semuq_eval import aggregators
+    from semuq_eval import aggregators, signals
     from semuq_eval.harness.estimators import score_doc
-    from semuq_eval.harness.operator_runs import TOKEN_EXTRAS
     from semuq_eval.harness.pipeline import estimators_for
     from semuq_eval.harness.settings import Settings
     from semuq_eval.judges import majority_label
@@ -184,7 +172,7 @@ def compute_figures(
         bootstrap=bootstrap,
         progress=progress,
         docs_out=docs_out,
-        docs_extras=[x for x in TOKEN_EXTRAS if x in read],
+        docs_extras=[x for x in signals.names(origin="tokens") if x in read],
     )
     if name in result["unavailable"]:
         raise RuntimeError(result["unavailable"][name])
@@ -195,8 +183,8 @@ def compute_figures(
         figures[key] = {
             "value": float(value) if ok else None,
             "better": _BETTER.get(key, "higher"),
-            "ci_low": ci[0],
-            "ci_high": ci[1],
+            "ci_low": _finite(ci[0]),
+            "ci_high": _finite(ci[1]),
             "n": n,
         }
 
@@ -234,6 +222,95 @@ def compute_figures(
                 put(f"auroc.{e}.{strategy}", m.value, (m.ci_low, m.ci_high), m.n)
                 figures[f"auroc.{e}.{strategy}"].update(n_correct=m.n_correct, n_incorrect=m.n_incorrect)
     return figures
+
+
+def _finite(value: float | None) -> float | None:
+    """A bound as JSON keeps it: None when undefined."""
+    return float(value) if value is not None and math.isfinite(value) else None
+
+
+FIGURES_CACHE_FORMAT = "semuq-check-figures/1"
+
+
+def cached_figures(
+    name: str,
+    options: Mapping[str, Any],
+    store: str | os.PathLike,
+    fingerprint: str,
+    *,
+    estimators: Sequence[str] | None = None,
+    max_questions: int | None = None,
+    progress: bool = True,
+    cache: str | os.PathLike | None | bool = True,
+) -> dict[str, dict[str, Any]]:
+    """:func:`compute_figures`, read back from ``cache`` when the same operator (its identity: weights revision,
+    pooling, conditioning, options) was checked on the same store (``fingerprint``) with the same estimators,
+    questions and version before. The figures are deterministic (seeded bootstrap), so a cached copy is the
+    same figures; the key holds the package's code too. An operator whose weights cannot be told apart (no
+    revision) is computed every time."""
+    from semuq_eval import __version__
+    from semuq_eval.harness.operator_runs import get_operator
+
+    folder = _cache_folder(cache)
+    info = dict(get_operator(name, dict(options)).info) if folder is not None else {}
+    # what tells two operators apart before any model loads: the class, the weights and the options
+    identity = {k: info.get(k) for k in ("operator", "model", "revision")}
+    if folder is None or ("model" in info and not info.get("revision")):
+        return compute_figures(
+            name, options, store, estimators=estimators, max_questions=max_questions, progress=progress
+        )
+    key_source = {
+        "version": __version__,
+        "code": _code_fingerprint(),
+        "store": fingerprint,
+        "operator": [name, identity, {k: str(v) for k, v in options.items()}],
+        "estimators": _tracked(name, store, estimators, max_questions),
+        "max_questions": max_questions,
+    }
+    key = hashlib.sha256(json.dumps(key_source, sort_keys=True, default=str).encode()).hexdigest()
+    path = folder / f"{key}.json"
+    try:
+        kept = read_json(path) if path.is_file() else None
+    except (OSError, ValueError):
+        kept = None  # a damaged copy is computed again and replaced
+    if isinstance(kept, dict) and kept.get("format") == FIGURES_CACHE_FORMAT and kept.get("key") == key:
+        return kept["figures"]
+    figures = compute_figures(
+        name, options, store, estimators=estimators, max_questions=max_questions, progress=progress
+    )
+    folder.mkdir(parents=True, exist_ok=True)
+    write_json(path, {"format": FIGURES_CACHE_FORMAT, "key": key, "of": key_source, "figures": figures})
+    return figures
+
+
+def _tracked(
+    name: str, store: str | os.PathLike, estimators: Sequence[str] | None, max_questions: int | None
+) -> list[str]:
+    """The estimators whose AUROC :func:`compute_figures` tracks (the defaults resolved), in order."""
+    docs = open_store(store).docs(hidden=False)[:max_questions]
+    n_samples = max((len(d.samples) for d in docs), default=0)
+    return sorted(_estimators(name, n_samples, estimators)) if n_samples else []
+
+
+@functools.cache
+def _code_fingerprint() -> str:
+    """sha256 of the package's source: a copy made by other code (an edited checkout) is never read back."""
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        h.update(str(path.relative_to(root)).encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def _cache_folder(cache: str | os.PathLike | None | bool) -> Path | None:
+    if cache is False or cache is None:
+        return None
+    if cache is True:
+        from semuq_eval.assets import cache_dir
+
+        return cache_dir() / "check-operator"
+    return Path(cache)
 
 
 @dataclass(frozen=True)
@@ -343,6 +420,7 @@ def check_operator(
     write_baseline: str | os.PathLike | None = None,
     max_questions: int | None = None,
     progress: bool = True,
+    cache: str | os.PathLike | None | bool = True,
 ) -> CheckReport:
     """Check an operator against a baseline (module docstring), or record one.
 
@@ -366,6 +444,9 @@ def check_operator(
         Use the store's first questions only (recorded in the baseline; a check uses the baseline's).
     progress : bool
         Progress bars.
+    cache : path-like or bool
+        Where the figures of an operator whose weights did not change are kept (:func:`cached_figures`; True:
+        ``<asset cache>/check-operator``, False: computed every time).
 
     Returns
     -------
@@ -396,10 +477,17 @@ def check_operator(
             estimators = est or None
     store = Path(store) if store is not None else frozen_store_path()
     name, options = operator_from_spec(model, operator_options)
-    figures = compute_figures(
-        name, options, store, estimators=estimators, max_questions=max_questions, progress=progress
+    fingerprint = open_store(store).fingerprint()
+    figures = cached_figures(
+        name,
+        options,
+        store,
+        fingerprint,
+        estimators=estimators,
+        max_questions=max_questions,
+        progress=progress,
+        cache=cache,
     )
-    fingerprint = store_fingerprint(store)
     tol = float(tolerance if tolerance is not None else (base or {}).get("tolerance", DEFAULT_TOLERANCE))
     if not tol >= 0:
         raise ValueError(f"tolerance must be >= 0, got {tol}")
