@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Rebuild the offline leaderboard from its committed run records (RECORDS/*.jsonl.gz): on a fresh clone, no RUNS needed.
 # With RUNS (the folder of the generation runs, RUNS/<name>/semuq/<task>/<run_id>), the records are made first.
-# The board's six runs are committed as run-store archives (UNPACK: SmolLM2's are the reproduction's, gemma's are in
-# ../runs/); each <name>.tar.xz is unpacked into RUNS/<name> when that folder is missing:
+# The board's six runs are run-store archives in the repository's history (`bash leaderboards/archives.sh` restores
+# them; UNPACK: SmolLM2's are the reproduction's, gemma's are in ../runs/); each <name>.tar.xz is unpacked into
+# RUNS/<name> when that folder is missing:
 #   1. every finished store of the board's runs is rescored with the board's operators into WORK/stores
 #      (a complete run store each; one already there is kept, so an interrupted regeneration resumes);
 #   2. each rescored store's run record is written to RECORDS/<task>.<run_id>.jsonl.gz (replacing the old one).
@@ -11,7 +12,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 RUNS=${RUNS:-}
-UNPACK=${UNPACK-leaderboards/reproduction/runs/smollm2-135m-instruct-*.tar.xz leaderboards/offline/runs/*.tar.xz}
+DEFAULT_UNPACK="leaderboards/reproduction/runs/smollm2-135m-instruct-*.tar.xz leaderboards/offline/runs/*.tar.xz"
+UNPACK=${UNPACK-$DEFAULT_UNPACK}
 RUN_NAMES=${RUN_NAMES:-$(for a in $UNPACK; do basename "$a" .tar.xz; done)}  # default: the unpacked archives
 WORK=${WORK:-$RUNS/offline-board}           # the rescored stores
 RECORDS=${RECORDS:-leaderboards/offline/records}  # the committed run records the board is built from
@@ -35,6 +37,7 @@ EOF
         [ -d "$path" ] || { echo "regenerate: no model at $path (semuq-eval assets / experiments/reproduce.py make them)" >&2; exit 1; }
     done
 
+    [ "$UNPACK" = "$DEFAULT_UNPACK" ] && bash leaderboards/archives.sh > /dev/null  # from the repository's history
     for archive in $UNPACK; do
         name=$(basename "$archive" .tar.xz)
         [ -d "$RUNS/$name/semuq" ] || { mkdir -p "$RUNS/$name/semuq" && tar -C "$RUNS/$name/semuq" -xJf "$archive"; }

@@ -10,6 +10,7 @@
 # Usage, from anywhere: bash leaderboards/reproduction/recipe/ablation.sh <folder> <ablations> [reproduce.py options]
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
+bash leaderboards/archives.sh > /dev/null  # the evaluation stores, from the repository's history
 if [ "$#" -lt 2 ]; then
   echo "usage: bash leaderboards/reproduction/recipe/ablation.sh <folder> <ablations> [options]" >&2
   exit 2

@@ -14,6 +14,7 @@
 # Usage, from anywhere: bash leaderboards/reproduction/recipe/reproduce.sh   (WORK= the working folder, kept between runs)
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
+bash leaderboards/archives.sh > /dev/null  # the evaluation stores, from the repository's history
 WORK=${WORK:-${TMPDIR:-/tmp}/semuq-reproduce}
 D=semuq_eval/assets/training_data/nqopen-dev-smollm2
 PY=${PY:-.venv/bin/python}

@@ -9,6 +9,7 @@
 # Usage, from anywhere: WORK=/tmp/confirm-2 bash leaderboards/reproduction/confirmation-2/recipe/evaluate.sh
 set -euo pipefail
 cd "$(dirname "$0")/../../../.."
+bash leaderboards/archives.sh > /dev/null  # the evaluation stores, from the repository's history
 WORK=${WORK:-${TMPDIR:-/tmp}/semuq-confirm-2}
 D=semuq_eval/assets/training_data/nqopen-dev-smollm2
 HERE=leaderboards/reproduction/confirmation-2

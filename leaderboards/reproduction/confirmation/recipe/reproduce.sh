@@ -16,6 +16,7 @@
 # Extra arguments go to experiments/reproduce.py (e.g. --force).
 set -euo pipefail
 cd "$(dirname "$0")/../../../.."
+bash leaderboards/archives.sh > /dev/null  # the evaluation stores, from the repository's history
 WORK=${WORK:-${TMPDIR:-/tmp}/semuq-confirm}
 D=semuq_eval/assets/training_data/nqopen-dev-smollm2
 PY=${PY:-.venv/bin/python}
