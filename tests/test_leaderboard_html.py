@@ -375,3 +375,24 @@ def test_the_tables_load_from_cells_js_after_the_headline(browser, page_dir, tmp
     )
     _open_until(page, alone / "index.html", "another build")
     assert page.js("document.querySelectorAll('#cells tbody tr').length") == 0 and page.errors() == []
+
+
+@pytest.mark.chromium
+def test_a_cell_without_a_figure_says_why(browser, page_dir, tmp_path):
+    """An undefined AUROC shows its reason where the figure would be, as the CSV and the Markdown say it."""
+    document = read_document(page_dir / "leaderboard.json")
+    cell = next(c for c in document["cells"] if c["metric"] == "auroc" and c["status"] == "ok")
+    note = "undefined: one class only (0 correct / 100 incorrect)"
+    cell.update(
+        value=None, ci_low=None, ci_high=None, status="undefined", note=note, n_correct=0, n_incorrect=100
+    )
+    out = tmp_path / "index.html"
+    write_html(document, out)
+    page = browser
+    load(page, out)
+    _choose(page, "f-llm", cell["llm"])
+    values = page.js(
+        "[...document.querySelectorAll('#cells tbody tr td:nth-child(7)')].map(td => td.textContent)"
+    )
+    assert "one class only (0 correct / 100 incorrect)" in values and "undefined" not in values
+    assert page.errors() == []

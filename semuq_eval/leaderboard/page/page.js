@@ -49,6 +49,11 @@ function bar(c) {
   kids.push(el("i", {style: "left:" + w(c.value) + "%"}));
   return el("span", {class: "bar"}, kids);
 }
+function whyNot(c) {
+  // a cell without a figure says why: "one class only (0 correct / 100 incorrect)" rather than "undefined"
+  const note = c.note == null ? "" : String(c.note);
+  return note.startsWith(c.status + ": ") ? note.slice(c.status.length + 2) : (note || c.status);
+}
 function renderCells() {
   const rows = kept().sort(cmp), shown = rows.slice(0, limit);
   $("count").textContent = "Showing " + shown.length + " of " + rows.length + " cells (" + cells.length + " in all)";
@@ -56,7 +61,7 @@ function renderCells() {
   $("cells").querySelector("tbody").replaceChildren(...shown.map(c => el("tr", {class: c.reliable === false ? "unreliable" : ""}, [
     el("td", {}, [c.section]), el("td", {}, [c.llm]), el("td", {}, [c.estimator]), el("td", {}, [c.label_set]),
     el("td", {}, [c.strategy]), el("td", {}, [c.metric]),
-    el("td", {class: "num"}, num(c.value) == null ? [el("span", {class: "status"}, [c.status])] :
+    el("td", {class: "num"}, num(c.value) == null ? [el("span", {class: "status", title: c.note == null ? "" : String(c.note)}, [whyNot(c)])] :
       [fmt(c.value), ...(c.reliable === false ? [" ", el("span", {class: "flag", title: "unreliable"}, ["!"])] : [])]),
     el("td", {class: "num"}, [num(c.ci_low) == null ? "" : "[" + fmt(c.ci_low) + ", " + fmt(c.ci_high) + "]"]),
     el("td", {}, [bar(c)]),
