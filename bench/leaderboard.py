@@ -125,13 +125,13 @@ def main() -> None:
     parser.add_argument("--workdir", default="/tmp/semuq-bench-leaderboard")
     args = parser.parse_args()
 
-    from semuq_eval.leaderboard.alignment import group_sections
     from semuq_eval.leaderboard.compute import LeaderboardConfig, compute
     from semuq_eval.leaderboard.discovery import expand_inputs
     from semuq_eval.leaderboard.html import write_html
     from semuq_eval.leaderboard.loading import load_runs
     from semuq_eval.leaderboard.markdown import write_markdown
     from semuq_eval.leaderboard.plots import plot_all
+    from semuq_eval.leaderboard.sections import group_sections
     from semuq_eval.leaderboard.write import to_document, write_csv, write_headline_csv, write_json_document
 
     metrics = [m.strip() for m in args.breakdown_metrics.split(",") if m.strip()]

@@ -55,7 +55,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from semuq_eval.diagnose.report import comparison_lines
+from semuq_eval.diagnose.outputs import comparison_lines
 from semuq_eval.jsonio import read_json, write_json
 
 log = logging.getLogger("reproduce")
@@ -355,7 +355,7 @@ def diagnose_all(
     """Step 4: traps, clustering and localization of every operator with a model, per group of stores, and
     the paired differences of ``compare`` (each trained variant minus its untrained counterpart)."""
     from semuq_eval.diagnose.diagnosis import diagnose
-    from semuq_eval.diagnose.report import write_report
+    from semuq_eval.diagnose.outputs import write_report
 
     results = {}
     wanted = [n for n in names if n not in ("cos_int",)]
@@ -545,8 +545,8 @@ def select_by_heldout_auroc(
     aggregators on the held-out questions (``--validation``; never an evaluation set); it is the main operator
     only if that mean is also above its untrained counterpart's, else the paper's recipe stays main. The
     breakdown is kept as ``heldout/breakdown.json`` in the report folder."""
+    from semuq_eval.harness.breakdown import summarize
     from semuq_eval.harness.pipeline import process_docs
-    from semuq_eval.harness.report import summarize
     from semuq_eval.harness.settings import Settings
     from semuq_eval.training.heldout import SELECTION_AGGREGATORS
 

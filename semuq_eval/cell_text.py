@@ -1,7 +1,7 @@
 """One figure as table text, written the same way by every table: ``0.812 [0.700, 0.900] !``.
 
-The breakdown table (:mod:`semuq_eval.harness.report`), the judge command's AUROC table, the leaderboard's
-Markdown (:mod:`semuq_eval.leaderboard.write`) and the diagnosis report (:mod:`semuq_eval.diagnose.report`)
+The breakdown table (:mod:`semuq_eval.harness.breakdown`), the judge command's AUROC table, the leaderboard's
+Markdown (:mod:`semuq_eval.leaderboard.write`) and the diagnosis report (:mod:`semuq_eval.diagnose.outputs`)
 show a figure with its 95% confidence interval and mark one that rests on too small a sample with ``!``.
 """
 

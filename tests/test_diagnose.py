@@ -8,8 +8,8 @@ prepared MiniLM asset.
 from __future__ import annotations
 
 import json
-import shutil
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -26,8 +26,8 @@ from semuq_eval.diagnose.clustering import clustering_pairs
 from semuq_eval.diagnose.diagnosis import diagnose
 from semuq_eval.diagnose.freeze import freeze_store
 from semuq_eval.diagnose.localization import hit_and_chance, localization
+from semuq_eval.diagnose.outputs import write_report
 from semuq_eval.diagnose.questions import NoSampleLabelsError, load_questions
-from semuq_eval.diagnose.report import write_report
 from semuq_eval.diagnose.rewrite import LLMRewriter, RewriteRequest, SampleSubstitution
 from semuq_eval.diagnose.scoring import difference_with_ci, mean_with_ci
 from semuq_eval.diagnose.spans import alias_spans, last_words
@@ -772,6 +772,8 @@ def test_check_operator_reads_unchanged_figures_back_from_its_cache(store, tmp_p
     assert len(computed) == 2 and len(list(cache.glob("*.json"))) == 1
     other = tmp_path / "other"
     shutil.copytree(store, other)
-    (other / "scores.jsonl").write_text((other / "scores.jsonl").read_text().replace('"greedy": 1', '"greedy": 0', 1))
+    (other / "scores.jsonl").write_text(
+        (other / "scores.jsonl").read_text().replace('"greedy": 1', '"greedy": 0', 1)
+    )
     check_operator("lexical", write_baseline=tmp_path / "b2.json", store=other, progress=False, cache=cache)
     assert len(computed) == 3 and len(list(cache.glob("*.json"))) == 2

@@ -491,7 +491,7 @@ def _items(labels, seed=0):
 
 
 def test_small_samples_are_flagged_with_their_counts(caplog):
-    from semuq_eval.harness.report import breakdown_table, summarize
+    from semuq_eval.harness.breakdown import breakdown_table, summarize
 
     settings = Settings(bootstrap=200)
     balanced = summarize(_items([1, 0] * 30), settings)["results"]["greedy"]["u"]["auroc"]
@@ -524,8 +524,8 @@ def test_small_samples_are_flagged_with_their_counts(caplog):
 
 
 def test_plot_has_a_panel_per_label_strategy(tmp_path):
+    from semuq_eval.harness.breakdown import summarize
     from semuq_eval.harness.figures import plot_auroc
-    from semuq_eval.harness.report import summarize
 
     b = summarize(_items([1] + [0] * 39), Settings(bootstrap=50))
     path = plot_auroc(b, tmp_path / "auroc.png")

@@ -10,7 +10,7 @@ layer and the layers below):
    passed in) and ``data`` (QA sets, read from the assets);
 1. the math: ``aggregators``, ``metrics``, ``decisions`` (calibrators, thresholds, combinations of scores);
 2. ``operators`` (their matrix kinds come from ``aggregators``; the trained operator's record is
-   ``operators.card``);
+   ``operators.training_record``);
 3. ``judges`` (they load models as the operators do) and ``models`` (lm-eval models and generation records);
 4. ``harness``: the pipeline, a run's store, report, rescore and relabelling, the lm-eval task;
 5. what uses the core: ``training`` (which mines hard negatives with ``diagnose``), ``diagnose``,

@@ -27,12 +27,12 @@ from semuq_eval.leaderboard import (
     group_sections,
     load_runs,
 )
-from semuq_eval.leaderboard.alignment import common_questions
 from semuq_eval.leaderboard.build import build
 from semuq_eval.leaderboard.compute import compute
 from semuq_eval.leaderboard.discovery import expand_inputs
 from semuq_eval.leaderboard.loading import load_run
 from semuq_eval.leaderboard.schema import read_document
+from semuq_eval.leaderboard.sections import common_questions
 from semuq_eval.metrics import Bootstrap, auroc, paired_difference
 from tests.fixtures.tiny_encoders import tiny_st_encoder, tiny_wordpiece_dir  # noqa: F401  (fixtures)
 

@@ -11,13 +11,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from semuq_eval.leaderboard.alignment import group_sections
 from semuq_eval.leaderboard.build import build
 from semuq_eval.leaderboard.compute import LeaderboardConfig, compute
 from semuq_eval.leaderboard.curves import rejection_curve, reliability_bins
 from semuq_eval.leaderboard.discovery import expand_inputs
 from semuq_eval.leaderboard.loading import load_runs
 from semuq_eval.leaderboard.schema import read_document
+from semuq_eval.leaderboard.sections import group_sections
 from semuq_eval.metrics import Bootstrap, CalibrationProtocol, auarc, auroc, calibrate, ece
 from tests.fixtures.leaderboard_stores import STORES, different_question_sets
 

@@ -17,12 +17,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from semuq_eval.leaderboard.alignment import group_sections
 from semuq_eval.leaderboard.build import build
 from semuq_eval.leaderboard.compute import LeaderboardConfig, compute
 from semuq_eval.leaderboard.html import CELLS_JS, write_html
 from semuq_eval.leaderboard.runs import Run
 from semuq_eval.leaderboard.schema import read_document
+from semuq_eval.leaderboard.sections import group_sections
 from semuq_eval.leaderboard.write import to_document
 from tests.fixtures.chromium import CHROMIUM, Page, launch, load
 from tests.fixtures.leaderboard_stores import STORES, different_question_sets

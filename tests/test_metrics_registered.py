@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from semuq_eval import metrics
-from semuq_eval.harness.report import summarize, summary_keys
+from semuq_eval.harness.breakdown import summarize, summary_keys
 from semuq_eval.harness.settings import Settings
 from semuq_eval.leaderboard.schema import read_document
 from tests.fixtures.tiny_harness import QA, CannedLM, breakdown_of, run_tasks

@@ -355,7 +355,7 @@ def test_chat_template_context(lm):
 # token <-> character alignment helpers
 # ----------------------------------------------------------------------------------------------------------
 def test_token_char_ends_on_multibyte_text(lm):
-    from semuq_eval.models.alignment import kept_token_range, token_char_ends
+    from semuq_eval.models.token_spans import kept_token_range, token_char_ends
 
     tok = lm.tokenizer
     text = "Caf\u00e9 \u4e2d\u6587 \U0001f600 ok"

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from semuq_eval.operators import get
-from semuq_eval.operators.alignment import align_weights
 from semuq_eval.operators.encoder import format_input
+from semuq_eval.operators.token_weights import align_weights
 from tests.fixtures.tiny_encoders import (  # noqa: F401  (pytest fixtures)
     tiny_bpe_tokenizer,
     tiny_st_encoder,

@@ -72,8 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     from semuq_eval.assets import locate, prepare
     from semuq_eval.commands.run import run_lm_eval
     from semuq_eval.context import model_slug
+    from semuq_eval.harness.breakdown import breakdown_table
     from semuq_eval.harness.figures import plot_auroc
-    from semuq_eval.harness.report import breakdown_table
     from semuq_eval.harness.store import BREAKDOWN, open_store
     from semuq_eval.training.shipped import build_trained_operator
 

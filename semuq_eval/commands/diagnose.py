@@ -120,7 +120,7 @@ def main(argv: list[str]) -> int:
         return 2
     from semuq_eval import judges
     from semuq_eval.diagnose.diagnosis import diagnose
-    from semuq_eval.diagnose.report import markdown, write_report
+    from semuq_eval.diagnose.outputs import markdown, write_report
     from semuq_eval.metrics import Bootstrap
 
     try:

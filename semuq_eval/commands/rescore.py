@@ -7,7 +7,7 @@ import json
 import sys
 
 from semuq_eval.commands.arguments import CommandParser, number, whole
-from semuq_eval.harness.report import breakdown_table
+from semuq_eval.harness.breakdown import breakdown_table
 from semuq_eval.harness.rescore import rescore
 from semuq_eval.judges import MODES
 from semuq_eval.metrics.bootstrap import MAX_RESAMPLES

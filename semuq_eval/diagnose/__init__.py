@@ -26,8 +26,8 @@ from __future__ import annotations
 
 from semuq_eval.diagnose.check import CheckReport, check_operator, frozen_store_path
 from semuq_eval.diagnose.diagnosis import diagnose
+from semuq_eval.diagnose.outputs import write_report
 from semuq_eval.diagnose.questions import DiagnosticQuestion, load_questions
-from semuq_eval.diagnose.report import write_report
 
 __all__ = [
     "CheckReport",

@@ -4,7 +4,7 @@ One call builds every pair set once from the questions (:mod:`~semuq_eval.diagno
 :mod:`~semuq_eval.diagnose.clustering`), then for each operator scores all pairs in one batched call
 (:func:`~semuq_eval.diagnose.scoring.score_pairs`) and, when the operator yields token weights, measures
 token localization (:mod:`~semuq_eval.diagnose.localization`). The result is one JSON-safe dict (format
-``semuq-diagnose/1``) that :mod:`~semuq_eval.diagnose.report` turns into Markdown and a plot. ``compare``
+``semuq-diagnose/1``) that :mod:`~semuq_eval.diagnose.outputs` turns into Markdown and a plot. ``compare``
 asks for paired differences between operators (a trained operator minus its untrained backbone): the same pairs
 and answers scored by both, questions resampled together (:func:`paired_comparisons`).
 """

@@ -3,17 +3,17 @@
 Data flow (README, "How a run works"): task (greedy + N sampled requests, :mod:`~.task`) -> model ->
 :mod:`~.pipeline` on all docs of a rank (operators once, :mod:`~.operator_runs`; every valid estimator,
 :mod:`~.estimators`; the judge's labels, :mod:`semuq_eval.judges`) -> one JSON-safe item per doc -> the run
-finished in one place (:mod:`~.run`: AUROC / ECE with CIs over all items, :mod:`~.report`; ``breakdown.json``
+finished in one place (:mod:`~.run`: AUROC / ECE with CIs over all items, :mod:`~.breakdown`; ``breakdown.json``
 and the run store, :mod:`~.store`) -> lm-eval's results. ``rescore`` (:mod:`~.rescore`) reads a store back and
 goes down the same path; ``judge`` labels it again (:mod:`~.relabel`).
 """
 
 from __future__ import annotations
 
+from semuq_eval.harness.breakdown import breakdown_table, summarize
 from semuq_eval.harness.doc import Doc
 from semuq_eval.harness.estimators import Estimator, OperatorSpec, score_doc, valid_estimators
 from semuq_eval.harness.pipeline import PipelineOutput, process_docs
-from semuq_eval.harness.report import breakdown_table, summarize
 from semuq_eval.harness.rescore import rescore
 from semuq_eval.harness.run import finish_run
 from semuq_eval.harness.settings import Settings

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from semuq_eval.context import model_slug
-from semuq_eval.operators.card import read_record
+from semuq_eval.operators.training_record import read_training_record
 from semuq_eval.task_files import dataset_of_task
 
 __all__ = ["dataset_family", "training_overlap", "warn_training_overlap"]
@@ -64,7 +64,7 @@ def training_overlap(
     folder without a record, or when a side is unknown).
     """
     if not isinstance(record, Mapping):
-        record = read_record(record) or {}
+        record = read_training_record(record) or {}
     stores = list((record.get("training_data") or {}).get("stores") or [])
     out: list[str] = []
     eval_llm = _llm_key(llm)

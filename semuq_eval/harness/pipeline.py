@@ -8,7 +8,7 @@ rank, when lm-eval applies the filters), ``rescore`` (on a run store), and the c
 3. :func:`~semuq_eval.judges.label_answers`: the judge's label under every label strategy (one batched call),
    or labels given by the caller (a store's stored labels);
 4. :func:`doc_item`: one JSON-safe item per doc, which survives pickling and JSON alike, and which
-   :func:`semuq_eval.harness.report.summarize` turns into AUROC / ECE with CIs.
+   :func:`semuq_eval.harness.breakdown.summarize` turns into AUROC / ECE with CIs.
 
 Example
 -------

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from semuq_eval import judges
+from semuq_eval.harness.breakdown import summarize
 from semuq_eval.harness.label_sets import (
     check_name,
     label_docs,
@@ -23,7 +24,6 @@ from semuq_eval.harness.label_sets import (
     read_label_set,
     write_label_set,
 )
-from semuq_eval.harness.report import summarize
 from semuq_eval.harness.settings import stored_settings
 from semuq_eval.harness.store import open_store
 from semuq_eval.judges.agreement import agreement

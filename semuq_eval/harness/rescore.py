@@ -29,10 +29,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from semuq_eval.harness.breakdown import FORMAT as BREAKDOWN_FORMAT
 from semuq_eval.harness.doc import Doc
 from semuq_eval.harness.label_sets import RUN_LABELS, read_label_set, slice_samples
 from semuq_eval.harness.pipeline import process_docs
-from semuq_eval.harness.report import FORMAT as BREAKDOWN_FORMAT
 from semuq_eval.harness.run import finish_run
 from semuq_eval.harness.settings import Settings, stored_settings
 from semuq_eval.harness.store import MANIFEST, STORE_FORMAT, RunStore, open_store

@@ -5,7 +5,7 @@ Every way of scoring goes down the same path:
 1. the pipeline (:func:`~semuq_eval.harness.pipeline.process_docs`) on the docs of a process: one JSON-safe item
    per doc;
 2. the run store's start (:meth:`~semuq_eval.harness.store.RunStore.begin`, then the process's answers);
-3. :func:`finish_run` on the items of every process: the breakdown (:func:`~semuq_eval.harness.report.summarize`:
+3. :func:`finish_run` on the items of every process: the breakdown (:func:`~semuq_eval.harness.breakdown.summarize`:
    metrics with CIs per estimator and label strategy), then ``scores.jsonl``, ``breakdown.json`` and the run
    record in the store.
 
@@ -20,8 +20,8 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from semuq_eval.harness.breakdown import summarize
 from semuq_eval.harness.record import write_store_record
-from semuq_eval.harness.report import summarize
 from semuq_eval.harness.settings import Settings
 from semuq_eval.harness.store import RunStore
 
@@ -52,7 +52,7 @@ def finish_run(
         The run's settings: metrics, bootstrap, ``store`` (False: ``breakdown.json`` only, no ``scores.jsonl``
         nor run record).
     task, operators, judge, label_set, extra
-        What the breakdown records (:func:`~semuq_eval.harness.report.summarize`).
+        What the breakdown records (:func:`~semuq_eval.harness.breakdown.summarize`).
     store : RunStore, optional
         Where the run's files go (None: nothing is written).
     strict : bool

@@ -220,7 +220,7 @@ class OperatorBaseline(BaseModel):
 
 
 class BreakdownFile(BaseModel):
-    """``breakdown.json``: the fields the leaderboard and the commands read (:mod:`semuq_eval.harness.report`)."""
+    """``breakdown.json``: the fields the leaderboard and the commands read (:mod:`semuq_eval.harness.breakdown`)."""
 
     model_config = ConfigDict(extra="allow", strict=True)
 

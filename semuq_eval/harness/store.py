@@ -17,7 +17,7 @@ says otherwise). Files (no pickle anywhere):
                                ``d<doc_id>.greedy`` (d,) and ``d<doc_id>.samples`` (N, d)
 ``scores.jsonl``               one item per question (rank 0, :func:`~semuq_eval.harness.run.finish_run`): labels (one per label
                                strategy), every estimator's score (null = unavailable) and the reasons
-``breakdown.json``             the full breakdown (:mod:`semuq_eval.harness.report`)
+``breakdown.json``             the full breakdown (:mod:`semuq_eval.harness.breakdown`)
 ``record.jsonl.gz``            the run record: labels and scores, text only (:mod:`semuq_eval.harness.record`)
 =============================  ============================================================================
 

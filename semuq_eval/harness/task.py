@@ -50,11 +50,11 @@ from lm_eval.api.task import ConfigurableTask
 
 from semuq_eval.context import RunContext, model_from_argv
 from semuq_eval.distributed import all_gather_object, process_group
+from semuq_eval.harness.breakdown import summary_keys, summary_scalars
 from semuq_eval.harness.doc import Doc
 from semuq_eval.harness.operator_runs import OperatorRun, merge_operator_runs
 from semuq_eval.harness.overlap import warn_training_overlap
 from semuq_eval.harness.pipeline import process_docs
-from semuq_eval.harness.report import summary_keys, summary_scalars
 from semuq_eval.harness.run import finish_run
 from semuq_eval.harness.settings import Settings
 from semuq_eval.harness.store import RunStore

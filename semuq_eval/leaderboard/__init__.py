@@ -2,7 +2,7 @@
 
 ``semuq-eval leaderboard 'out/**/semuq/*/*' --output leaderboards/mine`` runs :func:`.build.build`. The
 steps, one module each: :mod:`.runs` (what a run and a section are), :mod:`.discovery`, :mod:`.loading` and
-:mod:`.provenance` (find, read and check run stores or records), :mod:`.alignment` (group them into sections of runs
+:mod:`.provenance` (find, read and check run stores or records), :mod:`.sections` (group them into sections of runs
 comparable question by question), :mod:`.baselines` (which estimator each ``@enc`` estimator is compared with),
 :mod:`.compute` (every figure on one shared seeded bootstrap per section: :mod:`.run_figures` per run, :mod:`.cells`,
 :mod:`.differences` (paired), :mod:`.ranks` (rank intervals)),
@@ -13,11 +13,11 @@ CSV, JSON), :mod:`.html` (the page), :mod:`.plots` (PNGs).
 
 from __future__ import annotations
 
-from semuq_eval.leaderboard.alignment import group_sections
 from semuq_eval.leaderboard.compute import Leaderboard, LeaderboardConfig
 from semuq_eval.leaderboard.discovery import expand_inputs
 from semuq_eval.leaderboard.loading import load_runs
 from semuq_eval.leaderboard.runs import LeaderboardInputError
+from semuq_eval.leaderboard.sections import group_sections
 
 # ``compute`` stays a module name (semuq_eval.leaderboard.compute.compute is the function), not re-exported
 

@@ -2,7 +2,7 @@
 
 :func:`build` runs the steps of :mod:`semuq_eval.leaderboard` in order (``semuq-eval leaderboard`` calls it,
 :mod:`semuq_eval.commands.leaderboard`): :mod:`.discovery` and :mod:`.loading` find and read the runs,
-:mod:`.alignment` groups them into sections, :mod:`.compute` fills the cells, :mod:`.write`, :mod:`.html` and :mod:`.plots` write ``leaderboard.json``,
+:mod:`.sections` groups them into sections, :mod:`.compute` fills the cells, :mod:`.write`, :mod:`.markdown`, :mod:`.html` and :mod:`.plots` write ``leaderboard.json``,
 ``.csv``, ``.md``, ``headline.csv``, ``index.html`` and the PNGs.
 """
 
@@ -47,7 +47,7 @@ def build(
         record that cannot be read is listed in the document's ``skipped`` and the others are used.
     add : list of str
         Run records (or globs of them) that must join a section the ``inputs`` make: each is checked with
-        :func:`~semuq_eval.leaderboard.alignment.check_join` and, when it does not fit, listed in ``skipped``
+        :func:`~semuq_eval.leaderboard.sections.check_join` and, when it does not fit, listed in ``skipped``
         with the field that differs (the others join).
     output : path-like
         The folder to write (created).
@@ -56,11 +56,11 @@ def build(
     common_questions : {None, "only", "also"}
         Runs of a task made on different question sets: None puts them in separate sections; ``"only"``
         restricts them to the questions they all share
-        (:func:`~semuq_eval.leaderboard.alignment.common_questions`), noted in the section; ``"also"`` keeps
+        (:func:`~semuq_eval.leaderboard.sections.common_questions`), noted in the section; ``"also"`` keeps
         the separate sections (each LLM on all its questions) and adds a ``<task>#common`` section on the
         shared questions, which the summary counts leave out (``Section.repeats``).
     strict, on_duplicate
-        See :func:`semuq_eval.leaderboard.alignment.group_sections`.
+        See :func:`semuq_eval.leaderboard.sections.group_sections`.
     config : LeaderboardConfig, optional
     header : str
         Text shown at the top of ``leaderboard.md`` and ``index.html`` (paragraphs separated by blank lines).
@@ -139,9 +139,9 @@ def _check_reference(reference: str, runs: list) -> None:
 def _joining(paths: list[Path], runs: list, labels: tuple[str, ...], skipped: list[dict[str, str]]) -> list:
     """The runs of the records ``paths`` that fit a section of ``runs`` (:func:`build`'s ``add``); the others
     are listed in ``skipped`` with the reason, one line each."""
-    from semuq_eval.leaderboard.alignment import check_join, group_sections
     from semuq_eval.leaderboard.loading import load_runs
     from semuq_eval.leaderboard.runs import LeaderboardInputError
+    from semuq_eval.leaderboard.sections import check_join, group_sections
 
     sections = group_sections(runs, on_duplicate="latest")
     joining = []
@@ -163,8 +163,8 @@ COMMON_QUESTIONS = ("only", "also")
 
 def _sections(runs: list, common_questions: str | None, **grouping) -> list:
     """The runs grouped into sections under a ``common_questions`` mode (:func:`build`)."""
-    from semuq_eval.leaderboard.alignment import common_questions as restrict
-    from semuq_eval.leaderboard.alignment import group_sections
+    from semuq_eval.leaderboard.sections import common_questions as restrict
+    from semuq_eval.leaderboard.sections import group_sections
 
     if common_questions not in (None, *COMMON_QUESTIONS):
         raise ValueError(

@@ -1,6 +1,6 @@
 """Every figure of a leaderboard, on one shared seeded bootstrap per section.
 
-Within a section (:mod:`semuq_eval.leaderboard.alignment`) every run holds the same questions in doc-id order,
+Within a section (:mod:`semuq_eval.leaderboard.sections`) every run holds the same questions in doc-id order,
 so :meth:`Bootstrap.counts` gives every LLM and every estimator the **same** resampled question sets:
 resample r draws the same questions for every LLM. That makes three things valid:
 
@@ -163,7 +163,7 @@ def compute(sections: Sequence[Section], config: LeaderboardConfig | None = None
     Parameters
     ----------
     sections : sequence of Section
-        From :func:`semuq_eval.leaderboard.alignment.group_sections`.
+        From :func:`semuq_eval.leaderboard.sections.group_sections`.
     config : LeaderboardConfig, optional
 
     Returns
@@ -174,7 +174,7 @@ def compute(sections: Sequence[Section], config: LeaderboardConfig | None = None
     --------
     >>> import numpy as np
     >>> from semuq_eval.leaderboard.runs import Run
-    >>> from semuq_eval.leaderboard.alignment import group_sections
+    >>> from semuq_eval.leaderboard.sections import group_sections
     >>> rng = np.random.default_rng(0)
     >>> y = rng.integers(0, 2, 80).astype(float)
     >>> def run(llm):

@@ -167,7 +167,7 @@ def headline(
     --------
     >>> from semuq_eval.leaderboard.compute import compute, LeaderboardConfig
     >>> from semuq_eval.leaderboard.runs import Run
-    >>> from semuq_eval.leaderboard.alignment import group_sections
+    >>> from semuq_eval.leaderboard.sections import group_sections
     >>> rng = np.random.default_rng(0)
     >>> y = rng.integers(0, 2, 80).astype(float)
     >>> def run(llm, skill):

@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
+from semuq_eval.harness.breakdown import FORMAT as BREAKDOWN_FORMAT
 from semuq_eval.harness.label_sets import RUN_LABELS, label_set_names, read_label_set
 from semuq_eval.harness.record import RECORD_SUFFIX, read_record
-from semuq_eval.harness.report import FORMAT as BREAKDOWN_FORMAT
 from semuq_eval.harness.schemas import BreakdownFile, check_line
 from semuq_eval.harness.store import BREAKDOWN, SCORES, open_store, read_breakdown
 from semuq_eval.judges import label_strategy_names

@@ -2,11 +2,11 @@
 
 A **run** is one LLM on one task: a run store directory ``<out>/semuq/<task>/<run_id>/`` holding
 ``manifest.json``, ``scores.jsonl`` (one item per question: ``doc_id``, ``scores``, ``labels`` {greedy,
-majority}) and ``breakdown.json`` (:mod:`semuq_eval.harness.report`), or its run record
+majority}) and ``breakdown.json`` (:mod:`semuq_eval.harness.breakdown`), or its run record
 (:mod:`semuq_eval.harness.record`). A breakdown JSON file given on its own (no ``scores.jsonl`` beside it) is a
 *breakdown-only* run: its AUROC / ECE figures are shown as the run computed them, but nothing is paired with it.
 
-A **section** holds the runs that can be compared question by question (:mod:`~.alignment`). Errors in a board's
+A **section** holds the runs that can be compared question by question (:mod:`~.sections`). Errors in a board's
 inputs are :class:`LeaderboardInputError`, naming the file and what to do.
 """
 

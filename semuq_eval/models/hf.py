@@ -17,7 +17,7 @@ This module holds the model classes; each step of serving `generate_until` lives
    budget and past the stop-sequence criterion (the step that reads the last kept token), so a prompt is
    left-truncated to `max_length - max_gen_toks - 1` tokens (HFLM: one more).
 4. Post-processing per row: the text is HFLM's; the kept tokens are those whose characters make up the text
-   (`semuq_eval.models.alignment`; `semuq_eval.models.generation` for the exact rule and the offsets).
+   (`semuq_eval.models.token_spans`; `semuq_eval.models.generation` for the exact rule and the offsets).
 
 Reflexive follow-ups (setting ``reflexive``, `semuq_eval.models.reflexive`): after a batch of greedy answers, the
 P(True) prompts of the batch go through ONE forward pass (batched, left-padded; the next-token distribution at the
@@ -48,7 +48,6 @@ from lm_eval.models.utils_hf import stop_sequences_criteria
 from tqdm import tqdm
 
 from semuq_eval.context import RunContext
-from semuq_eval.models.alignment import align_answer, hflm_postprocess
 from semuq_eval.models.cpu_dtype import cpu_generation_dtype
 from semuq_eval.models.data_parallel import cpu_data_parallel_split
 from semuq_eval.models.decoding import decoding_kwargs
@@ -65,6 +64,7 @@ from semuq_eval.models.reflexive import (
     p_true_result,
     token_sets,
 )
+from semuq_eval.models.token_spans import align_answer, hflm_postprocess
 
 __all__ = ["SemuqGenerateMixin", "SemuqHFLM"]
 

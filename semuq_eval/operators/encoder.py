@@ -21,15 +21,15 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
-from semuq_eval.operators.alignment import align_weights, as_spans
 from semuq_eval.operators.base import Cost, _describe, check_inputs, gram_matrix, unit_rows
-from semuq_eval.operators.card import operator_defaults
 from semuq_eval.operators.loading import (
     ModelTextOperator,
     batches,
     load_sentence_transformer,
     loaded_dtype,
 )
+from semuq_eval.operators.token_weights import align_weights, as_spans
+from semuq_eval.operators.training_record import operator_defaults
 
 DEFAULT_SENTENCE_ENCODER = "sentence-transformers/sentence-t5-large"
 """COS-ext's encoder in the paper, and the initialization of the trained Enc operator (App. E.3)."""
@@ -379,7 +379,7 @@ class EncoderOperator(_SentenceEncoderOperator):
         ``answer_token_offsets[b][i]`` is the (T, 2) array of character spans of the generating
         model's tokens within answer string i of question b. The encoder's answer-token norms
         (:meth:`token_norms`) are mapped onto these tokens by character overlap
-        (:mod:`semuq_eval.operators.alignment`) and normalized to sum to 1 over the T tokens.
+        (:mod:`semuq_eval.operators.token_weights`) and normalized to sum to 1 over the T tokens.
         Empty answer, or no overlap: uniform 1/T. T = 0: an empty array.
         """
         check_inputs(questions, answers)

@@ -13,7 +13,7 @@ Modules (one concept each):
 - :mod:`~semuq_eval.training.prepare`: stores and training files -> the kept questions, split;
 - :mod:`~semuq_eval.training.recipe`: the objective, schedule and trainer;
 - :mod:`~semuq_eval.training.card`: ``semuq_training.json`` and ``README.md`` (``enc`` reads the record with
-  :mod:`semuq_eval.operators.card`; the harness warns of an overlap with :mod:`semuq_eval.harness.overlap`);
+  :mod:`semuq_eval.operators.training_record`; the harness warns of an overlap with :mod:`semuq_eval.harness.overlap`);
 
 Importing this package imports neither torch nor sentence-transformers.
 

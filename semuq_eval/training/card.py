@@ -5,14 +5,14 @@ the training data (per store: generating LLM, task, dataset and split, judge and
 (questions seen and kept and why the others were not, train / validation questions, triplets per epoch),
 the hyperparameters, the validation triplet accuracy before training and after every epoch, package
 versions and the seed. ``enc`` reads what it needs of it when it loads the folder
-(:mod:`semuq_eval.operators.card`, which also names the file and its format).
+(:mod:`semuq_eval.operators.training_record`, which also names the file and its format).
 
 This module imports neither torch nor sentence-transformers.
 
 Examples
 --------
 >>> import tempfile
->>> from semuq_eval.operators.card import operator_defaults
+>>> from semuq_eval.operators.training_record import operator_defaults
 >>> folder = tempfile.mkdtemp()
 >>> _ = write_record(folder, {"question_conditioned": False, "separator": None})
 >>> operator_defaults(folder)
@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from semuq_eval.jsonio import write_json
-from semuq_eval.operators.card import RECORD_FILE, RECORD_FORMAT
+from semuq_eval.operators.training_record import TRAINING_RECORD_FILE, TRAINING_RECORD_FORMAT
 
 __all__ = ["package_versions", "render_readme", "write_card", "write_record"]
 
@@ -55,7 +55,7 @@ def package_versions() -> dict[str, str | None]:
 
 def write_record(folder: str | os.PathLike, record: Mapping[str, Any]) -> Path:
     """Write ``semuq_training.json`` into ``folder``; returns its path."""
-    return write_json(Path(folder) / RECORD_FILE, {"format": RECORD_FORMAT, **dict(record)})
+    return write_json(Path(folder) / TRAINING_RECORD_FILE, {"format": TRAINING_RECORD_FORMAT, **dict(record)})
 
 
 def _kept(kept_epoch: str) -> str:
@@ -168,7 +168,7 @@ def render_readme(record: Mapping[str, Any]) -> str:
         "|---|---|",
         *(f"| {k} | {v} |" for k, v in record.get("versions", {}).items()),
         "",
-        f"The full record is `{RECORD_FILE}`.",
+        f"The full record is `{TRAINING_RECORD_FILE}`.",
         "",
     ]
     return "\n".join(lines)

@@ -9,8 +9,8 @@ Examples
 --------
 >>> import json, os, tempfile
 >>> folder = tempfile.mkdtemp()
->>> with open(os.path.join(folder, RECORD_FILE), "w") as fh:
-...     json.dump({"format": RECORD_FORMAT, "question_conditioned": False, "separator": None}, fh)
+>>> with open(os.path.join(folder, TRAINING_RECORD_FILE), "w") as fh:
+...     json.dump({"format": TRAINING_RECORD_FORMAT, "question_conditioned": False, "separator": None}, fh)
 >>> operator_defaults(folder)
 {'condition_on_question': False}
 >>> operator_defaults("sentence-transformers/all-MiniLM-L6-v2")
@@ -25,13 +25,13 @@ from typing import Any
 
 from semuq_eval.jsonio import read_json
 
-__all__ = ["RECORD_FILE", "RECORD_FORMAT", "operator_defaults", "read_record"]
+__all__ = ["TRAINING_RECORD_FILE", "TRAINING_RECORD_FORMAT", "operator_defaults", "read_training_record"]
 
-RECORD_FILE = "semuq_training.json"
-RECORD_FORMAT = "semuq-operator-training/1"
+TRAINING_RECORD_FILE = "semuq_training.json"
+TRAINING_RECORD_FORMAT = "semuq-operator-training/1"
 
 
-def read_record(folder: str | os.PathLike) -> dict[str, Any] | None:
+def read_training_record(folder: str | os.PathLike) -> dict[str, Any] | None:
     """The training record of an operator folder, or None when ``folder`` is not a trained operator.
 
     Raises
@@ -39,14 +39,14 @@ def read_record(folder: str | os.PathLike) -> dict[str, Any] | None:
     ValueError
         When the record exists but is not one this version understands.
     """
-    path = Path(os.fspath(folder)).expanduser() / RECORD_FILE
+    path = Path(os.fspath(folder)).expanduser() / TRAINING_RECORD_FILE
     try:
         if not path.is_file():
             return None
     except OSError:
         return None
     record = read_json(path)
-    if not isinstance(record, dict) or record.get("format", RECORD_FORMAT) != RECORD_FORMAT:
+    if not isinstance(record, dict) or record.get("format", TRAINING_RECORD_FORMAT) != TRAINING_RECORD_FORMAT:
         raise ValueError(f"{path}: unknown training record format {record.get('format')!r}")
     return record
 
@@ -58,7 +58,7 @@ def operator_defaults(model: Any) -> dict[str, Any]:
     model)."""
     if not isinstance(model, (str, os.PathLike)):
         return {}
-    record = read_record(model)
+    record = read_training_record(model)
     if record is None:
         return {}
     out: dict[str, Any] = {"condition_on_question": bool(record.get("question_conditioned", True))}
