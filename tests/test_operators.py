@@ -262,7 +262,7 @@ def test_nli_question_conditioning_and_cost(make):
 
 
 def test_nli_and_nli_soft_share_one_cross_encoder_pass(make):
-    from semuq_eval.operators.base import compute_shared, share_groups
+    from semuq_eval.operators.sharing import compute_shared, share_groups
 
     hard, soft, other = make("nli"), make("nli_soft"), make("nli_soft", condition_on_question=False)
     assert hard.share_key() == soft.share_key() != other.share_key()

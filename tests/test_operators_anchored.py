@@ -14,7 +14,7 @@ from semuq_eval.harness import Doc, score_doc, valid_estimators
 from semuq_eval.harness.operator_runs import compute_operators, operator_spec
 from semuq_eval.models.generation import Generation
 from semuq_eval.operators import get
-from semuq_eval.operators.base import compute_shared
+from semuq_eval.operators.sharing import compute_shared
 from semuq_eval.signals import SIGNALS
 from tests.fixtures.tiny_encoders import (  # noqa: F401  (pytest fixtures)
     tiny_nli,

@@ -187,7 +187,7 @@ def compute_operators(
     read, so an unread one costs nothing). A token extra is computed by the operator's method of its name on the
     questions, the greedy answers and their token offsets (the generating model's tokens).
     """
-    from semuq_eval.operators.base import share_groups
+    from semuq_eval.operators.sharing import share_groups
 
     options = options or {}
     runs = {name: OperatorRun(name, n_questions=len(docs)) for name in names}
@@ -257,7 +257,7 @@ def _run_group(
 ) -> None:
     """One batched pass of the group over ``todo``; the greedy answers are anchored when every operator declares
     it and, for hidden-state operators, ``anchor_hidden`` gives the greedy answers' hidden states."""
-    from semuq_eval.operators.base import compute_shared
+    from semuq_eval.operators.sharing import compute_shared
 
     start = time.perf_counter()
     anchored = all("greedy_similarities" in op.extras for op in group) and (

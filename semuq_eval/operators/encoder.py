@@ -21,7 +21,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
-from semuq_eval.operators.base import Cost, _describe, check_inputs, gram_matrix, unit_rows
+from semuq_eval.operators.base import Cost, _describe, check_inputs
+from semuq_eval.operators.gram import gram_matrix, unit_rows
 from semuq_eval.operators.loading import (
     ModelTextOperator,
     batches,

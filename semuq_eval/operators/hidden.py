@@ -13,7 +13,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from semuq_eval.operators.base import Cost, Operator, _describe, gram_matrix
+from semuq_eval.operators.base import Cost, Operator, _describe
+from semuq_eval.operators.gram import gram_matrix
 
 
 class HiddenStateCosineOperator(Operator):
