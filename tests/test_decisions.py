@@ -20,7 +20,7 @@ from semuq_eval.decisions import (
     load_calibrator,
     split_questions,
 )
-from semuq_eval.metrics.calibration import _fit_predict
+from semuq_eval.metrics.calibrators import _fit_predict
 from semuq_eval.metrics.ranking import auroc
 
 STORE = Path(__file__).parent / "fixtures" / "leaderboard" / "stores" / "llm-alpha" / "semuq" / "semuq_toy_a"

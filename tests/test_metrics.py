@@ -148,7 +148,7 @@ class TestECE:
         conf = M.calibrate(u, correct, protocol)
         for k in range(2):
             fit = folds != k
-            expected = M.calibration._fit_predict(
+            expected = M.calibrators._fit_predict(
                 "isotonic", u[fit], correct[fit].astype(float), u[folds == k]
             )
             np.testing.assert_allclose(conf[folds == k], expected)

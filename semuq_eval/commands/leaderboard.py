@@ -28,7 +28,7 @@ from semuq_eval.harness.record import RECORD_SUFFIX
 from semuq_eval.leaderboard.build import COMMON_QUESTIONS, build
 from semuq_eval.leaderboard.headline import REFERENCE
 from semuq_eval.metrics.bootstrap import MAX_RESAMPLES
-from semuq_eval.metrics.calibration import MAX_BINS
+from semuq_eval.metrics.calibrators import MAX_BINS
 
 __all__ = ["main"]
 

@@ -1,6 +1,6 @@
 """A saved calibrator: an estimator's uncertainty mapped to P(correct), fitted on one run, applied to another.
 
-The maps are the ones ECE already fits (:mod:`semuq_eval.metrics.calibration`): isotonic regression decreasing in
+The maps are the ones ECE already fits (:mod:`semuq_eval.metrics.calibrators`): isotonic regression decreasing in
 the uncertainty, or Platt scaling (a logistic regression on the standardized uncertainty). A calibrator is saved
 as a small JSON file (format ``semuq-calibrator/1``) with what it was fitted for (the estimator, the operator's
 identity, the label set and strategy) and on what (the run, the counts), and it refuses to score an estimator or

@@ -186,7 +186,7 @@ class Settings:
         """Check types, ranges and registry names; normalize numbers. Raises ValueError naming the key."""
         from semuq_eval import aggregators, judges, metrics, operators
         from semuq_eval.metrics.bootstrap import MAX_RESAMPLES
-        from semuq_eval.metrics.calibration import MAX_BINS
+        from semuq_eval.metrics.calibrators import MAX_BINS
         from semuq_eval.models.reflexive import METHODS as REFLEXIVE_METHODS
         from semuq_eval.registry import check_keywords
 

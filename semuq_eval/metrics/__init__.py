@@ -29,7 +29,8 @@ from semuq_eval.metrics.bootstrap import (
     paired_difference,
     resample,
 )
-from semuq_eval.metrics.calibration import CalibrationProtocol, calibrate, calibrate_resamples, ece
+from semuq_eval.metrics.calibration import ece
+from semuq_eval.metrics.calibrators import CalibrationProtocol, calibrate, calibrate_resamples
 from semuq_eval.metrics.ranking import auarc, auroc, prr
 from semuq_eval.metrics.risk import coverage_at_risk
 

@@ -23,13 +23,8 @@ from functools import lru_cache
 import numpy as np
 
 from semuq_eval.metrics.base import DEFAULT_METRICS, Metric, check_inputs, registry
-from semuq_eval.metrics.calibration import (
-    CalibrationProtocol,
-    _refit_entries,
-    calibrate,
-    calibrate_resamples,
-    ece_weighted,
-)
+from semuq_eval.metrics.calibration import ece_weighted
+from semuq_eval.metrics.calibrators import CalibrationProtocol, _refit_entries, calibrate, calibrate_resamples
 
 MAX_RESAMPLES = 100_000
 """The most bootstrap resamples: intervals stop moving long before; their (resamples, questions) counts must fit
