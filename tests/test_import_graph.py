@@ -5,7 +5,7 @@ The layers, lowest first (a unit is a subpackage or top-level module of ``semuq_
 layer and the layers below):
 
 0. base: ``semuq_eval`` (the version), ``registry`` (the one registry shape), ``jsonio``, ``cell_text``,
-   ``distributed``, ``context``, ``logs``, ``openai_client`` (the transport to OpenAI-compatible servers, shared by
+   ``distributed``, ``context``, ``logs``, ``openai_client`` and ``openai_replies`` (the transport to OpenAI-compatible servers and the reading of their replies, shared by
    a judge and a model), ``local_models`` (a local model folder's revision), ``task_files`` (the shipped task YAMLs), ``scratch`` (scratch folders a later run can clean), ``writes`` (where a command may write), ``signals`` (what an estimator reads besides its matrix), ``assets`` (the asset cache and its builders; the trained operator's training is
    passed in) and ``data`` (QA sets, read from the assets);
 1. the math: ``aggregators``, ``metrics``, ``decisions`` (calibrators, thresholds, combinations of scores);
@@ -48,6 +48,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "context",
                 "logs",
                 "openai_client",
+                "openai_replies",
                 "local_models",
                 "task_files",
                 "scratch",

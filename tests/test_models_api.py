@@ -22,7 +22,8 @@ from semuq_eval.models.capabilities import probe
 from semuq_eval.models.generation import Generation
 from semuq_eval.models.server_answer import answer_from_choice, cut_at_stop, token_spans
 from semuq_eval.models.topk import topk_entropies, topk_method
-from semuq_eval.openai_client import MalformedLogprobs, ServerClient, read_logprobs
+from semuq_eval.openai_client import ServerClient
+from semuq_eval.openai_replies import MalformedLogprobs, read_logprobs
 from tests.fixtures.stub_openai import SERVER_ESTIMATORS, FakeLLM
 from tests.fixtures.tiny_encoders import tiny_st_encoder, tiny_wordpiece_dir  # noqa: F401  (fixtures)
 from tests.fixtures.tiny_harness import QA, breakdown_of, run_tasks

@@ -270,7 +270,8 @@ class LLMRewriter:
         server applies its chat template), ``"completions"`` sends it raw. ``**transport`` are the transport's
         other options (``api_key_env``, ``timeout``, ``max_retries``, ``backoff``).
         """
-        from semuq_eval.openai_client import TRANSPORT_OPTIONS, ServerClient, choice_text, first_choice
+        from semuq_eval.openai_client import TRANSPORT_OPTIONS, ServerClient
+        from semuq_eval.openai_replies import choice_text, first_choice
 
         unknown = sorted(set(transport) - set(TRANSPORT_OPTIONS))
         if unknown:

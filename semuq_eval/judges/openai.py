@@ -30,16 +30,8 @@ from typing import Any
 from semuq_eval.judges.base import Verdict
 from semuq_eval.judges.prompted import PromptedJudge
 from semuq_eval.judges.prompts import parse_yes_no
-from semuq_eval.openai_client import (
-    TRANSPORT_OPTIONS,
-    MalformedLogprobs,
-    RequestFailed,
-    ServerClient,
-    ServerRefused,
-    choice_text,
-    first_choice,
-    read_logprobs,
-)
+from semuq_eval.openai_client import TRANSPORT_OPTIONS, RequestFailed, ServerClient, ServerRefused
+from semuq_eval.openai_replies import MalformedLogprobs, choice_text, first_choice, read_logprobs
 
 __all__ = ["JudgeServerError", "OpenAIJudge", "yes_no_probability"]
 

@@ -61,16 +61,8 @@ from semuq_eval.models.reflexive import (
 )
 from semuq_eval.models.server_answer import answer_from_choice
 from semuq_eval.models.topk import topk_method
-from semuq_eval.openai_client import (
-    TRANSPORT_OPTIONS,
-    MalformedLogprobs,
-    RequestFailed,
-    ServerClient,
-    Unreadable,
-    choice_text,
-    first_choice,
-    read_logprobs,
-)
+from semuq_eval.openai_client import TRANSPORT_OPTIONS, RequestFailed, ServerClient, Unreadable
+from semuq_eval.openai_replies import MalformedLogprobs, choice_text, first_choice, read_logprobs
 
 __all__ = ["HIDDEN_STATES_REASON", "ChatPrompt", "SemuqAPILM"]
 

@@ -27,13 +27,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from semuq_eval.openai_client import (
-    MalformedLogprobs,
-    RequestFailed,
-    ServerClient,
-    Unreadable,
-    read_logprobs,
-)
+from semuq_eval.openai_client import RequestFailed, ServerClient, Unreadable
+from semuq_eval.openai_replies import MalformedLogprobs, read_logprobs
 
 __all__ = ["PROBE_PROMPT", "Capabilities", "probe"]
 

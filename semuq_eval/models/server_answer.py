@@ -28,7 +28,7 @@ import numpy as np
 
 from semuq_eval.models.generation import Generation
 from semuq_eval.models.topk import topk_entropies, topk_method
-from semuq_eval.openai_client import MalformedLogprobs, TokenLogprobs, choice_text, read_logprobs
+from semuq_eval.openai_replies import MalformedLogprobs, TokenLogprobs, choice_text, read_logprobs
 
 __all__ = ["MAX_SKIP", "answer_from_choice", "cut_at_stop", "token_spans"]
 
