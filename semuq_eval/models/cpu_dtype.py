@@ -1,10 +1,8 @@
 """The dtype `semuq-hf` generates in on a CPU when none is given: chosen by what the CPU computes natively.
 
-Measured with ``python -m bench.generation`` (docs/speed.md): on a CPU without bfloat16 instructions (AVX2 only)
-torch emulates bfloat16, and SmolLM2-135M generated 0.70x as fast in bfloat16 as in float32 (28.4 vs 40.7
-tokens/s on 2 cores; dense matmul 20.7 vs 134 GFLOP/s); on a CPU with ``avx512_bf16`` or ``amx_bf16`` bfloat16 is
-the faster one (1.37x in issue 21's measurement). So: bfloat16 where the CPU has one of those flags, float32
-elsewhere. Token log-probabilities and entropies are computed in float32 either way
+On a CPU without bfloat16 instructions (AVX2 only) torch emulates bfloat16, which is slower than float32; on a CPU
+with ``avx512_bf16`` or ``amx_bf16`` bfloat16 is the faster one (both measured with ``python -m bench.generation``:
+docs/speed.md, "Generation: dtypes"). So: bfloat16 where the CPU has one of those flags, float32 elsewhere. Token log-probabilities and entropies are computed in float32 either way
 (:mod:`semuq_eval.models.recorder`). A ``dtype`` model argument (``auto`` included: the checkpoint's own) wins.
 """
 
