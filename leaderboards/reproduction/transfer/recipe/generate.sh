@@ -1,23 +1,27 @@
 #!/usr/bin/env bash
-# The transfer test's generation (../PLAN.md): Qwen2.5-Coder-1.5B-Instruct through llama.cpp (`semuq-llamacpp`) on
-# questions 800-1199 of WebQuestions, TriviaQA (DPR test) and NQ-Open test, N = 10 + greedy, 32 tokens, the chat
-# endpoint, scored at generation time with `lexical` only (the plan's operators are applied by rescoring).
-# Each finished store is packed, without its journal, into ../runs/<llm>-<set>-800-1200.tar.xz (text only: the
+# The transfer test's generation (../PLAN.md): Qwen2.5-Coder-1.5B-Instruct through llama.cpp (`semuq-llamacpp`), N = 10
+# + greedy, 32 tokens, the chat endpoint, scored at generation time with `lexical` only (the plan's operators are
+# applied by rescoring). RUNS_LIST names each run as task:offset:limit: by default questions 800-1199 of WebQuestions,
+# TriviaQA (DPR test) and NQ-Open test (the plan's test), then questions 0-99 of each (the questions the offline board's
+# three LLMs share).
+# Each finished store is packed, without its journal, into ../runs/<llm>-<set>-<first>-<end>.tar.xz (text only: the
 # server gives no hidden states), which is committed. A run whose archive exists is skipped; a killed run resumes
 # from its generation journal in RUNS (answers already given are not asked again).
 # Between sessions on different machines: `generate.sh --save-journals` keeps each unfinished run's journal as
 # ../runs/<name>.journal.jsonl.gz (commit it); a later run on a fresh machine starts from it.
-# Usage, from anywhere: bash leaderboards/reproduction/transfer/recipe/generate.sh   (LLM=, SETS=, RUNS= to change)
+# Usage, from anywhere: bash leaderboards/reproduction/transfer/recipe/generate.sh   (LLM=, RUNS_LIST=, RUNS= to change)
 set -euo pipefail
 cd "$(dirname "$0")/../../../.."
 LLM=${LLM:-qwen2.5-coder-1.5b-instruct}
-SETS=${SETS:-"semuq_webquestions semuq_triviaqa_dpr semuq_nqopen"}
+RUNS_LIST=${RUNS_LIST:-"semuq_webquestions:800:400 semuq_triviaqa_dpr:800:400 semuq_nqopen:800:400
+semuq_webquestions:0:100 semuq_triviaqa_dpr:0:100 semuq_nqopen:0:100"}
 RUNS=${RUNS:-${TMPDIR:-/tmp}/semuq-transfer-runs}
 ARCHIVE=leaderboards/reproduction/transfer/runs
 read -ra SEMUQ <<< "${SEMUQ:-.venv/bin/semuq-eval}"
 mkdir -p "$ARCHIVE" "$RUNS"
-for task in $SETS; do
-    name=$LLM-${task#semuq_}-800-1200
+for entry in $RUNS_LIST; do
+    IFS=: read -r task offset limit <<< "$entry"
+    name=$LLM-${task#semuq_}-$offset-$((offset + limit))
     archive=$ARCHIVE/$name.tar.xz
     kept=$ARCHIVE/$name.journal.jsonl.gz
     journal=$RUNS/$name/semuq/_journal/$LLM/rank0.jsonl
@@ -40,7 +44,7 @@ for task in $SETS; do
         echo "generate $name"
         "${SEMUQ[@]}" run --model semuq-llamacpp --model_args "gguf=$LLM,endpoint=chat,slots=11,threads=2" \
             --apply_chat_template --tasks "$task" --gen_kwargs max_gen_toks=32 \
-            --metadata "{\"n_samples\": 10, \"limit\": 400, \"offset\": 800, \"operators\": [\"lexical\"], \"run_id\": \"$LLM\"}" \
+            --metadata "{\"n_samples\": 10, \"limit\": $limit, \"offset\": $offset, \"operators\": [\"lexical\"], \"run_id\": \"$LLM\"}" \
             --output_path "$RUNS/$name" > "$RUNS/$name.log" 2>&1
     fi
     tar -C "$RUNS/$name/semuq" -cJf "$archive.tmp" "$task/$LLM"
