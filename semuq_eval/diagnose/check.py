@@ -40,8 +40,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from semuq_eval.diagnose.diagnosis import diagnose
 from semuq_eval.diagnose.questions import load_questions
 from semuq_eval.harness.schemas import OperatorBaseline, check_line
@@ -122,6 +120,38 @@ def operator_from_spec(spec: str, options: Mapping[str, Any] | None = None) -> t
     return "enc", {"model": spec, **options}
 
 
+def _put_auroc(
+    put: Any,
+    figures: dict[str, dict[str, Any]],
+    docs: Sequence[Any],
+    questions: Sequence[Any],
+    settings: Any,
+    chosen: Sequence[Any],
+    n_resamples: int,
+) -> None:
+    """The tracked estimators' AUROC under every label strategy, scored as a run scores (the pipeline's
+    :func:`~semuq_eval.harness.pipeline.score_docs` and the breakdown's
+    :func:`~semuq_eval.harness.breakdown.summarize`) on the docs the diagnosis filled with the operator's matrices."""
+    from dataclasses import replace
+
+    from semuq_eval.harness.breakdown import summarize
+    from semuq_eval.harness.pipeline import score_docs
+
+    labels = [{"greedy": q.greedy_label, "samples": q.sample_labels} for q in questions]
+    items = score_docs(docs, settings, labels, chosen)
+    breakdown = summarize(items, replace(settings, metrics=("auroc",), bootstrap=n_resamples, seed=0))
+    for strategy, results in breakdown["results"].items():
+        for e in chosen:
+            m = (results.get(e.name) or {}).get("auroc")
+            if m is None:
+                put(f"auroc.{e.name}.{strategy}", None)
+                continue
+            put(f"auroc.{e.name}.{strategy}", m["value"], (m["ci_low"], m["ci_high"]), m["n"])
+            figures[f"auroc.{e.name}.{strategy}"].update(
+                n_correct=m["n_correct"], n_incorrect=m["n_incorrect"]
+            )
+
+
 def _estimators(name: str, n_samples: int, wanted: Sequence[str] | None) -> list[str]:
     from semuq_eval.harness.pipeline import estimators_for
     from semuq_eval.harness.settings import Settings
@@ -148,11 +178,8 @@ def compute_figures(
     """The tracked figures (module docstring) of operator ``name`` on ``store``: ``{figure: {"value",
     "better", "ci_low", "ci_high", "n"}}``."""
     from semuq_eval import aggregators, signals
-    from semuq_eval.harness.estimators import score_doc
     from semuq_eval.harness.pipeline import estimators_for
     from semuq_eval.harness.settings import Settings
-    from semuq_eval.judges import majority_label
-    from semuq_eval.metrics import evaluate
 
     bootstrap = Bootstrap(n_resamples, seed=0)
     questions = load_questions(store, max_questions=max_questions)
@@ -200,27 +227,7 @@ def compute_figures(
         h = loc["hit_rate"]
         put("localization.hit_rate", h["mean"], (h["ci_low"], h["ci_high"]), loc["n_answers"])
     if names:
-        rows = [
-            score_doc(
-                d, chosen, run_options={"tau": settings.tau}, aggregator_options=settings.aggregator_options
-            )[0]
-            for d in docs_out[name]
-        ]
-        labels = {
-            "greedy": [q.greedy_label for q in questions],
-            "majority": [
-                majority_label([None if v is None else bool(v) for v in q.sample_labels]) for q in questions
-            ],
-        }
-        for strategy, values in labels.items():
-            keep = [i for i, v in enumerate(values) if v is not None]
-            y = np.array([int(values[i]) for i in keep], dtype=np.float64)
-            scores = {e: np.array([rows[i].get(e, np.nan) for i in keep], dtype=np.float64) for e in names}
-            results = evaluate(scores, y, metrics=["auroc"], bootstrap=bootstrap)
-            for e in names:
-                m = results[e]["auroc"]
-                put(f"auroc.{e}.{strategy}", m.value, (m.ci_low, m.ci_high), m.n)
-                figures[f"auroc.{e}.{strategy}"].update(n_correct=m.n_correct, n_incorrect=m.n_incorrect)
+        _put_auroc(put, figures, docs_out[name], questions, settings, chosen, n_resamples)
     return figures
 
 

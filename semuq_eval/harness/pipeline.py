@@ -40,7 +40,7 @@ from semuq_eval.judges import Judge, label_answers
 from semuq_eval.judges.strategies import labels_of
 from semuq_eval.models.reflexive import METHODS as REFLEXIVE_METHODS
 
-__all__ = ["PipelineOutput", "doc_item", "doc_problems", "estimators_for", "process_docs"]
+__all__ = ["PipelineOutput", "doc_item", "doc_problems", "estimators_for", "process_docs", "score_docs"]
 
 
 @dataclass
@@ -120,6 +120,15 @@ def process_docs(
             [[g.text for g in d.samples] for d in docs],
             [d.references for d in docs],
         )
+    return PipelineOutput(score_docs(docs, settings, labels, est), runs, est)
+
+
+def score_docs(
+    docs: Sequence[Doc], settings: Settings, labels: Sequence[Mapping[str, Any]], est: Sequence[Estimator]
+) -> list[dict[str, Any]]:
+    """The items (:func:`doc_item`) of docs whose operators ran (their matrices and extras filled): every
+    estimator of ``est`` scored, with the labels of each label strategy from ``labels`` (one record per doc).
+    What a run, a rescoring and an operator check all score questions with."""
     run_options = {"tau": settings.tau}
     items = []
     for doc, doc_labels in zip(docs, labels, strict=True):
@@ -131,7 +140,7 @@ def process_docs(
         if approximate:
             item["approximate"] = approximate
         items.append(item)
-    return PipelineOutput(items, runs, est)
+    return items
 
 
 def doc_item(
