@@ -40,12 +40,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from semuq_eval.diagnose.diagnosis import diagnose
-from semuq_eval.diagnose.questions import load_questions
 from semuq_eval.harness.schemas import OperatorBaseline, check_line
 from semuq_eval.harness.store import open_store
 from semuq_eval.jsonio import read_json, write_json
-from semuq_eval.metrics import Bootstrap
 
 __all__ = [
     "BASELINE_FORMAT",
@@ -178,8 +175,11 @@ def compute_figures(
     """The tracked figures (module docstring) of operator ``name`` on ``store``: ``{figure: {"value",
     "better", "ci_low", "ci_high", "n"}}``."""
     from semuq_eval import aggregators, signals
+    from semuq_eval.diagnose.diagnosis import diagnose
+    from semuq_eval.diagnose.questions import load_questions
     from semuq_eval.harness.pipeline import estimators_for
     from semuq_eval.harness.settings import Settings
+    from semuq_eval.metrics import Bootstrap
 
     bootstrap = Bootstrap(n_resamples, seed=0)
     questions = load_questions(store, max_questions=max_questions)
@@ -256,13 +256,10 @@ def cached_figures(
     same figures; the key holds the package's code too. An operator whose weights cannot be told apart (no
     revision) is computed every time."""
     from semuq_eval import __version__
-    from semuq_eval.harness.operator_runs import get_operator
 
     folder = _cache_folder(cache)
-    info = dict(get_operator(name, dict(options)).info) if folder is not None else {}
-    # what tells two operators apart before any model loads: the class, the weights and the options
-    identity = {k: info.get(k) for k in ("operator", "model", "revision")}
-    if folder is None or ("model" in info and not info.get("revision")):
+    identity = _identity(name, options) if folder is not None else None
+    if identity is None:
         return compute_figures(
             name, options, store, estimators=estimators, max_questions=max_questions, progress=progress
         )
@@ -288,6 +285,22 @@ def cached_figures(
     folder.mkdir(parents=True, exist_ok=True)
     write_json(path, {"format": FIGURES_CACHE_FORMAT, "key": key, "of": key_source, "figures": figures})
     return figures
+
+
+def _identity(name: str, options: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What tells two operators apart, found without loading a model library: the registered operator, its model
+    folder and the sha256-based revision of its weights; None when the weights cannot be told apart (a hub id).
+    An operator given no model is identified by its own ``info`` (building it loads no model)."""
+    from semuq_eval import operators
+    from semuq_eval.harness.operator_runs import get_operator
+    from semuq_eval.local_models import local_revision
+
+    base, kwargs = operators.resolve(name, dict(options))
+    if "model" not in kwargs:
+        info = dict(get_operator(name, dict(options)).info)
+        return None if "model" in info and not info.get("revision") else info
+    revision = local_revision(kwargs["model"])
+    return {"operator": base, "model": str(kwargs["model"]), "revision": revision} if revision else None
 
 
 def _tracked(
