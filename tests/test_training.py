@@ -24,7 +24,7 @@ from semuq_eval.harness.label_sets import write_label_set
 from semuq_eval.harness.store import RunStore
 from semuq_eval.jsonio import write_json
 from semuq_eval.models.generation import Generation
-from semuq_eval.operators import card as operator_card
+from semuq_eval.operators import training_record
 from semuq_eval.operators.encoder import format_input
 from semuq_eval.training import card, recipe, stores
 from semuq_eval.training.config import TrainingConfig
@@ -413,8 +413,8 @@ def test_the_trainer_sees_each_epochs_fresh_triplets(trained, tiny_st_encoder): 
 
 def test_the_card_records_data_counts_hyperparameters_and_validation(trained, train_store):
     output, record, data, _ = trained
-    saved = json.loads((output / operator_card.RECORD_FILE).read_text())
-    assert saved["format"] == operator_card.RECORD_FORMAT and saved["seed"] == 0
+    saved = json.loads((output / training_record.TRAINING_RECORD_FILE).read_text())
+    assert saved["format"] == training_record.TRAINING_RECORD_FORMAT and saved["seed"] == 0
     assert saved["question_conditioned"] is True and saved["separator"] == "[SEP]"
     store = saved["training_data"]["stores"][0]
     assert (store["llm"], store["task"], store["dataset"], store["split"]) == (
@@ -515,7 +515,7 @@ def test_answer_only_operator_without_negatives_is_evaluated_answer_only(
          "--no_progress"]
     )  # fmt: skip
     assert code == 0
-    saved = operator_card.read_record(output)
+    saved = training_record.read_training_record(output)
     assert saved["question_conditioned"] is False and saved["separator"] is None
     assert (
         saved["hyperparameters"]["loss"].startswith("CosineSimilarityLoss")
