@@ -88,7 +88,7 @@ def test_white_box_semuq_hf(tiny_gpt2, tmp_path):
         hidden = np.stack([g.hidden for g in samples]).astype(np.float64)
         gram = get("cos_int")([rec.question], [[g.text for g in samples]], hidden_states=[hidden]).matrices[0]
         assert scores["cos@cos_int"] == pytest.approx(A.cos(gram), rel=1e-5)
-        lexical = get("lexical")([rec["question"]], [[g.text for g in samples]]).matrices[0]
+        lexical = get("lexical")([rec.question], [[g.text for g in samples]]).matrices[0]
         seq = np.array([g.seq_logprob for g in samples])
         assert scores["se@lexical"] == pytest.approx(A.se(lexical, seq), rel=1e-6, abs=1e-9)
 
