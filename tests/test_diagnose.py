@@ -777,3 +777,15 @@ def test_check_operator_reads_unchanged_figures_back_from_its_cache(store, tmp_p
     )
     check_operator("lexical", write_baseline=tmp_path / "b2.json", store=other, progress=False, cache=cache)
     assert len(computed) == 3 and len(list(cache.glob("*.json"))) == 2
+
+
+def test_a_cache_that_cannot_be_written_costs_time_not_the_check(store, tmp_path, caplog):
+    """--cache naming a file: the figures are computed, the check answers, one warning names the folder."""
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    path = tmp_path / "base.json"
+    with caplog.at_level("WARNING", logger="semuq_eval.diagnose.check"):
+        report = check_operator("lexical", write_baseline=path, store=store, progress=False, cache=blocked)
+    assert report.ok and path.is_file() and blocked.read_text() == "not a folder"
+    (warning,) = [r.message for r in caplog.records if "not kept in the cache" in r.message]
+    assert str(blocked) in warning

@@ -31,6 +31,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import logging
 import math
 import os
 from collections.abc import Mapping, Sequence
@@ -55,6 +56,8 @@ __all__ = [
     "frozen_store_path",
     "operator_from_spec",
 ]
+
+log = logging.getLogger(__name__)
 
 BASELINE_FORMAT = "semuq-operator-baseline/1"
 DEFAULT_TOLERANCE = 0.02
@@ -250,9 +253,9 @@ def cached_figures(
     progress: bool = True,
     cache: str | os.PathLike | None | bool = True,
 ) -> dict[str, dict[str, Any]]:
-    """:func:`compute_figures`, read back from ``cache`` when the same operator (its identity: weights revision,
-    pooling, conditioning, options) was checked on the same store (``fingerprint``) with the same estimators,
-    questions and version before. The figures are deterministic (seeded bootstrap), so a cached copy is the
+    """:func:`compute_figures`, read back from ``cache`` when the same operator (:func:`_identity`: the registered
+    operator, its model folder and the revision of its weights, and its options) was checked on the same store
+    (``fingerprint``) with the same estimators, questions, version and code before. The figures are deterministic (seeded bootstrap), so a cached copy is the
     same figures; the key holds the package's code too. An operator whose weights cannot be told apart (no
     revision) is computed every time."""
     from semuq_eval import __version__
@@ -282,8 +285,11 @@ def cached_figures(
     figures = compute_figures(
         name, options, store, estimators=estimators, max_questions=max_questions, progress=progress
     )
-    folder.mkdir(parents=True, exist_ok=True)
-    write_json(path, {"format": FIGURES_CACHE_FORMAT, "key": key, "of": key_source, "figures": figures})
+    try:  # the cache only saves time: a folder that cannot be written costs the next check its time, nothing else
+        folder.mkdir(parents=True, exist_ok=True)
+        write_json(path, {"format": FIGURES_CACHE_FORMAT, "key": key, "of": key_source, "figures": figures})
+    except OSError as err:
+        log.warning("check-operator: the figures were not kept in the cache %s (%s)", folder, err)
     return figures
 
 

@@ -237,7 +237,9 @@ def diagnose(
     return run.result(paths, labelled, counts, compare, max_pairs_per_question, timing)
 
 
-def _given(stores: str | os.PathLike | Sequence[str | os.PathLike] | None):
+def _given(
+    stores: str | os.PathLike | Sequence[str | os.PathLike] | None,
+) -> str | os.PathLike | Sequence[str | os.PathLike]:
     """The run stores to read, refused when neither they nor the questions were given."""
     if stores is None:
         raise ValueError("give run stores or questions")
