@@ -103,13 +103,23 @@ def write_delta(
     from safetensors.numpy import save
 
     meta = {"format": DELTA_FORMAT, "metadata": json.dumps(dict(metadata), sort_keys=True)}
-    payload = save({k: np.ascontiguousarray(v) for k, v in sorted(arrays.items())}, metadata=meta)
+    payload = _sorted_header(save({k: np.ascontiguousarray(v) for k, v in sorted(arrays.items())}, metadata=meta))
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_bytes(gzip.compress(payload, compresslevel=9, mtime=0))
     os.replace(tmp, path)
     return path
+
+
+def _sorted_header(payload: bytes) -> bytes:
+    """``payload`` with its safetensors header's keys sorted: safetensors writes ``__metadata__`` in hash-map order,
+    which differs from one process to the next. Same length (the same compact JSON), so no offset moves."""
+    n = int.from_bytes(payload[:8], "little")
+    header = json.dumps(json.loads(payload[8 : 8 + n]), sort_keys=True, separators=(",", ":")).encode()
+    if len(header) > n:
+        raise ValueError("safetensors header grew when sorted")  # never: the same JSON, compact, reordered
+    return payload[:8] + header.ljust(n, b" ") + payload[8 + n :]
 
 
 def read_delta(path: str | os.PathLike) -> tuple[dict[str, np.ndarray], dict[str, Any]]:

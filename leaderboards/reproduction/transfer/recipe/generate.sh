@@ -9,13 +9,15 @@
 # from its generation journal in RUNS (answers already given are not asked again).
 # Between sessions on different machines: `generate.sh --save-journals` keeps each unfinished run's journal as
 # ../runs/<name>.journal.jsonl.gz (commit it); a later run on a fresh machine starts from it.
-# Usage, from anywhere: bash leaderboards/reproduction/transfer/recipe/generate.sh   (LLM=, RUNS_LIST=, RUNS= to change)
+# Usage, from anywhere: bash leaderboards/reproduction/transfer/recipe/generate.sh   (LLM=, RUNS_LIST=, RUNS= to change;
+# THREADS=1 leaves a core to another job)
 set -euo pipefail
 cd "$(dirname "$0")/../../../.."
 LLM=${LLM:-qwen2.5-coder-1.5b-instruct}
 RUNS_LIST=${RUNS_LIST:-"semuq_webquestions:800:400 semuq_triviaqa_dpr:800:400 semuq_nqopen:800:400
 semuq_webquestions:0:100 semuq_triviaqa_dpr:0:100 semuq_nqopen:0:100"}
 RUNS=${RUNS:-${TMPDIR:-/tmp}/semuq-transfer-runs}
+THREADS=${THREADS:-2}
 ARCHIVE=leaderboards/reproduction/transfer/runs
 read -ra SEMUQ <<< "${SEMUQ:-.venv/bin/semuq-eval}"
 mkdir -p "$ARCHIVE" "$RUNS"
@@ -42,7 +44,7 @@ for entry in $RUNS_LIST; do
             echo "resume $name from $kept ($(wc -l < "$journal") prompts)"
         fi
         echo "generate $name"
-        "${SEMUQ[@]}" run --model semuq-llamacpp --model_args "gguf=$LLM,endpoint=chat,slots=11,threads=2" \
+        "${SEMUQ[@]}" run --model semuq-llamacpp --model_args "gguf=$LLM,endpoint=chat,slots=11,threads=$THREADS" \
             --apply_chat_template --tasks "$task" --gen_kwargs max_gen_toks=32 \
             --metadata "{\"n_samples\": 10, \"limit\": $limit, \"offset\": $offset, \"operators\": [\"lexical\"], \"run_id\": \"$LLM\"}" \
             --output_path "$RUNS/$name" > "$RUNS/$name.log" 2>&1
