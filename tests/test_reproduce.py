@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import importlib
 import shutil
-import sys
 import tarfile
 
 import pytest
@@ -264,7 +263,7 @@ def test_auroc_selection_ships_a_variant_only_above_its_base_and_the_untrained_e
 
 
 @pytest.mark.slow
-def test_the_transfer_report_counts_what_the_committed_board_counts(capsys, monkeypatch):
+def test_the_transfer_report_counts_what_the_committed_board_counts(capsys):
     """The transfer test's report (leaderboards/reproduction/transfer/recipe/report.py), run on SmolLM2's committed
     test records as if they were the test LLM's, gives the second confirmation's board figures: the shipped
     operator against its untrained base over the 30 reliable cells and against cos_ext over 27."""
@@ -276,7 +275,6 @@ def test_the_transfer_report_counts_what_the_committed_board_counts(capsys, monk
         "transfer_report", root / "leaderboards/reproduction/transfer/recipe/report.py"
     )
     report = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, spec.name, report)  # its dataclass looks itself up there
     spec.loader.exec_module(report)
     records = str(root / "leaderboards/reproduction/confirmation-2/test/records/*.jsonl.gz")
     assert report.main(["--test", records]) == 0
@@ -288,3 +286,22 @@ def test_the_transfer_report_counts_what_the_committed_board_counts(capsys, monk
     assert "| 27 | higher in 21, 0 significantly, 0 significantly lower | 0.673 vs 0.656 | +0.017 [" in t2, t2
     assert "triviaqa_dpr: greedy 62 / 338, majority 39 / 361" in out
     assert report.main(["--test", "/nonexistent/*.jsonl.gz"]) == 2
+
+
+@pytest.mark.slow
+def test_operator_cells_counts_any_pair_of_operators(capsys):
+    """experiments/operator_cells.py, the counting rule on its own: the second confirmation's candidate against its
+    base and cos_ext on the committed test records (the board's 30 and 27 reliable cells); an unknown operator
+    has no cell, and no record is a clear error."""
+    from pathlib import Path
+
+    from experiments.operator_cells import main
+
+    records = str(Path(__file__).resolve().parents[1] / "leaderboards/reproduction/confirmation-2/test/records/*.gz")
+    assert main([records, "--compare", "enc_trained_guided_ap_auroc:enc_answer_pooling,cos_ext,nothing"]) == 0
+    out = capsys.readouterr().out
+    assert "| `enc_trained_guided_ap_auroc` vs `enc_answer_pooling` | 30 | higher in 27, 9 significantly" in out
+    assert "| `enc_trained_guided_ap_auroc` vs `cos_ext` | 27 | higher in 21," in out
+    assert "| `enc_trained_guided_ap_auroc` vs `nothing` | 0 | | | | |" in out
+    assert "smollm2-135m-instruct, semuq_triviaqa_dpr: greedy 62 / 338, majority 39 / 361" in out
+    assert main(["/nonexistent/*.jsonl.gz", "--compare", "a:b"]) == 2
