@@ -191,14 +191,16 @@ def test_asset_names_are_the_agreed_ones():
         "nq-open",
         "webquestions",
         "enc-trained",
+        "enc-trained-full",
     }
     for a in ASSETS.values():
-        if a.recipe == "trained-operator":  # built from the other assets and the package's training data
+        if a.recipe in ("trained-operator", "compact-operator"):  # from other assets and the package's data
             assert not a.wheels
             continue
         assert a.wheels and all(len(w.sha256) == 64 and w.filename.endswith(".whl") for w in a.wheels)
     names = recipes_default_names()  # the offline profile's enc: prepared by default, after its backbone
     assert "enc-trained" in names and names.index("all-minilm-l6-v2") < names.index("enc-trained")
+    assert "enc-trained-full" not in names  # the full fine-tune is trained only when asked for
 
 
 def recipes_default_names() -> list[str]:

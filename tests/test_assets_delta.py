@@ -59,7 +59,9 @@ def test_the_file_round_trips_with_the_same_bytes_each_time(tmp_path):
     arrays = encode_delta(trained, base)
     # safetensors writes its metadata in hash-map order, which changes from one call to the next: eight writes
     # would differ with odds 1 - 2**-7 if the header were not sorted; no timestamp in the gzip header either
-    files = [write_delta(tmp_path / f"{i}.safetensors.gz", arrays, {"base": "tiny", "bits": 4}) for i in range(8)]
+    files = [
+        write_delta(tmp_path / f"{i}.safetensors.gz", arrays, {"base": "tiny", "bits": 4}) for i in range(8)
+    ]
     assert len({f.read_bytes() for f in files}) == 1
     a = files[0]
     read, meta = read_delta(a)
@@ -109,12 +111,45 @@ def test_a_compact_folder_rebuilds_an_encoder_that_embeds_like_the_fine_tune(tin
     compact = write_compact(trained, tiny_st_encoder, tmp_path / "compact", bits=8, metadata={"base": "tiny"})
     assert (compact / DELTA_FILE).is_file() and not (compact / "model.safetensors").exists()
     assert (compact / "semuq_training.json").read_text() == '{"format": "x"}'
-    rebuilt = build_from_compact(compact, tiny_st_encoder, tmp_path / "rebuilt")
+    rebuilt = tmp_path / "rebuilt"
+    meta = build_from_compact(compact, tiny_st_encoder, rebuilt)
+    assert meta["base"] == "tiny" and meta["bits"] == 8 and len(meta["decoded_sha256"]) == 64
     texts = ["the capital of france", "paris", "a river in africa", "the nile"]
     a = SentenceTransformer(str(trained), device="cpu").encode(texts, normalize_embeddings=True)
     b = SentenceTransformer(str(rebuilt), device="cpu").encode(texts, normalize_embeddings=True)
     base = SentenceTransformer(str(tiny_st_encoder), device="cpu").encode(texts, normalize_embeddings=True)
     assert float((a * b).sum(axis=1).min()) > 0.9999
     assert float(np.abs(a - base).max()) > 10 * float(np.abs(a - b).max())  # the training is kept, not lost
-    again = build_from_compact(compact, tiny_st_encoder, tmp_path / "again")
-    assert (again / "model.safetensors").read_bytes() == (rebuilt / "model.safetensors").read_bytes()
+    build_from_compact(compact, tiny_st_encoder, tmp_path / "again")
+    assert (tmp_path / "again" / "model.safetensors").read_bytes() == (
+        rebuilt / "model.safetensors"
+    ).read_bytes()
+
+
+def test_a_compact_folder_on_another_base_is_refused(tiny_st_encoder, tmp_path):  # noqa: F811
+    """The delta pins its base's weights and the decoded weights: another base, or a decoding that gives other
+    bytes, is an error naming the file, not a silently different operator."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    from semuq_eval.assets.delta import DELTA_FILE, build_from_compact, read_delta, write_compact, write_delta
+
+    trained = tmp_path / "trained"
+    shutil.copytree(tiny_st_encoder, trained)
+    weights = load_file(str(trained / "model.safetensors"))
+    save_file({k: v * 1.01 for k, v in weights.items()}, str(trained / "model.safetensors"))
+    compact = write_compact(trained, tiny_st_encoder, tmp_path / "compact")
+    other = tmp_path / "other"
+    shutil.copytree(tiny_st_encoder, other)
+    save_file({k: v * 0.5 for k, v in weights.items()}, str(other / "model.safetensors"))
+    with pytest.raises(
+        ValueError, match=r"other/model.safetensors: the base's weights have sha256 \w+, the compact"
+    ):
+        build_from_compact(compact, other, tmp_path / "out")
+    arrays, meta = read_delta(compact / DELTA_FILE)
+    write_delta(compact / DELTA_FILE, arrays, {**meta, "decoded_sha256": "0" * 64})
+    with pytest.raises(
+        ValueError, match=rf"{DELTA_FILE}: the decoded weights have sha256 \w+, the compact operator pins 0+"
+    ):
+        build_from_compact(compact, tiny_st_encoder, tmp_path / "out2")

@@ -128,7 +128,7 @@ def test_without_a_train_function_a_trained_operator_is_not_built_but_a_prepared
 
 
 def test_the_committed_recipe_reads_committed_files_only():
-    files = trained.recipe_files(trained.TRAINING_DATA / ASSETS["enc-trained"].params["recipe"])
+    files = trained.recipe_files(trained.TRAINING_DATA / ASSETS["enc-trained-full"].params["recipe"])
     assert files["train"] and files["validation"]
     assert not set(files["train"]) & set(files["validation"])
     assert all(f.is_relative_to(trained.TRAINING_DATA) for fs in files.values() for f in fs)
@@ -138,6 +138,68 @@ def test_the_committed_recipe_reads_committed_files_only():
 
 
 def test_the_untrained_counterpart_pools_as_the_committed_recipe_trains():
-    assert trained.trained_pooling("enc-trained") == "answer"
-    with pytest.raises(KeyError, match="not a trained-operator asset"):
+    assert trained.trained_pooling("enc-trained-full") == "answer"
+    assert trained.trained_pooling("enc-trained") == "answer"  # the compact form pools as the fine-tune
+    with pytest.raises(KeyError, match="not a trained operator asset"):
         trained.trained_pooling("all-minilm-l6-v2")
+
+
+@pytest.fixture
+def compact_asset(data_dir, tmp_path, monkeypatch, tiny_st_encoder) -> Asset:  # noqa: F811
+    """``enc-tiny`` trained, then shipped as a compact operator ``enc-tiny-compact`` on the tiny encoder."""
+    from semuq_eval.assets.delta import write_compact
+
+    full = assets.prepare(["enc-tiny"], progress=False, train=build_trained_operator)["enc-tiny"]
+    monkeypatch.setattr(trained, "COMPACT_OPERATORS", tmp_path / "compact")
+    write_compact(full, tiny_st_encoder, tmp_path / "compact" / "enc-tiny", bits=4, metadata={"base": "tiny"})
+    asset = Asset(
+        "enc-tiny-compact",
+        "sentence-encoder",
+        (),
+        "compact-operator",
+        "test",
+        "MIT",
+        1,
+        params={"compact": "enc-tiny", "base": str(tiny_st_encoder), "full": "enc-tiny"},
+        default=False,
+    )
+    monkeypatch.setitem(ASSETS, asset.name, asset)
+    return asset
+
+
+def test_a_compact_operator_is_decoded_without_training_and_pools_as_its_fine_tune(compact_asset):
+    import hashlib
+
+    from sentence_transformers import SentenceTransformer
+
+    path = assets.prepare([compact_asset.name], progress=False)[compact_asset.name]  # no train function
+    manifest = json.loads((path / ".semuq-asset.json").read_text())
+    weights = (path / "model.safetensors").read_bytes()
+    assert manifest["compact"]["decoded_sha256"] == hashlib.sha256(weights).hexdigest()
+    assert manifest["compact"]["bits"] == 4 and manifest["compact"]["base"] == "tiny"
+    assert [s["file"] for s in manifest["sources"]][0].startswith("enc-tiny/")
+    full = assets.locate("enc-tiny")
+    assert json.loads((path / "semuq_training.json").read_text()) == json.loads(
+        (full / "semuq_training.json").read_text()
+    )  # the training record travels with the weights
+    texts = ["who wrote it [SEP] Author 2 wrote it.", "who wrote it [SEP] nobody"]
+    a = SentenceTransformer(str(full), device="cpu").encode(texts, normalize_embeddings=True)
+    b = SentenceTransformer(str(path), device="cpu").encode(texts, normalize_embeddings=True)
+    assert float((a * b).sum(axis=1).min()) > 0.999
+    assert trained.trained_pooling(compact_asset.name) == "answer"
+    again = assets.prepare([compact_asset.name], progress=False, force=True)[compact_asset.name]
+    assert (again / "model.safetensors").read_bytes() == weights
+
+
+def test_a_changed_or_tampered_compact_operator_is_rebuilt_or_refused(compact_asset, tmp_path):
+    from semuq_eval.assets.delta import DELTA_FILE, read_delta, write_delta
+
+    path = assets.prepare([compact_asset.name], progress=False)[compact_asset.name]
+    delta = tmp_path / "compact" / "enc-tiny" / DELTA_FILE
+    arrays, meta = read_delta(delta)
+    write_delta(delta, arrays, {**meta, "decoded_sha256": "f" * 64})
+    assert "other sources" in asset_cache._check(path, compact_asset, deep=False)
+    with pytest.raises(
+        AssetError, match=rf"enc-tiny-compact: .*{DELTA_FILE}: the decoded weights have sha256"
+    ):
+        assets.prepare([compact_asset.name], progress=False)

@@ -101,6 +101,44 @@ def test_wheel_installs_and_lists_semuq_tasks(wheel, fresh):
 
 @pytest.mark.slow
 @pytest.mark.subprocess
+def test_the_wheel_ships_the_trained_operator_in_under_10_mb(wheel, fresh, real_asset, tmp_path):
+    """The shipped `enc` is in the wheel (its compact folder, at most 10 MB), and the installed package decodes it
+    onto the prepared MiniLM into the pinned bytes, with no training."""
+    from semuq_eval.assets import ASSETS
+    from semuq_eval.assets.trained import COMPACT_OPERATORS, compact_path
+
+    folder = compact_path(ASSETS["enc-trained"]).relative_to(COMPACT_OPERATORS.parents[2])
+    checkout = {
+        f.relative_to(COMPACT_OPERATORS.parents[2]).as_posix()
+        for f in compact_path(ASSETS["enc-trained"]).rglob("*")
+        if f.is_file()
+    }
+    shipped = {i.filename: i.file_size for i in zipfile.ZipFile(wheel).infolist()}
+    assert checkout and checkout <= set(shipped), sorted(checkout - set(shipped))
+    assert sum(shipped[f] for f in checkout) <= 10_000_000
+    assert folder.as_posix() == "semuq_eval/assets/compact/enc-trained"
+    base = real_asset("all-minilm-l6-v2")
+    code = (
+        "import sys; from semuq_eval.assets import ASSETS; from semuq_eval.assets.delta import build_from_compact; "
+        "from semuq_eval.assets.trained import compact_path; "
+        "print(compact_path(ASSETS['enc-trained'])); "
+        "print(build_from_compact(compact_path(ASSETS['enc-trained']), sys.argv[1], sys.argv[2])['decoded_sha256'])"
+    )
+    out = subprocess.run(
+        [str(fresh["python"]), "-c", code, str(base), str(tmp_path / "enc")],
+        capture_output=True, text=True, env=_env(), cwd=fresh["root"], check=True,
+    ).stdout.split()  # fmt: skip
+    assert str(fresh["site"]) in out[0], "the operator must come from the installed wheel"
+    assert (tmp_path / "enc" / "config.json").is_file() and (
+        tmp_path / "enc" / "semuq_training.json"
+    ).is_file()
+    import hashlib
+
+    assert hashlib.sha256((tmp_path / "enc" / "model.safetensors").read_bytes()).hexdigest() == out[1]
+
+
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_wheel_ships_the_lm_eval_hook(wheel, fresh):
     assert PTH in zipfile.ZipFile(wheel).namelist(), "the .pth must sit at the wheel's root (site-packages)"
     assert (fresh["site"] / PTH).is_file()

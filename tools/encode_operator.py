@@ -58,18 +58,15 @@ def main() -> None:
     from semuq_eval.assets.delta import DELTA_FILE, build_from_compact, write_compact
 
     trained, base = Path(args.trained), Path(args.base or locate("all-minilm-l6-v2"))
-    meta = {
-        "base": base.name,
-        "base_sha256": file_sha256(base / "model.safetensors"),
-        "trained_sha256": file_sha256(trained / "model.safetensors"),
-    }
+    meta = {"base": base.name, "trained_sha256": file_sha256(trained / "model.safetensors")}
     out = write_compact(trained, base, args.out, bits=args.bits, metadata=meta)
     size = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
     print(
         f"{out}: {size / 1e6:.2f} MB ({(out / DELTA_FILE).stat().st_size / 1e6:.2f} MB of weights), bits {args.bits}"
     )
     with tempfile.TemporaryDirectory() as scratch:
-        rebuilt = build_from_compact(out, base, Path(scratch) / "rebuilt")
+        rebuilt = Path(scratch) / "rebuilt"
+        build_from_compact(out, base, rebuilt)
         a, b = load_file(str(trained / "model.safetensors")), load_file(str(rebuilt / "model.safetensors"))
         print(f"largest weight error: {max(float((a[k] - b[k]).abs().max()) for k in a):.2e}")
         texts = heldout_texts(args.texts)

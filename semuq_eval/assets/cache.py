@@ -104,11 +104,12 @@ def file_sha256(path: Path, *, progress: bool = False, desc: str | None = None) 
 
 
 def _sources(asset: Asset) -> list[dict[str, str]]:
-    """The pinned wheels, or for a trained operator its recipe and training data (changed: rebuilt)."""
-    if asset.recipe == "trained-operator":
-        from semuq_eval.assets.trained import recipe_sources
+    """The pinned wheels, or for a trained operator its recipe and training data, or for a compact one the files
+    shipped in the package (changed: rebuilt)."""
+    if asset.recipe in ("trained-operator", "compact-operator"):
+        from semuq_eval.assets.trained import compact_sources, recipe_sources
 
-        return recipe_sources(asset)
+        return recipe_sources(asset) if asset.recipe == "trained-operator" else compact_sources(asset)
     return [
         {"project": w.project, "version": w.version, "filename": w.filename, "sha256": w.sha256}
         for w in asset.wheels

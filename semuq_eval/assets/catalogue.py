@@ -336,12 +336,25 @@ ASSETS: dict[str, Asset] = {
             "enc-trained",
             "sentence-encoder",
             (),
+            "compact-operator",
+            "the shipped enc: enc-trained-full as a 4-bit weight delta from all-MiniLM-L6-v2 in the package "
+            "(semuq_eval/assets/compact/), decoded in seconds; docs/training.md compares the two",
+            "Apache-2.0 (all-MiniLM-L6-v2's weights; NQ CC BY-SA 3.0)",
+            91_700_000,
+            params={"compact": "enc-trained", "base": "all-minilm-l6-v2", "full": "enc-trained-full"},
+        ),
+        Asset(
+            "enc-trained-full",
+            "sentence-encoder",
+            (),
             "trained-operator",
             "enc trained on SmolLM2-135M-Instruct's NQ-Open dev answers (the committed training data), from "
-            "all-MiniLM-L6-v2; the recipe and its deviations: semuq_eval/assets/training_data/",
+            "all-MiniLM-L6-v2, by training (about 30 min on 2 cores); the recipe and its deviations: "
+            "semuq_eval/assets/training_data/",
             "Apache-2.0 (all-MiniLM-L6-v2's weights; NQ CC BY-SA 3.0)",
             91_700_000,
             params={"recipe": "nqopen-dev-smollm2/enc-trained.json"},
+            default=False,
         ),
         Asset(
             "triviaqa",

