@@ -131,6 +131,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     operator, _, others = args.compare.partition(":")
+    if not operator or not others.strip(","):
+        parser.error(f"--compare: expected OPERATOR:OTHER[,OTHER...], got {args.compare!r}")
     try:
         records = load(args.records)
     except (OSError, ValueError) as err:

@@ -297,11 +297,22 @@ def test_operator_cells_counts_any_pair_of_operators(capsys):
 
     from experiments.operator_cells import main
 
-    records = str(Path(__file__).resolve().parents[1] / "leaderboards/reproduction/confirmation-2/test/records/*.gz")
+    records = str(
+        Path(__file__).resolve().parents[1] / "leaderboards/reproduction/confirmation-2/test/records/*.gz"
+    )
     assert main([records, "--compare", "enc_trained_guided_ap_auroc:enc_answer_pooling,cos_ext,nothing"]) == 0
     out = capsys.readouterr().out
-    assert "| `enc_trained_guided_ap_auroc` vs `enc_answer_pooling` | 30 | higher in 27, 9 significantly" in out
+    assert (
+        "| `enc_trained_guided_ap_auroc` vs `enc_answer_pooling` | 30 | higher in 27, 9 significantly" in out
+    )
     assert "| `enc_trained_guided_ap_auroc` vs `cos_ext` | 27 | higher in 21," in out
     assert "| `enc_trained_guided_ap_auroc` vs `nothing` | 0 | | | | |" in out
     assert "smollm2-135m-instruct, semuq_triviaqa_dpr: greedy 62 / 338, majority 39 / 361" in out
     assert main(["/nonexistent/*.jsonl.gz", "--compare", "a:b"]) == 2
+    with pytest.raises(SystemExit) as err:
+        main([records, "--compare", "enc_trained_guided_ap_auroc"])
+    assert err.value.code == 2
+    assert (
+        "--compare: expected OPERATOR:OTHER[,OTHER...], got 'enc_trained_guided_ap_auroc'"
+        in capsys.readouterr().err
+    )

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The transfer test's scoring (../PLAN.md): each finished run store of ../runs/<name>.tar.xz is unpacked into RUNS
 # (when missing), rescored with the plan's operators (the offline profile without cos_int, which llama.cpp's
-# answers cannot have: the shipped `enc` (the enc-trained asset), its untrained answer-pooled base `enc_untrained`,
+# answers cannot have: the shipped `enc` as the plan fixed it, the full fine-tune (the enc-trained-full asset,
+# sha256 9a7fe017...; the compact enc-trained is level with it, docs/training.md), its untrained answer-pooled base `enc_untrained`,
 # `cos_ext` on all-MiniLM-L6-v2 and `lexical`) into RUNS/scored/<name>, and its run record written to
 # ../records/<task>.<llm>.jsonl.gz (text only, committed). A store already rescored is kept, so a killed scoring
-# resumes. The sha256 of the enc-trained weights used is printed (the report states it).
+# resumes. The sha256 of the enc-trained-full weights used is printed (the report states it).
 # Usage, from anywhere: RUNS=/work/runs/transfer bash leaderboards/reproduction/transfer/recipe/score.sh
 set -euo pipefail
 cd "$(dirname "$0")/../../../.."
@@ -14,14 +15,14 @@ MODELS=${MODELS:-${SEMUQ_EVAL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/semuq-eval}
 read -ra SEMUQ <<< "${SEMUQ:-.venv/bin/semuq-eval}"
 OPTIONS=$(cat <<JSON
 {"cos_ext": {"model": "$MODELS/all-minilm-l6-v2"},
- "enc": {"model": "$MODELS/enc-trained"},
+ "enc": {"model": "$MODELS/enc-trained-full"},
  "enc_untrained": {"operator": "enc", "model": "$MODELS/all-minilm-l6-v2", "pooling": "answer"}}
 JSON
 )
-for path in "$MODELS/all-minilm-l6-v2" "$MODELS/enc-trained"; do
-    [ -d "$path" ] || { echo "score: no model at $path (semuq-eval assets)" >&2; exit 1; }
+for path in "$MODELS/all-minilm-l6-v2" "$MODELS/enc-trained-full"; do
+    [ -d "$path" ] || { echo "score: no model at $path (semuq-eval assets --only enc-trained-full)" >&2; exit 1; }
 done
-echo "enc-trained model.safetensors sha256: $(sha256sum "$MODELS/enc-trained/model.safetensors" | cut -d' ' -f1)"
+echo "enc-trained-full model.safetensors sha256: $(sha256sum "$MODELS/enc-trained-full/model.safetensors" | cut -d' ' -f1)"
 mkdir -p "$HERE/records"
 for archive in "$HERE"/runs/*.tar.xz; do
     name=$(basename "$archive" .tar.xz)
