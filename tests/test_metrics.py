@@ -519,3 +519,33 @@ class TestRefitPerResample:
             M.CalibrationProtocol(refit="always")
         with pytest.raises(ValueError, match="must both be"):
             M.calibrate_resamples([0.1, 0.2], [0, 1], np.ones((2, 2)), np.zeros((3, 2)))
+
+
+def test_an_evaluation_computes_auarc_once_for_prr_and_auarc(monkeypatch):
+    """PRR is declared derived from AUARC: evaluating both on a score runs AUARC's weighted core once on all
+    questions and once on the resamples (not twice each), and PRR equals its direct computation."""
+    from dataclasses import replace
+
+    from semuq_eval.metrics import Bootstrap, evaluate
+    from semuq_eval.metrics.base import registry
+
+    calls = []
+
+    def counting(u, correct, counts):
+        calls.append(counts.shape)
+        return auarc_weighted(u, correct, counts)
+
+    monkeypatch.setitem(registry._entries, "auarc", replace(registry.get("auarc"), weighted=counting))
+    rng = np.random.default_rng(3)
+    correct = rng.integers(0, 2, 120).astype(float)
+    u = rng.normal(size=120) + (1 - correct)
+    u[:5] = np.nan
+    bootstrap = Bootstrap(n_resamples=200)
+    out = evaluate({"u": u}, correct, metrics=["prr", "auarc"], bootstrap=bootstrap)["u"]
+    assert sorted(calls) == [(1, 120), (200, 120)]
+    keep = np.isfinite(u)
+    counts = bootstrap.counts(120) * keep
+    direct = prr_weighted(np.where(keep, u, 0.0), correct, keep[None].astype(float))[0]
+    assert out["prr"].value == pytest.approx(direct, abs=1e-15)
+    resampled = prr_weighted(np.where(keep, u, 0.0), correct, counts)
+    assert (out["prr"].ci_low, out["prr"].ci_high) == tuple(bootstrap.interval(resampled))

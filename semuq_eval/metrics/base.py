@@ -21,7 +21,9 @@ class Metric:
     ``CalibrationProtocol(refit="per_resample")`` the calibrator differs per resample, so
     ``weighted`` then receives (R, n) confidences (row r for ``counts[r]``; NaN entries have
     count 0) and the keyword ``n_bins``. ``higher_is_better`` orders estimators wherever they are
-    ranked (a breakdown's ``best``, lm-eval's table); ``label`` is the name tables show.
+    ranked (a breakdown's ``best``, lm-eval's table); ``label`` is the name tables show. ``derived``,
+    ``(metric, function)``, says the metric follows from another one's weighted values by ``function(values,
+    correct, counts)`` (PRR from AUARC), so an evaluation that scores both computes the other once.
     """
 
     name: str
@@ -30,6 +32,7 @@ class Metric:
     higher_is_better: bool
     calibrated: bool = False
     label: str = ""
+    derived: tuple[str, Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]] | None = None
 
     def __call__(self, *args, **kwargs) -> float:
         return self.func(*args, **kwargs)
@@ -59,14 +62,16 @@ def register(
     higher_is_better: bool,
     calibrated: bool = False,
     label: str | None = None,
+    derived: tuple[str, Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]] | None = None,
 ) -> Callable[[Callable], Callable]:
     """Decorator: register a point-estimate function and its weighted core under ``name``.
 
-    ``label`` is the name tables show (default: ``name`` in capitals).
+    ``label`` is the name tables show (default: ``name`` in capitals); ``derived`` (:class:`Metric`) names the
+    metric whose weighted values this one follows from, and how.
     """
 
     def decorate(func: Callable) -> Callable:
-        metric = Metric(name, func, weighted, higher_is_better, calibrated, label or name.upper())
+        metric = Metric(name, func, weighted, higher_is_better, calibrated, label or name.upper(), derived)
         registry.register(name, metric)
         return func
 

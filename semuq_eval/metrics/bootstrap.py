@@ -254,19 +254,47 @@ def _score(
     protocol: CalibrationProtocol,
     u: np.ndarray | None = None,
     plan: tuple[np.ndarray, np.ndarray] | None = None,
+    memo: dict[str, tuple[np.ndarray, np.ndarray]] | None = None,
 ) -> tuple[float, np.ndarray]:
     """Point estimate (all masked-in questions once) and the (R,) resampled values.
 
     With ``plan`` (a calibrated metric under ``refit="per_resample"``) the resampled values
-    refit the calibrator on ``u`` (NaN = left out); otherwise they reweight ``values``.
+    refit the calibrator on ``u`` (NaN = left out); otherwise they reweight ``values``. ``memo`` holds the
+    weighted values of the metrics already scored on the same score (:func:`_weighted`).
     """
     filled = np.where(mask, values, 0.0)
-    kwargs = {"n_bins": protocol.n_bins} if metric.calibrated else {}
-    point = metric.weighted(filled, y, mask[None].astype(np.float64), **kwargs)[0]
-    if plan is not None and metric.calibrated:
-        return float(point), _refit_resampled(metric, u, y, plan, protocol)
-    resampled = metric.weighted(filled, y, counts if mask.all() else counts * mask, **kwargs)
-    return float(point), resampled
+    if metric.calibrated:
+        kwargs = {"n_bins": protocol.n_bins}
+        point = metric.weighted(filled, y, mask[None].astype(np.float64), **kwargs)[0]
+        if plan is not None:
+            return float(point), _refit_resampled(metric, u, y, plan, protocol)
+        return float(point), metric.weighted(filled, y, counts if mask.all() else counts * mask, **kwargs)
+    point, resampled = _weighted(metric, filled, y, mask, counts, {} if memo is None else memo)
+    return float(point[0]), resampled
+
+
+def _weighted(
+    metric: Metric,
+    filled: np.ndarray,
+    y: np.ndarray,
+    mask: np.ndarray,
+    counts: np.ndarray,
+    memo: dict[str, tuple[np.ndarray, np.ndarray]],
+) -> tuple[np.ndarray, np.ndarray]:
+    """A metric's weighted values on all questions once and on every resample; a derived metric is computed from
+    its base's, each computed once per ``memo`` (one score's metrics: PRR reads AUARC's)."""
+    if metric.name not in memo:
+        weights = (mask[None].astype(np.float64), counts if mask.all() else counts * mask)
+        if metric.derived is None:
+            memo[metric.name] = (
+                metric.weighted(filled, y, weights[0]),
+                metric.weighted(filled, y, weights[1]),
+            )
+        else:
+            base, function = metric.derived
+            base_values = _weighted(registry.get(base), filled, y, mask, counts, memo)
+            memo[metric.name] = tuple(function(v, y, w) for v, w in zip(base_values, weights, strict=True))
+    return memo[metric.name]
 
 
 def _refit_plan(
@@ -334,15 +362,30 @@ def resample(
     >>> r.result.value, r.values.shape, int(r.mask.sum())
     (0.75, (50,), 4)
     """
-    bootstrap = bootstrap or Bootstrap()
-    protocol = protocol or CalibrationProtocol()
-    m = registry.get(metric)
+    return _resample(
+        registry.get(metric),
+        uncertainty,
+        correct,
+        bootstrap or Bootstrap(),
+        protocol or CalibrationProtocol(),
+    )
+
+
+def _resample(
+    m: Metric,
+    uncertainty: Iterable[float],
+    correct: Iterable[float],
+    bootstrap: Bootstrap,
+    protocol: CalibrationProtocol,
+    memo: dict[str, tuple[np.ndarray, np.ndarray]] | None = None,
+) -> Resampled:
+    """:func:`resample` of the metric ``m``; ``memo`` shares weighted values between the metrics of one score."""
     u, y, valid = check_inputs(uncertainty, correct)
     values = _metric_values(m, u, y, protocol)
     mask = valid & np.isfinite(values)
     counts = bootstrap.counts(len(y))
     plan = _refit_plan([m], bootstrap, protocol, len(y))
-    point, resampled = _score(m, values, y, mask, counts, protocol, u, plan)
+    point, resampled = _score(m, values, y, mask, counts, protocol, u, plan, memo)
     low, high = bootstrap.interval(resampled)
     result = MetricResult(
         metric=m.name,
@@ -431,9 +474,8 @@ def evaluate(
                 RuntimeWarning,
                 stacklevel=2,
             )
-        results[name] = {
-            m.name: resample(m.name, raw, y, bootstrap=bootstrap, protocol=protocol).result for m in chosen
-        }
+        memo: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # one score: PRR reads AUARC's values
+        results[name] = {m.name: _resample(m, raw, y, bootstrap, protocol, memo).result for m in chosen}
     return results
 
 

@@ -95,10 +95,16 @@ def prr_weighted(u: np.ndarray, correct: np.ndarray, counts: np.ndarray) -> np.n
     """Prediction rejection ratio, for each row of (integer) ``counts``.
 
     PRR = (AUARC(u) - AUARC_random) / (AUARC_oracle - AUARC_random): 0 for a random score,
-    1 for an oracle that rejects every incorrect answer first. AUARC_random is the accuracy
-    A = C / n; the oracle keeps the C correct answers first, so AUARC_oracle =
-    (C + C (H_n - H_C)) / n. Rows with only one class give NaN.
+    1 for an oracle that rejects every incorrect answer first (:func:`prr_from_auarc`). Rows with
+    only one class give NaN.
     """
+    return prr_from_auarc(auarc_weighted(u, correct, counts), correct, counts)
+
+
+def prr_from_auarc(auarc: np.ndarray, correct: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """PRR of each row of ``counts`` from the score's AUARC there (:func:`auarc_weighted`): an evaluation that
+    scores both computes AUARC once. AUARC_random is the accuracy A = C / n; the oracle keeps the C correct
+    answers first, so AUARC_oracle = (C + C (H_n - H_C)) / n."""
     total = counts.sum(axis=1)
     n_correct = (counts * correct).sum(axis=1)
     harmonic = _harmonic(int(total.max()))
@@ -107,8 +113,7 @@ def prr_weighted(u: np.ndarray, correct: np.ndarray, counts: np.ndarray) -> np.n
         accuracy = n_correct / total
         oracle = (n_correct + n_correct * (harmonic[t_idx] - harmonic[c_idx])) / total
         gap = oracle - accuracy
-        ours = auarc_weighted(u, correct, counts)
-        return np.where(gap > 1e-12, (ours - accuracy) / np.where(gap > 1e-12, gap, 1.0), np.nan)
+        return np.where(gap > 1e-12, (auarc - accuracy) / np.where(gap > 1e-12, gap, 1.0), np.nan)
 
 
 def _point(core, uncertainty, correct, name: str) -> float:
@@ -144,7 +149,7 @@ def auarc(uncertainty: np.ndarray, correct: np.ndarray) -> float:
     return float(auarc_weighted(np.where(valid, u, 0.0), y, valid[None].astype(np.float64))[0])
 
 
-@register("prr", weighted=prr_weighted, higher_is_better=True)
+@register("prr", weighted=prr_weighted, higher_is_better=True, derived=("auarc", prr_from_auarc))
 def prr(uncertainty: np.ndarray, correct: np.ndarray) -> float:
     """Prediction rejection ratio (see :func:`prr_weighted`); one class only gives NaN with a warning."""
     return _point(prr_weighted, uncertainty, correct, "PRR")
