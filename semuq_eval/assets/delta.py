@@ -117,11 +117,14 @@ def write_delta(
 
 def _sorted_header(payload: bytes) -> bytes:
     """``payload`` with its safetensors header's keys sorted: safetensors writes ``__metadata__`` in hash-map order,
-    which differs from one process to the next. Same length (the same compact JSON), so no offset moves."""
+    which differs from one call to the next. The same compact UTF-8 JSON reordered, padded with spaces to the
+    header's length, so no offset moves; a header that would not fit is an error, never a corrupt file."""
     n = int.from_bytes(payload[:8], "little")
-    header = json.dumps(json.loads(payload[8 : 8 + n]), sort_keys=True, separators=(",", ":")).encode()
+    header = json.dumps(
+        json.loads(payload[8 : 8 + n]), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    ).encode("utf-8")
     if len(header) > n:
-        raise ValueError("safetensors header grew when sorted")  # never: the same JSON, compact, reordered
+        raise ValueError(f"the sorted safetensors header takes {len(header)} bytes, more than its {n}")
     return payload[:8] + header.ljust(n, b" ") + payload[8 + n :]
 
 
