@@ -684,7 +684,7 @@ def result_section(document: Mapping[str, Any], role: Mapping[tuple[str, str], s
     lines += [
         "AUROC [95% CI] (`!`: small sample, fewer than 20 answers of the minority class); the last columns are "
         "paired bootstrap differences trained minus base [95% CI] (`*`: the interval excludes 0). ECE of the "
-        "same estimators: `leaderboard/leaderboard.csv`.",
+        "same estimators: `leaderboard/leaderboard.csv` (the board's recipe writes it).",
         "",
     ]
     for run, strategy, counts, aggs in _run_tables(document, main):
@@ -746,7 +746,8 @@ def wins_section(document: Mapping[str, Any], role: Mapping[tuple[str, str], str
     lines = ["## 3. Cells where the trained operator wins", ""]
     lines += [
         "A cell is one aggregator on one evaluation run under one label strategy; cells without a defined AUROC "
-        "(one class of labels) are left out. From the paired differences of `leaderboard/leaderboard.json`.",
+        "(one class of labels) are left out. From the paired differences of `leaderboard/leaderboard.json` "
+        "(the board's recipe writes it).",
         "",
         "| evaluated on | comparison | labels | higher | of cells | significantly higher | significantly lower | "
         "mean difference |",

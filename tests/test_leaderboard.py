@@ -9,7 +9,6 @@ import csv
 import json
 import math
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -35,6 +34,7 @@ from semuq_eval.leaderboard.schema import read_document
 from semuq_eval.leaderboard.sections import common_questions
 from semuq_eval.metrics import Bootstrap, auroc, paired_difference
 from tests.fixtures.tiny_encoders import tiny_st_encoder, tiny_wordpiece_dir  # noqa: F401  (fixtures)
+from tools import board_digest
 
 FIXTURES = Path(__file__).parent / "fixtures" / "leaderboard"
 STORES = FIXTURES / "stores"
@@ -874,30 +874,13 @@ COMMITTED_BOARDS = {  # recipe script -> the board it rebuilds from the run reco
 }
 
 
-def _number(value: float) -> str:
-    """A float to 9 significant digits, and below 1e-12 to 0: the same records give the same figures up to the last
-    bits of a sum, which depend on the CPU's vector instructions (an AVX-512 machine differs from the AVX2 one that
-    built the boards in the 16th digit of some ECEs, and gives 1.3e-17 for an ECE of 1.7e-17)."""
-    return "0" if abs(value) < 1e-12 else f"{value:.9g}"
-
-
-def _rounded(value):
-    """``value`` with every float as :func:`_number` writes it."""
-    if isinstance(value, float):
-        return float(_number(value))
-    if isinstance(value, dict):
-        return {k: _rounded(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_rounded(v) for v in value]
-    return value
-
-
 @pytest.mark.slow
 @pytest.mark.subprocess
 @pytest.mark.parametrize("board", sorted(COMMITTED_BOARDS))
 def test_a_committed_board_rebuilds_from_its_records_alone(tmp_path, board):
-    """Each board's recipe on a fresh clone: the committed run records give the committed leaderboard.json (every
-    cell, comparison, rank and headline) and the same Markdown and CSVs, apart from the build date."""
+    """Each board's recipe on a fresh clone: the committed run records give the leaderboard.json (every cell,
+    comparison, rank and headline) and leaderboard.csv whose digests are committed, and the committed Markdown and
+    headline CSV, apart from the build date."""
     script, committed = COMMITTED_BOARDS[board]
     output = tmp_path / "board"
     done = subprocess.run(
@@ -908,23 +891,30 @@ def test_a_committed_board_rebuilds_from_its_records_alone(tmp_path, board):
         check=False,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    rebuilt, kept = (json.loads((d / "leaderboard.json").read_text()) for d in (output, committed))
-    for document in (rebuilt, kept):  # the build date, and each record's path relative to the output folder
-        document["created"] = None
-        for run in document["runs"]:
-            run["path"] = Path(run["path"]).name
-    assert _rounded(rebuilt) == _rounded(kept)
+    pinned = json.loads((committed / board_digest.DIGEST_FILE).read_text())
+    assert board_digest.digests(output) == pinned  # leaderboard.json and .csv, committed as their digests
+    for name in ("leaderboard.md", "headline.csv"):
+        assert board_digest.bare_text((output / name).read_text()) == board_digest.bare_text(
+            (committed / name).read_text()
+        ), name
 
-    def bare(text: str) -> str:
-        """The text without the build date, the command (the recipe's, or the experiment's that made the
-        records), record paths and the output folder, its full-precision numbers to 9 significant digits."""
-        text = re.sub(r"-?\d+\.\d{10,}(?:e-?\d+)?", lambda m: _number(float(m.group())), text)
-        text = re.sub(r"\d{4}-\d{2}-\d{2}T[\d:+.]+", "DATE", text)
-        text = re.sub(
-            r"by `(semuq-eval leaderboard|python -m experiments\.reproduce) [^`]*`", "by `COMMAND`", text
-        )
-        text = re.sub(r"[^`,\s]*/([^/`,\s]+\.jsonl\.gz)", r"\1", text)
-        return re.sub(r"--output \S+", "--output OUT", text).replace(" --no-plots", "")
 
-    for name in ("leaderboard.md", "headline.csv", "leaderboard.csv"):
-        assert bare((output / name).read_text()) == bare((committed / name).read_text()), name
+def test_a_board_digest_ignores_the_build_date_and_last_bits_but_not_a_figure(tmp_path):
+    """tools.board_digest pins leaderboard.json and .csv: the build date, the records' folders and a sum's 16th digit
+    leave the digest as it is; a figure that moves changes it."""
+
+    def board(name: str, created: str, path: str, value: float) -> Path:
+        folder = tmp_path / name
+        folder.mkdir()
+        document = {"created": created, "runs": [{"path": path}], "cells": [{"value": value}]}
+        (folder / "leaderboard.json").write_text(json.dumps(document))
+        (folder / "leaderboard.csv").write_text(f"value\n{value!r}\n")
+        return folder
+
+    first = board("a", "2026-11-01T10:00:00+00:00", "/x/records/t.llm.jsonl.gz", 0.12345678901234567)
+    again = board("b", "2026-11-28T03:00:00+00:00", "/y/t.llm.jsonl.gz", 0.12345678901234599)
+    moved = board("c", "2026-11-01T10:00:00+00:00", "/x/records/t.llm.jsonl.gz", 0.1234571)
+    assert board_digest.digests(first) == board_digest.digests(again)
+    assert board_digest.digests(first) != board_digest.digests(moved)
+    board_digest.main([str(first), "--write"])
+    assert json.loads((first / board_digest.DIGEST_FILE).read_text()) == board_digest.digests(first)
