@@ -5,7 +5,8 @@
 # sha256 9a7fe017...; the compact enc-trained is level with it, docs/training.md), its untrained answer-pooled base `enc_untrained`,
 # `cos_ext` on all-MiniLM-L6-v2 and `lexical`) into RUNS/scored/<name>, and its run record written to
 # ../records/<task>.<llm>.jsonl.gz (text only, committed). A store already rescored is kept, so a killed scoring
-# resumes. The sha256 of the enc-trained-full weights used is printed (the report states it).
+# resumes; a set whose record exists is kept (FORCE=1 rescores it). Only the plan's test sets (questions 800-1199) are
+# scored here. The sha256 of the enc-trained-full weights used is printed (the report states it).
 # Usage, from anywhere: RUNS=/work/runs/transfer bash leaderboards/reproduction/transfer/recipe/score.sh
 set -euo pipefail
 cd "$(dirname "$0")/../../../.."
@@ -24,12 +25,14 @@ for path in "$MODELS/all-minilm-l6-v2" "$MODELS/enc-trained-full"; do
 done
 echo "enc-trained-full model.safetensors sha256: $(sha256sum "$MODELS/enc-trained-full/model.safetensors" | cut -d' ' -f1)"
 mkdir -p "$HERE/records"
-for archive in "$HERE"/runs/*.tar.xz; do
+for archive in "$HERE"/runs/*-800-1200.tar.xz; do
     name=$(basename "$archive" .tar.xz)
+    IFS=/ read -r task llm _ <<< "$(tar -tJf "$archive" | head -1)"
+    record=$HERE/records/$task.$llm.jsonl.gz
+    if [ -f "$record" ] && [ "${FORCE:-0}" != 1 ]; then echo "kept $record (FORCE=1 rescores it)"; continue; fi
     [ -d "$RUNS/$name/semuq" ] || { mkdir -p "$RUNS/$name/semuq" && tar -C "$RUNS/$name/semuq" -xJf "$archive"; }
     for store in "$RUNS/$name"/semuq/*/*; do
         [ -f "$store/breakdown.json" ] || continue
-        task=$(basename "$(dirname "$store")") llm=$(basename "$store")
         scored=$RUNS/scored/$name/semuq/$task/$llm
         if [ ! -f "$scored/breakdown.json" ]; then
             echo "rescore $name"
@@ -37,6 +40,6 @@ for archive in "$HERE"/runs/*.tar.xz; do
             "${SEMUQ[@]}" rescore "$store" --operators lexical,cos_ext,enc,enc_untrained \
                 --operator_options "$OPTIONS" --store_output "$scored" > "$RUNS/scored-$name.log" 2>&1
         fi
-        "${SEMUQ[@]}" export-record "$scored" --output "$HERE/records/$task.$llm.jsonl.gz" --force
+        "${SEMUQ[@]}" export-record "$scored" --output "$record" --force
     done
 done
