@@ -24,9 +24,9 @@ import sys
 import threading
 from collections.abc import Callable, Mapping
 from importlib import metadata
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
-__all__ = ["Registry", "check_keywords"]
+__all__ = ["NamedByRegistry", "Registry", "check_keywords"]
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +53,30 @@ class _Lazy:
             module, _, attribute = self.target.partition(":")
             return getattr(importlib.import_module(module), attribute)
         return self.target.load()
+
+
+def _target_text(target: str | metadata.EntryPoint) -> str:
+    """A lazy target as ``"module:object"``."""
+    return target if isinstance(target, str) else target.value
+
+
+class NamedByRegistry:
+    """A family's base class: ``name`` is the name the class is registered under in the family's registry (the
+    module-level ``registry`` of :attr:`family_module`), so no class repeats the name its registration gives. A
+    class may still declare ``name`` itself; its registration must then use the same name."""
+
+    family_module: ClassVar[str]
+
+    @property
+    def name(self) -> str:
+        """The registered name of the class, or of its nearest registered base (as an inherited attribute)."""
+        registry = importlib.import_module(self.family_module).registry
+        for cls in type(self).__mro__:
+            try:
+                return registry.name_of(cls)
+            except LookupError:
+                continue
+        raise LookupError(f"{type(self)!r} is not a registered {registry.family}, nor a subclass of one")
 
 
 class Registry(Generic[T]):
@@ -92,6 +116,11 @@ class Registry(Generic[T]):
         itself); registering another object under a taken name raises ValueError.
         """
         entry = _Lazy(target) if isinstance(target, str) else target
+        declared = vars(target).get("name") if isinstance(target, type) else None
+        if isinstance(declared, str) and declared != name:
+            raise ValueError(
+                f"{self.family} {name!r}: its class declares name = {declared!r}; the registration names it"
+            )
         with self._lock:
             current = self._entries.get(name)
             if current is not None and current is not target and not isinstance(current, _Lazy):
@@ -128,6 +157,17 @@ class Registry(Generic[T]):
             obj = self._check(name, loaded) if self._check else loaded
             self._entries[name] = obj
             return obj
+
+    def name_of(self, obj: object) -> str:
+        """The name ``obj`` is registered under, a lazy target's without importing it: a class is named once, by
+        its registration, and reads its name here. LookupError if it is not registered."""
+        self._discover()
+        target = f"{getattr(obj, '__module__', '')}:{getattr(obj, '__qualname__', '')}"
+        with self._lock:
+            for name, entry in self._entries.items():
+                if entry is obj or (isinstance(entry, _Lazy) and _target_text(entry.target) == target):
+                    return name
+        raise LookupError(f"{obj!r} is not a registered {self.family}; register it under the name users type")
 
     def names(self) -> list[str]:
         """The registered names, sorted (installed packages' entry points included)."""

@@ -92,7 +92,8 @@ def test_registry_names_and_kinds():
     assert names() == sorted(KINDS)
     for name, kind in KINDS.items():
         cls = registry.get(name)
-        assert (cls.name, cls.kind) == (name, kind)
+        assert (registry.name_of(cls), cls.kind) == (name, kind)
+        assert "name" not in vars(cls)  # named once, by its registration
     with pytest.raises(KeyError, match="Unknown operator 'nope'"):
         get("nope")
 

@@ -3,6 +3,7 @@ an installed package adds an operator, an aggregator, a metric, a judge and a la
 
 from __future__ import annotations
 
+import colorsys
 import logging
 import sys
 
@@ -53,6 +54,28 @@ def test_a_lazy_target_of_the_wrong_kind_is_refused_naming_the_fix():
             aggregators.get("not_declared")
     finally:
         aggregators.registry.unregister("not_declared")
+
+
+def test_a_class_is_named_once_by_its_registration_even_before_its_module_loads():
+    """A built-in operator's or judge's name is its registration's: read from the lazy target without importing the
+    module, and by an instance built directly; a class declaring another name than its registration's is refused."""
+    from semuq_eval.judges.string import StringJudge
+    from semuq_eval.operators.lexical import LexicalOperator
+
+    assert LexicalOperator().name == "lexical" and StringJudge().name == "string"
+    registry = Registry("colour", group="semuq_eval.test_colours")
+    registry.register("hsv", "colorsys:rgb_to_hsv")
+    assert registry.name_of(colorsys.rgb_to_hsv) == "hsv"
+    with pytest.raises(LookupError, match="is not a registered colour"):
+        registry.name_of(colorsys.hsv_to_rgb)
+
+    class Declared:
+        name = "teal"
+
+    with pytest.raises(ValueError, match=r"colour 'cyan': its class declares name = 'teal'"):
+        registry.register("cyan", Declared)
+    registry.register("teal", Declared)
+    assert registry.name_of(Declared) == "teal"
 
 
 def test_every_family_answers_the_same_three_calls():

@@ -85,8 +85,6 @@ class HFJudge(PromptedJudge):
     [Verdict(label=True, p_correct=0.93, reply='yes', error=None)]
     """
 
-    name = "hf"
-
     def __init__(
         self,
         model: str | os.PathLike,

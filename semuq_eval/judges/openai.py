@@ -82,8 +82,6 @@ class OpenAIJudge(PromptedJudge):
         The transport's options above, and the prompt and cache options of :class:`~semuq_eval.judges.prompted.PromptedJudge`.
     """
 
-    name = "openai"
-
     forwarded_options = TRANSPORT_OPTIONS
     """Taken through ``**options`` by the transport (:class:`~semuq_eval.openai_client.ServerClient`)."""
 

@@ -22,6 +22,7 @@ from typing import Any
 from semuq_eval.judges.base import Verdict
 from semuq_eval.judges.cache import JudgeCache, default_cache_path, verdict_key
 from semuq_eval.judges.prompts import JudgePrompt
+from semuq_eval.registry import NamedByRegistry
 
 __all__ = ["PromptedJudge"]
 
@@ -33,7 +34,7 @@ CACHE_BLOCK = 256
 as soon as it is done: a run killed mid-way loses at most one block."""
 
 
-class PromptedJudge:
+class PromptedJudge(NamedByRegistry):
     """Base class of the LLM judges (module docstring).
 
     Parameters
@@ -51,7 +52,7 @@ class PromptedJudge:
         Answers are cut to this many characters in the prompt.
     """
 
-    name = "prompted"
+    family_module = "semuq_eval.judges"
 
     def __init__(
         self,

@@ -19,6 +19,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from semuq_eval.registry import NamedByRegistry
+
 __all__ = ["MODES", "StringJudge", "normalize", "token_f1"]
 
 MODES = ("contains", "em", "f1")
@@ -49,7 +51,7 @@ def token_f1(prediction: str, reference: str) -> float:
 
 
 @dataclass(frozen=True)
-class StringJudge:
+class StringJudge(NamedByRegistry):
     """Deterministic string matching after SQuAD normalization (see the module docstring).
 
     Parameters
@@ -67,10 +69,9 @@ class StringJudge:
     [False]
     """
 
+    family_module = "semuq_eval.judges"
     mode: str = "contains"
     f1_threshold: float = 0.5
-
-    name = "string"
 
     def __post_init__(self):
         if self.mode not in MODES:

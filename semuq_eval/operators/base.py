@@ -32,6 +32,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from semuq_eval.aggregators.base import MatrixKind
+from semuq_eval.registry import NamedByRegistry
 
 PROGRESS_MIN_BATCHES = 5
 """A progress bar is shown (when enabled) once a call needs at least this many model batches."""
@@ -113,12 +114,11 @@ NEEDS: dict[str, str] = {
 reports the operator unavailable for a question that lacks one, with the reason."""
 
 
-class Operator(ABC):
+class Operator(NamedByRegistry, ABC):
     """Base class: ``op(questions, answers, *, hidden_states=None) -> OperatorOutput``.
 
-    Subclasses declare
+    Its ``name`` is the one it is registered under (``@register("name")`` or a lazy target); subclasses declare
 
-    - ``name``: the registry name;
     - ``kind``: what its matrix is (``"equivalence"``, ``"graded"`` or ``"gram"``), which tells the harness
       which ``aggregator@operator`` pairs are valid;
     - ``needs``: the inputs it reads, names from :data:`NEEDS`;
@@ -130,7 +130,7 @@ class Operator(ABC):
     probabilities.
     """
 
-    name: ClassVar[str]
+    family_module = "semuq_eval.operators"
     kind: ClassVar[MatrixKind]
     needs: ClassVar[frozenset[str]] = frozenset({"question", "answers"})
     extras: ClassVar[tuple[str, ...]] = ()

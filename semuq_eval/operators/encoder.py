@@ -262,7 +262,6 @@ class ExternalCosineOperator(_SentenceEncoderOperator):
     """COS-ext: cosine similarity of an external sentence encoder's embeddings of the answers
     alone (no question), S = Phi Phi^T (App. A.2, S^cos)."""
 
-    name = "cos_ext"
     needs = frozenset({"answers"})
 
     def __init__(self, model: str | os.PathLike | Any = DEFAULT_SENTENCE_ENCODER, **options) -> None:
@@ -286,7 +285,6 @@ class EncoderOperator(_SentenceEncoderOperator):
     loads anywhere without custom code).
     """
 
-    name = "enc"
     extras = ("token_weights", "greedy_similarities", "token_similarity")
     _keeps_token_norms = True
 

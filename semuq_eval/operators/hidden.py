@@ -20,7 +20,6 @@ from semuq_eval.operators.gram import gram_matrix
 class HiddenStateCosineOperator(Operator):
     """S_ij = <h_i / ||h_i||, h_j / ||h_j||> for the given (N_b, d) hidden states of each question."""
 
-    name = "cos_int"
     kind = "gram"
     needs = frozenset({"answers", "hidden_states"})
     extras = ("greedy_similarities",)  # the greedy answer by its own hidden state (``anchor_hidden_states``)

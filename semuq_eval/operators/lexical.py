@@ -28,7 +28,6 @@ class _WordTokenizer:
 class LexicalOperator(TextOperator):
     """S_ij = ROUGE-L F(y_i, y_j) (default) or Jaccard(words(y_i), words(y_j))."""
 
-    name = "lexical"
     kind = "graded"
     needs = frozenset({"answers"})
 

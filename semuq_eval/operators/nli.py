@@ -200,7 +200,6 @@ class NLIOperator(_NLIOperator):
     rules other implementations use.
     """
 
-    name = "nli"
     kind = "equivalence"
 
     def __init__(
@@ -233,7 +232,6 @@ class NLISoftOperator(_NLIOperator):
     """Graded NLI similarity: the entailment probability averaged over both directions,
     S_ij = (p_ent(i -> j) + p_ent(j -> i)) / 2, in [0, 1] (the soft S_nli of App. A.2)."""
 
-    name = "nli_soft"
     kind = "graded"
 
     def _derive(self, probs: np.ndarray) -> np.ndarray:

@@ -12,7 +12,6 @@ signals.declare("char_weights", "(T,) each greedy-answer token's share of its ch
 class LexicalCharsOperator(LexicalOperator):
     """``lexical``, yielding ``char_weights`` on the greedy answer's tokens too."""
 
-    name = "lexical_chars"
     extras = (*LexicalOperator.extras, "char_weights")
 
     def char_weights(self, questions, answers, offsets):

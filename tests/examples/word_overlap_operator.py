@@ -10,7 +10,6 @@ from semuq_eval.operators.base import Cost, TextOperator
 class WordOverlapOperator(TextOperator):
     """S_ij = Jaccard overlap of the lower-cased word sets of answers i and j (graded, no model)."""
 
-    name = "word_overlap"
     kind = "graded"  # what the matrix is: the harness pairs it with every graded / equivalence aggregator
     needs = frozenset({"answers"})  # what it reads (the harness checks it per question)
 
