@@ -6,7 +6,8 @@
 # three LLMs share).
 # Each finished store is packed, without its journal, into ../runs/<llm>-<set>-<first>-<end>.tar.xz (text only: the
 # server gives no hidden states), which is committed. A run whose archive exists is skipped; a killed run resumes
-# from its generation journal in RUNS (answers already given are not asked again).
+# from its generation journal in RUNS (answers already given are not asked again). A run in which requests failed
+# (timed out) is run again, up to three times, asking only for what the journal lacks; it is archived only complete.
 # Between sessions on different machines: `generate.sh --save-journals` keeps each unfinished run's journal as
 # ../runs/<name>.journal.jsonl.gz (commit it); a later run on a fresh machine starts from it.
 # Usage, from anywhere: bash leaderboards/reproduction/transfer/recipe/generate.sh   (LLM=, RUNS_LIST=, RUNS= to change;
@@ -18,6 +19,7 @@ RUNS_LIST=${RUNS_LIST:-"semuq_webquestions:800:400 semuq_triviaqa_dpr:800:400 se
 semuq_webquestions:0:100 semuq_triviaqa_dpr:0:100 semuq_nqopen:0:100"}
 RUNS=${RUNS:-${TMPDIR:-/tmp}/semuq-transfer-runs}
 THREADS=${THREADS:-2}
+TIMEOUT=${TIMEOUT:-600}  # seconds per request: eleven slots share two cores, and other work slows them further
 ARCHIVE=leaderboards/reproduction/transfer/runs
 read -ra SEMUQ <<< "${SEMUQ:-.venv/bin/semuq-eval}"
 mkdir -p "$ARCHIVE" "$RUNS"
@@ -43,11 +45,21 @@ for entry in $RUNS_LIST; do
             gunzip -c "$kept" > "$journal"
             echo "resume $name from $kept ($(wc -l < "$journal") prompts)"
         fi
-        echo "generate $name"
-        "${SEMUQ[@]}" run --model semuq-llamacpp --model_args "gguf=$LLM,endpoint=chat,slots=11,threads=$THREADS" \
-            --apply_chat_template --tasks "$task" --gen_kwargs max_gen_toks=32 \
-            --metadata "{\"n_samples\": 10, \"limit\": $limit, \"offset\": $offset, \"operators\": [\"lexical\"], \"run_id\": \"$LLM\"}" \
-            --output_path "$RUNS/$name" > "$RUNS/$name.log" 2>&1
+        for attempt in 1 2 3; do
+            echo "generate $name (attempt $attempt)"
+            rm -rf "$store"  # the journal keeps every answer given; a new attempt asks only for the rest
+            "${SEMUQ[@]}" run --model semuq-llamacpp \
+                --model_args "gguf=$LLM,endpoint=chat,slots=11,threads=$THREADS,timeout=$TIMEOUT" \
+                --apply_chat_template --tasks "$task" --gen_kwargs max_gen_toks=32 \
+                --metadata "{\"n_samples\": 10, \"limit\": $limit, \"offset\": $offset, \"operators\": [\"lexical\"], \"run_id\": \"$LLM\"}" \
+                --output_path "$RUNS/$name" > "$RUNS/$name.log" 2>&1
+            grep -q "came with an error" "$RUNS/$name.log" || break
+            echo "$name: some requests failed ($(grep -c 'a request failed' "$RUNS/$name.log")); asking again for them"
+        done
+        if grep -q "came with an error" "$RUNS/$name.log"; then
+            echo "$name: requests still fail after 3 attempts; not archived (see $RUNS/$name.log)" >&2
+            exit 1
+        fi
     fi
     tar -C "$RUNS/$name/semuq" -cJf "$archive.tmp" "$task/$LLM"
     mv "$archive.tmp" "$archive"
