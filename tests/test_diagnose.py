@@ -16,14 +16,10 @@ import numpy as np
 import pytest
 
 from semuq_eval.commands import main as cli_main
-from semuq_eval.diagnose.check import (
-    check_operator,
-    compute_figures,
-    frozen_store_path,
-    operator_from_spec,
-)
+from semuq_eval.diagnose.check import check_operator, operator_from_spec
 from semuq_eval.diagnose.clustering import clustering_pairs
 from semuq_eval.diagnose.diagnosis import diagnose
+from semuq_eval.diagnose.figures import compute_figures, frozen_store_path
 from semuq_eval.diagnose.freeze import freeze_store
 from semuq_eval.diagnose.localization import hit_and_chance, localization
 from semuq_eval.diagnose.outputs import write_report
@@ -753,15 +749,17 @@ def test_clustering_cap_bounds_the_judged_pairs(questions):
 def test_check_operator_reads_unchanged_figures_back_from_its_cache(store, tmp_path, monkeypatch):
     """A second check of the same weights on the same store reads the figures back; other weights, another store
     or a damaged copy compute them."""
-    from semuq_eval.diagnose import check
+    from semuq_eval.diagnose import figure_cache
 
     cache = tmp_path / "cache"
     path = tmp_path / "base.json"
     first = check_operator("lexical", write_baseline=path, store=store, progress=False, cache=cache)
     (kept,) = cache.glob("*.json")
     computed = []
-    original = check.compute_figures
-    monkeypatch.setattr(check, "compute_figures", lambda *a, **k: computed.append(a) or original(*a, **k))
+    original = figure_cache.compute_figures
+    monkeypatch.setattr(
+        figure_cache, "compute_figures", lambda *a, **k: computed.append(a) or original(*a, **k)
+    )
     again = check_operator("lexical", path, store=store, progress=False, cache=cache)
     assert computed == [] and again.ok and again.figures == first.figures
     assert {r.status for r in again.rows} == {"ok"}
@@ -784,7 +782,7 @@ def test_a_cache_that_cannot_be_written_costs_time_not_the_check(store, tmp_path
     blocked = tmp_path / "a-file"
     blocked.write_text("not a folder")
     path = tmp_path / "base.json"
-    with caplog.at_level("WARNING", logger="semuq_eval.diagnose.check"):
+    with caplog.at_level("WARNING", logger="semuq_eval.diagnose.figure_cache"):
         report = check_operator("lexical", write_baseline=path, store=store, progress=False, cache=blocked)
     assert report.ok and path.is_file() and blocked.read_text() == "not a folder"
     (warning,) = [r.message for r in caplog.records if "not kept in the cache" in r.message]

@@ -12,7 +12,9 @@ module                 concept
 ``localization``       token localization of the answer span (App. A.4)
 ``checkpoint``         each operator's outcome kept as it comes: a stopped diagnosis resumes
 ``diagnosis``          :func:`diagnose`: all of the above for many operators
-``report``             JSON + Markdown + plot
+``outputs``            JSON + Markdown + plot
+``figures``            the figures an operator check tracks, computed on a run store
+``figure_cache``       those figures kept between checks of unchanged weights
 ``check``              :func:`check_operator`: tracked figures vs a baseline
 ``freeze``             the frozen run store the check reads
 ``pytest_plugin``      the ``semuq_check_operator`` fixture
@@ -24,8 +26,9 @@ The commands ``semuq-eval diagnose`` and ``check-operator`` are :mod:`semuq_eval
 
 from __future__ import annotations
 
-from semuq_eval.diagnose.check import CheckReport, check_operator, frozen_store_path
+from semuq_eval.diagnose.check import CheckReport, check_operator
 from semuq_eval.diagnose.diagnosis import diagnose
+from semuq_eval.diagnose.figures import frozen_store_path
 from semuq_eval.diagnose.outputs import write_report
 from semuq_eval.diagnose.questions import DiagnosticQuestion, load_questions
 

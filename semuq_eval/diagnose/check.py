@@ -3,14 +3,7 @@
 ``check_operator(MODEL, baseline=PATH)`` builds the operator (an ``enc`` model path or hub id, or an operator
 name / ``name:model``), runs the diagnosis (:func:`~semuq_eval.diagnose.diagnosis.diagnose`) and the pipeline
 (AUROC of the tracked estimators under greedy and majority labels) on the frozen store shipped in
-``semuq_eval/diagnose/data/`` (or ``store=``), and compares every tracked figure with the baseline:
-
-- ``trap.context``, ``trap.autoregressive`` (lower is better), ``trap.entailment``, ``trap.ood_syntax``
-  (higher is better): mean similarities;
-- ``clustering.incorrect_equivalent`` and ``clustering.gap`` (higher is better);
-- ``localization.hit_rate`` (operators with token weights; higher is better);
-- ``auroc.<estimator>.<greedy|majority>`` (higher is better), by default ``kle_heat@OP``, ``cos@OP`` and
-  ``cae@OP`` where valid (estimators needing log-probabilities, such as ``se``, have no input in a frozen store).
+``semuq_eval/diagnose/data/`` (or ``store=``), and compares every tracked figure (:mod:`~semuq_eval.diagnose.figures`) with the baseline.
 
 A figure *regresses* when it moves in the bad direction by more than its tolerance (absolute; the baseline's
 own per-figure ``tolerance``, else the check's). A tracked figure that is missing or undefined now fails too,
@@ -28,19 +21,15 @@ Examples
 
 from __future__ import annotations
 
-import functools
-import hashlib
-import json
-import logging
-import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from semuq_eval.diagnose import figure_cache
+from semuq_eval.diagnose.figures import BETTER, frozen_store_path
 from semuq_eval.harness.schemas import OperatorBaseline, check_line
 from semuq_eval.harness.store import open_store
 from semuq_eval.jsonio import read_json, write_json
@@ -48,48 +37,15 @@ from semuq_eval.jsonio import read_json, write_json
 __all__ = [
     "BASELINE_FORMAT",
     "DEFAULT_TOLERANCE",
-    "FROZEN_STORE",
     "CheckReport",
     "FigureCheck",
     "check_operator",
-    "compute_figures",
-    "frozen_store_path",
     "operator_from_spec",
 ]
-
-log = logging.getLogger(__name__)
 
 BASELINE_FORMAT = "semuq-operator-baseline/1"
 DEFAULT_TOLERANCE = 0.02
 """Absolute slack before a figure counts as regressed (similarities, rates and AUROC all lie in [0, 1])."""
-FROZEN_STORE = "smollm2-webquestions"
-"""The frozen store shipped with the package (``semuq_eval/diagnose/data/<name>``)."""
-
-_BETTER = {
-    "trap.context": "lower",
-    "trap.autoregressive": "lower",
-    "trap.entailment": "higher",
-    "trap.ood_syntax": "higher",
-    "clustering.incorrect_equivalent": "higher",
-    "clustering.gap": "higher",
-    "localization.hit_rate": "higher",
-}
-
-
-def frozen_store_path(name: str = FROZEN_STORE) -> Path:
-    """The folder of a frozen store shipped in ``semuq_eval/diagnose/data/``.
-
-    Raises
-    ------
-    FileNotFoundError
-        When the package holds no such store (the message lists the ones it has).
-    """
-    root = Path(str(resources.files("semuq_eval.diagnose") / "data"))
-    path = root / name
-    if not open_store(path).is_store:
-        have = sorted(p.name for p in root.iterdir() if open_store(p).is_store) if root.is_dir() else []
-        raise FileNotFoundError(f"no frozen store {name!r} in {root}; shipped: {have}")
-    return path
 
 
 def operator_from_spec(spec: str, options: Mapping[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
@@ -118,225 +74,6 @@ def operator_from_spec(spec: str, options: Mapping[str, Any] | None = None) -> t
     if sep and head in operators.names() and tail:
         return head, {"model": tail, **options}
     return "enc", {"model": spec, **options}
-
-
-def _put_auroc(
-    put: Any,
-    figures: dict[str, dict[str, Any]],
-    docs: Sequence[Any],
-    questions: Sequence[Any],
-    settings: Any,
-    chosen: Sequence[Any],
-    n_resamples: int,
-) -> None:
-    """The tracked estimators' AUROC under every label strategy, scored as a run scores (the pipeline's
-    :func:`~semuq_eval.harness.pipeline.score_docs` and the breakdown's
-    :func:`~semuq_eval.harness.breakdown.summarize`) on the docs the diagnosis filled with the operator's matrices."""
-    from dataclasses import replace
-
-    from semuq_eval.harness.breakdown import summarize
-    from semuq_eval.harness.pipeline import score_docs
-
-    labels = [{"greedy": q.greedy_label, "samples": q.sample_labels} for q in questions]
-    items = score_docs(docs, settings, labels, chosen)
-    breakdown = summarize(items, replace(settings, metrics=("auroc",), bootstrap=n_resamples, seed=0))
-    for strategy, results in breakdown["results"].items():
-        for e in chosen:
-            m = (results.get(e.name) or {}).get("auroc")
-            if m is None:
-                put(f"auroc.{e.name}.{strategy}", None)
-                continue
-            put(f"auroc.{e.name}.{strategy}", m["value"], (m["ci_low"], m["ci_high"]), m["n"])
-            figures[f"auroc.{e.name}.{strategy}"].update(
-                n_correct=m["n_correct"], n_incorrect=m["n_incorrect"]
-            )
-
-
-def _estimators(name: str, n_samples: int, wanted: Sequence[str] | None) -> list[str]:
-    from semuq_eval.harness.pipeline import estimators_for
-    from semuq_eval.harness.settings import Settings
-
-    valid = [e.name for e in estimators_for(Settings(n_samples=n_samples, operators=(name,)))]
-    if wanted is None:
-        return [e for e in (f"kle_heat@{name}", f"cos@{name}", f"cae@{name}") if e in valid]
-    unknown = [e for e in wanted if e not in valid]
-    if unknown:
-        raise ValueError(f"estimators {unknown} are not valid with operator {name}; valid: {valid}")
-    return list(wanted)
-
-
-def compute_figures(
-    name: str,
-    options: Mapping[str, Any],
-    store: str | os.PathLike,
-    *,
-    estimators: Sequence[str] | None = None,
-    max_questions: int | None = None,
-    n_resamples: int = 200,
-    progress: bool = True,
-) -> dict[str, dict[str, Any]]:
-    """The tracked figures (module docstring) of operator ``name`` on ``store``: ``{figure: {"value",
-    "better", "ci_low", "ci_high", "n"}}``."""
-    from semuq_eval import aggregators, signals
-    from semuq_eval.diagnose.diagnosis import diagnose
-    from semuq_eval.diagnose.questions import load_questions
-    from semuq_eval.harness.pipeline import estimators_for
-    from semuq_eval.harness.settings import Settings
-    from semuq_eval.metrics import Bootstrap
-
-    bootstrap = Bootstrap(n_resamples, seed=0)
-    questions = load_questions(store, max_questions=max_questions)
-    n_samples = max((len(q.samples) for q in questions), default=0)
-    names = _estimators(name, n_samples, estimators) if n_samples else []
-    chosen = []
-    if names:
-        settings = Settings(n_samples=n_samples, operators=(name,))
-        chosen = [e for e in estimators_for(settings) if e.name in names]
-    # the token extras the docs must carry: only those the tracked estimators read
-    read = {x for e in chosen for x in aggregators.get(e.aggregator).inputs}
-    docs_out: dict[str, list[Any]] = {}
-    result = diagnose(
-        questions=questions,
-        operators=[name],
-        operator_options={name: dict(options)} if options else None,
-        bootstrap=bootstrap,
-        progress=progress,
-        docs_out=docs_out,
-        docs_extras=[x for x in signals.names(origin="tokens") if x in read],
-    )
-    if name in result["unavailable"]:
-        raise RuntimeError(result["unavailable"][name])
-    figures: dict[str, dict[str, Any]] = {}
-
-    def put(key: str, value: Any, ci=(None, None), n: int | None = None) -> None:
-        ok = value is not None and math.isfinite(value)
-        figures[key] = {
-            "value": float(value) if ok else None,
-            "better": _BETTER.get(key, "higher"),
-            "ci_low": _finite(ci[0]),
-            "ci_high": _finite(ci[1]),
-            "n": n,
-        }
-
-    for trap, res in result["traps"].items():
-        r = res["results"][name]
-        put(f"trap.{trap}", r["mean"], (r["ci_low"], r["ci_high"]), r["n_pairs"])
-    r = result["clustering"]["incorrect_equivalent"]["results"][name]
-    put("clustering.incorrect_equivalent", r["mean"], (r["ci_low"], r["ci_high"]), r["n_pairs"])
-    g = result["clustering"]["gap"]["results"][name]
-    put("clustering.gap", g["difference"], (g["ci_low"], g["ci_high"]))
-    loc = result["localization"].get(name, {})
-    if "hit_rate" in loc:
-        h = loc["hit_rate"]
-        put("localization.hit_rate", h["mean"], (h["ci_low"], h["ci_high"]), loc["n_answers"])
-    if names:
-        _put_auroc(put, figures, docs_out[name], questions, settings, chosen, n_resamples)
-    return figures
-
-
-def _finite(value: float | None) -> float | None:
-    """A bound as JSON keeps it: None when undefined."""
-    return float(value) if value is not None and math.isfinite(value) else None
-
-
-FIGURES_CACHE_FORMAT = "semuq-check-figures/1"
-
-
-def cached_figures(
-    name: str,
-    options: Mapping[str, Any],
-    store: str | os.PathLike,
-    fingerprint: str,
-    *,
-    estimators: Sequence[str] | None = None,
-    max_questions: int | None = None,
-    progress: bool = True,
-    cache: str | os.PathLike | None | bool = True,
-) -> dict[str, dict[str, Any]]:
-    """:func:`compute_figures`, read back from ``cache`` when the same operator (:func:`_identity`: the registered
-    operator, its model folder and the revision of its weights, and its options) was checked on the same store
-    (``fingerprint``) with the same estimators, questions, version and code before. The figures are deterministic (seeded bootstrap), so a cached copy is the
-    same figures; the key holds the package's code too. An operator whose weights cannot be told apart (no
-    revision) is computed every time."""
-    from semuq_eval import __version__
-
-    folder = _cache_folder(cache)
-    identity = _identity(name, options) if folder is not None else None
-    if identity is None:
-        return compute_figures(
-            name, options, store, estimators=estimators, max_questions=max_questions, progress=progress
-        )
-    key_source = {
-        "version": __version__,
-        "code": _code_fingerprint(),
-        "store": fingerprint,
-        "operator": [name, identity, {k: str(v) for k, v in options.items()}],
-        "estimators": _tracked(name, store, estimators, max_questions),
-        "max_questions": max_questions,
-    }
-    key = hashlib.sha256(json.dumps(key_source, sort_keys=True, default=str).encode()).hexdigest()
-    path = folder / f"{key}.json"
-    try:
-        kept = read_json(path) if path.is_file() else None
-    except (OSError, ValueError):
-        kept = None  # a damaged copy is computed again and replaced
-    if isinstance(kept, dict) and kept.get("format") == FIGURES_CACHE_FORMAT and kept.get("key") == key:
-        return kept["figures"]
-    figures = compute_figures(
-        name, options, store, estimators=estimators, max_questions=max_questions, progress=progress
-    )
-    try:  # the cache only saves time: a folder that cannot be written costs the next check its time, nothing else
-        folder.mkdir(parents=True, exist_ok=True)
-        write_json(path, {"format": FIGURES_CACHE_FORMAT, "key": key, "of": key_source, "figures": figures})
-    except OSError as err:
-        log.warning("check-operator: the figures were not kept in the cache %s (%s)", folder, err)
-    return figures
-
-
-def _identity(name: str, options: Mapping[str, Any]) -> dict[str, Any] | None:
-    """What tells two operators apart, found without loading a model library: the registered operator, its model
-    folder and the sha256-based revision of its weights; None when the weights cannot be told apart (a hub id).
-    An operator given no model is identified by its own ``info`` (building it loads no model)."""
-    from semuq_eval import operators
-    from semuq_eval.harness.operator_runs import get_operator
-    from semuq_eval.local_models import local_revision
-
-    base, kwargs = operators.resolve(name, dict(options))
-    if "model" not in kwargs:
-        info = dict(get_operator(name, dict(options)).info)
-        return None if "model" in info and not info.get("revision") else info
-    revision = local_revision(kwargs["model"])
-    return {"operator": base, "model": str(kwargs["model"]), "revision": revision} if revision else None
-
-
-def _tracked(
-    name: str, store: str | os.PathLike, estimators: Sequence[str] | None, max_questions: int | None
-) -> list[str]:
-    """The estimators whose AUROC :func:`compute_figures` tracks (the defaults resolved), in order."""
-    docs = open_store(store).docs(hidden=False)[:max_questions]
-    n_samples = max((len(d.samples) for d in docs), default=0)
-    return sorted(_estimators(name, n_samples, estimators)) if n_samples else []
-
-
-@functools.cache
-def _code_fingerprint() -> str:
-    """sha256 of the package's source: a copy made by other code (an edited checkout) is never read back."""
-    root = Path(__file__).resolve().parents[1]
-    h = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        h.update(str(path.relative_to(root)).encode())
-        h.update(path.read_bytes())
-    return h.hexdigest()
-
-
-def _cache_folder(cache: str | os.PathLike | None | bool) -> Path | None:
-    if cache is False or cache is None:
-        return None
-    if cache is True:
-        from semuq_eval.assets import cache_dir
-
-        return cache_dir() / "check-operator"
-    return Path(cache)
 
 
 @dataclass(frozen=True)
@@ -416,7 +153,7 @@ def _compare(
     tracked = baseline.get("figures") or {}
     for key, base in tracked.items():
         tol = float(base.get("tolerance", tolerance))
-        better = base.get("better", _BETTER.get(key, "higher"))
+        better = base.get("better", BETTER.get(key, "higher"))
         b = base.get("value")
         cur = (figures.get(key) or {}).get("value")
         if cur is None:
@@ -504,7 +241,7 @@ def check_operator(
     store = Path(store) if store is not None else frozen_store_path()
     name, options = operator_from_spec(model, operator_options)
     fingerprint = open_store(store).fingerprint()
-    figures = cached_figures(
+    figures = figure_cache.cached_figures(
         name,
         options,
         store,

@@ -1,0 +1,174 @@
+"""The figures an operator check tracks, computed on a run store: the traps, wrong-answer clustering, token
+localization (:func:`~semuq_eval.diagnose.diagnosis.diagnose`) and the AUROC of the tracked estimators under every
+label strategy (scored as a run scores them).
+
+- ``trap.context``, ``trap.autoregressive`` (lower is better), ``trap.entailment``, ``trap.ood_syntax``
+  (higher is better): mean similarities;
+- ``clustering.incorrect_equivalent`` and ``clustering.gap`` (higher is better);
+- ``localization.hit_rate`` (operators with token weights; higher is better);
+- ``auroc.<estimator>.<strategy>`` (higher is better), by default ``kle_heat@OP``, ``cos@OP`` and ``cae@OP`` where
+  valid (estimators needing log-probabilities, such as ``se``, have no input in a frozen store).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from semuq_eval.harness.store import open_store
+
+__all__ = ["BETTER", "FROZEN_STORE", "compute_figures", "frozen_store_path", "tracked_estimators"]
+
+FROZEN_STORE = "smollm2-webquestions"
+"""The frozen store shipped with the package (``semuq_eval/diagnose/data/<name>``)."""
+
+BETTER = {
+    "trap.context": "lower",
+    "trap.autoregressive": "lower",
+    "trap.entailment": "higher",
+    "trap.ood_syntax": "higher",
+    "clustering.incorrect_equivalent": "higher",
+    "clustering.gap": "higher",
+    "localization.hit_rate": "higher",
+}
+
+
+def frozen_store_path(name: str = FROZEN_STORE) -> Path:
+    """The folder of a frozen store shipped in ``semuq_eval/diagnose/data/``.
+
+    Raises
+    ------
+    FileNotFoundError
+        When the package holds no such store (the message lists the ones it has).
+    """
+    root = Path(str(resources.files("semuq_eval.diagnose") / "data"))
+    path = root / name
+    if not open_store(path).is_store:
+        have = sorted(p.name for p in root.iterdir() if open_store(p).is_store) if root.is_dir() else []
+        raise FileNotFoundError(f"no frozen store {name!r} in {root}; shipped: {have}")
+    return path
+
+
+def _put_auroc(
+    put: Any,
+    figures: dict[str, dict[str, Any]],
+    docs: Sequence[Any],
+    questions: Sequence[Any],
+    settings: Any,
+    chosen: Sequence[Any],
+    n_resamples: int,
+) -> None:
+    """The tracked estimators' AUROC under every label strategy, scored as a run scores (the pipeline's
+    :func:`~semuq_eval.harness.pipeline.score_docs` and the breakdown's
+    :func:`~semuq_eval.harness.breakdown.summarize`) on the docs the diagnosis filled with the operator's matrices."""
+    from dataclasses import replace
+
+    from semuq_eval.harness.breakdown import summarize
+    from semuq_eval.harness.pipeline import score_docs
+
+    labels = [{"greedy": q.greedy_label, "samples": q.sample_labels} for q in questions]
+    items = score_docs(docs, settings, labels, chosen)
+    breakdown = summarize(items, replace(settings, metrics=("auroc",), bootstrap=n_resamples, seed=0))
+    for strategy, results in breakdown["results"].items():
+        for e in chosen:
+            m = (results.get(e.name) or {}).get("auroc")
+            if m is None:
+                put(f"auroc.{e.name}.{strategy}", None)
+                continue
+            put(f"auroc.{e.name}.{strategy}", m["value"], (m["ci_low"], m["ci_high"]), m["n"])
+            figures[f"auroc.{e.name}.{strategy}"].update(
+                n_correct=m["n_correct"], n_incorrect=m["n_incorrect"]
+            )
+
+
+def tracked_estimators(name: str, n_samples: int, wanted: Sequence[str] | None) -> list[str]:
+    """The estimators whose AUROC is tracked: ``wanted``, checked against operator ``name``'s valid ones, or the
+    defaults (module docstring) where valid."""
+    from semuq_eval.harness.pipeline import estimators_for
+    from semuq_eval.harness.settings import Settings
+
+    valid = [e.name for e in estimators_for(Settings(n_samples=n_samples, operators=(name,)))]
+    if wanted is None:
+        return [e for e in (f"kle_heat@{name}", f"cos@{name}", f"cae@{name}") if e in valid]
+    unknown = [e for e in wanted if e not in valid]
+    if unknown:
+        raise ValueError(f"estimators {unknown} are not valid with operator {name}; valid: {valid}")
+    return list(wanted)
+
+
+def compute_figures(
+    name: str,
+    options: Mapping[str, Any],
+    store: str | os.PathLike,
+    *,
+    estimators: Sequence[str] | None = None,
+    max_questions: int | None = None,
+    n_resamples: int = 200,
+    progress: bool = True,
+) -> dict[str, dict[str, Any]]:
+    """The tracked figures (module docstring) of operator ``name`` on ``store``: ``{figure: {"value",
+    "better", "ci_low", "ci_high", "n"}}``."""
+    from semuq_eval import aggregators, signals
+    from semuq_eval.diagnose.diagnosis import diagnose
+    from semuq_eval.diagnose.questions import load_questions
+    from semuq_eval.harness.pipeline import estimators_for
+    from semuq_eval.harness.settings import Settings
+    from semuq_eval.metrics import Bootstrap
+
+    bootstrap = Bootstrap(n_resamples, seed=0)
+    questions = load_questions(store, max_questions=max_questions)
+    n_samples = max((len(q.samples) for q in questions), default=0)
+    names = tracked_estimators(name, n_samples, estimators) if n_samples else []
+    chosen = []
+    if names:
+        settings = Settings(n_samples=n_samples, operators=(name,))
+        chosen = [e for e in estimators_for(settings) if e.name in names]
+    # the token extras the docs must carry: only those the tracked estimators read
+    read = {x for e in chosen for x in aggregators.get(e.aggregator).inputs}
+    docs_out: dict[str, list[Any]] = {}
+    result = diagnose(
+        questions=questions,
+        operators=[name],
+        operator_options={name: dict(options)} if options else None,
+        bootstrap=bootstrap,
+        progress=progress,
+        docs_out=docs_out,
+        docs_extras=[x for x in signals.names(origin="tokens") if x in read],
+    )
+    if name in result["unavailable"]:
+        raise RuntimeError(result["unavailable"][name])
+    figures: dict[str, dict[str, Any]] = {}
+
+    def put(key: str, value: Any, ci=(None, None), n: int | None = None) -> None:
+        ok = value is not None and math.isfinite(value)
+        figures[key] = {
+            "value": float(value) if ok else None,
+            "better": BETTER.get(key, "higher"),
+            "ci_low": _finite(ci[0]),
+            "ci_high": _finite(ci[1]),
+            "n": n,
+        }
+
+    for trap, res in result["traps"].items():
+        r = res["results"][name]
+        put(f"trap.{trap}", r["mean"], (r["ci_low"], r["ci_high"]), r["n_pairs"])
+    r = result["clustering"]["incorrect_equivalent"]["results"][name]
+    put("clustering.incorrect_equivalent", r["mean"], (r["ci_low"], r["ci_high"]), r["n_pairs"])
+    g = result["clustering"]["gap"]["results"][name]
+    put("clustering.gap", g["difference"], (g["ci_low"], g["ci_high"]))
+    loc = result["localization"].get(name, {})
+    if "hit_rate" in loc:
+        h = loc["hit_rate"]
+        put("localization.hit_rate", h["mean"], (h["ci_low"], h["ci_high"]), loc["n_answers"])
+    if names:
+        _put_auroc(put, figures, docs_out[name], questions, settings, chosen, n_resamples)
+    return figures
+
+
+def _finite(value: float | None) -> float | None:
+    """A bound as JSON keeps it: None when undefined."""
+    return float(value) if value is not None and math.isfinite(value) else None
