@@ -30,6 +30,7 @@ from semuq_eval.diagnose.spans import alias_spans, last_words
 from semuq_eval.diagnose.traps import build_traps
 from semuq_eval.harness.store import open_store
 from semuq_eval.metrics import Bootstrap
+from semuq_eval.models.generation import Generation
 from tests.fixtures.diagnose.stores import ROWS, write_store
 from tests.fixtures.tiny_encoders import tiny_st_encoder, tiny_wordpiece_dir  # noqa: F401  (fixtures)
 
@@ -231,8 +232,8 @@ def test_localization_against_hand_computed_chance(questions):
 
 def test_localization_skips_answers_without_offsets_or_with_two_mentions(store):
     qs = load_questions(store)
-    qs[0].greedy_offsets = None
-    qs[1].greedy = "Heath Ledger, yes, Heath Ledger."
+    qs[0].doc.greedy.token_offsets = None
+    qs[1].doc.greedy = Generation("Heath Ledger, yes, Heath Ledger.", greedy=True)
     loc = localization(_PeakedWeights({}), qs, bootstrap=Bootstrap(50))
     assert loc.n_answers == 0 and loc.n_eligible == 1
     assert loc.skipped == {

@@ -9,6 +9,7 @@ and majority labels: a store without them is refused with the command that adds 
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from semuq_eval.harness.doc import Doc
 from semuq_eval.harness.label_sets import RUN_LABELS, label_docs, read_label_set
 from semuq_eval.harness.store import open_store
 from semuq_eval.judges import Judge
+from semuq_eval.models.generation import Generation
 
 __all__ = ["DiagnosticQuestion", "NoSampleLabelsError", "load_questions"]
 
@@ -31,24 +33,81 @@ class NoSampleLabelsError(ValueError):
 
 @dataclass
 class DiagnosticQuestion:
-    """One question with its answers and their labels (1 correct, 0 incorrect, None unknown).
+    """A view of one question of a run store, :class:`~semuq_eval.harness.doc.Doc` ``doc``, with a label on every
+    answer (1 correct, 0 incorrect, None unknown).
 
-    ``uid`` is unique over all stores of a diagnosis (``"<store index>:<doc_id>"``); ``greedy_offsets`` are
-    the generating model's token spans in the greedy answer (None for a black-box model); ``greedy_hidden``
-    and ``sample_hidden`` its hidden vectors when the store kept them (``cos_int``).
+    ``uid`` is unique over all stores of a diagnosis (``"<store index>:<doc_id>"``). The answers are read from
+    the doc: ``greedy`` and ``samples`` their texts, ``greedy_offsets`` the generating model's token spans in the
+    greedy answer (None for a black-box model), ``greedy_hidden`` and ``sample_hidden`` their hidden vectors in
+    float64 when the store kept them (``cos_int``).
+
+    Examples
+    --------
+    >>> q = DiagnosticQuestion.of_texts("0:0", "Capital of France?", ["Paris"], "Paris", 1, ["Rome", "Paris"], [0, 1])
+    >>> q.samples, q.correct_samples(), q.doc.greedy.text
+    (['Rome', 'Paris'], [1], 'Paris')
     """
 
     uid: str
-    doc_id: int
-    question: str
-    references: list[str]
-    greedy: str
+    doc: Doc
     greedy_label: int | None
-    samples: list[str]
     sample_labels: list[int | None]
-    greedy_offsets: np.ndarray | None = None
-    greedy_hidden: np.ndarray | None = None
-    sample_hidden: list[np.ndarray | None] | None = None
+
+    @classmethod
+    def of_texts(
+        cls,
+        uid: str,
+        question: str,
+        references: Sequence[str],
+        greedy: str,
+        greedy_label: int | None,
+        samples: Sequence[str],
+        sample_labels: Sequence[int | None],
+        doc_id: int = 0,
+    ) -> DiagnosticQuestion:
+        """A question given by its texts alone (no token spans, no hidden vectors)."""
+        doc = Doc(
+            doc_id=doc_id,
+            question=question,
+            references=list(references),
+            greedy=Generation(greedy, greedy=True),
+            samples=[Generation(t) for t in samples],
+        )
+        return cls(uid, doc, greedy_label, list(sample_labels))
+
+    @property
+    def doc_id(self) -> int:
+        return int(self.doc.doc_id)
+
+    @property
+    def question(self) -> str:
+        return self.doc.question
+
+    @functools.cached_property
+    def references(self) -> list[str]:
+        return [x for x in self.doc.references if isinstance(x, str)]
+
+    @property
+    def greedy(self) -> str:
+        return self.doc.greedy.text
+
+    @functools.cached_property
+    def samples(self) -> list[str]:
+        return [g.text for g in self.doc.samples]
+
+    @property
+    def greedy_offsets(self) -> np.ndarray | None:
+        return self.doc.greedy.token_offsets
+
+    @functools.cached_property
+    def greedy_hidden(self) -> np.ndarray | None:
+        hidden = self.doc.greedy.hidden
+        return None if hidden is None else np.asarray(hidden, np.float64)
+
+    @functools.cached_property
+    def sample_hidden(self) -> list[np.ndarray | None] | None:
+        hidden = [None if g.hidden is None else np.asarray(g.hidden, np.float64) for g in self.doc.samples]
+        return hidden if any(h is not None for h in hidden) else None
 
     def correct_samples(self) -> list[int]:
         """Indices of the samples labelled correct."""
@@ -133,21 +192,12 @@ def load_questions(
             lab = by_doc.get(d.doc_id)
             if lab is None:
                 raise NoSampleLabelsError(f"{store}: label set {labels!r} has no record for doc {d.doc_id}")
-            greedy, samples = d.greedy, d.samples
-            hidden = [None if g.hidden is None else np.asarray(g.hidden, dtype=np.float64) for g in samples]
             out.append(
                 DiagnosticQuestion(
                     uid=f"{k}:{d.doc_id}",
-                    doc_id=int(d.doc_id),
-                    question=d.question,
-                    references=[x for x in d.references if isinstance(x, str)],
-                    greedy=greedy.text,
+                    doc=d,
                     greedy_label=_label(lab.get("greedy")),
-                    samples=[g.text for g in samples],
                     sample_labels=[_label(v) for v in lab.get("samples") or []],
-                    greedy_offsets=greedy.token_offsets,
-                    greedy_hidden=None if greedy.hidden is None else np.asarray(greedy.hidden, np.float64),
-                    sample_hidden=hidden if any(h is not None for h in hidden) else None,
                 )
             )
     return out

@@ -12,6 +12,7 @@ question are resampled together), on :class:`~semuq_eval.metrics.Bootstrap`'s sh
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -219,30 +220,13 @@ def score_pairs(
     return out, unavailable
 
 
-def question_docs(questions: Sequence[Any], *, offsets: bool = False) -> list[Any]:
-    """The pipeline's :class:`~semuq_eval.harness.doc.Doc` of each diagnostic question (answers and hidden
-    vectors; no matrices yet). Without ``offsets`` the greedy answers carry no token offsets, so the operator
-    pass skips ``enc``'s token weights on every greedy answer: localization computes them for the few
-    answers it keeps."""
-    from semuq_eval.harness.doc import Doc
-    from semuq_eval.models.generation import Generation
-
-    docs = []
-    for k, q in enumerate(questions):
-        hidden = q.sample_hidden or [None] * len(q.samples)
-        docs.append(
-            Doc(
-                doc_id=k,
-                question=q.question,
-                references=list(q.references),
-                greedy=Generation(
-                    q.greedy, token_offsets=q.greedy_offsets, hidden=q.greedy_hidden, greedy=True
-                ),
-                samples=[Generation(t, hidden=h) for t, h in zip(q.samples, hidden, strict=True)],
-                key=q.uid,
-            )
-        )
-    return docs
+def question_docs(questions: Sequence[Any]) -> list[Any]:
+    """Fresh copies of the diagnostic questions' own :class:`~semuq_eval.harness.doc.Doc` (no matrices yet),
+    numbered in order and keyed by ``uid``, for the pipeline's operator pass."""
+    return [
+        dataclasses.replace(q.doc, doc_id=k, key=q.uid, matrices={}, extras={}, unavailable={})
+        for k, q in enumerate(questions)
+    ]
 
 
 def score_diagnostics(
