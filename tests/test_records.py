@@ -356,10 +356,18 @@ def test_one_bad_record_never_aborts_the_others(exported, tmp_path):
         )
 
 
-def test_every_run_writes_its_record_and_the_record_builds_the_same_cells(tmp_path):
+def test_every_run_writes_its_record_and_the_record_builds_the_same_cells(tmp_path, monkeypatch):
+    """A run writes its record from what it holds (it never reads back the files it has just written), with the
+    bytes the store gives when read (``export-record``)."""
+    from semuq_eval.harness import record as record_module
     from tests.fixtures.tiny_harness import canned_run
 
-    store = canned_run(tmp_path, tmp_path / "runs")
+    def no_reading(path):
+        raise AssertionError(f"the run read its store {path} back to write its record")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(record_module, "open_store", no_reading)
+        store = canned_run(tmp_path, tmp_path / "runs")
     record = read_record(store / RECORD_NAME)
     assert (record["task"], record["llm"], record["n_samples"]) == ("semuq_triviaqa_dpr", "canned", 4)
     assert record["decoding"]["sampled"]["do_sample"] is True and record["judge"]["judge"] == "string"
@@ -373,7 +381,9 @@ def test_every_run_writes_its_record_and_the_record_builds_the_same_cells(tmp_pa
     b = compute(group_sections(load_runs([store / RECORD_NAME])), config)
     assert _without_source(a.cells) == _without_source(b.cells) and len(a.cells) > 0
     rescored = tmp_path / "rescored"
-    assert cli_main(["rescore", str(store), "--store_output", str(rescored), "--bootstrap", "20"]) == 0
+    with monkeypatch.context() as patched:
+        patched.setattr(record_module, "open_store", no_reading)
+        assert cli_main(["rescore", str(store), "--store_output", str(rescored), "--bootstrap", "20"]) == 0
     assert (rescored / RECORD_NAME).read_bytes() == write_record(
         tmp_path / "y.jsonl.gz", record_from_store(rescored)
     ).read_bytes()

@@ -34,6 +34,7 @@ from semuq_eval import signals
 from semuq_eval.harness.doc import Doc
 from semuq_eval.harness.estimators import Estimator, approximations, score_doc, valid_estimators
 from semuq_eval.harness.operator_runs import OperatorRun, compute_operators, operator_spec
+from semuq_eval.harness.record import question_hash
 from semuq_eval.harness.settings import Settings
 from semuq_eval.jsonio import finite_or_none
 from semuq_eval.judges import Judge, label_answers
@@ -164,6 +165,7 @@ def doc_item(
     item = {
         "doc_id": int(doc.doc_id),
         "id": doc.key,
+        "question_hash": question_hash(doc.question),
         "scores": {k: finite_or_none(v) for k, v in scores.items()},
         "reasons": dict(reasons),
         "labels": {s: label(v) for s, v in labels_of(labels).items()},

@@ -43,6 +43,7 @@ __all__ = [
     "RECORD_NAME",
     "RECORD_SUFFIX",
     "RunRecord",
+    "build_record",
     "question_hash",
     "question_set_hash",
     "read_record",
@@ -128,39 +129,34 @@ def record_from_store(store: str | os.PathLike) -> RunRecord:
             f"{root}: scores.jsonl scores {len(reader.items)} docs but generations.rank*.jsonl answers "
             f"{len(docs)} of them"
         )
-    items = [reader.items[d.doc_id] for d in docs]
+    sets = {name: read_label_set(root, name) for name in label_set_names(root) if name != RUN_LABELS}
+    return build_record(
+        root.name,
+        manifest,
+        breakdown,
+        [{**reader.items[d.doc_id], "question_hash": question_hash(d.question)} for d in docs],
+        sets,
+    )
+
+
+def build_record(
+    llm: str,
+    manifest: Mapping[str, Any],
+    breakdown: Mapping[str, Any],
+    items: Sequence[Mapping[str, Any]],
+    label_sets: Mapping[str, Any],
+) -> RunRecord:
+    """The record of a run from what it holds: the store's manifest, the breakdown, the items of ``scores.jsonl``
+    in doc order, each with its ``question_hash`` (:func:`~semuq_eval.harness.pipeline.doc_item` adds it), and
+    the label sets besides the run's own (``{name: LabelSet}``)."""
     names: list[str] = []
     for it in items:
         names.extend(k for k in it["scores"] if k not in names)
-    sets = {name: read_label_set(root, name) for name in label_set_names(root) if name != RUN_LABELS}
-    questions = []
-    for doc, item in zip(docs, items, strict=True):
-        doc_id = doc.doc_id
-        labels = {
-            RUN_LABELS: {
-                **{s: item["labels"].get(s) for s in label_strategies.label_strategy_names()},
-                "samples": item.get("sample_labels"),
-            }
-        }
-        for name, label_set in sets.items():
-            chosen = label_set.records.get(doc_id)
-            if chosen is not None:
-                labels[name] = {**label_strategies.labels_of(chosen), "samples": chosen.get("samples")}
-        # scores.jsonl and the label sets were checked against their schemas when read: 1, 0, true, false or null
-        labels = {k: {**v, "samples": list(v["samples"] or [])} for k, v in labels.items()}
-        questions.append(
-            {
-                "doc_id": doc_id,
-                "id": item.get("id"),
-                "question_hash": question_hash(doc.question),
-                "scores": [item["scores"].get(n) for n in names],
-                "labels": labels,
-            }
-        )
+    questions = [_question(item, names, label_sets) for item in items]
     header = {
         "format": RECORD_FORMAT,
         "task": str(breakdown.get("task") or manifest.get("task")),
-        "llm": root.name,
+        "llm": llm,
         "model": dict(manifest.get("model") or {}),
         "n_samples": breakdown.get("n_samples"),
         "n_questions": len(questions),
@@ -168,13 +164,37 @@ def record_from_store(store: str | os.PathLike) -> RunRecord:
         "estimators": names,
         "label_sets": {
             RUN_LABELS: dict(breakdown.get("judge") or {}),
-            **{n: s.judge for n, s in sets.items()},
+            **{n: s.judge for n, s in label_sets.items()},
         },
         "operators": {n: _operator(e) for n, e in (breakdown.get("operators") or {}).items()},
         **{k: breakdown.get(k) for k in _KEPT},
         **{k: breakdown[k] for k in _KEPT_IF_PRESENT if breakdown.get(k)},
     }
     return RunRecord(json_safe(header), json_safe(questions))
+
+
+def _question(item: Mapping[str, Any], names: Sequence[str], label_sets: Mapping[str, Any]) -> dict[str, Any]:
+    """One question's line: its scores in ``names`` order and its labels under every label set."""
+    doc_id = item["doc_id"]
+    labels = {
+        RUN_LABELS: {
+            **{s: item["labels"].get(s) for s in label_strategies.label_strategy_names()},
+            "samples": item.get("sample_labels"),
+        }
+    }
+    for name, label_set in label_sets.items():
+        chosen = label_set.records.get(doc_id)
+        if chosen is not None:
+            labels[name] = {**label_strategies.labels_of(chosen), "samples": chosen.get("samples")}
+    # scores.jsonl and the label sets were checked against their schemas when read: 1, 0, true, false or null
+    labels = {k: {**v, "samples": list(v["samples"] or [])} for k, v in labels.items()}
+    return {
+        "doc_id": doc_id,
+        "id": item.get("id"),
+        "question_hash": item["question_hash"],
+        "scores": [item["scores"].get(n) for n in names],
+        "labels": labels,
+    }
 
 
 def write_record(path: str | os.PathLike, record: RunRecord) -> Path:

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from semuq_eval.harness.breakdown import summarize
-from semuq_eval.harness.record import write_store_record
+from semuq_eval.harness.record import RECORD_NAME, build_record, write_record
 from semuq_eval.harness.settings import Settings
 from semuq_eval.harness.store import RunStore
 
@@ -70,7 +70,7 @@ def finish_run(
             store.write_scores(items)
         path = store.write_breakdown(breakdown)
         if settings.store:
-            write_store_record(store.root)
+            _write_record(store, items, breakdown)
     except (OSError, ValueError) as err:
         if strict:
             raise
@@ -88,3 +88,13 @@ def finish_run(
         path,
     )
     return breakdown
+
+
+def _write_record(store: RunStore, items: Sequence[Mapping[str, Any]], breakdown: Mapping[str, Any]) -> None:
+    """The run record, from the items and breakdown just written (a new store holds no other label set)."""
+    if store.manifest is None:
+        raise ValueError(f"{store.root}: the store was not begun, so it has no manifest to record")
+    ordered = sorted(items, key=lambda item: item["doc_id"])
+    write_record(
+        store.root / RECORD_NAME, build_record(store.root.name, store.manifest, breakdown, ordered, {})
+    )

@@ -55,6 +55,7 @@ class ScoresLine(BaseModel):
 
     doc_id: Count
     id: StrictStr | None = None
+    question_hash: StrictStr | None = None
     scores: dict[str, Score] = {}
     reasons: dict[str, StrictStr] = {}
     labels: dict[str, Verdict] = {}

@@ -72,6 +72,8 @@ class RunStore:
     def __init__(self, root: str | os.PathLike, rank: int = 0) -> None:
         self.root = Path(root)
         self.rank = int(rank)
+        self.manifest: dict[str, Any] | None = None
+        """The manifest :meth:`begin` (or :meth:`write_as_is`) wrote."""
 
     def begin(
         self,
@@ -92,6 +94,7 @@ class RunStore:
         if generator:
             manifest["generator"] = dict(generator)
         write_json(self.root / MANIFEST, manifest)
+        self.manifest = manifest
         (self.root / f"generations.rank{r}.jsonl").write_text("", encoding="utf-8")
         (self.root / f"hidden.rank{r}.npz").unlink(missing_ok=True)
         if r == 0:
@@ -154,6 +157,7 @@ class RunStore:
         for old in [*self.root.glob(GENERATIONS_GLOB), *self.root.glob(HIDDEN_GLOB)]:
             old.unlink()
         write_json(self.root / MANIFEST, manifest)
+        self.manifest = dict(manifest)
         write_jsonl(self.root / f"generations.rank{self.rank}.jsonl", generations)
         write_jsonl(self.root / SCORES, items)
 
