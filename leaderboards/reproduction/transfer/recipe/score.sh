@@ -6,7 +6,8 @@
 # `cos_ext` on all-MiniLM-L6-v2 and `lexical`) into RUNS/scored/<name>, and its run record written to
 # ../records/<task>.<llm>.jsonl.gz (text only, committed). A store already rescored is kept, so a killed scoring
 # resumes; a set whose record exists is kept (FORCE=1 rescores it). Only the plan's test sets (questions 800-1199) are
-# scored here. The sha256 of the enc-trained-full weights used is printed (the report states it).
+# scored here. The sha256 of the enc-trained-full weights used is printed (the report states it). Then the
+# diagnosis of the three test stores (traps, localization: the plan's T4) goes to ../diagnosis/.
 # Usage, from anywhere: RUNS=/work/runs/transfer bash leaderboards/reproduction/transfer/recipe/score.sh
 set -euo pipefail
 cd "$(dirname "$0")/../../../.."
@@ -43,3 +44,17 @@ for archive in "$HERE"/runs/*-800-1200.tar.xz; do
         "${SEMUQ[@]}" export-record "$scored" --output "$record" --force
     done
 done
+# T4 (the plan's mechanism test): the traps and token localization of the shipped enc against its base, on every
+# question of the three test stores as generated (their run labels judge every sampled answer)
+if [ ! -f "$HERE/diagnosis/diagnosis.json" ] || [ "${FORCE:-0}" = 1 ]; then
+    stores=()
+    for archive in "$HERE"/runs/*-800-1200.tar.xz; do
+        name=$(basename "$archive" .tar.xz)
+        [ -d "$RUNS/$name/semuq" ] || { mkdir -p "$RUNS/$name/semuq" && tar -C "$RUNS/$name/semuq" -xJf "$archive"; }
+        IFS=/ read -r task llm _ <<< "$(tar -tJf "$archive" | head -1)"
+        stores+=("$RUNS/$name/semuq/$task/$llm")
+    done
+    echo "diagnose ${#stores[@]} stores"
+    "${SEMUQ[@]}" diagnose "${stores[@]}" --operators enc,enc_untrained --operator_options "$OPTIONS" \
+        --compare enc:enc_untrained --output "$HERE/diagnosis" --force --no_progress > "$RUNS/diagnose.log" 2>&1
+fi
