@@ -17,9 +17,9 @@ import pytest
 
 from semuq_eval.commands import main as cli_main
 from semuq_eval.diagnose.check import check_operator, operator_from_spec
+from semuq_eval.diagnose.check_figures import compute_figures, frozen_store_path
 from semuq_eval.diagnose.clustering import clustering_pairs
 from semuq_eval.diagnose.diagnosis import diagnose
-from semuq_eval.diagnose.figures import compute_figures, frozen_store_path
 from semuq_eval.diagnose.freeze import freeze_store
 from semuq_eval.diagnose.localization import hit_and_chance, localization
 from semuq_eval.diagnose.outputs import write_report

@@ -13,7 +13,7 @@ module                 concept
 ``checkpoint``         each operator's outcome kept as it comes: a stopped diagnosis resumes
 ``diagnosis``          :func:`diagnose`: all of the above for many operators
 ``outputs``            JSON + Markdown + plot
-``figures``            the figures an operator check tracks, computed on a run store
+``check_figures``      the figures an operator check tracks, computed on a run store
 ``figure_cache``       those figures kept between checks of unchanged weights
 ``check``              :func:`check_operator`: tracked figures vs a baseline
 ``freeze``             the frozen run store the check reads
@@ -27,8 +27,8 @@ The commands ``semuq-eval diagnose`` and ``check-operator`` are :mod:`semuq_eval
 from __future__ import annotations
 
 from semuq_eval.diagnose.check import CheckReport, check_operator
+from semuq_eval.diagnose.check_figures import frozen_store_path
 from semuq_eval.diagnose.diagnosis import diagnose
-from semuq_eval.diagnose.figures import frozen_store_path
 from semuq_eval.diagnose.outputs import write_report
 from semuq_eval.diagnose.questions import DiagnosticQuestion, load_questions
 

@@ -3,7 +3,7 @@
 ``check_operator(MODEL, baseline=PATH)`` builds the operator (an ``enc`` model path or hub id, or an operator
 name / ``name:model``), runs the diagnosis (:func:`~semuq_eval.diagnose.diagnosis.diagnose`) and the pipeline
 (AUROC of the tracked estimators under greedy and majority labels) on the frozen store shipped in
-``semuq_eval/diagnose/data/`` (or ``store=``), and compares every tracked figure (:mod:`~semuq_eval.diagnose.figures`) with the baseline.
+``semuq_eval/diagnose/data/`` (or ``store=``), and compares every tracked figure (:mod:`~semuq_eval.diagnose.check_figures`) with the baseline.
 
 A figure *regresses* when it moves in the bad direction by more than its tolerance (absolute; the baseline's
 own per-figure ``tolerance``, else the check's). A tracked figure that is missing or undefined now fails too,
@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from semuq_eval.diagnose import figure_cache
-from semuq_eval.diagnose.figures import BETTER, frozen_store_path
+from semuq_eval.diagnose.check_figures import BETTER, frozen_store_path
 from semuq_eval.harness.schemas import OperatorBaseline, check_line
 from semuq_eval.harness.store import open_store
 from semuq_eval.jsonio import read_json, write_json

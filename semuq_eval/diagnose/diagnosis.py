@@ -196,7 +196,7 @@ def diagnose(
 
     Examples
     --------
-    >>> from semuq_eval.diagnose.figures import frozen_store_path
+    >>> from semuq_eval.diagnose.check_figures import frozen_store_path
     >>> result = diagnose(frozen_store_path(), "lexical", max_questions=40, progress=False)
     >>> sorted(result["traps"]) == sorted(["context", "autoregressive", "entailment", "ood_syntax"])
     True

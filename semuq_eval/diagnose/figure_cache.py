@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from semuq_eval.diagnose.figures import compute_figures, tracked_estimators
+from semuq_eval.diagnose.check_figures import compute_figures, tracked_estimators
 from semuq_eval.harness.store import open_store
 from semuq_eval.jsonio import read_json, write_json
 
