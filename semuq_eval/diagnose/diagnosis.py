@@ -360,7 +360,11 @@ class _Diagnosis:
             "bootstrap": [self.bootstrap.n_resamples, self.bootstrap.seed, self.bootstrap.confidence_level],
         }
         pair_sets = self.pair_sets
-        key = fingerprint(name, op.info, options, self.questions, pair_sets, settings) if checkpoint else None
+        key = (
+            fingerprint(name, _unloaded_info(name, options), options, self.questions, pair_sets, settings)
+            if checkpoint
+            else None
+        )
         outcome = resume(checkpoint, name, key) if checkpoint else None
         if outcome is not None:
             log.info("diagnose: %s read back from its checkpoint in %s", name, checkpoint)
@@ -458,6 +462,15 @@ class _Diagnosis:
             self.located[name] = outcome.located
         else:
             self.localization[name] = {"unavailable": f"{name} yields no token weights (only enc does)"}
+
+
+def _unloaded_info(name: str, options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Operator ``name``'s identity as a new, unloaded instance gives it: an instance whose model already loaded in
+    this process reports more (its separator, pooling, maximum length), which would change a checkpoint's key."""
+    from semuq_eval import operators
+
+    base, kwargs = operators.resolve(name, dict(options or {}))
+    return dict(operators.get(base, **kwargs).info)
 
 
 def paired_comparisons(

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 import torch
@@ -29,23 +29,11 @@ from semuq_eval.operators.loading import (
     load_sentence_transformer,
     loaded_dtype,
 )
-from semuq_eval.operators.token_weights import align_weights, as_spans
+from semuq_eval.operators.token_weights import EMPTY_TOKEN_NORMS, TokenNorms, align_weights, as_spans
 from semuq_eval.operators.training_record import operator_defaults
 
 DEFAULT_SENTENCE_ENCODER = "sentence-transformers/sentence-t5-large"
 """COS-ext's encoder in the paper, and the initialization of the trained Enc operator (App. E.3)."""
-
-
-class TokenNorms(NamedTuple):
-    """The encoder's tokens of one answer: character ``spans`` (K, 2) relative to the answer
-    string, and ``norms`` (K,) = ||h_t||_2 of their last hidden states (Sec. 4.2). Question,
-    separator and special tokens are excluded."""
-
-    spans: np.ndarray
-    norms: np.ndarray
-
-
-EMPTY_TOKEN_NORMS = TokenNorms(np.zeros((0, 2), dtype=np.int64), np.zeros(0))
 
 
 def format_input(question: str | None, answer: str, separator: str) -> tuple[str, int]:

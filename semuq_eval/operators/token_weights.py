@@ -1,4 +1,5 @@
-"""Token-weight alignment between two tokenizations of the same text (paper Sec. 4.2, Eq. te_enc).
+"""Token weights of an answer: the encoder's token norms (:class:`TokenNorms`) and their alignment onto another
+tokenization of the same text (paper Sec. 4.2, Eq. te_enc).
 
 The encoder and the generating model tokenize an answer differently, so the encoder's per-token
 norms ||h_t|| are mapped onto the generating model's tokens through character offsets:
@@ -14,7 +15,21 @@ weights are uniform, 1/T, so that TE_Enc falls back to plain TE.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
+
+
+class TokenNorms(NamedTuple):
+    """The encoder's tokens of one answer: character ``spans`` (K, 2) relative to the answer
+    string, and ``norms`` (K,) = ||h_t||_2 of their last hidden states (Sec. 4.2). Question,
+    separator and special tokens are excluded."""
+
+    spans: np.ndarray
+    norms: np.ndarray
+
+
+EMPTY_TOKEN_NORMS = TokenNorms(np.zeros((0, 2), dtype=np.int64), np.zeros(0))
 
 
 def as_spans(spans: np.ndarray, *, name: str = "spans", text_length: int | None = None) -> np.ndarray:
