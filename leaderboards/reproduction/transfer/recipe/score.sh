@@ -7,7 +7,8 @@
 # ../records/<task>.<llm>.jsonl.gz (text only, committed). A store already rescored is kept, so a killed scoring
 # resumes; a set whose record exists is kept (FORCE=1 rescores it). Only the plan's test sets (questions 800-1199) are
 # scored here. The sha256 of the enc-trained-full weights used is printed (the report states it). Then the
-# diagnosis of the three test stores (traps, localization: the plan's T4) goes to ../diagnosis/.
+# diagnosis of the three test stores (traps, localization: the plan's T4) goes to ../diagnosis/, and the report to
+# ../report.md.
 # Usage, from anywhere: RUNS=/work/runs/transfer bash leaderboards/reproduction/transfer/recipe/score.sh
 set -euo pipefail
 cd "$(dirname "$0")/../../../.."
@@ -24,7 +25,8 @@ JSON
 for path in "$MODELS/all-minilm-l6-v2" "$MODELS/enc-trained-full"; do
     [ -d "$path" ] || { echo "score: no model at $path (semuq-eval assets --only enc-trained-full)" >&2; exit 1; }
 done
-echo "enc-trained-full model.safetensors sha256: $(sha256sum "$MODELS/enc-trained-full/model.safetensors" | cut -d' ' -f1)"
+WEIGHTS=$(sha256sum "$MODELS/enc-trained-full/model.safetensors" | cut -d' ' -f1)
+echo "enc-trained-full model.safetensors sha256: $WEIGHTS"
 mkdir -p "$HERE/records"
 for archive in "$HERE"/runs/*-800-1200.tar.xz; do
     name=$(basename "$archive" .tar.xz)
@@ -58,3 +60,8 @@ if [ ! -f "$HERE/diagnosis/diagnosis.json" ] || [ "${FORCE:-0}" = 1 ]; then
     "${SEMUQ[@]}" diagnose "${stores[@]}" --operators enc,enc_untrained --operator_options "$OPTIONS" \
         --compare enc:enc_untrained --output "$HERE/diagnosis" --force --no_progress > "$RUNS/diagnose.log" 2>&1
 fi
+# the report, from the committed records and the diagnosis alone (report.py says how to run it by itself)
+.venv/bin/python "$HERE/recipe/report.py" --test "$HERE/records/*.jsonl.gz" \
+    --beside "leaderboards/reproduction/confirmation-2/test/records/*.jsonl.gz" \
+    --diagnosis "$HERE/diagnosis/diagnosis.json" --weights "$WEIGHTS" > "$HERE/report.md"
+cat "$HERE/report.md"
