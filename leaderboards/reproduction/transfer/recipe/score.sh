@@ -57,7 +57,8 @@ if [ ! -f "$HERE/diagnosis/diagnosis.json" ] || [ "${FORCE:-0}" = 1 ]; then
         stores+=("$RUNS/$name/semuq/$task/$llm")
     done
     echo "diagnose ${#stores[@]} stores"
-    "${SEMUQ[@]}" diagnose "${stores[@]}" --operators enc,enc_untrained --operator_options "$OPTIONS" \
+    diagnosed=$(.venv/bin/python -c 'import json, sys; o = json.loads(sys.argv[1]); print(json.dumps({k: o[k] for k in ("enc", "enc_untrained")}))' "$OPTIONS")
+    "${SEMUQ[@]}" diagnose "${stores[@]}" --operators enc,enc_untrained --operator_options "$diagnosed" \
         --compare enc:enc_untrained --output "$HERE/diagnosis" --force --no_progress > "$RUNS/diagnose.log" 2>&1
 fi
 # the report, from the committed records and the diagnosis alone (report.py says how to run it by itself)
