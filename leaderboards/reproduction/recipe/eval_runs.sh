@@ -9,6 +9,9 @@
 # which is committed: the reproduction rescores these stores with the trained operators on any machine
 # (`tar -xJf` restores the store). A run whose archive exists is skipped; a killed run resumes from its journal.
 # Usage, from anywhere: bash leaderboards/reproduction/recipe/eval_runs.sh   (variables below: environment)
+# The second confirmation's runs: ARCHIVE=leaderboards/reproduction/confirmation-2/runs
+#   RUNS_LIST="smollm2-135m-instruct:semuq_webquestions:400:800 smollm2-135m-instruct:semuq_triviaqa_dpr:400:800
+#   smollm2-135m-instruct:semuq_nqopen:400:800"
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 RUNS_LIST=${RUNS_LIST:-"smollm2-135m-instruct:semuq_webquestions:400 smollm2-135m-instruct:semuq_triviaqa_dpr:400 smollm2-135m-instruct:semuq_nqopen:400"}
