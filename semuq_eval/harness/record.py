@@ -3,9 +3,10 @@
 A run store (:mod:`~.store`) holds hidden vectors and token log-probabilities (megabytes per hundred
 questions) and lives on the machine that made it. A leaderboard needs none of that: per question, its labels
 under every label set and every estimator's score; per run, what identifies it (LLM, task, question set, N,
-decoding, judge, operators). :func:`write_store_record` writes exactly that as gzip JSON lines, beside the
-breakdown of every run that keeps a store and into any file for an existing store (``semuq-eval
-export-record``); :func:`read_record` reads one back, checked line by line.
+decoding, judge, operators). :func:`build_record` makes exactly that, :func:`write_record` writes it as gzip JSON
+lines, beside the breakdown of every run that keeps a store (from what the run holds) and into any file for an
+existing store (:func:`record_from_store`, ``semuq-eval export-record``); :func:`read_record` reads one back,
+checked line by line.
 
 Format ``semuq-run-record/1``; line 1 is the manifest, every other line one question, in doc order::
 
@@ -49,7 +50,6 @@ __all__ = [
     "read_record",
     "record_from_store",
     "write_record",
-    "write_store_record",
 ]
 
 RECORD_FORMAT = "semuq-run-record/1"
@@ -208,11 +208,6 @@ def write_record(path: str | os.PathLike, record: RunRecord) -> Path:
     'r.jsonl.gz'
     """
     return write_jsonl_gz(path, [dict(record), *record.questions])
-
-
-def write_store_record(store: str | os.PathLike) -> Path:
-    """Write the record of a finished run store into it, as ``record.jsonl.gz``; returns its path."""
-    return write_record(Path(store) / RECORD_NAME, record_from_store(store))
 
 
 def _check_question(obj: Mapping[str, Any], n_estimators: int, n_samples: int) -> str | None:
