@@ -23,9 +23,10 @@ import tempfile
 import time
 
 from semuq_eval.diagnose.check_figures import frozen_store_path
-from semuq_eval.diagnose.diagnosis import diagnose, resolve_operators
+from semuq_eval.diagnose.diagnosis import diagnose
 from semuq_eval.diagnose.outputs import write_report
 from semuq_eval.diagnose.questions import load_questions
+from semuq_eval.diagnose.resolve import resolve_operators
 from semuq_eval.metrics import Bootstrap
 
 

@@ -15,15 +15,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from semuq_eval import signals
 from semuq_eval.commands import main as cli_main
 from semuq_eval.diagnose.check import check_operator, operator_from_spec
 from semuq_eval.diagnose.check_figures import compute_figures, frozen_store_path
 from semuq_eval.diagnose.clustering import clustering_pairs
-from semuq_eval.diagnose.diagnosis import diagnose
+from semuq_eval.diagnose.diagnosis import Diagnosis, diagnose
 from semuq_eval.diagnose.freeze import freeze_store
 from semuq_eval.diagnose.localization import hit_and_chance, localization
 from semuq_eval.diagnose.outputs import write_report
 from semuq_eval.diagnose.questions import NoSampleLabelsError, load_questions
+from semuq_eval.diagnose.resolve import resolve_operators
 from semuq_eval.diagnose.rewrite import LLMRewriter, RewriteRequest, SampleSubstitution
 from semuq_eval.diagnose.scoring import difference_with_ci, mean_with_ci
 from semuq_eval.diagnose.spans import alias_spans, last_words
@@ -389,8 +391,10 @@ def test_a_stopped_diagnosis_resumes_from_its_per_operator_checkpoints(
     scored.clear()
     diagnose(store, "lexical", **{**kwargs, "operator_options": None, "compare": [], "max_questions": 2})
     assert scored == ["lexical"]  # other questions
-    with pytest.raises(ValueError, match="docs_out"):
-        diagnose(store, "lexical", checkpoint=tmp_path / "ck", docs_out={}, progress=False)
+    run = Diagnosis.prepare(load_questions(store))
+    lexical = resolve_operators("lexical")["lexical"]
+    with pytest.raises(ValueError, match="token extras"):  # a read-back outcome has no docs to carry them
+        run.measure("lexical", lexical, checkpoint=tmp_path / "ck", token_extras=["token_weights"])
 
 
 def test_diagnose_computes_no_token_extra_it_does_not_read(store, tiny_st_encoder, monkeypatch):  # noqa: F811
@@ -412,8 +416,10 @@ def test_diagnose_computes_no_token_extra_it_does_not_read(store, tiny_st_encode
     diagnose(store, "enc", operator_options=options, bootstrap=Bootstrap(50), progress=False)
     assert calls == ["token_weights"]  # localization's own call; no pair reads a token extra
     calls.clear()
-    docs: dict = {}  # docs handed out feed any estimator (check-operator): they carry every token extra
-    diagnose(store, "enc", operator_options=options, bootstrap=Bootstrap(50), progress=False, docs_out=docs)
+    # docs handed out may feed any estimator: asked for, they carry every token extra
+    run = Diagnosis.prepare(load_questions(store), bootstrap=Bootstrap(50))
+    enc = resolve_operators("enc", options, progress=False)["enc"]
+    docs = {"enc": run.measure("enc", enc, options["enc"], token_extras=signals.names(origin="tokens"))}
     assert sorted(calls) == ["token_similarity", "token_weights", "token_weights"]
     with_offsets = [d for d in docs["enc"] if d.greedy.token_offsets is not None]
     assert with_offsets and all("token_similarity" in d.extras["enc"] for d in with_offsets)

@@ -11,7 +11,9 @@ module                 concept
 ``scoring``            an operator's similarity of pairs; means with bootstrap CIs
 ``localization``       token localization of the answer span (App. A.4)
 ``checkpoint``         each operator's outcome kept as it comes: a stopped diagnosis resumes
-``diagnosis``          :func:`diagnose`: all of the above for many operators
+``resolve``            the operators a diagnosis is asked for, built with their options
+``comparisons``        paired differences between two operators on the same pairs and answers
+``diagnosis``          :class:`Diagnosis` in steps, :func:`diagnose`: all of the above for many operators
 ``outputs``            JSON + Markdown + plot
 ``check_figures``      the figures an operator check tracks, computed on a run store
 ``figure_cache``       those figures kept between checks of unchanged weights

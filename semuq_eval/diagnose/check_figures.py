@@ -113,13 +113,14 @@ def compute_figures(
     """The tracked figures (module docstring) of operator ``name`` on ``store``: ``{figure: {"value",
     "better", "ci_low", "ci_high", "n"}}``."""
     from semuq_eval import aggregators, signals
-    from semuq_eval.diagnose.diagnosis import diagnose
+    from semuq_eval.diagnose.diagnosis import Diagnosis
     from semuq_eval.diagnose.questions import load_questions
+    from semuq_eval.diagnose.resolve import resolve_operators
     from semuq_eval.harness.pipeline import estimators_for
     from semuq_eval.harness.settings import Settings
     from semuq_eval.metrics import Bootstrap
 
-    bootstrap = Bootstrap(n_resamples, seed=0)
+    op = resolve_operators([name], {name: dict(options)} if options else None, progress=progress)[name]
     questions = load_questions(store, max_questions=max_questions)
     n_samples = max((len(q.samples) for q in questions), default=0)
     names = tracked_estimators(name, n_samples, estimators) if n_samples else []
@@ -129,16 +130,14 @@ def compute_figures(
         chosen = [e for e in estimators_for(settings) if e.name in names]
     # the token extras the docs must carry: only those the tracked estimators read
     read = {x for e in chosen for x in aggregators.get(e.aggregator).inputs}
-    docs_out: dict[str, list[Any]] = {}
-    result = diagnose(
-        questions=questions,
-        operators=[name],
-        operator_options={name: dict(options)} if options else None,
-        bootstrap=bootstrap,
-        progress=progress,
-        docs_out=docs_out,
-        docs_extras=[x for x in signals.names(origin="tokens") if x in read],
+    diagnosis = Diagnosis.prepare(questions, bootstrap=Bootstrap(n_resamples, seed=0))
+    docs = diagnosis.measure(
+        name,
+        op,
+        dict(options) if options else None,
+        token_extras=[x for x in signals.names(origin="tokens") if x in read],
     )
+    result = diagnosis.result([str(store)], "run")
     if name in result["unavailable"]:
         raise RuntimeError(result["unavailable"][name])
     figures: dict[str, dict[str, Any]] = {}
@@ -165,7 +164,7 @@ def compute_figures(
         h = loc["hit_rate"]
         put("localization.hit_rate", h["mean"], (h["ci_low"], h["ci_high"]), loc["n_answers"])
     if names:
-        _put_auroc(put, figures, docs_out[name], questions, settings, chosen, n_resamples)
+        _put_auroc(put, figures, docs, questions, settings, chosen, n_resamples)
     return figures
 
 

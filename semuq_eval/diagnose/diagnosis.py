@@ -1,12 +1,14 @@
 """``diagnose``: the four traps, wrong-answer clustering and token localization of any set of operators.
 
-One call builds every pair set once from the questions (:mod:`~semuq_eval.diagnose.traps`,
-:mod:`~semuq_eval.diagnose.clustering`), then for each operator scores all pairs in one batched call
-(:func:`~semuq_eval.diagnose.scoring.score_pairs`) and, when the operator yields token weights, measures
-token localization (:mod:`~semuq_eval.diagnose.localization`). The result is one JSON-safe dict (format
-``semuq-diagnose/1``) that :mod:`~semuq_eval.diagnose.outputs` turns into Markdown and a plot. ``compare``
-asks for paired differences between operators (a trained operator minus its untrained backbone): the same pairs
-and answers scored by both, questions resampled together (:func:`paired_comparisons`).
+A :class:`Diagnosis` is built in steps: :meth:`Diagnosis.prepare` builds every pair set once from the questions
+(:mod:`~semuq_eval.diagnose.traps`, :mod:`~semuq_eval.diagnose.clustering`); :meth:`Diagnosis.measure` scores one
+operator on all of them in one batched call (:func:`~semuq_eval.diagnose.scoring.score_diagnostics`) and, when the
+operator yields token weights, measures token localization (:mod:`~semuq_eval.diagnose.localization`), handing back
+the pipeline docs it scored (what ``check-operator`` scores estimators on without a second pass);
+:meth:`Diagnosis.result` is one JSON-safe dict (format ``semuq-diagnose/1``) that
+:mod:`~semuq_eval.diagnose.outputs` turns into Markdown and a plot. :func:`diagnose` takes those steps for many
+operators. ``compare`` asks for paired differences between operators
+(:func:`~semuq_eval.diagnose.comparisons.paired_comparisons`).
 """
 
 from __future__ import annotations
@@ -23,8 +25,10 @@ import numpy as np
 
 from semuq_eval.diagnose.checkpoint import Outcome, fingerprint, keep, resume
 from semuq_eval.diagnose.clustering import CLUSTER_GROUPS, clustering_pairs
+from semuq_eval.diagnose.comparisons import paired_comparisons
 from semuq_eval.diagnose.localization import localization
 from semuq_eval.diagnose.questions import DiagnosticQuestion, load_questions
+from semuq_eval.diagnose.resolve import resolve_operators
 from semuq_eval.diagnose.rewrite import FactRewriter
 from semuq_eval.diagnose.scoring import (
     OperatorUnavailable,
@@ -36,55 +40,11 @@ from semuq_eval.diagnose.traps import TRAPS, PairSet, build_traps
 from semuq_eval.judges import Judge
 from semuq_eval.metrics import Bootstrap
 
-__all__ = ["DIAGNOSE_FORMAT", "build_pair_sets", "diagnose", "paired_comparisons", "resolve_operators"]
+__all__ = ["DIAGNOSE_FORMAT", "Diagnosis", "build_pair_sets", "diagnose"]
 
 log = logging.getLogger(__name__)
 
 DIAGNOSE_FORMAT = "semuq-diagnose/1"
-
-
-def resolve_operators(
-    operators: Sequence[str] | str,
-    options: Mapping[str, Mapping[str, Any]] | None = None,
-    *,
-    progress: bool | None = None,
-) -> dict[str, Any]:
-    """The named operators built with their options (``{name: operator}``, cached per process as the
-    pipeline's), checking the names first; ``progress`` switches the progress bars of those that have them.
-
-    Raises
-    ------
-    ValueError
-        An unknown operator name, options for an operator not asked for, or no operator at all.
-    """
-    from semuq_eval import operators as registry
-    from semuq_eval.harness.operator_runs import get_operator
-
-    if isinstance(operators, str):
-        operators = [s.strip() for s in operators.split(",") if s.strip()]
-    names = list(dict.fromkeys(operators))
-    if not names:
-        raise ValueError("no operator given; e.g. --operators enc,cos_ext,lexical")
-    options = dict(options or {})
-    unknown = [
-        n for n in names if n not in registry.names() and registry.VARIANT_KEY not in (options.get(n) or {})
-    ]
-    if unknown:
-        raise ValueError(
-            f"unknown operator(s) {unknown}; known: {registry.names()} (or a named variant: "
-            f'operator_options {{"<name>": {{"{registry.VARIANT_KEY}": "enc", "model": ...}}}})'
-        )
-    stray = sorted(set(options) - set(names))
-    if stray:
-        raise ValueError(f"operator_options for {stray}, which are not among the operators {names}")
-    for name, opts in options.items():
-        if not isinstance(opts, Mapping):
-            raise ValueError(f"operator_options[{name!r}] must be a mapping, got {opts!r}")
-    built = {name: get_operator(name, dict(options.get(name) or {})) for name in names}
-    for op in built.values():
-        if progress is not None and hasattr(op, "progress"):
-            op.progress = bool(progress)
-    return built
 
 
 def build_pair_sets(
@@ -133,8 +93,6 @@ def diagnose(
     bootstrap: Bootstrap | None = None,
     min_pairs: int = 30,
     progress: bool = True,
-    docs_out: dict[str, list[Any]] | None = None,
-    docs_extras: Collection[str] | None = None,
     compare: Sequence[tuple[str, str]] = (),
     checkpoint: str | os.PathLike | None = None,
 ) -> dict[str, Any]:
@@ -166,19 +124,13 @@ def diagnose(
         Fewer pairs (or answers) than this flag a figure as a small sample.
     progress : bool
         Progress bars (operators, encoders).
-    docs_out : dict, optional
-        Filled with ``{operator: docs}``: the pipeline docs holding each operator's sample matrices (what
-        ``check-operator`` scores estimators on without a second pass).
-    docs_extras : collection of str
-        The token extras those docs carry (default every one: they may feed any estimator); the diagnosis
-        itself reads none, so without ``docs_out`` none is computed.
     compare : sequence of (str, str)
         Operator pairs ``(a, b)``, both among ``operators``: ``a`` minus ``b`` on every trap, the clustering
-        groups and localization, paired (:func:`paired_comparisons`).
+        groups and localization, paired (:func:`~semuq_eval.diagnose.comparisons.paired_comparisons`).
     checkpoint : path-like, optional
         A folder that keeps each operator's outcome as soon as it is measured; a rerun on the same questions,
         weights and settings reads it back instead of scoring again, so a killed diagnosis resumes at the
-        operator it was on (:mod:`~semuq_eval.diagnose.checkpoint`). Not combined with ``docs_out``.
+        operator it was on (:mod:`~semuq_eval.diagnose.checkpoint`).
 
     Returns
     -------
@@ -204,37 +156,25 @@ def diagnose(
     from tqdm.auto import tqdm
 
     start = time.perf_counter()
-    bootstrap = bootstrap or Bootstrap()
     built = resolve_operators(operators, operator_options, progress=progress)
-    _check_request(built, compare, checkpoint, docs_out)
+    _check_compare(built, compare)
     if questions is None:
         questions = load_questions(_given(stores), labels=labels, judge=judge, max_questions=max_questions)
-    questions = list(questions)
-    counts = _label_counts(questions)
-    t0 = time.perf_counter()
-    traps, groups = build_pair_sets(
+    run = Diagnosis.prepare(
         questions,
         rewriter=rewriter,
         equivalence_judge=equivalence_judge,
         max_pairs_per_question=max_pairs_per_question,
+        bootstrap=bootstrap or Bootstrap(),
+        min_pairs=min_pairs,
+        token_unit=token_unit,
     )
-    timing: dict[str, Any] = {"pairs_s": time.perf_counter() - t0}
-    run = _Diagnosis.empty(questions, traps, groups, bootstrap, min_pairs, token_unit)
-    resumed: list[str] = []
     for name, op in tqdm(built.items(), desc="diagnose operators", disable=not progress):
-        options = (operator_options or {}).get(name)
-        outcome, from_checkpoint = run.outcome(name, op, options, checkpoint, docs_out, docs_extras)
-        if from_checkpoint:
-            resumed.append(name)
-        if outcome is not None:
-            run.add(name, outcome)
-            timing[f"{name}_s"] = outcome.seconds
-    if resumed:
-        timing["resumed_from_checkpoint"] = resumed
-    timing["total_s"] = time.perf_counter() - start
+        run.measure(name, op, (operator_options or {}).get(name), checkpoint=checkpoint)
+    run.timing["total_s"] = time.perf_counter() - start
     paths = [str(s) for s in ([stores] if isinstance(stores, (str, os.PathLike)) else stores or [])]
     labelled = "judged now: " + str(getattr(judge, "info", judge)) if judge is not None else labels
-    return run.result(paths, labelled, counts, compare, max_pairs_per_question, timing)
+    return run.result(paths, labelled, compare)
 
 
 def _given(
@@ -246,15 +186,8 @@ def _given(
     return stores
 
 
-def _check_request(
-    built: Mapping[str, Any],
-    compare: Sequence[tuple[str, str]],
-    checkpoint: str | os.PathLike | None,
-    docs_out: dict[str, list[Any]] | None,
-) -> None:
-    """Refuse a comparison of an operator not diagnosed, and a checkpoint beside ``docs_out``."""
-    if checkpoint is not None and docs_out is not None:
-        raise ValueError("diagnose: docs_out needs every operator scored now; give no checkpoint with it")
+def _check_compare(built: Mapping[str, Any], compare: Sequence[tuple[str, str]]) -> None:
+    """Refuse a comparison of an operator not diagnosed."""
     missing = sorted({n for pair in compare for n in pair} - set(built))
     if missing:
         raise ValueError(
@@ -282,7 +215,7 @@ def _label_counts(questions: Sequence[DiagnosticQuestion]) -> dict[str, int]:
 
 
 @dataclass
-class _Diagnosis:
+class Diagnosis:
     """One diagnosis as it runs: the questions and their pair sets, then the figures, operator by operator."""
 
     questions: Sequence[DiagnosticQuestion]
@@ -291,8 +224,11 @@ class _Diagnosis:
     bootstrap: Bootstrap
     min_pairs: int
     token_unit: str
+    max_pairs_per_question: int | None
+    counts: dict[str, int]
     traps: dict[str, Any]
     groups: dict[str, Any]
+    timing: dict[str, Any] = field(default_factory=dict)
     infos: dict[str, Any] = field(default_factory=dict)
     unavailable: dict[str, str] = field(default_factory=dict)
     localization: dict[str, Any] = field(default_factory=dict)
@@ -300,16 +236,35 @@ class _Diagnosis:
     located: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def empty(
+    def prepare(
         cls,
         questions: Sequence[DiagnosticQuestion],
-        traps: Mapping[str, PairSet],
-        groups: Mapping[str, PairSet],
-        bootstrap: Bootstrap,
-        min_pairs: int,
-        token_unit: str,
-    ) -> _Diagnosis:
-        """Each trap's and clustering group's counts, with no operator's results yet."""
+        *,
+        rewriter: FactRewriter | None = None,
+        equivalence_judge: Judge | None = None,
+        max_pairs_per_question: int | None = None,
+        bootstrap: Bootstrap | None = None,
+        min_pairs: int = 30,
+        token_unit: str = "generator",
+    ) -> Diagnosis:
+        """Every pair set of the questions (:func:`build_pair_sets`, arguments as :func:`diagnose`'s) with each
+        trap's and clustering group's counts, and no operator's results yet.
+
+        Raises
+        ------
+        ValueError
+            No questions, or no correct answer at all (every trap would be empty).
+        """
+        questions = list(questions)
+        counts = _label_counts(questions)
+        t0 = time.perf_counter()
+        traps, groups = build_pair_sets(
+            questions,
+            rewriter=rewriter,
+            equivalence_judge=equivalence_judge,
+            max_pairs_per_question=max_pairs_per_question,
+        )
+        timing = {"pairs_s": time.perf_counter() - t0}
         out_traps = {
             name: {
                 **TRAPS[name],
@@ -333,7 +288,19 @@ class _Diagnosis:
         }
         out_groups["gap"] = {"pair": "incorrect_equivalent - correct_equivalent", "results": {}}
         out_groups["equivalence"] = next(iter(groups.values())).info.get("equivalence")
-        return cls(questions, traps, groups, bootstrap, min_pairs, token_unit, out_traps, out_groups)
+        return cls(
+            questions=questions,
+            trap_sets=traps,
+            group_sets=groups,
+            bootstrap=bootstrap or Bootstrap(),
+            min_pairs=min_pairs,
+            token_unit=token_unit,
+            max_pairs_per_question=max_pairs_per_question,
+            counts=counts,
+            traps=out_traps,
+            groups=out_groups,
+            timing=timing,
+        )
 
     @property
     def pair_sets(self) -> dict[str, Sequence[Any]]:
@@ -343,37 +310,57 @@ class _Diagnosis:
             **{f"cluster:{k}": v.pairs for k, v in self.group_sets.items()},
         }
 
-    def outcome(
+    def measure(
         self,
         name: str,
         op: Any,
-        options: Mapping[str, Any] | None,
-        checkpoint: str | os.PathLike | None,
-        docs_out: dict[str, list[Any]] | None,
-        docs_extras: Collection[str] | None,
-    ) -> tuple[Outcome | None, bool]:
-        """``(outcome, read from the checkpoint)`` of operator ``name``; no outcome when it cannot run (then it
-        is listed as unavailable with the reason, once; the other operators run)."""
+        options: Mapping[str, Any] | None = None,
+        *,
+        checkpoint: str | os.PathLike | None = None,
+        token_extras: Collection[str] = (),
+    ) -> list[Any] | None:
+        """Score operator ``name`` (built as ``op`` from ``options``) on every pair set, add its figures, and
+        return the pipeline docs it scored: their sample matrices, with the token extras ``token_extras`` (the
+        diagnosis itself reads none). None when it cannot run (it is then listed as unavailable with the reason,
+        once) or when its outcome is read back from ``checkpoint`` (a folder; see :func:`diagnose`)."""
+        if checkpoint is not None and token_extras:
+            raise ValueError(
+                "diagnose: token extras need the operator scored now; give no checkpoint with them"
+            )
+        key = self._checkpoint_key(name, options) if checkpoint is not None else None
+        outcome = resume(checkpoint, name, key) if key is not None else None
+        docs = None
+        if outcome is not None:
+            log.info("diagnose: %s read back from its checkpoint in %s", name, checkpoint)
+            self.timing.setdefault("resumed_from_checkpoint", []).append(name)
+        else:
+            outcome, docs = self._score(name, op, options, token_extras)
+            if outcome is not None and key is not None:
+                keep(checkpoint, name, key, outcome)
+        if outcome is not None:
+            self._add(name, outcome)
+            self.timing[f"{name}_s"] = outcome.seconds
+        return docs
+
+    def _checkpoint_key(self, name: str, options: Mapping[str, Any] | None) -> str:
+        """The fingerprint operator ``name``'s outcome is kept under (:mod:`~semuq_eval.diagnose.checkpoint`)."""
         settings = {
             "token_unit": self.token_unit,
             "min_pairs": self.min_pairs,
             "bootstrap": [self.bootstrap.n_resamples, self.bootstrap.seed, self.bootstrap.confidence_level],
         }
-        pair_sets = self.pair_sets
-        key = (
-            fingerprint(name, _unloaded_info(name, options), options, self.questions, pair_sets, settings)
-            if checkpoint
-            else None
+        return fingerprint(
+            name, _unloaded_info(name, options), options, self.questions, self.pair_sets, settings
         )
-        outcome = resume(checkpoint, name, key) if checkpoint else None
-        if outcome is not None:
-            log.info("diagnose: %s read back from its checkpoint in %s", name, checkpoint)
-            return outcome, True
+
+    def _score(
+        self, name: str, op: Any, options: Mapping[str, Any] | None, token_extras: Collection[str]
+    ) -> tuple[Outcome | None, list[Any] | None]:
+        """``(outcome, docs)`` of operator ``name`` scored now; ``(None, None)`` when it cannot run."""
         t0 = time.perf_counter()
-        extras = docs_extras if docs_out is not None else ()
         try:
             sims, unavailable, docs = score_diagnostics(
-                name, options, self.questions, pair_sets, token_extras=extras
+                name, options, self.questions, self.pair_sets, token_extras=token_extras
             )
         except Exception as err:  # an operator that cannot run is reported once; the others run
             why = str(err) if isinstance(err, OperatorUnavailable) else f"{type(err).__name__}: {err}"
@@ -381,27 +368,16 @@ class _Diagnosis:
             self.infos[name] = {"operator": name, "unavailable": why}
             self.unavailable[name] = why
             self.localization[name] = {"unavailable": why}
-            return None, False
-        if docs_out is not None:
-            docs_out[name] = docs
+            return None, None
         loc = None
         if "token_weights" in getattr(op, "extras", ()):
             loc = localization(
                 op, self.questions, unit=self.token_unit, bootstrap=self.bootstrap, min_answers=self.min_pairs
             )
-        outcome = Outcome(sims, unavailable, dict(op.info), time.perf_counter() - t0, loc)
-        if key is not None:
-            keep(checkpoint, name, key, outcome)
-        return outcome, False
+        return Outcome(sims, unavailable, dict(op.info), time.perf_counter() - t0, loc), docs
 
     def result(
-        self,
-        stores: list[str],
-        labels: str,
-        counts: Mapping[str, int],
-        compare: Sequence[tuple[str, str]],
-        max_pairs_per_question: int | None,
-        timing: Mapping[str, Any],
+        self, stores: list[str], labels: str, compare: Sequence[tuple[str, str]] = ()
     ) -> dict[str, Any]:
         """The diagnosis as :func:`diagnose` returns it, with the operators' paired comparisons."""
         bootstrap = self.bootstrap
@@ -410,7 +386,7 @@ class _Diagnosis:
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "stores": stores,
             "labels": labels,
-            "counts": dict(counts),
+            "counts": dict(self.counts),
             "operators": self.infos,
             "unavailable": self.unavailable,
             "traps": self.traps,
@@ -427,13 +403,13 @@ class _Diagnosis:
                 },
                 "min_pairs": self.min_pairs,
                 "token_unit": self.token_unit,
-                "max_pairs_per_question": max_pairs_per_question,
+                "max_pairs_per_question": self.max_pairs_per_question,
                 "ci": "percentile bootstrap over questions (a question's pairs resampled together)",
             },
-            "timing": dict(timing),
+            "timing": dict(self.timing),
         }
 
-    def add(self, name: str, outcome: Outcome) -> None:
+    def _add(self, name: str, outcome: Outcome) -> None:
         """Operator ``name``'s mean similarity per trap and group (with CIs), the groups' gap and its localization."""
         bootstrap, min_pairs = self.bootstrap, self.min_pairs
         self.infos[name] = outcome.info
@@ -471,59 +447,3 @@ def _unloaded_info(name: str, options: Mapping[str, Any] | None) -> dict[str, An
 
     base, kwargs = operators.resolve(name, dict(options or {}))
     return dict(operators.get(base, **kwargs).info)
-
-
-def paired_comparisons(
-    compare: Sequence[tuple[str, str]],
-    pair_sets: Mapping[str, Sequence[Any]],
-    scored: Mapping[str, Mapping[str, np.ndarray]],
-    located: Mapping[str, Any],
-    *,
-    bootstrap: Bootstrap,
-) -> dict[str, dict[str, Any]]:
-    """``a`` minus ``b`` for each pair of ``compare``: the mean similarity of every pair set (``trap:<name>``,
-    ``cluster:<group>``) over the pairs both operators scored, and the localization hit rate over the answers
-    both localized; a percentile bootstrap over questions, both operators' values resampled with the same draw.
-
-    ``pair_sets`` maps a set's key to its pairs, ``scored`` an operator to its similarities per set (as
-    :func:`~semuq_eval.diagnose.scoring.score_diagnostics` returns them), ``located`` an operator to its
-    :class:`~semuq_eval.diagnose.localization.Localization`. An operator that did not run gives an entry with
-    ``unavailable``.
-
-    Examples
-    --------
-    >>> from types import SimpleNamespace as P
-    >>> pairs = {"trap:context": [P(uid="q1"), P(uid="q1"), P(uid="q2")]}
-    >>> sims = {"a": {"trap:context": np.array([0.5, 0.6, 0.4])}, "b": {"trap:context": np.array([0.7, 0.8, 0.6])}}
-    >>> out = paired_comparisons([("a", "b")], pairs, sims, {}, bootstrap=Bootstrap(100))
-    >>> row = out["a vs b"]["trap:context"]
-    >>> round(row["difference"], 3), row["n_pairs"], row["ci_high"] < 0
-    (-0.2, 3, True)
-    """
-    out: dict[str, dict[str, Any]] = {}
-    for a, b in compare:
-        key = f"{a} vs {b}"
-        if a not in scored or b not in scored:
-            out[key] = {"unavailable": f"{a if a not in scored else b} did not run"}
-            continue
-        row: dict[str, Any] = {}
-        for name, pairs in pair_sets.items():
-            sa, sb = (
-                np.asarray(scored[a][name], dtype=np.float64),
-                np.asarray(scored[b][name], dtype=np.float64),
-            )
-            both = np.isfinite(sa) & np.isfinite(sb)
-            uids = [str(p.uid) for p, keep in zip(pairs, both, strict=True) if keep]
-            d = difference_with_ci(sa[both], uids, sb[both], uids, bootstrap=bootstrap)
-            row[name] = {**d, "n_pairs": int(both.sum()), "n_questions": len(set(uids))}
-        if a in located and b in located:
-            # one localized answer per question (its greedy answer); an answer without tokens is left out by both
-            hits_b = dict(zip(located[b].uids, located[b].hits, strict=True))
-            common = [(u, h) for u, h in zip(located[a].uids, located[a].hits, strict=True) if u in hits_b]
-            uids = [u for u, _ in common]
-            d = difference_with_ci(
-                [h for _, h in common], uids, [hits_b[u] for u in uids], uids, bootstrap=bootstrap
-            )
-            row["localization"] = {**d, "n_answers": len(common), "n_questions": len(set(uids))}
-        out[key] = row
-    return out
