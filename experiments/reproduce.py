@@ -490,9 +490,10 @@ def heldout_questions(files: Sequence[str]) -> tuple[list[Any], list[dict[str, A
     """The held-out questions of the ``--validation`` training-data files as pipeline docs, with their stored
     verdicts as label records (greedy, majority of the samples, each sample): what a run of the training LLM on
     them would have stored. A question without its greedy answer (an older export) is left out."""
+    from dataclasses import replace
+
     from semuq_eval.judges.strategies import majority_label
     from semuq_eval.training.data import read_training_file
-    from semuq_eval.training.heldout import question_doc
 
     docs, labels = [], []
     for path in files:
@@ -508,7 +509,7 @@ def heldout_questions(files: Sequence[str]) -> tuple[list[Any], list[dict[str, A
         for q in questions:
             if q.greedy is None:
                 continue
-            docs.append(question_doc(q, len(docs)))
+            docs.append(replace(q.doc, doc_id=len(docs)))  # unique over the files
             samples = [_verdict(v) for v in q.labels]
             labels.append(
                 {

@@ -48,10 +48,10 @@ def held_rows(n: int):
 
 
 def test_heldout_docs_keep_the_questions_with_a_greedy_verdict():
-    q = LabelledQuestion("f", 0, "Q?", ("a", "b"), (1, 0), greedy="a", greedy_label=1)
-    no_verdict = LabelledQuestion("f", 1, "R?", ("a", "b"), (1, 0), greedy="a", greedy_label=None)
-    no_greedy = LabelledQuestion("f", 2, "S?", ("a", "b"), (1, 0))
-    one_answer = LabelledQuestion("f", 3, "T?", ("a",), (1,), greedy="a", greedy_label=0)
+    q = LabelledQuestion.of_texts("f", 0, "Q?", ("a", "b"), (1, 0), greedy="a", greedy_label=1)
+    no_verdict = LabelledQuestion.of_texts("f", 1, "R?", ("a", "b"), (1, 0), greedy="a", greedy_label=None)
+    no_greedy = LabelledQuestion.of_texts("f", 2, "S?", ("a", "b"), (1, 0))
+    one_answer = LabelledQuestion.of_texts("f", 3, "T?", ("a",), (1,), greedy="a", greedy_label=0)
     docs, correct = heldout_docs([q, no_verdict, no_greedy, one_answer])
     assert [d.question for d in docs] == ["Q?"] and correct.tolist() == [1]
     assert [d.greedy.text for d in docs] == ["a"] and [g.text for g in docs[0].samples] == ["a", "b"]

@@ -128,7 +128,7 @@ def test_train_data_command_exports_and_counts(tmp_path, capsys):
 def test_guided_answers_join_their_questions_positives_without_echoes_or_incorrect_ones(tmp_path):
     natural = read_store(write_store(tmp_path / "n" / "llm", natural_rows(3))).questions
     guided = read_store(write_store(tmp_path / "g" / "llm", guided_rows(3), task="x")).questions
-    extra = LabelledQuestion("g", 9, "A question nobody asked?", ("x",), (1,))
+    extra = LabelledQuestion.of_texts("g", 9, "A question nobody asked?", ("x",), (1,))
     mined, counts = mine(natural, [*guided, extra])
     assert counts["added_guided"] == 6 and counts["guided_echo"] == 3 and counts["guided_incorrect"] == 3
     assert counts["guided_unmatched"] == 1
@@ -144,7 +144,7 @@ def test_guided_answers_join_their_questions_positives_without_echoes_or_incorre
 
 
 def test_references_come_raw_and_as_a_sentence_with_wrong_answers_rendered_alike():
-    q = LabelledQuestion(
+    q = LabelledQuestion.of_texts(
         "s",
         0,
         "Who?",
@@ -170,7 +170,7 @@ def test_references_come_raw_and_as_a_sentence_with_wrong_answers_rendered_alike
 
 
 def test_fact_swaps_make_a_negative_of_a_correct_answer_and_a_positive_of_a_wrong_one():
-    q = LabelledQuestion(
+    q = LabelledQuestion.of_texts(
         "s",
         0,
         "Who wrote Hamlet?",
@@ -190,7 +190,7 @@ def test_fact_swaps_make_a_negative_of_a_correct_answer_and_a_positive_of_a_wron
 
 
 def test_the_negative_is_always_written_in_the_positives_style():
-    q = LabelledQuestion(
+    q = LabelledQuestion.of_texts(
         "s",
         0,
         "Who?",
@@ -218,7 +218,7 @@ def test_the_negative_is_always_written_in_the_positives_style():
 
 
 def test_a_question_whose_positives_have_no_negative_in_their_style_is_left_out():
-    q = LabelledQuestion(
+    q = LabelledQuestion.of_texts(
         "s",
         0,
         "Who?",
@@ -226,7 +226,7 @@ def test_a_question_whose_positives_have_no_negative_in_their_style_is_left_out(
         (1, 1),
         origins=("reference", "reference_sentence"),
     )
-    q = LabelledQuestion(
+    q = LabelledQuestion.of_texts(
         "s", 0, "Who?", (*q.answers, "It was Writer."), (1, 1, 0), origins=(*q.origins, "sample")
     )
     kept, counts = filter_questions([q])

@@ -20,7 +20,7 @@ Examples
 --------
 >>> import tempfile, os
 >>> from semuq_eval.training.stores import LabelledQuestion, StoreData
->>> q = LabelledQuestion("s", 3, "Capital of France?", ("Paris", "Lyon"), (1, 0), references=("Paris",))
+>>> q = LabelledQuestion.of_texts("s", 3, "Capital of France?", ("Paris", "Lyon"), (1, 0), references=("Paris",))
 >>> path = os.path.join(tempfile.mkdtemp(), "x.jsonl.gz")
 >>> write_training_file(path, StoreData("s", {"task": "semuq_nqopen_train"}, [q]))
 1
@@ -116,7 +116,7 @@ def _question(path: Path, number: int, obj: Mapping[str, Any]) -> LabelledQuesti
         raise ValueError(
             f"{path}:{number}: {len(obj['answers'])} answers but {len(obj['labels'])} labels (one verdict per answer)"
         )
-    return LabelledQuestion(
+    return LabelledQuestion.of_texts(
         str(path),
         obj["doc_id"],
         obj["question"],

@@ -6,14 +6,14 @@ the guided variants stopped after their first epoch, still inside the warm-up, s
 :class:`HeldoutAUROCEvaluator` scores the encoder being trained as the harness scores ``enc``: on held-out
 questions of the training distribution (never an evaluation set), each question's N sampled answers become the
 operator's Gram matrix, each of the eight graph aggregators the reproduction's selection rule names
-(:data:`SELECTION_AGGREGATORS`) turns it into an uncertainty (:func:`~semuq_eval.harness.estimators.score_doc`, the
-pipeline's own path), and the AUROC of each against the stored greedy verdicts is averaged. ``train-operator --select_on auroc`` selects the epoch on this mean (a named
+(:data:`SELECTION_AGGREGATORS`) turns it into an uncertainty (:func:`~semuq_eval.harness.pipeline.score_docs`, what a
+run, a rescoring and an operator check score questions with), and the AUROC of each against the stored greedy verdicts is averaged. ``train-operator --select_on auroc`` selects the epoch on this mean (a named
 deviation from App. B, recorded in the card).
 
 Examples
 --------
 >>> from semuq_eval.training.stores import LabelledQuestion
->>> q = LabelledQuestion("f", 0, "Capital of France?", ("Paris", "Lyon"), (1, 0), greedy="Paris", greedy_label=1)
+>>> q = LabelledQuestion.of_texts("f", 0, "Capital of France?", ("Paris", "Lyon"), (1, 0), greedy="Paris", greedy_label=1)
 >>> [d.question for d in heldout_docs([q])[0]]
 ['Capital of France?']
 >>> [e.name for e in selection_estimators()][:2]
@@ -24,16 +24,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
 
 from semuq_eval.harness.doc import Doc
-from semuq_eval.harness.estimators import Estimator, OperatorSpec, score_doc, valid_estimators
+from semuq_eval.harness.estimators import Estimator, OperatorSpec, valid_estimators
+from semuq_eval.harness.pipeline import score_docs
 from semuq_eval.harness.settings import Settings
 from semuq_eval.metrics.ranking import auroc
-from semuq_eval.models.generation import Generation
 from semuq_eval.operators.encoder import EncoderOperator
 from semuq_eval.training.stores import LabelledQuestion
 
@@ -42,7 +43,6 @@ __all__ = [
     "HeldoutAUROCEvaluator",
     "check_both_classes",
     "heldout_docs",
-    "question_doc",
     "selection_estimators",
 ]
 
@@ -53,24 +53,14 @@ and clustering aggregators that read only the matrix. Fixed, not derived from th
 registered aggregator never changes a selection rule that was stated before the data were read."""
 
 
-def question_doc(question: LabelledQuestion, doc_id: int) -> Doc:
-    """A stored question with its greedy answer (``greedy`` must be set) as a pipeline doc."""
-    return Doc(
-        doc_id=doc_id,
-        question=question.question,
-        references=list(question.references),
-        greedy=Generation(question.greedy, greedy=True),
-        samples=[Generation(a) for a in question.answers],
-    )
-
-
 def heldout_docs(questions: Sequence[LabelledQuestion]) -> tuple[list[Doc], np.ndarray]:
-    """The held-out questions that have a greedy answer with a verdict, as pipeline docs, and their greedy
-    correctness (1 / 0). Questions without one are left out (an older export has no greedy answers)."""
+    """The docs of the held-out questions that have a greedy answer with a verdict (copies, numbered in order:
+    scoring fills their matrices), and their greedy correctness (1 / 0). Questions without one are left out (an older export has no
+    greedy answers)."""
     kept = [
         q for q in questions if q.greedy is not None and q.greedy_label is not None and len(q.answers) > 1
     ]
-    docs = [question_doc(q, i) for i, q in enumerate(kept)]
+    docs = [replace(q.doc, doc_id=k, matrices={}, extras={}, unavailable={}) for k, q in enumerate(kept)]
     return docs, np.array([int(q.greedy_label) for q in kept], dtype=np.int64)
 
 
@@ -134,7 +124,8 @@ class HeldoutAUROCEvaluator(SentenceEvaluator):
         self.batch_size = batch_size
         self.name = name
         self.estimators = selection_estimators()
-        self.tau = Settings().tau
+        self.settings = Settings(n_samples=max((len(d.samples) for d in self.docs), default=0))
+        self.labels = [{"greedy": int(c)} for c in self.correct]
         self.primary_metric = "mean_auroc"
 
     @property
@@ -158,14 +149,16 @@ class HeldoutAUROCEvaluator(SentenceEvaluator):
             matrices = op([d.question for d in self.docs], [[g.text for g in d.samples] for d in self.docs])
         finally:
             model.train(was_training)
-        scores = []
         for doc, matrix in zip(self.docs, matrices.matrices, strict=True):
             doc.matrices[OPERATOR] = matrix
-            scores.append(score_doc(doc, self.estimators, run_options={"tau": self.tau})[0])
-            doc.matrices.clear()
+        try:
+            items = score_docs(self.docs, self.settings, self.labels, self.estimators)
+        finally:
+            for doc in self.docs:
+                doc.matrices.clear()
         metrics: dict[str, float] = {}
         for est in self.estimators:
-            u = np.array([s[est.name] for s in scores], dtype=np.float64)
+            u = np.array([it["scores"][est.name] for it in items], dtype=np.float64)  # None -> NaN
             metrics[f"{est.aggregator}_auroc"] = auroc(u, self.correct)
         finite = [v for v in metrics.values() if math.isfinite(v)]
         metrics["mean_auroc"] = float(np.mean(finite)) if finite else float("nan")

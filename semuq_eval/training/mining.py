@@ -31,7 +31,7 @@ With ``positives="references"`` the LLM's own correct samples are not positives 
 
 Examples
 --------
->>> q = LabelledQuestion("s", 0, "Capital of France?", ("The capital is Paris.", "Lyon"), (1, 0),
+>>> q = LabelledQuestion.of_texts("s", 0, "Capital of France?", ("The capital is Paris.", "Lyon"), (1, 0),
 ...                      references=("Paris",))
 >>> mined, counts = mine([q], positives="both", fact_swap=True)
 >>> mined[0].origins
@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from semuq_eval.training.stores import LabelledQuestion
 
@@ -236,12 +236,7 @@ def mine(
         for t in texts[len(q.answers) :]:
             counts[f"added_{t.origin}"] += 1
         out.append(
-            replace(
-                q,
-                answers=tuple(t.text for t in texts),
-                labels=tuple(t.label for t in texts),
-                origins=tuple(t.origin for t in texts),
-            )
+            q.with_answers([t.text for t in texts], [t.label for t in texts], [t.origin for t in texts])
         )
     counts["guided_unmatched"] = len(set(by_key) - matched)
     return out, counts

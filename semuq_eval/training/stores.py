@@ -8,9 +8,9 @@ expands the ``--stores`` arguments (store folders, output folders holding stores
 
 Examples
 --------
->>> q = LabelledQuestion("s", 0, "Capital of France?", ("Paris", "Lyon"), (1, 0))
->>> q.key
-'capital of france?'
+>>> q = LabelledQuestion.of_texts("s", 0, "Capital of France?", ("Paris", "Lyon"), (1, 0))
+>>> q.key, q.answers, q.greedy
+('capital of france?', ('Paris', 'Lyon'), None)
 """
 
 from __future__ import annotations
@@ -20,12 +20,15 @@ import logging
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from semuq_eval.harness.doc import Doc
 from semuq_eval.harness.label_sets import RUN_LABELS, read_label_set
 from semuq_eval.harness.store import MANIFEST, StoreReader, open_store
+from semuq_eval.models.generation import Generation
 from semuq_eval.task_files import dataset_of_task
 
 __all__ = [
@@ -39,6 +42,9 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+NO_GREEDY = "no greedy answer stored"
+"""The ``error`` of the placeholder greedy answer of a question whose source kept none."""
 
 DEFAULT_TRAINING_TASK = "semuq_nqopen_train"
 """The training set of the paper's recipe (App. C: NQ-Open, kept apart from every evaluation set)."""
@@ -57,21 +63,74 @@ def question_key(question: str) -> str:
 
 @dataclass(frozen=True)
 class LabelledQuestion:
-    """One question of one store: its sampled answers and their verdicts (1 / 0 / None), in stored order, and
-    the dataset's reference answers (every alias). ``origins`` names where each answer came from when
-    :func:`semuq_eval.training.mining.mine` added texts (empty: every answer is a sample). ``greedy`` and
-    ``greedy_label`` are the greedy answer and its verdict (None when not stored): training never reads them,
-    the held-out AUROC (:mod:`semuq_eval.training.heldout`) does."""
+    """A view of one question, :class:`~semuq_eval.harness.doc.Doc` ``doc`` (of a run store, or rebuilt from a
+    training-data file), with the verdict on each sampled answer (1 / 0 / None) in stored order: what training reads.
+    ``origins`` names where each answer came from when :func:`semuq_eval.training.mining.mine` added texts (empty:
+    every answer is a sample). ``greedy`` and ``greedy_label`` are the greedy answer and its verdict (None when not
+    stored): training never reads them, the held-out AUROC (:mod:`semuq_eval.training.heldout`) does."""
 
     store: str
-    doc_id: int
-    question: str
-    answers: tuple[str, ...]
+    doc: Doc
     labels: tuple[int | None, ...]
-    references: tuple[str, ...] = ()
-    origins: tuple[str, ...] = ()
-    greedy: str | None = None
     greedy_label: int | None = None
+    origins: tuple[str, ...] = ()
+
+    @classmethod
+    def of_texts(
+        cls,
+        store: str,
+        doc_id: int,
+        question: str,
+        answers: Sequence[str],
+        labels: Sequence[int | None],
+        *,
+        references: Sequence[str] = (),
+        greedy: str | None = None,
+        greedy_label: int | None = None,
+        origins: Sequence[str] = (),
+    ) -> LabelledQuestion:
+        """A question given by its texts alone (a training-data file keeps no more)."""
+        doc = Doc(
+            doc_id=doc_id,
+            question=question,
+            references=list(references),
+            greedy=Generation(greedy or "", greedy=True, error=None if greedy is not None else NO_GREEDY),
+            samples=[Generation(a) for a in answers],
+        )
+        return cls(store, doc, tuple(labels), greedy_label, tuple(origins))
+
+    @property
+    def doc_id(self) -> int:
+        return int(self.doc.doc_id)
+
+    @property
+    def question(self) -> str:
+        return str(self.doc.question)
+
+    @cached_property
+    def answers(self) -> tuple[str, ...]:
+        """The sampled answers' texts (with any mined ones), in stored order."""
+        return tuple(str(g.text or "") for g in self.doc.samples)
+
+    @property
+    def references(self) -> tuple[str, ...]:
+        return tuple(str(r) for r in self.doc.references)
+
+    @property
+    def greedy(self) -> str | None:
+        """The greedy answer's text; None when the source kept none."""
+        return None if self.doc.greedy.error == NO_GREEDY else str(self.doc.greedy.text or "")
+
+    def with_answers(
+        self, answers: Sequence[str], labels: Sequence[int | None], origins: Sequence[str]
+    ) -> LabelledQuestion:
+        """The same question with ``answers`` in place of its samples (the stored ones first, as stored; mined
+        texts after them), their verdicts and origins."""
+        kept = self.doc.samples[: len(answers)]
+        samples = [g if g.text == a else Generation(a) for g, a in zip(kept, answers, strict=False)]
+        samples += [Generation(a) for a in answers[len(samples) :]]
+        doc = replace(self.doc, samples=samples, matrices={}, extras={}, unavailable={})
+        return replace(self, doc=doc, labels=tuple(labels), origins=tuple(origins))
 
     def origin(self, index: int) -> str:
         """Where answer ``index`` came from (``"sample"`` unless mined)."""
@@ -176,18 +235,7 @@ def read_store(path: str | os.PathLike, labels: str = RUN_LABELS, *, llm: str | 
         if len(label["samples"]) != len(answers):
             data.n_label_mismatch += 1
             continue
-        data.questions.append(
-            LabelledQuestion(
-                str(root),
-                int(doc.doc_id),
-                str(doc.question),
-                answers,
-                tuple(label["samples"]),
-                references=tuple(str(r) for r in doc.references),
-                greedy=str(doc.greedy.text or ""),
-                greedy_label=label.get("greedy"),
-            )
-        )
+        data.questions.append(LabelledQuestion(str(root), doc, tuple(label["samples"]), label.get("greedy")))
     data.provenance["n_questions"] = len(docs)
     return data
 
