@@ -480,7 +480,7 @@ def test_semuq_api_garbage_is_unavailable_with_the_reason(stub, tmp_path):
 def test_follow_ups_in_the_runs_chat_template_when_asked(tmp_path):
     from lm_eval.tasks import TaskManager
 
-    from semuq_eval.models.api import ChatPrompt
+    from semuq_eval.models.server_requests import ChatPrompt
     from tests.fixtures.tiny_harness import TASKS_DIR, write_qa
 
     def task(**meta):

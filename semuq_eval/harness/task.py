@@ -221,7 +221,7 @@ class SemuqTask(ConfigurableTask):
                 "metadata reflexive_chat_template: the run has no chat template; pass --apply_chat_template"
             )
         rendered = {m: chat_template([{"role": "user", "content": p}]) for m, p in prompts.items()}
-        from semuq_eval.models.api import ChatPrompt
+        from semuq_eval.models.server_requests import ChatPrompt
 
         if any(isinstance(r, ChatPrompt) for r in rendered.values()):
             return prompts
