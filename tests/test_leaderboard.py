@@ -765,8 +765,8 @@ def test_offline_board_command_rescores_the_run_stores_and_builds_the_board(tmp_
     """leaderboards/offline/recipe/regenerate.sh, the committed board's one command, on a tiny run: every operator of the
     board (mpnet and trained variants included) is rescored into a complete store, whose run record goes to
     RECORDS; the board is built from the records with both comparisons; without RUNS (a fresh clone) the records
-    alone rebuild the same board, apart from its build date; a second call keeps the finished store, and a missing
-    model is a clear error."""
+    alone rebuild the same board, apart from its build date; a second call keeps the finished store; a missing
+    model or an archive pattern that matches nothing is a clear error."""
     from tests.fixtures.tiny_harness import canned_run
 
     runs = tmp_path / "runs"
@@ -819,6 +819,11 @@ def test_offline_board_command_rescores_the_run_stores_and_builds_the_board(tmp_
     assert f"kept {store}" in _regenerate(env).stdout  # an interrupted regeneration resumes
     missing = _regenerate({**env, "TRAINED": str(tmp_path / "nowhere")})
     assert missing.returncode == 1 and f"no model at {tmp_path / 'nowhere'}" in missing.stderr
+    # without RUN_NAMES the runs are the archives' names, read after the archives are restored
+    named = _regenerate({k: v for k, v in env.items() if k != "RUN_NAMES"})
+    assert named.returncode == 0 and f"kept {store}" in named.stdout, named.stderr[-3000:]
+    nothing = _regenerate({**env, "UNPACK": str(tmp_path / "none" / "*.tar.xz")})
+    assert nothing.returncode == 1 and "no archive matches" in nothing.stderr
 
 
 def test_the_csv_never_starts_a_cell_with_a_formula(tmp_path):

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Rebuild the offline leaderboard from its committed run records (RECORDS/*.jsonl.gz): on a fresh clone, no RUNS needed.
 # With RUNS (the folder of the generation runs, RUNS/<name>/semuq/<task>/<run_id>), the records are made first.
-# The board's six runs are run-store archives in the repository's history (`bash leaderboards/archives.sh` restores
-# them; UNPACK: SmolLM2's are the reproduction's, gemma's are in ../runs/); each <name>.tar.xz is unpacked into
+# The board's nine runs are run-store archives: SmolLM2's (the reproduction's) and gemma's (../runs/) in the
+# repository's history (`bash leaderboards/archives.sh` restores them), Qwen's (text only: llama.cpp gives no hidden
+# states, so no cos_int) in leaderboards/reproduction/transfer/runs/; each <name>.tar.xz of UNPACK is unpacked into
 # RUNS/<name> when that folder is missing:
 #   1. every finished store of the board's runs is rescored with the board's operators into WORK/stores
 #      (a complete run store each; one already there is kept, so an interrupted regeneration resumes);
@@ -12,9 +13,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 RUNS=${RUNS:-}
-DEFAULT_UNPACK="leaderboards/reproduction/runs/smollm2-135m-instruct-*.tar.xz leaderboards/offline/runs/*.tar.xz"
+DEFAULT_UNPACK="leaderboards/reproduction/runs/smollm2-135m-instruct-*.tar.xz leaderboards/offline/runs/*.tar.xz
+leaderboards/reproduction/transfer/runs/qwen2.5-coder-1.5b-instruct-*-0-100.tar.xz"
 UNPACK=${UNPACK-$DEFAULT_UNPACK}
-RUN_NAMES=${RUN_NAMES:-$(for a in $UNPACK; do basename "$a" .tar.xz; done)}  # default: the unpacked archives
+RUN_NAMES_GIVEN=${RUN_NAMES:+yes}
+RUN_NAMES=${RUN_NAMES:-}                    # default: the names of the unpacked archives
 WORK=${WORK:-$RUNS/offline-board}           # the rescored stores
 RECORDS=${RECORDS:-leaderboards/offline/records}  # the committed run records the board is built from
 OUTPUT=${OUTPUT:-leaderboards/offline}
@@ -38,9 +41,15 @@ EOF
     done
 
     [ "$UNPACK" = "$DEFAULT_UNPACK" ] && bash leaderboards/archives.sh > /dev/null  # from the repository's history
-    for archive in $UNPACK; do
+    archives=()
+    for pattern in $UNPACK; do
+        matched=$(compgen -G "$pattern") || { echo "regenerate: no archive matches $pattern" >&2; exit 1; }
+        mapfile -t -O "${#archives[@]}" archives <<< "$matched"
+    done
+    for archive in "${archives[@]}"; do
         name=$(basename "$archive" .tar.xz)
         [ -d "$RUNS/$name/semuq" ] || { mkdir -p "$RUNS/$name/semuq" && tar -C "$RUNS/$name/semuq" -xJf "$archive"; }
+        [ -n "${RUN_NAMES_GIVEN:-}" ] || RUN_NAMES+=" $name"
     done
     targets=()
     for name in $RUN_NAMES; do
@@ -67,7 +76,7 @@ fi
 
 # the headline's reference estimator, fixed here before any LLM is looked at: the trained operator, kle_heat;
 # beside AUROC, ECE, PRR and AUARC, the coverage at a certified error rate (coverage_at_risk: 10%, confidence 90%)
-"${SEMUQ[@]}" leaderboard "$RECORDS/*.jsonl.gz" --output "$OUTPUT" --common-questions also --reference kle_heat@enc_trained \
+"${SEMUQ[@]}" leaderboard "$RECORDS/*.jsonl.gz" --output "$OUTPUT" --force --common-questions also --reference kle_heat@enc_trained \
     --metrics auroc,ece,prr,auarc,coverage_at_risk \
     --compare enc_trained:enc_answer_pooling,enc,cos_ext,lexical,cos_int --compare enc_mpnet:enc,cos_ext_mpnet \
     --header @leaderboards/offline/recipe/HEADER.md --title "semuq-eval offline leaderboard (tiny CPU models)" --jobs 2
