@@ -7,6 +7,10 @@ import os
 import pytest
 from hypothesis import settings
 
+# helper modules, not tests: the doctest collection (--doctest-modules) must not import them, since the example
+# extensions register themselves on import and would leak into every other test's registries
+collect_ignore = ["examples", "fixtures"]
+
 # CI runs the same examples every time (a failure found locally is kept by hypothesis' database).
 settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):
