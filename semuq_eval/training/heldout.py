@@ -6,14 +6,17 @@ the guided variants stopped after their first epoch, still inside the warm-up, s
 :class:`HeldoutAUROCEvaluator` scores the encoder being trained as the harness scores ``enc``: on held-out
 questions of the training distribution (never an evaluation set), each question's N sampled answers become the
 operator's Gram matrix, each of the eight graph aggregators the reproduction's selection rule names
-(:data:`SELECTION_AGGREGATORS`) turns it into an uncertainty (:func:`~semuq_eval.harness.pipeline.score_docs`, what a
-run, a rescoring and an operator check score questions with), and the AUROC of each against the stored greedy verdicts is averaged. ``train-operator --select_on auroc`` selects the epoch on this mean (a named
-deviation from App. B, recorded in the card).
+(:data:`SELECTION_AGGREGATORS`) turns it into an uncertainty (:func:`~semuq_eval.harness.pipeline.score_docs`, what
+a run, a rescoring and an operator check score questions with), and the AUROC of each against the stored greedy
+verdicts is averaged. ``train-operator --select_on auroc`` selects the epoch on this mean (a named deviation from
+App. B, recorded in the card).
 
 Examples
 --------
 >>> from semuq_eval.training.stores import LabelledQuestion
->>> q = LabelledQuestion.of_texts("f", 0, "Capital of France?", ("Paris", "Lyon"), (1, 0), greedy="Paris", greedy_label=1)
+>>> q = LabelledQuestion.of_texts(
+...     "f", 0, "Capital of France?", ("Paris", "Lyon"), (1, 0), greedy="Paris", greedy_label=1
+... )
 >>> [d.question for d in heldout_docs([q])[0]]
 ['Capital of France?']
 >>> [e.name for e in selection_estimators()][:2]
@@ -55,8 +58,8 @@ registered aggregator never changes a selection rule that was stated before the 
 
 def heldout_docs(questions: Sequence[LabelledQuestion]) -> tuple[list[Doc], np.ndarray]:
     """The docs of the held-out questions that have a greedy answer with a verdict (copies, numbered in order:
-    scoring fills their matrices), and their greedy correctness (1 / 0). Questions without one are left out (an older export has no
-    greedy answers)."""
+    scoring fills their matrices), and their greedy correctness (1 / 0). Questions without one are left out (an
+    older export has no greedy answers)."""
     kept = [
         q for q in questions if q.greedy is not None and q.greedy_label is not None and len(q.answers) > 1
     ]
