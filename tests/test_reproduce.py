@@ -289,6 +289,56 @@ def test_the_transfer_report_counts_what_the_committed_board_counts(capsys):
 
 
 @pytest.mark.slow
+def test_the_trained_on_qwen_report_states_each_prediction_against_its_rule(capsys, tmp_path):
+    """The report of PLAN-trained-on-qwen.md (transfer/recipe/report_trained_on_qwen.py), run on SmolLM2's committed
+    test records for both LLMs with stand-in operators (the second confirmation's candidate as the trained one,
+    cos_ext as the shipped one, its answer-pooled base) and SmolLM2's own training data for Q0: the board's figures,
+    each verdict by its rule, the plan's reading of Q1 and Q2; a missing chunk is one clear line."""
+    import importlib.util
+    import shutil
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    path = root / "leaderboards/reproduction/transfer/recipe/report_trained_on_qwen.py"
+    spec = importlib.util.spec_from_file_location("trained_on_qwen_report", path)
+    report = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(report)
+    records = str(root / "leaderboards/reproduction/confirmation-2/test/records/*.jsonl.gz")
+    data = root / "semuq_eval/assets/training_data/nqopen-dev-smollm2"
+    stand_ins = [
+        "--trained",
+        "enc_trained_guided_ap_auroc",
+        "--shipped",
+        "cos_ext",
+        "--base",
+        "enc_answer_pooling",
+    ]
+    argv = ["--qwen", records, "--smollm2", records, "--training-data", str(data), *stand_ins]
+    assert report.main(argv) == 0
+    out = capsys.readouterr().out
+    assert (
+        "keep **129 of 2500** questions" in out
+        and "SmolLM2's keep 129. Holds if more than 258: **not held**" in out
+    )
+    rows = [line for line in out.splitlines() if line.startswith("| Q")]
+    q1, q2, *q3 = rows
+    assert [row.split(" | ")[0] for row in rows] == ["| Q1", "| Q2", "| Q3", "| Q3"], rows
+    assert "| 27 | higher in 21, 0 significantly, 0 significantly lower | 0.673 vs 0.656 | +0.017 [" in q1, q1
+    assert q1.endswith("| held |") and q2.endswith("| **not held** |"), (q1, q2)
+    assert all("| 30 | higher in 27, 9 significantly" in row and row.endswith("| held |") for row in q3), q3
+    assert "Q3 (above its base on both LLMs): **held**." in out
+    assert "Q1 held and Q2 not: the more accurate LLM makes the better operator" in out
+    partial = tmp_path / "data"
+    shutil.copytree(data, partial)
+    (partial / "natural-01000-01250.jsonl.gz").unlink()
+    assert report.main([*argv[:4], "--training-data", str(partial), *stand_ins]) == 2
+    err = capsys.readouterr().err.strip()
+    assert (
+        err.count("\n") == 0 and "lacks 1 natural chunk(s), the first natural-01000-01250.jsonl.gz" in err
+    ), err
+
+
+@pytest.mark.slow
 def test_operator_cells_counts_any_pair_of_operators(capsys):
     """experiments/operator_cells.py, the counting rule on its own: the second confirmation's candidate against its
     base and cos_ext on the committed test records (the board's 30 and 27 reliable cells); an unknown operator

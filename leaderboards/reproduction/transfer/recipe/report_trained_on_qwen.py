@@ -1,0 +1,131 @@
+"""The report of ../PLAN-trained-on-qwen.md, generated from committed files: Q0 from Qwen's natural training data
+(questions kept by App. C's rule in natural 0-2499, beside SmolLM2's), Q1-Q3 from both LLMs' test records rescored
+with the operator trained on Qwen's answers (``enc_qwen``), the shipped ``enc`` and their untrained answer-pooled base
+(``enc_untrained``), each comparison by the plan's counting rule: "higher in X of Y reliable cells, Z significantly
+higher, W significantly lower; mean AUROC a vs b, difference d [95% CI]", then which outcome of the plan it is.
+
+    .venv/bin/python leaderboards/reproduction/transfer/recipe/report_trained_on_qwen.py \\
+        --qwen 'leaderboards/reproduction/transfer/trained-on-qwen/records/*.qwen2.5-coder-1.5b-instruct.jsonl.gz' \\
+        --smollm2 'leaderboards/reproduction/transfer/trained-on-qwen/records/*.smollm2-135m-instruct.jsonl.gz' \\
+        --training-data leaderboards/reproduction/transfer/training_data [--weights SHA256]
+
+The cells are `experiments/operator_cells.py`'s (the ten aggregators x greedy and majority labels, reliable with at
+least 20 answers of each class, the leaderboard's paired bootstrap). ``--trained``, ``--shipped`` and ``--base``
+name the three operators in the records (the defaults are the names `score_trained_on_qwen.sh` gives them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[4]))  # the repository, for experiments/
+from experiments.operator_cells import cells, class_counts, load, row, summary  # noqa: E402
+
+REFERENCE_DATA = Path(__file__).resolve().parents[4] / "semuq_eval/assets/training_data/nqopen-dev-smollm2"
+TRAINING_CHUNKS = [f"natural-{first:05d}-{first + 250:05d}.jsonl.gz" for first in range(0, 2500, 250)]
+"""The natural chunks the operator is trained on (0-2499): Q0 counts the questions they keep."""
+
+
+def kept_questions(folder: Path) -> tuple[int, int]:
+    """(questions kept by App. C's rule, questions) over the natural 0-2499 chunks in ``folder``."""
+    from semuq_eval.training.data import read_training_file
+    from semuq_eval.training.triplets import filter_questions
+
+    missing = [name for name in TRAINING_CHUNKS if not (folder / name).is_file()]
+    if missing:
+        raise ValueError(f"{folder} lacks {len(missing)} natural chunk(s), the first {missing[0]}")
+    kept = seen = 0
+    for name in TRAINING_CHUNKS:
+        _, counts = filter_questions(read_training_file(folder / name).questions)
+        kept, seen = kept + counts["kept"], seen + counts["seen"]
+    return kept, seen
+
+
+def held(s: Mapping, rule: str) -> str:
+    """The verdict of one comparison: ``above`` (mean difference > 0), ``above-most`` (and higher in more than half
+    of the cells) or ``not-above`` (mean difference <= 0)."""
+    if not s.get("cells"):
+        return "no reliable cell"
+    d = s["difference"]
+    ok = {"above": d > 0, "above-most": d > 0 and 2 * s["higher"] > s["cells"], "not-above": d <= 0}[rule]
+    return "held" if ok else "**not held**"
+
+
+def outcome(q1: str, q2: str) -> str:
+    """The plan's reading of Q1 and Q2 together."""
+    if q1 != "held":
+        return (
+            "Q1 not held: training on the LLM under evaluation brings nothing beyond the shipped operator, which "
+            "stays the one to use."
+        )
+    if q2 == "held":
+        return (
+            "Q1 and Q2 held: the training LLM matters; an operator is best trained on the LLM it will judge."
+        )
+    return (
+        "Q1 held and Q2 not: the more accurate LLM makes the better operator; train on the most accurate LLM you "
+        "can run."
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--qwen", required=True, help="glob of Qwen's rescored test records")
+    parser.add_argument("--smollm2", required=True, help="glob of SmolLM2's rescored test records")
+    parser.add_argument("--training-data", type=Path, required=True, help="Qwen's training-data folder (Q0)")
+    parser.add_argument("--trained", default="enc_qwen", help="the operator trained on Qwen's answers")
+    parser.add_argument("--shipped", default="enc", help="the shipped operator")
+    parser.add_argument("--base", default="enc_untrained", help="their untrained answer-pooled base")
+    parser.add_argument("--weights", help="sha256 of enc_qwen's model.safetensors")
+    args = parser.parse_args(argv)
+    try:
+        runs = {"Qwen": load(args.qwen), "SmolLM2": load(args.smollm2)}
+        kept, seen = kept_questions(args.training_data)
+        reference, _ = kept_questions(REFERENCE_DATA)
+    except (OSError, ValueError) as err:
+        print(f"report_trained_on_qwen.py: {err}", file=sys.stderr)
+        return 2
+    print("# The other direction: an operator trained on Qwen's answers\n")
+    print(
+        "Generated by `recipe/report_trained_on_qwen.py` from committed files (the plan: ../PLAN-trained-on-qwen.md)."
+    )
+    if args.weights:
+        print(f"`{args.trained}`: model.safetensors sha256 `{args.weights}`.")
+    q0 = "held" if kept > 2 * reference else "not held"
+    print(
+        f"\n**Q0 (data)**: Qwen's natural answers to NQ-Open dev 0-2499 keep **{kept} of {seen}** questions by App. C's "
+        f"rule (at least 2 correct and 1 incorrect sampled answers); SmolLM2's keep {reference}. Holds if more than "
+        f"{2 * reference}: **{q0}**."
+    )
+    print("\nCounts per run and label strategy (correct / incorrect answers):\n")
+    for records in runs.values():
+        for record in records:
+            print(f"- {record['llm']}, {record['task']}: {class_counts(record)}")
+    print(
+        "\n| prediction | comparison (holds if) | LLM | reliable cells | cells | mean AUROC | mean difference [95% CI] | verdict |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    plan = (
+        ("Q1", "Qwen", args.shipped, "above-most", "mean above and higher in more than half"),
+        ("Q2", "SmolLM2", args.shipped, "not-above", "mean difference <= 0"),
+        ("Q3", "Qwen", args.base, "above", "mean above"),
+        ("Q3", "SmolLM2", args.base, "above", "mean above"),
+    )
+    verdicts: dict[str, list[str]] = {}
+    for label, llm, other, rule, shown_rule in plan:
+        s = summary([c for r in runs[llm] for c in cells(r, args.trained, other)])
+        verdicts.setdefault(label, []).append(held(s, rule))
+        print(
+            f"| {label} | `{args.trained}` vs `{other}` ({shown_rule}) | {runs[llm][0]['llm']} | {row(s)} | "
+            f"{verdicts[label][-1]} |"
+        )
+    q3 = "held" if all(v == "held" for v in verdicts["Q3"]) else "**not held**"
+    print(f"\nQ3 (above its base on both LLMs): **{q3}**.\n\n{outcome(verdicts['Q1'][0], verdicts['Q2'][0])}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
