@@ -339,6 +339,32 @@ def test_the_trained_on_qwen_report_states_each_prediction_against_its_rule(caps
 
 
 @pytest.mark.slow
+def test_the_offline_operator_table_in_docs_is_what_the_records_give():
+    """docs/leaderboard.md's table of the trained operator against the others is experiments/operator_cells.py's
+    counting on the committed offline records, per LLM: each count and mean difference with its interval (a rebuilt
+    board that moves them fails here until the table is rewritten)."""
+    from pathlib import Path
+
+    from experiments.operator_cells import cells, load, summary
+
+    root = Path(__file__).resolve().parents[1]
+    text = (root / "docs/leaderboard.md").read_text(encoding="utf-8")
+    table = text[text.index("| `enc_trained` against |") :].split("\n\n")[0]
+    rows = [line.strip().split(" | ") for line in table.splitlines()[2:]]
+    for column, llm in ((1, "smollm2-135m-instruct"), (2, "qwen2.5-coder-1.5b-instruct")):
+        records = load(str(root / f"leaderboards/offline/records/*.{llm}.jsonl.gz"))
+        for other in ("enc", "enc_answer_pooling", "cos_ext", "cos_int", "lexical"):
+            row = next(r for r in rows if r[0].endswith(f"`{other}`"))
+            s = summary([c for r in records for c in cells(r, "enc_trained", other)])
+            if not s["cells"]:
+                assert row[column].startswith("(llama.cpp gives none)"), row
+                continue
+            assert f"{s['higher']} of {s['cells']}" in row[column], (llm, other, s, row)
+            figure = f"{s['difference']:+.3f} [{s['ci'][0]:.3f}, {s['ci'][1]:.3f}]"
+            assert figure in row[column], (llm, other, figure, row)
+
+
+@pytest.mark.slow
 def test_operator_cells_counts_any_pair_of_operators(capsys):
     """experiments/operator_cells.py, the counting rule on its own: the second confirmation's candidate against its
     base and cos_ext on the committed test records (the board's 30 and 27 reliable cells); an unknown operator
