@@ -96,6 +96,24 @@ def summary(found: Sequence[Cell]) -> dict:
     }
 
 
+RULES = {
+    "above": "mean above",
+    "above-most": "mean above and higher in more than half",
+    "not-above": "mean difference <= 0",
+}
+"""The plans' prediction rules over a :func:`summary`, by name, with how the reports show them."""
+
+
+def verdict(s: Mapping, rule: str) -> str:
+    """Whether a :func:`summary` meets ``rule`` (a key of :data:`RULES`): ``held``, ``**not held**`` or ``no
+    reliable cell``."""
+    if not s.get("cells"):
+        return "no reliable cell"
+    d = s["difference"]
+    met = {"above": d > 0, "above-most": d > 0 and 2 * s["higher"] > s["cells"], "not-above": d <= 0}[rule]
+    return "held" if met else "**not held**"
+
+
 def row(s: Mapping) -> str:
     """``cells | counts | mean AUROCs | difference [CI]`` of a :func:`summary` (a Markdown table's cells)."""
     if not s.get("cells"):

@@ -17,11 +17,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[4]))  # the repository, for experiments/
-from experiments.operator_cells import cells, class_counts, load, row, summary  # noqa: E402
+from experiments.operator_cells import RULES, cells, class_counts, load, row, summary, verdict  # noqa: E402
 
 OPERATORS = {  # role -> the operator's name in each LLM's records
     "shipped": {"default": "enc", "smollm2-135m-instruct": "enc_trained_guided_ap_auroc"},
@@ -29,24 +29,16 @@ OPERATORS = {  # role -> the operator's name in each LLM's records
     "cos_ext": {"default": "cos_ext"},
     "lexical": {"default": "lexical"},
 }
-COMPARISONS = (
-    ("T1", "base", "its untrained answer-pooled base", "mean above and higher in more than half"),
-    ("T2", "cos_ext", "`cos_ext`", "mean difference <= 0"),
-    ("T3", "lexical", "`lexical`", "mean above"),
+COMPARISONS = (  # the plan's test, the other operator's role, how it is shown, the prediction's rule
+    ("T1", "base", "its untrained answer-pooled base", "above-most"),
+    ("T2", "cos_ext", "`cos_ext`", "not-above"),
+    ("T3", "lexical", "`lexical`", "above"),
 )
 
 
 def name(role: str, llm: str) -> str:
     names = OPERATORS[role]
     return names.get(llm, names["default"])
-
-
-def verdict(test: str, s: Mapping) -> str:
-    if not s.get("cells"):
-        return "no reliable cell"
-    d = s["difference"]
-    held = {"T1": d > 0 and 2 * s["higher"] > s["cells"], "T2": d <= 0, "T3": d > 0}[test]
-    return "held" if held else "**not held**"
 
 
 def diagnosis_lines(path: str | None) -> list[str]:
@@ -113,9 +105,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             found = [c for r in records for c in cells(r, name("shipped", r["llm"]), name(other, r["llm"]))]
             s = summary(found)
             who = records[0]["llm"]
-            shown = verdict(test_name, s) if records is test else "(beside)"
+            shown = verdict(s, rule) if records is test else "(beside)"
             print(
-                f"| {test_name} | shipped `enc` vs {shown_name} (holds if: {rule}) | {who} | {row(s)} | {shown} |"
+                f"| {test_name} | shipped `enc` vs {shown_name} (holds if: {RULES[rule]}) | {who} | {row(s)} | "
+                f"{shown} |"
             )
     print()
     print("\n".join(diagnosis_lines(args.diagnosis)))

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[4]))  # the repository, for experiments/
-from experiments.operator_cells import cells, class_counts, load, row, summary  # noqa: E402
+from experiments.operator_cells import RULES, cells, class_counts, load, row, summary, verdict  # noqa: E402
 
 REFERENCE_DATA = Path(__file__).resolve().parents[4] / "semuq_eval/assets/training_data/nqopen-dev-smollm2"
 TRAINING_CHUNKS = [f"natural-{first:05d}-{first + 250:05d}.jsonl.gz" for first in range(0, 2500, 250)]
@@ -42,16 +42,6 @@ def kept_questions(folder: Path) -> tuple[int, int]:
         _, counts = filter_questions(read_training_file(folder / name).questions)
         kept, seen = kept + counts["kept"], seen + counts["seen"]
     return kept, seen
-
-
-def held(s: Mapping, rule: str) -> str:
-    """The verdict of one comparison: ``above`` (mean difference > 0), ``above-most`` (and higher in more than half
-    of the cells) or ``not-above`` (mean difference <= 0)."""
-    if not s.get("cells"):
-        return "no reliable cell"
-    d = s["difference"]
-    ok = {"above": d > 0, "above-most": d > 0 and 2 * s["higher"] > s["cells"], "not-above": d <= 0}[rule]
-    return "held" if ok else "**not held**"
 
 
 def outcome(q1: str, q2: str) -> str:
@@ -108,18 +98,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         "\n| prediction | comparison (holds if) | LLM | reliable cells | cells | mean AUROC | mean difference [95% CI] | verdict |"
     )
     print("|---|---|---|---|---|---|---|---|")
-    plan = (
-        ("Q1", "Qwen", args.shipped, "above-most", "mean above and higher in more than half"),
-        ("Q2", "SmolLM2", args.shipped, "not-above", "mean difference <= 0"),
-        ("Q3", "Qwen", args.base, "above", "mean above"),
-        ("Q3", "SmolLM2", args.base, "above", "mean above"),
+    plan = (  # the prediction, the LLM, the other operator, its rule
+        ("Q1", "Qwen", args.shipped, "above-most"),
+        ("Q2", "SmolLM2", args.shipped, "not-above"),
+        ("Q3", "Qwen", args.base, "above"),
+        ("Q3", "SmolLM2", args.base, "above"),
     )
     verdicts: dict[str, list[str]] = {}
-    for label, llm, other, rule, shown_rule in plan:
+    for label, llm, other, rule in plan:
         s = summary([c for r in runs[llm] for c in cells(r, args.trained, other)])
-        verdicts.setdefault(label, []).append(held(s, rule))
+        verdicts.setdefault(label, []).append(verdict(s, rule))
         print(
-            f"| {label} | `{args.trained}` vs `{other}` ({shown_rule}) | {runs[llm][0]['llm']} | {row(s)} | "
+            f"| {label} | `{args.trained}` vs `{other}` ({RULES[rule]}) | {runs[llm][0]['llm']} | {row(s)} | "
             f"{verdicts[label][-1]} |"
         )
     q3 = "held" if all(v == "held" for v in verdicts["Q3"]) else "**not held**"
