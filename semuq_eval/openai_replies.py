@@ -86,8 +86,31 @@ def _token(value: Any, field: str) -> str:
     return value
 
 
+def _alternative_key(entry: Mapping[str, Any], field: str) -> str:
+    """An alternative's key: its text, or, when its ``bytes`` are not valid UTF-8 (part of a character), those
+    bytes escaped (``"\\xe4"``): servers spell every such token with the same text (llama.cpp: ``""``), and
+    keying them by it would merge distinct tokens into one."""
+    token = _token(entry.get("token"), f"{field}.token")
+    raw = _bytes(entry.get("bytes"), f"{field}.bytes")
+    if raw is None:
+        return token
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("utf-8", errors="backslashreplace")
+    return token
+
+
 def _top(value: Any, field: str) -> dict[str, float]:
-    """Alternatives as ``{token: logprob}`` from a list of ``{token, logprob}`` objects or a dict."""
+    """Alternatives as ``{token: logprob}`` from a list of ``{token, logprob[, bytes]}`` objects or a dict.
+
+    A token listed twice (a server adding the chosen token to its top-k) keeps its larger log-probability.
+
+    Examples
+    --------
+    >>> _top([{"token": "", "bytes": [228], "logprob": -0.1}, {"token": "", "bytes": [229], "logprob": -2.0}], "top")
+    {'\\\\xe4': -0.1, '\\\\xe5': -2.0}
+    """
     if value is None:
         return {}
     if isinstance(value, Mapping):
@@ -97,7 +120,7 @@ def _top(value: Any, field: str) -> dict[str, float]:
         for j, entry in enumerate(value):
             if not isinstance(entry, Mapping):
                 raise MalformedLogprobs(f"{field}[{j}] must be an object, got {type(entry).__name__}")
-            token = _token(entry.get("token"), f"{field}[{j}].token")
+            token = _alternative_key(entry, f"{field}[{j}]")
             lp = _number(entry.get("logprob"), f"{field}[{j}].logprob")
             out[token] = max(lp, out.get(token, -math.inf))
         return out

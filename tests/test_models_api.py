@@ -272,6 +272,39 @@ def test_too_few_top_alternatives_is_an_error_on_the_answer():
     assert "token 0 has 1 top alternative(s), 5 were asked for" in answer.error
 
 
+def test_alternatives_that_are_parts_of_characters_stay_apart():
+    # llama.cpp's chat reply when an answer turns to Hebrew: the first byte of "\u05de" (0xd7 0x9e) is a token, and
+    # it and each of its alternatives (other first bytes) is spelled "" with distinct bytes. Keyed by their text
+    # the three alternatives would merge into one, and the answer would lose its signals.
+    mem = "\u05de".encode()
+    firsts = [
+        {"token": "", "bytes": [b], "logprob": lp} for b, lp in ((0xD7, -0.2), (0xD6, -2.0), (0xD8, -3.0))
+    ]
+    lp = {
+        "content": [
+            {"token": " ", "logprob": -0.1, "bytes": [32], "top_logprobs": [
+                {"token": " ", "bytes": [32], "logprob": -0.1}, {"token": " A", "bytes": [32, 65], "logprob": -3.0},
+                {"token": " B", "bytes": [32, 66], "logprob": -4.0}]},
+            {"token": "", "logprob": -0.2, "bytes": [mem[0]], "top_logprobs": firsts},
+            {"token": "", "logprob": -0.01, "bytes": [mem[1]], "top_logprobs": [
+                {"token": "", "bytes": [mem[1]], "logprob": -0.01}, {"token": "", "bytes": [0x90], "logprob": -5.0},
+                {"token": "", "bytes": [0x91], "logprob": -6.0}]},
+        ]
+    }  # fmt: skip
+    parsed = read_logprobs(lp)
+    assert [len(top) for top in parsed.top] == [3, 3, 3]
+    assert parsed.top[1] == {"\\xd7": -0.2, "\\xd6": -2.0, "\\xd8": -3.0}
+    answer = answer_from_choice(
+        {"message": {"content": " \u05de"}, "logprobs": lp}, endpoint="chat", until=[], top_k=3, want_logprobs=True,
+        greedy=False,
+    )  # fmt: skip
+    assert answer.error is None and answer.token_offsets.tolist() == [[0, 1], [1, 1], [1, 2]]
+    assert answer.token_entropies[1] == pytest.approx(
+        topk_entropies([{"a": -0.2, "b": -2.0, "c": -3.0}], 3)[0]
+    )
+    assert answer.token_entropies[1] > 0.1
+
+
 @pytest.mark.slow
 # ---------------------------------------------------------------------------------------------- journal, key
 def test_a_run_stopped_by_a_vanished_server_resumes_without_asking_again(stub, tmp_path):
