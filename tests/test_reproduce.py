@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import shutil
+import subprocess
 import tarfile
 
 import pytest
@@ -392,3 +393,49 @@ def test_operator_cells_counts_any_pair_of_operators(capsys):
         "--compare: expected OPERATOR:OTHER[,OTHER...], got 'enc_trained_guided_ap_auroc'"
         in capsys.readouterr().err
     )
+
+
+FAKE_SEMUQ = """#!/usr/bin/env bash
+# A stand-in for semuq-eval: `run` makes the store (its task naming how many answers keep failing), `train-data
+# export` writes the file. Every call is logged.
+echo "$*" >> "$CALLS"
+if [ "$1" = run ]; then
+    while [ $# -gt 0 ]; do case $1 in --tasks) task=$2;; --output_path) out=$2;; esac; shift; done
+    mkdir -p "$out/semuq/$task/llm" && echo {} > "$out/semuq/$task/llm/breakdown.json"
+    case $task in *bad*) echo "semuq-api: 5 of 2750 answers came with an error (see the breakdown's bad_docs)";; esac
+    echo done
+else
+    while [ $# -gt 0 ]; do case $1 in --output) out=$2;; esac; shift; done
+    echo data > "$out"
+fi
+"""
+
+
+def test_generate_keeps_good_runs_retries_a_failing_one_and_goes_on(tmp_path):
+    """transfer/recipe/generate.sh: a run whose answers keep failing is asked three times, not kept, its store
+    removed (so a later invocation does not take it as done), and the runs after it still go on."""
+    root = importlib.import_module("semuq_eval").__file__.rsplit("/semuq_eval/", 1)[0]
+    fake = tmp_path / "semuq"
+    fake.write_text(FAKE_SEMUQ)
+    fake.chmod(0o755)
+    runs, data, calls = tmp_path / "runs", tmp_path / "data", tmp_path / "calls"
+    env = {
+        "PATH": "/usr/bin:/bin", "SEMUQ": str(fake), "CALLS": str(calls), "LLM": "llm", "RUNS": str(runs),
+        "DATA": str(data), "KEEP": "training-data", "RUNS_LIST": "semuq_good:0:250 semuq_bad:250:250 semuq_next:500:250",
+    }  # fmt: skip
+    script = f"{root}/leaderboards/reproduction/transfer/recipe/generate.sh"
+    done = subprocess.run(["bash", script], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1, done.stderr
+    assert sorted(p.name for p in data.iterdir()) == [
+        "natural-00000-00250.jsonl.gz",
+        "natural-00500-00750.jsonl.gz",
+    ]
+    assert [c.split()[0] for c in calls.read_text().splitlines()] == ["run", "train-data"] + ["run"] * 4 + [
+        "train-data"
+    ]
+    assert "llm-bad-250-500: 5 of 2750 answers came with an error; asking again for them" in done.stdout
+    assert "not kept (answers with errors): llm-bad-250-500" in done.stderr
+    assert not (runs / "llm-bad-250-500" / "semuq" / "semuq_bad" / "llm").exists()
+    again = subprocess.run(["bash", script], env=env, capture_output=True, text=True, timeout=60)
+    assert again.returncode == 1 and again.stdout.count("generate llm-bad-250-500") == 3
+    assert "kept " in again.stdout and "generate llm-good" not in again.stdout

@@ -67,7 +67,7 @@ for entry in $RUNS_LIST; do
                 --apply_chat_template --tasks "$task" --gen_kwargs max_gen_toks=32 \
                 --metadata "{\"n_samples\": $n, \"limit\": $limit, \"offset\": $offset, \"operators\": [\"lexical\"], \"run_id\": \"$LLM\"}" \
                 --output_path "$RUNS/$name" > "$RUNS/$name.log" 2>&1
-            failed=$(grep -o "[0-9]* of [0-9]* answers came with an error" "$RUNS/$name.log" | tail -n 1)
+            failed=$(grep -o "[0-9]* of [0-9]* answers came with an error" "$RUNS/$name.log" | tail -n 1 || true)
             [ -n "$failed" ] || break
             echo "$name: $failed; asking again for them"
         done
