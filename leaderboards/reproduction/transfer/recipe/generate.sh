@@ -9,9 +9,9 @@
 #   training-data      DATA/<natural|guided>-<first>-<end>.jsonl.gz (`semuq-eval train-data export`: the labelled
 #                      answers an operator is trained on; guided for a *_guided task), as ../PLAN-trained-on-qwen.md.
 # Either is committed. A run whose output exists is skipped; a killed run resumes from its generation journal in RUNS
-# (answers already given are not asked again). A run in which requests failed (timed out) is run again, up to three
-# times, asking only for what the journal lacks; it is kept only complete (a run still failing is named at the end,
-# and the others go on).
+# (answers already given are not asked again). A run in which answers came with errors (a request timed out, or a
+# reply broke the protocol) is run again, up to three times, asking only for what the journal lacks; it is kept
+# only complete (a run still failing is named at the end, and the others go on).
 # Between sessions on different machines: `generate.sh --save-journals` keeps each unfinished run's journal as
 # ../runs/<name>.journal.jsonl.gz (commit it); a later run on a fresh machine starts from it.
 # Usage, from anywhere: bash leaderboards/reproduction/transfer/recipe/generate.sh   (LLM=, RUNS_LIST=, RUNS=, KEEP=,
