@@ -1,5 +1,6 @@
 """The report of ../PLAN-trained-on-qwen.md, generated from committed files: Q0 from Qwen's natural training data
-(questions kept by App. C's rule in natural 0-2499, beside SmolLM2's), Q1-Q3 from both LLMs' test records rescored
+(questions kept by App. C's rule in natural 0-2499, beside SmolLM2's), both LLMs' training sets as the recipe counts
+them (guided answers added, questions trained on, held-out questions), Q1-Q3 from both LLMs' test records rescored
 with the operator trained on Qwen's answers (``enc_qwen``), the shipped ``enc`` and their untrained answer-pooled base
 (``enc_untrained``), each comparison by the plan's counting rule: "higher in X of Y reliable cells, Z significantly
 higher, W significantly lower; mean AUROC a vs b, difference d [95% CI]", then which outcome of the plan it is.
@@ -25,23 +26,65 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[4]))  # the repository, 
 from experiments.operator_cells import RULES, cells, class_counts, load, row, summary, verdict  # noqa: E402
 
 REFERENCE_DATA = Path(__file__).resolve().parents[4] / "semuq_eval/assets/training_data/nqopen-dev-smollm2"
-TRAINING_CHUNKS = [f"natural-{first:05d}-{first + 250:05d}.jsonl.gz" for first in range(0, 2500, 250)]
-"""The natural chunks the operator is trained on (0-2499): Q0 counts the questions they keep."""
+"""SmolLM2's training data, the shipped operator's: the reference of Q0 and of the training-set table."""
 
 
-def kept_questions(folder: Path) -> tuple[int, int]:
-    """(questions kept by App. C's rule, questions) over the natural 0-2499 chunks in ``folder``."""
+def chunk_names(kind: str, first: int, last: int) -> list[str]:
+    """The 250-question chunk files of ``kind`` (natural, guided) covering questions ``first`` to ``last - 1``."""
+    return [f"{kind}-{start:05d}-{start + 250:05d}.jsonl.gz" for start in range(first, last, 250)]
+
+
+def read_chunks(folder: Path, names: Sequence[str]) -> list:
+    """The labelled questions of ``names`` in ``folder``; every chunk must be there."""
     from semuq_eval.training.data import read_training_file
+
+    missing = [name for name in names if not (folder / name).is_file()]
+    if missing:
+        kind = missing[0].split("-")[0]
+        raise ValueError(f"{folder} lacks {len(missing)} {kind} chunk(s), the first {missing[0]}")
+    return [q for name in names for q in read_training_file(folder / name).questions]
+
+
+def training_set(folder: Path) -> dict[str, int]:
+    """What the recipe trains and selects on in ``folder``, counted as training counts it (``mine`` then App. C's
+    rule, :func:`semuq_eval.training.prepare.prepare_data`'s steps): ``natural_kept`` and ``seen`` (App. C on the
+    natural answers to 0-2499 alone, Q0), ``trained`` (questions kept once the correct guided answers join their
+    natural question as positives: one triplet each per epoch), the guided answers added and left out, and
+    ``validation_kept`` (the held-out natural 2500-2999 that keeps the epoch)."""
+    from semuq_eval.training.mining import mine
     from semuq_eval.training.triplets import filter_questions
 
-    missing = [name for name in TRAINING_CHUNKS if not (folder / name).is_file()]
-    if missing:
-        raise ValueError(f"{folder} lacks {len(missing)} natural chunk(s), the first {missing[0]}")
-    kept = seen = 0
-    for name in TRAINING_CHUNKS:
-        _, counts = filter_questions(read_training_file(folder / name).questions)
-        kept, seen = kept + counts["kept"], seen + counts["seen"]
-    return kept, seen
+    natural = read_chunks(folder, chunk_names("natural", 0, 2500))
+    guided = read_chunks(folder, chunk_names("guided", 0, 2500))
+    validation = read_chunks(folder, chunk_names("natural", 2500, 3000))
+    _, alone = filter_questions(natural)
+    mined, added = mine(natural, guided)
+    _, trained = filter_questions(mined)
+    return {
+        "natural_kept": alone["kept"],
+        "seen": alone["seen"],
+        "trained": trained["kept"],
+        "guided_answers": sum(len(q.answers) for q in guided),
+        "guided_added": added["added_guided"],
+        "guided_incorrect": added["guided_incorrect"],
+        "guided_echo": added["guided_echo"],
+        "validation_kept": filter_questions(validation)[1]["kept"],
+    }
+
+
+def training_table(sets: dict[str, dict[str, int]]) -> str:
+    """The two training sets side by side (markdown)."""
+    lines = [
+        "| training LLM | natural 0-2499 kept (App. C) | guided answers: added as positives / incorrect / echo "
+        "of the prompt, of | questions trained on (triplets per epoch) | held-out 2500-2999 kept |",
+        "|---|---|---|---|---|",
+    ]
+    for llm, c in sets.items():
+        lines.append(
+            f"| {llm} | {c['natural_kept']} / {c['seen']} | {c['guided_added']} / {c['guided_incorrect']} / "
+            f"{c['guided_echo']}, of {c['guided_answers']} | {c['trained']} | {c['validation_kept']} |"
+        )
+    return "\n".join(lines)
 
 
 def outcome(q1: str, q2: str) -> str:
@@ -73,8 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         runs = {"Qwen": load(args.qwen), "SmolLM2": load(args.smollm2)}
-        kept, seen = kept_questions(args.training_data)
-        reference, _ = kept_questions(REFERENCE_DATA)
+        sets = {"Qwen": training_set(args.training_data), "SmolLM2": training_set(REFERENCE_DATA)}
     except (OSError, ValueError) as err:
         print(f"report_trained_on_qwen.py: {err}", file=sys.stderr)
         return 2
@@ -84,12 +126,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     if args.weights:
         print(f"`{args.trained}`: model.safetensors sha256 `{args.weights}`.")
+    qwen, reference = sets["Qwen"], sets["SmolLM2"]["natural_kept"]
+    kept, seen = qwen["natural_kept"], qwen["seen"]
     q0 = "held" if kept > 2 * reference else "not held"
     print(
         f"\n**Q0 (data)**: Qwen's natural answers to NQ-Open dev 0-2499 keep **{kept} of {seen}** questions by App. C's "
         f"rule (at least 2 correct and 1 incorrect sampled answers); SmolLM2's keep {reference}. Holds if more than "
         f"{2 * reference}: **{q0}**."
     )
+    print(
+        "\nThe training sets (counted as the recipe counts them; a guided answer joins its natural question as a "
+        "positive when it is correct, new, and does not repeat the guiding prompt):\n"
+    )
+    print(training_table(sets))
     print("\nCounts per run and label strategy (correct / incorrect answers):\n")
     for records in runs.values():
         for record in records:
