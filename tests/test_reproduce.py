@@ -294,7 +294,8 @@ def test_the_trained_on_qwen_report_states_each_prediction_against_its_rule(caps
     """The report of PLAN-trained-on-qwen.md (transfer/recipe/report_trained_on_qwen.py), run on SmolLM2's committed
     test records for both LLMs with stand-in operators (the second confirmation's candidate as the trained one,
     cos_ext as the shipped one, its answer-pooled base) and SmolLM2's own training data for Q0: the training set as
-    the recipe counts it, the board's figures, each verdict by its rule, the plan's reading of Q1 and Q2; a missing chunk is one clear line."""
+    the recipe counts it, the board's figures, each verdict by its rule, the plan's reading of Q1 and Q2; a missing
+    chunk is one clear line."""
     import importlib.util
     import shutil
     from pathlib import Path
