@@ -24,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[4]))  # the repository, for experiments/
 from experiments.operator_cells import RULES, cells, class_counts, load, row, summary, verdict  # noqa: E402
+from semuq_eval.training.stores import LabelledQuestion  # noqa: E402
 
 REFERENCE_DATA = Path(__file__).resolve().parents[4] / "semuq_eval/assets/training_data/nqopen-dev-smollm2"
 """SmolLM2's training data, the shipped operator's: the reference of Q0 and of the training-set table."""
@@ -34,7 +35,7 @@ def chunk_names(kind: str, first: int, last: int) -> list[str]:
     return [f"{kind}-{start:05d}-{start + 250:05d}.jsonl.gz" for start in range(first, last, 250)]
 
 
-def read_chunks(folder: Path, names: Sequence[str]) -> list:
+def read_chunks(folder: Path, names: Sequence[str]) -> list[LabelledQuestion]:
     """The labelled questions of ``names`` in ``folder``; every chunk must be there."""
     from semuq_eval.training.data import read_training_file
 
