@@ -2,8 +2,8 @@
 
 A run that is killed (SIGKILL, a power cut) cannot remove its scratch folder. Naming the folder
 ``<prefix><pid>-<random>`` lets the next run with the same prefix tell a dead run's folder (no such process)
-from a live one's and remove only the former. The asset cache's downloads and the trainer's epoch
-checkpoints both use it.
+from a live one's and remove only the former. The asset cache's downloads use it; the trainer's
+epoch checkpoints (:mod:`semuq_eval.training.checkpoints`) use :func:`process_gone` to tell whose they are.
 """
 
 from __future__ import annotations
@@ -13,10 +13,11 @@ import shutil
 import tempfile
 from pathlib import Path
 
-__all__ = ["make_scratch", "remove_stale"]
+__all__ = ["make_scratch", "process_gone", "remove_stale"]
 
 
-def _process_gone(pid: int) -> bool:
+def process_gone(pid: int) -> bool:
+    """Whether no process ``pid`` exists (a live process of another user counts as existing)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -44,7 +45,7 @@ def remove_stale(parent: Path, prefix: str = "") -> list[Path]:
         if not entry.name.startswith(prefix):
             continue
         pid = entry.name[len(prefix) :].split("-", 1)[0]
-        if not pid.isdigit() or int(pid) == os.getpid() or not _process_gone(int(pid)):
+        if not pid.isdigit() or int(pid) == os.getpid() or not process_gone(int(pid)):
             continue
         if entry.is_dir():
             shutil.rmtree(entry, ignore_errors=True)

@@ -445,7 +445,7 @@ def test_the_card_records_data_counts_hyperparameters_and_validation(trained, tr
     assert saved["versions"]["sentence-transformers"] and saved["versions"]["torch"]
     readme = (output / "README.md").read_text()
     assert "tiny-llm" in readme and "nq-open" in readme and "| 1 |" in readme and "Seed 0" in readme
-    assert not list(output.parent.glob(".enc-tiny.checkpoints-*"))  # checkpoints cleaned up
+    assert not (output.parent / ".enc-tiny.checkpoints").exists()  # checkpoints cleaned up
 
 
 def test_enc_loads_the_trained_folder_and_builds_its_matrix(trained):
@@ -483,6 +483,66 @@ def test_same_seed_same_weights(train_store, tiny_st_encoder, tmp_path, trained)
     third = load_file(tmp_path / "other" / "model.safetensors")
     assert any(not np.array_equal(first[k], third[k]) for k in first)
     assert other["seed"] == 1
+
+
+class _Killed(Exception):
+    """Stands for a kill in the middle of an epoch."""
+
+
+def test_a_killed_training_resumes_after_its_last_saved_epoch(
+    train_store,
+    tiny_st_encoder,  # noqa: F811
+    tmp_path,
+    monkeypatch,
+):
+    from safetensors.numpy import load_file
+
+    whole = recipe.train_operator(
+        config_for(train_store, tmp_path / "whole", tiny_st_encoder, epochs=3, patience=5)
+    )
+    original = recipe._EpochRows.__call__
+
+    def killed_in_epoch_3(self, batch):
+        if self.in_epoch and self.epoch == 2:
+            raise _Killed
+        return original(self, batch)
+
+    config = config_for(train_store, tmp_path / "resumed", tiny_st_encoder, epochs=3, patience=5)
+    monkeypatch.setattr(recipe._EpochRows, "__call__", killed_in_epoch_3)
+    with pytest.raises(_Killed):
+        recipe.train_operator(config)
+    saved = tmp_path / ".resumed.checkpoints"
+    assert [p.name for p in saved.glob("checkpoint-*")]  # epochs 1-2 saved, the output not written
+    assert not (tmp_path / "resumed").exists() or not any((tmp_path / "resumed").iterdir())
+    monkeypatch.setattr(recipe._EpochRows, "__call__", original)
+    resumed = recipe.train_operator(config)
+
+    first, second = (
+        load_file(tmp_path / "whole" / "model.safetensors"),
+        load_file(tmp_path / "resumed" / "model.safetensors"),
+    )
+    assert first.keys() == second.keys() and all(np.array_equal(first[k], second[k]) for k in first)
+    epochs = [(e["epoch"], e["accuracy"], e["train_loss"]) for e in resumed["validation"]["per_epoch"]]
+    assert epochs == [(e["epoch"], e["accuracy"], e["train_loss"]) for e in whole["validation"]["per_epoch"]]
+    assert len(resumed["timing"]["epoch_train_seconds"]) == 3  # epochs 1-2 timed before the kill
+    assert resumed["timing"]["resumed_from"] == "checkpoint-6" and whole["timing"]["resumed_from"] is None
+    assert not saved.exists()  # removed once the operator is saved
+
+
+def test_checkpoints_of_another_training_or_a_live_process_are_not_resumed(tmp_path):
+    from semuq_eval.training.checkpoints import EpochCheckpoints
+
+    mine = EpochCheckpoints(tmp_path / "enc", "same data and options")
+    assert mine.open() is None
+    (mine.folder / "checkpoint-4").mkdir()
+    (mine.folder / "checkpoint-8").mkdir()  # cut short by a kill: no trainer state
+    (mine.folder / "checkpoint-4" / "trainer_state.json").write_text("{}")
+    assert mine.open() == str(mine.folder / "checkpoint-4")
+    assert EpochCheckpoints(tmp_path / "enc", "other options").open() is None
+    assert not list(mine.folder.glob("checkpoint-*"))  # a different training's checkpoints are discarded
+    (mine.folder / "owner.json").write_text(json.dumps({"pid": 1, "fingerprint": "same data and options"}))
+    with pytest.raises(RuntimeError, match="process 1 is training into this folder"):
+        mine.open()
 
 
 def test_without_early_stopping_every_epoch_runs_and_the_last_is_kept(train_store, tiny_st_encoder, tmp_path):  # noqa: F811

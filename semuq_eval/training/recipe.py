@@ -11,7 +11,8 @@ Triplets are resampled every epoch (App. C): the training dataset has one row pe
 on-the-fly transform (``datasets.Dataset.set_transform``) that returns the question's triplet for the
 CURRENT epoch, drawn by :class:`~semuq_eval.training.triplets.TripletSampler` from ``(seed, epoch)``; a
 callback advances the epoch in ``on_epoch_begin``. The trainer builds its dataloader once and iterates it
-anew every epoch, so the optimizer, the scheduler and the shuffling all stay the trainer's own.
+anew every epoch, so the optimizer, the scheduler and the shuffling all stay the trainer's own. Every epoch's
+state is saved (:mod:`~semuq_eval.training.checkpoints`), so a killed training resumes after its last epoch.
 
 Every text is formatted by the ``enc`` operator itself (:meth:`EncoderOperator._input`, i.e.
 :func:`~semuq_eval.operators.encoder.format_input` with the separator ``enc`` derives from the tokenizer), so
@@ -31,8 +32,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from semuq_eval.scratch import make_scratch
 from semuq_eval.training.card import package_versions, write_card
+from semuq_eval.training.checkpoints import EpochCheckpoints, fingerprint
 from semuq_eval.training.config import TrainingConfig, check_bf16, resolve_backbone
 from semuq_eval.training.prepare import TrainingData, prepare_data
 from semuq_eval.training.triplets import TripletSampler, validation_triplets
@@ -73,27 +74,28 @@ class _EpochRows:
         return {col: [r[col] for r in rows] for col in self.sampler.columns}
 
 
-def _callbacks(rows: _EpochRows, timings: list[dict[str, float]], stop_after_epoch: int | None):
+def _callbacks(rows: _EpochRows, checkpoints: EpochCheckpoints, stop_after_epoch: int | None):
     from transformers import TrainerCallback
 
     class ResampleTriplets(TrainerCallback):
         """Draws the epoch's triplets before each epoch (App. C), times the epoch's training steps and ends
-        training after epoch ``stop_after_epoch`` when it is set."""
+        training after epoch ``stop_after_epoch`` when it is set. The epoch is the trainer's own count, so a
+        resumed training draws the triplets the uninterrupted one would."""
 
         def __init__(self) -> None:
             self.epoch = 0
             self.started = 0.0
 
         def on_epoch_begin(self, args, state, control, **kwargs):
+            self.epoch = round(state.epoch or 0)
             rows.epoch, rows.in_epoch = self.epoch, True
             rows.sampler.draw(self.epoch)
             self.started = time.perf_counter()
 
         def on_epoch_end(self, args, state, control, **kwargs):
-            timings.append({"epoch": self.epoch + 1, "train_seconds": time.perf_counter() - self.started})
+            checkpoints.save_timing(self.epoch + 1, time.perf_counter() - self.started)
             rows.in_epoch = False
-            self.epoch += 1
-            if self.epoch == stop_after_epoch:
+            if self.epoch + 1 == stop_after_epoch:
                 control.should_training_stop = True
 
     return ResampleTriplets()
@@ -171,10 +173,10 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
 
     replay = config.stop_after_epoch is not None
     select = config.early_stopping and not replay  # score every epoch and keep the best
-    checkpoints = make_scratch(output.parent, f".{output.name}.checkpoints-")  # a killed run's is removed
-    timings: list[dict[str, float]] = []
+    checkpoints = EpochCheckpoints(output, fingerprint(config, data))
+    resume_from = checkpoints.open()
     args = SentenceTransformerTrainingArguments(
-        **_training_arguments(config, checkpoints, select, selection_metric)
+        **_training_arguments(config, checkpoints.folder, select, selection_metric)
     )
     trainer = SentenceTransformerTrainer(
         model=model,
@@ -191,22 +193,24 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
                 if select
                 else []
             ),
-            _callbacks(rows, timings, config.stop_after_epoch),
+            _callbacks(rows, checkpoints, config.stop_after_epoch),
         ],
     )
     started = time.perf_counter()
     try:
-        trainer.train()
-        train_seconds = time.perf_counter() - started
-        model = trainer.model
-        scores_final = evaluator(model)
-        final = float(scores_final[METRIC])
-        per_epoch = _history(trainer.state.log_history, timings)
-        pooling_used = pooling_mode(model)
-        use_mean_pooling(model)  # the folder keeps the standard module; the card records the variant
-        model.save(str(output), create_model_card=False)
-    finally:
-        shutil.rmtree(checkpoints, ignore_errors=True)
+        trainer.train(resume_from_checkpoint=resume_from)
+    except BaseException:
+        log.error("training stopped; run the same training again to resume after the last saved epoch")
+        raise
+    train_seconds = time.perf_counter() - started
+    model = trainer.model
+    scores_final = evaluator(model)
+    final = float(scores_final[METRIC])
+    per_epoch = _history(trainer.state.log_history, checkpoints.timings())
+    pooling_used = pooling_mode(model)
+    use_mean_pooling(model)  # the folder keeps the standard module; the card records the variant
+    model.save(str(output), create_model_card=False)
+    checkpoints.remove()
 
     if replay and heldout is not None and per_epoch:  # the kept epoch's held-out AUROC, scored after training
         per_epoch[-1]["heldout_auroc"] = float(scores_final[HELDOUT_METRIC])
@@ -227,7 +231,7 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
         "validation": _validation_record(
             config, replay, before, final, per_epoch, best, heldout, scores_before, scores_final
         ),
-        "timing": _timing(per_epoch, train_seconds, len(data.train), model),
+        "timing": _timing(per_epoch, train_seconds, len(data.train), model, resume_from),
         "seed": config.seed,
         "config": {k: v for k, v in asdict(config).items() if k not in ("command",)},
         "command": list(config.command) or list(sys.argv),
@@ -345,8 +349,8 @@ def _training_data(data: TrainingData, labels: str) -> dict[str, Any]:
 def _training_arguments(
     config: TrainingConfig, checkpoints: Path, select: bool, metric: str
 ) -> dict[str, Any]:
-    """The trainer's arguments: App. B's schedule; with ``select``, every epoch saved and the best by ``metric``
-    kept."""
+    """The trainer's arguments: App. B's schedule, every epoch's state saved (to resume) and, with ``select``, the
+    best by ``metric`` kept."""
     import torch
 
     return dict(
@@ -358,13 +362,13 @@ def _training_arguments(
         lr_scheduler_type="linear",
         warmup_steps=float(config.warmup_ratio),
         eval_strategy="epoch",
-        save_strategy="epoch" if select else "no",
+        save_strategy="epoch",
         logging_strategy="epoch",
         load_best_model_at_end=select,
         metric_for_best_model=f"eval_{metric}" if select else None,
         greater_is_better=True if select else None,
-        save_total_limit=1,
-        save_only_model=True,
+        save_total_limit=1,  # with the best kept as well: the last epoch's state resumes a killed run
+        restore_callback_states_from_checkpoint=True,  # the early-stopping counter
         seed=config.seed,
         data_seed=config.seed,
         report_to="none",
@@ -471,14 +475,16 @@ def _revision(model: Any) -> str | None:
 
 
 def _timing(
-    per_epoch: list[dict[str, Any]], train_seconds: float, n_train: int, model: Any
+    per_epoch: list[dict[str, Any]], train_seconds: float, n_train: int, model: Any, resume_from: str | None
 ) -> dict[str, Any]:
-    """The training's time: in all, per epoch, examples per second, on what device and how many threads."""
+    """The training's time: in all (this run's, when it resumed), per epoch, examples per second, on what device
+    and how many threads, and the checkpoint a resumed run started from."""
     import torch
 
     epoch_seconds = [e["train_seconds"] for e in per_epoch if "train_seconds" in e]
     return {
         "train_seconds": train_seconds,
+        "resumed_from": Path(resume_from).name if resume_from else None,
         "epoch_train_seconds": epoch_seconds,
         "examples_per_second": (n_train * len(epoch_seconds) / sum(epoch_seconds)) if epoch_seconds else None,
         "device": str(model.device),

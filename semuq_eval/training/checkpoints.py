@@ -1,0 +1,143 @@
+"""Epoch checkpoints that let a killed training resume where it stopped.
+
+Training the operator takes about an hour on a CPU. The trainer saves its whole state after every epoch
+(weights, optimizer, schedule, random generators, the early-stopping counter) into
+``<output parent>/.<output name>.checkpoints/``; running the same training again resumes after the last saved
+epoch, and a finished training removes the folder. A fingerprint of the options and of the prepared data guards
+the folder: checkpoints of a different training are discarded, never resumed, and a folder a live process is
+training into is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+from collections.abc import Iterable
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from semuq_eval.scratch import process_gone
+from semuq_eval.training.config import TrainingConfig
+from semuq_eval.training.prepare import TrainingData
+
+__all__ = ["EpochCheckpoints", "fingerprint"]
+
+log = logging.getLogger(__name__)
+
+_NOT_TRAINING = ("output", "overwrite", "progress", "command", "device")
+"""Options that do not change the trained weights, so a resumed run may differ in them."""
+
+
+def fingerprint(config: TrainingConfig, data: TrainingData) -> str:
+    """sha256 of what decides the trained weights: the training options and every kept question's texts, verdicts
+    and chosen positives / negatives (training, validation and held-out)."""
+    digest = hashlib.sha256()
+    options = {k: v for k, v in asdict(config).items() if k not in _NOT_TRAINING}
+    digest.update(json.dumps(options, sort_keys=True, default=str).encode())
+    for kept in (*data.train, *data.val):
+        digest.update(_question_bytes(kept.source, kept.positives, kept.negatives))
+    for store in data.validation_stores:
+        for question in store.questions:
+            digest.update(_question_bytes(question, (), ()))
+    return digest.hexdigest()
+
+
+def _question_bytes(question: Any, positives: Iterable[int], negatives: Iterable[int]) -> bytes:
+    return json.dumps(
+        [
+            question.key,
+            question.question,
+            list(question.answers),
+            list(question.labels),
+            question.greedy,
+            question.greedy_label,
+            list(question.origins),
+            list(positives),
+            list(negatives),
+        ]
+    ).encode()
+
+
+class EpochCheckpoints:
+    """The checkpoint folder of the training that writes ``output``.
+
+    Examples
+    --------
+    >>> ckpt = EpochCheckpoints(Path("ops/enc-qwen"), "ab12...")  # doctest: +SKIP
+    >>> ckpt.open()  # the last saved epoch's checkpoint to resume from, or None  # doctest: +SKIP
+    """
+
+    def __init__(self, output: Path, fingerprint: str) -> None:
+        self.folder = output.parent / f".{output.name}.checkpoints"
+        self.fingerprint = fingerprint
+
+    @property
+    def _owner(self) -> Path:
+        return self.folder / "owner.json"
+
+    @property
+    def _timings(self) -> Path:
+        return self.folder / "epoch_timings.json"
+
+    def open(self) -> str | None:
+        """Claim the folder for this process; return the checkpoint to resume from (None: start afresh).
+
+        Raises
+        ------
+        RuntimeError
+            A live process is training into the folder.
+        """
+        owner = self._read(self._owner, {})
+        pid = owner.get("pid")
+        if isinstance(pid, int) and pid != os.getpid() and not process_gone(pid):
+            raise RuntimeError(
+                f"{self.folder}: process {pid} is training into this folder; wait for it or stop it"
+            )
+        last = self._last_complete()
+        if last is not None and owner.get("fingerprint") != self.fingerprint:
+            log.warning(
+                "%s: checkpoints of a different training (options or data differ); starting afresh",
+                self.folder,
+            )
+            last = None
+        if last is None:
+            shutil.rmtree(self.folder, ignore_errors=True)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._owner.write_text(json.dumps({"pid": os.getpid(), "fingerprint": self.fingerprint}))
+        if last is not None:
+            log.info("resuming the training from %s", last)
+        return last
+
+    def _last_complete(self) -> str | None:
+        """The latest ``checkpoint-<step>`` whose trainer state was written (the trainer writes it last, so a
+        checkpoint cut short by a kill is passed over)."""
+        steps = [
+            int(path.name.split("-", 1)[1])
+            for path in (self.folder.glob("checkpoint-*") if self.folder.is_dir() else ())
+            if path.name.split("-", 1)[1].isdigit() and (path / "trainer_state.json").is_file()
+        ]
+        return str(self.folder / f"checkpoint-{max(steps)}") if steps else None
+
+    def timings(self) -> list[dict[str, float]]:
+        """The epochs' training times saved so far (one entry per epoch, the latest run of each)."""
+        return list(self._read(self._timings, []))
+
+    def save_timing(self, epoch: int, seconds: float) -> None:
+        """Record epoch ``epoch``'s training time, replacing an earlier run of the same epoch."""
+        kept = [t for t in self.timings() if t["epoch"] != epoch]
+        self._timings.write_text(json.dumps([*kept, {"epoch": epoch, "train_seconds": seconds}]))
+
+    def remove(self) -> None:
+        """Remove the folder once the trained operator is saved."""
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    @staticmethod
+    def _read(path: Path, default: Any) -> Any:
+        try:
+            return json.loads(path.read_text())
+        except (OSError, ValueError):
+            return default
