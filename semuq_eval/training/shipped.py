@@ -10,9 +10,11 @@ imports no training code. ``semuq-eval assets`` hands :func:`build_trained_opera
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
+from semuq_eval import assets
 from semuq_eval.assets import ASSETS, Asset, prepare
 from semuq_eval.assets.trained import load_recipe, recipe_files, recipe_path
 
@@ -24,11 +26,15 @@ def build_trained_operator(
 ) -> dict[str, Any]:
     """Train the asset's operator into ``out`` (an empty folder) with its recipe; returns facts for the manifest.
 
-    The backbone is prepared first when it names an asset (:func:`~semuq_eval.assets.prepare`).
+    The backbone is prepared first when it names an asset (:func:`~semuq_eval.assets.prepare`). The operator
+    trains in ``<cache>/training/<asset>`` and is then moved into ``out``: that folder's name is the same on every
+    call, so a killed build resumes from its epoch checkpoints (:mod:`semuq_eval.training.checkpoints`).
     """
     from semuq_eval.training.config import TrainingConfig
     from semuq_eval.training.recipe import train_operator
 
+    root = Path(cache_dir).expanduser() if cache_dir is not None else assets.cache_dir()
+    training = root / "training" / asset.name
     path = recipe_path(asset)
     recipe = load_recipe(path)
     files = recipe_files(path)
@@ -39,13 +45,17 @@ def build_trained_operator(
         stores=[str(f) for f in files["train"]],
         guided=[str(f) for f in files["guided"]],
         validation=[str(f) for f in files["validation"]],
-        output=str(out),
+        output=str(training),
+        overwrite=True,
         backbone=backbone,
         progress=progress,
         command=["semuq-eval", "assets", "--only", asset.name],
         **recipe["options"],
     )
     record = train_operator(config)
+    for item in training.iterdir():
+        shutil.move(str(item), out / item.name)
+    training.rmdir()
     return {
         "recipe": recipe,
         "training": {
@@ -55,6 +65,7 @@ def build_trained_operator(
             },
             "deviations_from_paper": record["deviations_from_paper"],
             "train_seconds": record["timing"]["train_seconds"],
+            "resumed_from": record["timing"]["resumed_from"],
             "torch_threads": record["timing"]["torch_threads"],
         },
     }
