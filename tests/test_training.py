@@ -541,7 +541,7 @@ def test_checkpoints_of_another_training_or_a_live_process_are_not_resumed(tmp_p
     assert EpochCheckpoints(tmp_path / "enc", "other options").open() is None
     assert not list(mine.folder.glob("checkpoint-*"))  # a different training's checkpoints are discarded
     (mine.folder / "owner.json").write_text(json.dumps({"pid": 1, "fingerprint": "same data and options"}))
-    with pytest.raises(RuntimeError, match="process 1 is training into this folder"):
+    with pytest.raises(FileExistsError, match="process 1 is training into this folder"):
         mine.open()
 
 

@@ -88,13 +88,13 @@ class EpochCheckpoints:
 
         Raises
         ------
-        RuntimeError
-            A live process is training into the folder.
+        FileExistsError
+            A live process is training into the folder (the command prints it as one line).
         """
         owner = self._read(self._owner, {})
         pid = owner.get("pid")
         if isinstance(pid, int) and pid != os.getpid() and not process_gone(pid):
-            raise RuntimeError(
+            raise FileExistsError(
                 f"{self.folder}: process {pid} is training into this folder; wait for it or stop it"
             )
         last = self._last_complete()
