@@ -316,8 +316,10 @@ def test_the_trained_on_qwen_report_states_each_prediction_against_its_rule(caps
         "enc_answer_pooling",
     ]
     argv = ["--qwen", records, "--smollm2", records, "--training-data", str(data), *stand_ins]
-    assert report.main(argv) == 0
+    assert report.main([*argv, "--weights", "a" * 64, "--shipped-weights", "b" * 64]) == 0
     out = capsys.readouterr().out
+    assert f"`enc_trained_guided_ap_auroc`: model.safetensors sha256 `{'a' * 64}`" in out
+    assert f"`cos_ext`: model.safetensors sha256 `{'b' * 64}`" in out
     assert (
         "keep **129 of 2500** questions" in out
         and "SmolLM2's keep 129. Holds if more than 258: **not held**" in out
@@ -327,6 +329,10 @@ def test_the_trained_on_qwen_report_states_each_prediction_against_its_rule(caps
     rows = [line for line in out.splitlines() if line.startswith(("| Q1 ", "| Q2 ", "| Q3 "))]
     q1, q2, *q3 = rows
     assert [row.split(" | ")[0] for row in rows] == ["| Q1", "| Q2", "| Q3", "| Q3"], rows
+    llms = [row.split(" | ")[2] for row in rows]  # each row pools an LLM's test sets
+    assert llms == ["Qwen2.5-Coder-1.5B-Instruct (3 test sets)", "SmolLM2-135M-Instruct (3 test sets)"] * 2, (
+        llms
+    )
     assert "| 27 | higher in 21, 0 significantly, 0 significantly lower | 0.673 vs 0.656 | +0.017 [" in q1, q1
     assert q1.endswith("| held |") and q2.endswith("| **not held** |"), (q1, q2)
     assert all("| 30 | higher in 27, 9 significantly" in row and row.endswith("| held |") for row in q3), q3

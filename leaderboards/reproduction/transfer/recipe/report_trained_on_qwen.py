@@ -8,7 +8,8 @@ higher, W significantly lower; mean AUROC a vs b, difference d [95% CI]", then w
     .venv/bin/python leaderboards/reproduction/transfer/recipe/report_trained_on_qwen.py \\
         --qwen 'leaderboards/reproduction/transfer/trained-on-qwen/records/*.qwen2.5-coder-1.5b-instruct.jsonl.gz' \\
         --smollm2 'leaderboards/reproduction/transfer/trained-on-qwen/records/*.smollm2-135m-instruct.jsonl.gz' \\
-        --training-data leaderboards/reproduction/transfer/training_data [--weights SHA256]
+        --training-data leaderboards/reproduction/transfer/training_data \\
+        [--weights SHA256] [--shipped-weights SHA256]
 
 The cells are `experiments/operator_cells.py`'s (the ten aggregators x greedy and majority labels, reliable with at
 least 20 answers of each class, the leaderboard's paired bootstrap). ``--trained``, ``--shipped`` and ``--base``
@@ -25,6 +26,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[4]))  # the repository, for experiments/
 from experiments.operator_cells import RULES, cells, class_counts, load, row, summary, verdict  # noqa: E402
 from semuq_eval.training.stores import LabelledQuestion  # noqa: E402
+
+LLMS = {"Qwen": "Qwen2.5-Coder-1.5B-Instruct", "SmolLM2": "SmolLM2-135M-Instruct"}
+"""The two LLMs, as the table names them (each row pools its three test sets)."""
 
 REFERENCE_DATA = Path(__file__).resolve().parents[4] / "semuq_eval/assets/training_data/nqopen-dev-smollm2"
 """SmolLM2's training data, the shipped operator's: the reference of Q0 and of the training-set table."""
@@ -114,6 +118,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--shipped", default="enc", help="the shipped operator")
     parser.add_argument("--base", default="enc_untrained", help="their untrained answer-pooled base")
     parser.add_argument("--weights", help="sha256 of enc_qwen's model.safetensors")
+    parser.add_argument(
+        "--shipped-weights",
+        help="sha256 of the shipped operator's model.safetensors (its float32 training differs by CPU)",
+    )
     args = parser.parse_args(argv)
     try:
         runs = {"Qwen": load(args.qwen), "SmolLM2": load(args.smollm2)}
@@ -127,6 +135,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     if args.weights:
         print(f"`{args.trained}`: model.safetensors sha256 `{args.weights}`.")
+    if args.shipped_weights:
+        print(f"`{args.shipped}`: model.safetensors sha256 `{args.shipped_weights}`.")
     qwen, reference = sets["Qwen"], sets["SmolLM2"]["natural_kept"]
     kept, seen = qwen["natural_kept"], qwen["seen"]
     q0 = "held" if kept > 2 * reference else "not held"
@@ -159,10 +169,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         s = summary([c for r in runs[llm] for c in cells(r, args.trained, other)])
         verdicts.setdefault(label, []).append(verdict(s, rule))
         print(
-            f"| {label} | `{args.trained}` vs `{other}` ({RULES[rule]}) | {runs[llm][0]['llm']} | {row(s)} | "
+            f"| {label} | `{args.trained}` vs `{other}` ({RULES[rule]}) | {LLMS[llm]} ({len(runs[llm])} test sets) | {row(s)} | "
             f"{verdicts[label][-1]} |"
         )
-    q3 = "held" if all(v == "held" for v in verdicts["Q3"]) else "**not held**"
+    q3 = "held" if all(v == "held" for v in verdicts["Q3"]) else "not held"
     print(f"\nQ3 (above its base on both LLMs): **{q3}**.\n\n{outcome(verdicts['Q1'][0], verdicts['Q2'][0])}")
     return 0
 

@@ -27,7 +27,8 @@ OPTIONS=$(cat <<JSON
 JSON
 )
 WEIGHTS=$(sha256sum "$TRAINED/model.safetensors" | cut -d' ' -f1)
-echo "enc_qwen model.safetensors sha256: $WEIGHTS"
+SHIPPED=$(sha256sum "$MODELS/enc-trained-full/model.safetensors" | cut -d' ' -f1)
+echo "enc_qwen model.safetensors sha256: $WEIGHTS; enc: $SHIPPED"
 bash leaderboards/archives.sh > /dev/null
 mkdir -p "$OUT"
 for archive in "$HERE"/runs/*-800-1200.tar.xz leaderboards/reproduction/confirmation-2/runs/*-800-1200.tar.xz; do
@@ -47,5 +48,5 @@ for archive in "$HERE"/runs/*-800-1200.tar.xz leaderboards/reproduction/confirma
 done
 .venv/bin/python "$HERE/recipe/report_trained_on_qwen.py" \
     --qwen "$OUT/*.qwen2.5-coder-1.5b-instruct.jsonl.gz" --smollm2 "$OUT/*.smollm2-135m-instruct.jsonl.gz" \
-    --training-data "$HERE/training_data" --weights "$WEIGHTS" > "$HERE/report-trained-on-qwen.md"
+    --training-data "$HERE/training_data" --weights "$WEIGHTS" --shipped-weights "$SHIPPED" > "$HERE/report-trained-on-qwen.md"
 cat "$HERE/report-trained-on-qwen.md"
