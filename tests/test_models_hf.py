@@ -282,6 +282,36 @@ def test_finished_rows_are_compacted_without_changing_results(lm):
         check_offsets(lm, a)
 
 
+def test_the_cache_goes_under_the_keyword_the_installed_transformers_takes(lm):
+    """transformers 5.x renamed ``past_key_values`` to ``cache`` (the old name warns, and is then removed): the shared
+    prefill, the decoding steps and the row compaction hand the cache over under the name the model takes, so a
+    sampled group generates without a deprecation warning."""
+    import warnings
+
+    from semuq_eval.models.kv_cache import cache_keyword, passed_cache
+
+    kw = dict(SAMPLE, until=["e", "a", "o"], max_gen_toks=8)
+    requests = repeated((inst(PROMPTS[0], kw, repeats=4), 4))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        out = lm.generate_until(requests)
+    assert len(out) == 4 and lm._semuq_last_stats["shared_prefill"]
+    assert cache_keyword(lm.model) in ("cache", "past_key_values")
+
+    class Base:
+        def forward(self, input_ids, cache=None): ...
+
+    class Wrapped:  # a PEFT model: its forward takes **kwargs, its base model names the keyword
+        def forward(self, *args, **kwargs): ...
+
+        def get_base_model(self):
+            return Base()
+
+    assert cache_keyword(Wrapped()) == "cache" and cache_keyword(Base()) == "cache"
+    assert passed_cache({"past_key_values": 1}) == 1 and passed_cache({"cache": 2, "past_key_values": 1}) == 2
+    assert passed_cache({"input_ids": 0, "cache": None}) is None
+
+
 def test_stop_sequence_truncates_all_arrays(lm):
     ctx = PROMPTS[0]
     full = lm.generate_until([inst(ctx, {"until": [], "do_sample": False, "max_gen_toks": 30})])[0]

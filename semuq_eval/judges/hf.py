@@ -27,6 +27,7 @@ from typing import Any
 from semuq_eval.judges.base import Verdict
 from semuq_eval.judges.prompted import PromptedJudge
 from semuq_eval.local_models import local_revision
+from semuq_eval.models.kv_cache import cache_keyword
 
 __all__ = ["HFJudge", "common_prefix_length", "yes_no_token_ids"]
 
@@ -199,7 +200,7 @@ class HFJudge(PromptedJudge):
         if shared >= MIN_SHARED_TOKENS:
             cache = DynamicCache(config=lm.config.get_text_config(decoder=True))
             prefix = torch.tensor([rows[0][:shared]], device=self.device)
-            lm(input_ids=prefix, past_key_values=cache, use_cache=True, logits_to_keep=1)
+            lm(input_ids=prefix, use_cache=True, logits_to_keep=1, **{cache_keyword(lm): cache})
         else:
             shared = 0
         out = []
@@ -215,7 +216,7 @@ class HFJudge(PromptedJudge):
             if cache is not None:
                 past = copy.deepcopy(cache)
                 past.batch_repeat_interleave(len(chunk))
-                kwargs["past_key_values"] = past
+                kwargs[cache_keyword(lm)] = past
             prefix_mask = torch.ones(len(chunk), shared, dtype=suffix_mask.dtype, device=self.device)
             logits = lm(
                 input_ids=input_ids,

@@ -53,6 +53,7 @@ from semuq_eval.models.data_parallel import cpu_data_parallel_split
 from semuq_eval.models.decoding import decoding_kwargs
 from semuq_eval.models.generation import Generation, as_generation
 from semuq_eval.models.journal import GenerationJournal, journal_key, restore_groups
+from semuq_eval.models.kv_cache import passed_cache
 from semuq_eval.models.planning import GenerateCall, PromptGroup, batch_groups, deliver, group_requests
 from semuq_eval.models.prefill import shared_prefill, supports_shared_prefill
 from semuq_eval.models.recorder import OneStepLater, StepRecorder, generation_eos_ids
@@ -374,7 +375,7 @@ class SemuqGenerateMixin:
             "rows": call.rows,
             "prompt_len": prompt_len,
             "forward_calls": recorder.calls,
-            "shared_prefill": "past_key_values" in inputs,
+            "shared_prefill": passed_cache(inputs) is not None,
             "compacted_row_steps": recorder.compacted_row_steps,
             "hidden_source": recorder.hidden_source,
         }

@@ -14,6 +14,8 @@ from typing import Any
 
 import torch
 
+from semuq_eval.models.kv_cache import cache_keyword
+
 __all__ = ["shared_prefill", "supports_shared_prefill"]
 
 
@@ -48,10 +50,11 @@ def shared_prefill(model: torch.nn.Module, inputs: dict[str, Any], n: int) -> di
     ids, mask = inputs["input_ids"], inputs["attention_mask"]
     extra = {k: v for k, v in inputs.items() if k not in ("input_ids", "attention_mask")}
     cache = DynamicCache(config=model.config.get_text_config(decoder=True))
+    keyword = cache_keyword(model)
     call = {
         "input_ids": ids[:, :-1],
         "attention_mask": mask[:, :-1],
-        "past_key_values": cache,
+        keyword: cache,
         "use_cache": True,
     }
     params = inspect.signature(model.forward).parameters
@@ -65,5 +68,5 @@ def shared_prefill(model: torch.nn.Module, inputs: dict[str, Any], n: int) -> di
     return {
         "input_ids": ids.repeat_interleave(n, dim=0),
         "attention_mask": mask.repeat_interleave(n, dim=0),
-        "past_key_values": cache,
+        keyword: cache,
     }

@@ -35,6 +35,8 @@ import numpy as np
 import torch
 import transformers
 
+from semuq_eval.models.kv_cache import passed_cache
+
 __all__ = ["OneStepLater", "StepRecorder", "find_final_hidden_module", "generation_eos_ids"]
 
 log = logging.getLogger(__name__)
@@ -80,13 +82,6 @@ def _causal_lm(model: torch.nn.Module) -> torch.nn.Module:
 
 
 _COMPACTABLE_KWARGS = frozenset({"input_ids", "attention_mask", "position_ids", "cache_position"})
-_CACHE_KWARGS = ("cache", "past_key_values")
-"""Where a model's forward receives the key-value cache: ``cache`` since transformers 5.x, ``past_key_values``
-before (still accepted, deprecated)."""
-
-
-def _kv_cache(kwargs: dict[str, Any]) -> Any:
-    return next((kwargs[k] for k in _CACHE_KWARGS if kwargs.get(k) is not None), None)
 
 
 class StepRecorder:
@@ -178,7 +173,7 @@ class StepRecorder:
         self.logprobs.append(self._full(lp, prev))
 
     def _can_compact(self, args, kwargs) -> bool:
-        cache = _kv_cache(kwargs)
+        cache = passed_cache(kwargs)
         tensors = {k for k, v in kwargs.items() if torch.is_tensor(v)}
         pos = kwargs.get("position_ids")
         ids = kwargs.get("input_ids")
@@ -214,7 +209,7 @@ class StepRecorder:
         if len(keep) < len(current):
             position = {r: j for j, r in enumerate(current)}
             rel = torch.tensor([position[r] for r in keep], device=ids.device)
-            _kv_cache(kwargs).batch_select_indices(rel)
+            passed_cache(kwargs).batch_select_indices(rel)
             self.active = torch.tensor(keep, device=ids.device)
         if self.active is None:
             return None

@@ -1,0 +1,34 @@
+"""The keyword under which a transformers model takes its key-value cache.
+
+transformers 5.x renamed ``past_key_values`` to ``cache`` (the old name warns, and goes in 5.40 for ``forward`` and
+6.0 for ``generate``); 4.x knows only ``past_key_values``. Every caller that hands a model a cache asks here.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping
+from typing import Any
+
+CACHE_KEYWORDS = ("cache", "past_key_values")
+"""Both names, the current one first."""
+
+
+def cache_keyword(model: Any) -> str:
+    """``"cache"`` when ``model``'s forward (unwrapped from PEFT) takes it, else ``"past_key_values"``.
+
+    Examples
+    --------
+    >>> class Old:
+    ...     def forward(self, input_ids, past_key_values=None): ...
+    >>> cache_keyword(Old())
+    'past_key_values'
+    """
+    get_base = getattr(model, "get_base_model", None)
+    base = get_base() if callable(get_base) else model
+    return "cache" if "cache" in inspect.signature(base.forward).parameters else "past_key_values"
+
+
+def passed_cache(kwargs: Mapping[str, Any]) -> Any:
+    """The cache among a call's keyword arguments, under either name (None if there is none)."""
+    return next((kwargs[k] for k in CACHE_KEYWORDS if kwargs.get(k) is not None), None)
