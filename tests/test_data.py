@@ -75,7 +75,7 @@ def test_the_guided_training_task_tells_the_llm_the_first_reference(tmp_path):
         include_defaults=False,
         metadata={"data_dir": str(tmp_path), "offset": 1, "limit": 2},
     )
-    task = tm.load_task_or_group(["semuq_nqopen_train_guided"])["semuq_nqopen_train_guided"]
+    task = tm.load(["semuq_nqopen_train_guided"])["tasks"]["semuq_nqopen_train_guided"]
     docs = list(task.test_docs())
     assert [d["question"] for d in docs] == ["q1?", "q2?"]  # the chunk: after the first, two questions
     assert task.doc_to_text(docs[0]) == "Answer the following question. Its answer is a1.\nq1?"

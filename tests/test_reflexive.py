@@ -489,7 +489,7 @@ def test_follow_ups_in_the_runs_chat_template_when_asked(tmp_path):
             include_defaults=False,
             metadata={"data_dir": str(write_qa(tmp_path / "data")), "reflexive": REFLEXIVE, **meta},
         )
-        return tm.load_task_or_group(["semuq_triviaqa_dpr"])["semuq_triviaqa_dpr"]
+        return tm.load(["semuq_triviaqa_dpr"])["tasks"]["semuq_triviaqa_dpr"]
 
     def render(messages):
         return f"<user>{messages[0]['content']}</user><assistant>"
