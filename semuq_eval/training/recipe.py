@@ -215,57 +215,12 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
     if replay and heldout is not None and per_epoch:  # the kept epoch's held-out AUROC, scored after training
         per_epoch[-1]["heldout_auroc"] = float(scores_final[HELDOUT_METRIC])
     best = _best_epoch(per_epoch, heldout is not None, before)
-    record = _training_record(
-        config,
-        data,
-        output,
-        model,
-        args,
-        backbone=(backbone_name, backbone_path),
-        loss_name=loss_name,
-        separator=separator,
-        max_length=max_length,
-        pooling=pooling_used,
-        select=select,
-        replay=replay,
-        heldout=heldout,
-        n_val=n_val,
-        validation=_validation_record(
-            config, replay, before, final, per_epoch, best, heldout, scores_before, scores_final
-        ),
-        timing=_timing(per_epoch, train_seconds, len(data.train), model, resume_from),
-    )
-    write_card(output, record)
-    return record
-
-
-def _training_record(
-    config: TrainingConfig,
-    data: TrainingData,
-    output: Path,
-    model: Any,
-    args: Any,
-    *,
-    backbone: tuple[str, str],
-    loss_name: str,
-    separator: str,
-    max_length: int,
-    pooling: str,
-    select: bool,
-    replay: bool,
-    heldout: Any,
-    n_val: int,
-    validation: dict[str, Any],
-    timing: dict[str, Any],
-) -> dict[str, Any]:
-    """The training record the card keeps: what was trained on what, how, and how well."""
-    backbone_name, backbone_path = backbone
-    return {
+    record = {
         "operator": "enc",
         "output": str(output),
         "question_conditioned": bool(config.question),
         "separator": separator if config.question else None,
-        "pooling": pooling,
+        "pooling": pooling_used,
         "backbone": {"name": backbone_name, "path": backbone_path, "revision": _revision(model)},
         "training_data": _training_data(data, config.labels),
         "counts": dict(data.counts, triplets_per_epoch=len(data.train), val_triplets=n_val),
@@ -273,8 +228,19 @@ def _training_record(
             config, loss_name, select, replay, heldout is not None, max_length, args
         ),
         "deviations_from_paper": _deviations(config, replay, heldout is not None),
-        "validation": validation,
-        "timing": timing,
+        "validation": _validation_record(
+            config, replay, before, final, per_epoch, best, heldout, scores_before, scores_final
+        ),
+        "timing": _timing(per_epoch, train_seconds, len(data.train), model, resume_from),
+        **_provenance(config),
+    }
+    write_card(output, record)
+    return record
+
+
+def _provenance(config: TrainingConfig) -> dict[str, Any]:
+    """Where the operator comes from: the seed, the options, the command, the versions, the time."""
+    return {
         "seed": config.seed,
         "config": {k: v for k, v in asdict(config).items() if k not in ("command",)},
         "command": list(config.command) or list(sys.argv),
