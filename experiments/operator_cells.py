@@ -132,6 +132,17 @@ def load(pattern: str) -> list[RunRecord]:
     return [read_record(p) for p in paths]
 
 
+def check_operators(records: Sequence[RunRecord], names: Sequence[str]) -> None:
+    """ValueError, in one line naming the run, when a record lacks one of the operators ``names``."""
+    for record in records:
+        have = list(record["operators"])
+        missing = [name for name in names if name not in have]
+        if missing:
+            raise ValueError(
+                f"run {record['llm']} ({record['task']}) has no operator {missing[0]!r} (it has {', '.join(have)})"
+            )
+
+
 def class_counts(record: RunRecord) -> str:
     """``greedy c / i, majority c / i``: the correct and incorrect answers under each label strategy."""
     parts = []

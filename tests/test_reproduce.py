@@ -346,6 +346,12 @@ def test_the_trained_on_qwen_report_states_each_prediction_against_its_rule(caps
     assert (
         err.count("\n") == 0 and "lacks 1 natural chunk(s), the first natural-01000-01250.jsonl.gz" in err
     ), err
+    assert report.main([*argv, "--trained", "nope"]) == 2  # an operator the records do not hold: one line
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "has no operator 'nope' (it has " in err, err
+    assert report.outcome("no reliable cell", "held") == (
+        "Q1 or Q2 has no reliable cell: the plan's reading cannot be made."
+    )
 
 
 @pytest.mark.slow

@@ -24,7 +24,16 @@ from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[4]))  # the repository, for experiments/
-from experiments.operator_cells import RULES, cells, class_counts, load, row, summary, verdict  # noqa: E402
+from experiments.operator_cells import (  # noqa: E402
+    RULES,
+    cells,
+    check_operators,
+    class_counts,
+    load,
+    row,
+    summary,
+    verdict,
+)
 from semuq_eval.training.stores import LabelledQuestion  # noqa: E402
 
 LLMS = {"Qwen": "Qwen2.5-Coder-1.5B-Instruct", "SmolLM2": "SmolLM2-135M-Instruct"}
@@ -94,6 +103,8 @@ def training_table(sets: dict[str, dict[str, int]]) -> str:
 
 def outcome(q1: str, q2: str) -> str:
     """The plan's reading of Q1 and Q2 together."""
+    if "no reliable cell" in (q1, q2):
+        return "Q1 or Q2 has no reliable cell: the plan's reading cannot be made."
     if q1 != "held":
         return (
             "Q1 not held: training on the LLM under evaluation brings nothing beyond the shipped operator, which "
@@ -125,6 +136,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         runs = {"Qwen": load(args.qwen), "SmolLM2": load(args.smollm2)}
+        for records in runs.values():
+            check_operators(records, [args.trained, args.shipped, args.base])
         sets = {"Qwen": training_set(args.training_data), "SmolLM2": training_set(REFERENCE_DATA)}
     except (OSError, ValueError) as err:
         print(f"report_trained_on_qwen.py: {err}", file=sys.stderr)
