@@ -196,11 +196,11 @@ class HFJudge(PromptedJudge):
         torch = self._torch
         shared = common_prefix_length(rows) if len(rows) > 1 else 0
         shared = min(shared, min(len(r) for r in rows) - 1)  # every row keeps at least one token to compute
-        cache = None
+        cache, keyword = None, cache_keyword(lm)
         if shared >= MIN_SHARED_TOKENS:
             cache = DynamicCache(config=lm.config.get_text_config(decoder=True))
             prefix = torch.tensor([rows[0][:shared]], device=self.device)
-            lm(input_ids=prefix, use_cache=True, logits_to_keep=1, **{cache_keyword(lm): cache})
+            lm(input_ids=prefix, use_cache=True, logits_to_keep=1, **{keyword: cache})
         else:
             shared = 0
         out = []
@@ -216,7 +216,7 @@ class HFJudge(PromptedJudge):
             if cache is not None:
                 past = copy.deepcopy(cache)
                 past.batch_repeat_interleave(len(chunk))
-                kwargs[cache_keyword(lm)] = past
+                kwargs[keyword] = past
             prefix_mask = torch.ones(len(chunk), shared, dtype=suffix_mask.dtype, device=self.device)
             logits = lm(
                 input_ids=input_ids,
