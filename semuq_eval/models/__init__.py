@@ -9,6 +9,9 @@
   from the top-k the server returns (no torch).
 - `semuq-llamacpp` -> `semuq_eval.models.llamacpp:SemuqLlamaCppLM`: a GGUF served by llama.cpp (the prebuilt
   ``xllamacpp`` wheel) inside the process, read through `semuq-api`; the N samples decode as one batch.
+- `semuq-vllm` -> `semuq_eval.models.vllm_engine:SemuqVLLM`: lm-eval's ``vllm`` model (vLLM in this process) whose
+  `generate_until` asks for a question's N samples in one request (``n=N``) and returns `Generation`s with token ids,
+  log-probabilities and top-k entropy estimates (hidden states on request).
 
 Any other lm-eval model returns plain strings; `as_generation` turns them into text-only Generations.
 """
@@ -24,6 +27,7 @@ MODELS = {
     "semuq-hf-multimodal": "semuq_eval.models.hf_multimodal:SemuqHFMultimodalLM",
     "semuq-api": "semuq_eval.models.api:SemuqAPILM",
     "semuq-llamacpp": "semuq_eval.models.llamacpp:SemuqLlamaCppLM",
+    "semuq-vllm": "semuq_eval.models.vllm_engine:SemuqVLLM",
 }
 
 

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import json
 import logging
-from pathlib import Path
 from typing import Any
 
 from lm_eval.api.instance import Instance
@@ -44,10 +43,9 @@ from lm_eval.api.model import LM
 from lm_eval.models.utils import normalize_gen_kwargs
 from tqdm import tqdm
 
-from semuq_eval.context import RunContext
 from semuq_eval.models.capabilities import Capabilities, probe
 from semuq_eval.models.generation import Generation
-from semuq_eval.models.journal import GenerationJournal, journal_key, restore_groups
+from semuq_eval.models.journal import OFF, GenerationJournal, journal_key, open_journal, restore_groups
 from semuq_eval.models.planning import PromptGroup, deliver, group_requests
 from semuq_eval.models.reflexive import check_model
 from semuq_eval.models.server_requests import ChatPrompt, ServerRequests, extra_sampling
@@ -61,7 +59,6 @@ log = logging.getLogger(__name__)
 HIDDEN_STATES_REASON = "OpenAI-compatible servers return no hidden states: cos_int and its estimators are unavailable (semuq-hf has them)"
 LM_EVAL_ARGS = ("batch_size", "max_batch_size", "device")
 """Arguments lm-eval passes to every model; a server has no use for them."""
-OFF = ("off", "none", "false", "no", "0")
 
 
 class SemuqAPILM(LM):
@@ -278,18 +275,7 @@ class SemuqAPILM(LM):
     def _journal(self) -> GenerationJournal | None:
         """The generation journal (model argument ``journal``), or None when off or nothing is written."""
         if self._journal_obj is None:
-            setting = self.journal
-            if isinstance(setting, str) and setting.strip().lower() in OFF:
-                return None
-            context = RunContext.resolve()
-            directory = Path(setting) if setting else context.journal_dir(self.client.model)
-            if directory is None:
-                log.warning(
-                    "semuq-api: no output directory (--output_path): answers are not journaled, a killed run "
-                    "starts over"
-                )
-                return None
-            self._journal_obj = GenerationJournal(directory, rank=context.rank)
+            self._journal_obj = open_journal(self.journal, self.client.model, model="semuq-api")
         return self._journal_obj
 
 

@@ -36,7 +36,6 @@ does not split, are split too (`semuq_eval.models.data_parallel`).
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -47,12 +46,11 @@ from lm_eval.models.huggingface import HFLM
 from lm_eval.models.utils_hf import stop_sequences_criteria
 from tqdm import tqdm
 
-from semuq_eval.context import RunContext
 from semuq_eval.models.cpu_dtype import cpu_generation_dtype
 from semuq_eval.models.data_parallel import cpu_data_parallel_split
 from semuq_eval.models.decoding import decoding_kwargs
 from semuq_eval.models.generation import Generation, as_generation
-from semuq_eval.models.journal import GenerationJournal, journal_key, restore_groups
+from semuq_eval.models.journal import GenerationJournal, journal_key, open_journal, restore_groups
 from semuq_eval.models.kv_cache import passed_cache
 from semuq_eval.models.planning import GenerateCall, PromptGroup, batch_groups, deliver, group_requests
 from semuq_eval.models.prefill import shared_prefill, supports_shared_prefill
@@ -269,25 +267,10 @@ class SemuqGenerateMixin:
 
     # -- resume ------------------------------------------------------------------------------------------------
     def _semuq_journal(self) -> GenerationJournal | None:
-        """This rank's generation journal (model argument `journal`: a folder, "off", or None for
-        `<output_dir>/semuq/_journal/<model>/`), or None when off or no output directory is known."""
+        """This rank's generation journal (model argument `journal`: `semuq_eval.models.journal.open_journal`)."""
         if self._semuq_journal_obj is None:
-            setting = self.journal
-            if isinstance(setting, str) and setting.strip().lower() in ("off", "none", "false", "no", "0"):
-                return None
-            context = RunContext.resolve()
-            directory = (
-                Path(setting) if setting else context.journal_dir(self._semuq_model_identity()["name"])
-            )
-            if directory is None:
-                return None
-            # the process's rank: two processes that lm-eval both calls rank 0 (a model that is not
-            # data-parallel) must not append to one file
-            self._semuq_journal_obj = GenerationJournal(directory, rank=context.rank)
-            if len(self._semuq_journal_obj):
-                eval_logger.info(
-                    "semuq-hf: journal %s holds %d prompts", directory, len(self._semuq_journal_obj)
-                )
+            name = self._semuq_model_identity()["name"]
+            self._semuq_journal_obj = open_journal(self.journal, name, model=self._semuq_name)
         return self._semuq_journal_obj
 
     def _semuq_model_identity(self) -> dict[str, Any]:

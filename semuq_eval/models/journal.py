@@ -38,7 +38,10 @@ import numpy as np
 from semuq_eval.jsonio import append_jsonl, parse_jsonl
 from semuq_eval.models.generation import Generation
 
-__all__ = ["GenerationJournal", "journal_key", "restore_groups"]
+__all__ = ["GenerationJournal", "journal_key", "open_journal", "restore_groups"]
+
+OFF = ("off", "none", "false", "no", "0")
+"""Values of the model argument ``journal`` that turn the journal off."""
 
 log = logging.getLogger(__name__)
 
@@ -160,3 +163,27 @@ def restore_groups(
             journal.directory,
         )
     return todo
+
+
+def open_journal(setting: str | None, name: str, *, model: str) -> GenerationJournal | None:
+    """This process's journal for model ``name``, or None when off or when the run writes nothing.
+
+    ``setting`` is the model argument ``journal``: a folder, one of :data:`OFF`, or None for
+    ``<output_dir>/semuq/_journal/<name>/`` (`semuq_eval.context`). ``model`` names the lm-eval model in messages.
+    The file is the process's rank's: two processes that lm-eval both calls rank 0 never append to one file.
+    """
+    if isinstance(setting, str) and setting.strip().lower() in OFF:
+        return None
+    from semuq_eval.context import RunContext
+
+    context = RunContext.resolve()
+    directory = Path(setting) if setting else context.journal_dir(name)
+    if directory is None:
+        log.warning(
+            "%s: no output directory (--output_path): answers are not journaled, a killed run starts over", model
+        )
+        return None
+    journal = GenerationJournal(directory, rank=context.rank)
+    if len(journal):
+        log.info("%s: journal %s holds %d prompts", model, directory, len(journal))
+    return journal

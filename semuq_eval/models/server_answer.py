@@ -30,7 +30,7 @@ from semuq_eval.models.generation import Generation
 from semuq_eval.models.topk import topk_entropies, topk_method
 from semuq_eval.openai_replies import MalformedLogprobs, TokenLogprobs, choice_text, read_logprobs
 
-__all__ = ["MAX_SKIP", "answer_from_choice", "cut_at_stop", "token_spans"]
+__all__ = ["MAX_SKIP", "answer_from_choice", "answer_from_tokens", "cut_at_stop", "token_spans"]
 
 MAX_SKIP = 4
 """Characters a token may have to skip to find its text in the reply (characters no token spelled)."""
@@ -147,29 +147,75 @@ def answer_from_choice(
         return text_only(f"the tokens of {field} do not spell the reply's text")
     kept = [i for i, (start, _) in enumerate(spans) if start < len(text)]
     offsets = np.array([(spans[i][0], min(spans[i][1], len(text))) for i in kept], dtype=np.int64)
-    logprobs = np.array([parsed.logprobs[i] for i in kept], dtype=np.float64)
-    entropies, approximate = None, {}
+    return answer_from_tokens(
+        text,
+        offsets.reshape(len(kept), 2),
+        [parsed.logprobs[i] for i in kept],
+        [parsed.top[i] for i in kept],
+        top_k=top_k,
+        greedy=greedy,
+        where=field,
+        source=source,
+    )
+
+
+def answer_from_tokens(
+    text: str,
+    offsets: np.ndarray,
+    logprobs: Sequence[float],
+    top: Sequence[Mapping[Any, float]],
+    *,
+    top_k: int,
+    greedy: bool,
+    where: str,
+    source: Mapping[str, Any] | None = None,
+    token_ids: Sequence[int] | None = None,
+) -> Generation:
+    """The `Generation` of an answer's kept tokens with the log-probabilities an engine reported for them.
+
+    The one path from top-k log-probabilities to a `Generation` (`semuq-api`, `semuq-llamacpp`, `semuq-vllm`):
+    the chosen tokens' log-probabilities, and entropies estimated from each position's top ``top_k``
+    alternatives (`semuq_eval.models.topk`), flagged in ``Generation.approximate``. A position with fewer than
+    ``min(2, top_k)`` alternatives keeps the log-probabilities and loses the entropies, with the reason.
+
+    Parameters
+    ----------
+    text : the answer text.
+    offsets : (T, 2) spans of the kept tokens in ``text``.
+    logprobs : the log-probability of each kept token.
+    top : each kept token's ``{alternative: logprob}`` (alternatives as text or token ids).
+    top_k : alternatives asked per token (0: none; no entropies).
+    greedy : the answer was decoded greedily.
+    where : the answer's place in the reply, for messages.
+    source : `Generation.source`.
+    token_ids : the kept tokens' ids, when the engine gives them (servers give text only).
+
+    Examples
+    --------
+    >>> import math
+    >>> g = answer_from_tokens("ab", np.array([[0, 1], [1, 2]]), [-0.1, -0.2],
+    ...                        [{"a": -0.1, "b": -2.4}, {"b": -0.2, "c": -1.7}], top_k=2, greedy=True, where="x")
+    >>> round(g.seq_logprob, 3), g.approximate
+    (-0.3, {'token_entropies': 'topk_renormalized(k=2)'})
+    """
+    logprobs_arr = np.asarray(logprobs, dtype=np.float64)
+    ids = None if token_ids is None else np.asarray(token_ids, dtype=np.int64)
+    entropies, approximate, error = None, {}, None
     if top_k > 0:
-        tops = [parsed.top[i] for i in kept]
-        short = next((i for i in kept if len(parsed.top[i]) < min(2, top_k)), None)
-        if short is not None:
-            got = len(parsed.top[short])
-            return Generation(
-                text,
-                token_logprobs=logprobs,
-                token_offsets=offsets.reshape(len(kept), 2),
-                greedy=greedy,
-                error=f"{field}: token {short} has {got} top alternative(s), {top_k} were asked for",
-                source=source,
-            )
-        entropies = topk_entropies(tops, top_k)
-        approximate = {"token_entropies": topk_method(top_k)}
+        short = next((i for i, alts in enumerate(top) if len(alts) < min(2, top_k)), None)
+        if short is None:
+            entropies = topk_entropies(top, top_k)
+            approximate = {"token_entropies": topk_method(top_k)}
+        else:
+            error = f"{where}: token {short} has {len(top[short])} top alternative(s), {top_k} were asked for"
     return Generation(
         text,
-        token_logprobs=logprobs,
+        token_ids=ids,
+        token_logprobs=logprobs_arr,
         token_entropies=entropies,
-        token_offsets=offsets.reshape(len(kept), 2),
+        token_offsets=np.asarray(offsets, dtype=np.int64).reshape(len(logprobs_arr), 2),
         greedy=greedy,
         approximate=approximate,
+        error=error,
         source=source,
     )

