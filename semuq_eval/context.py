@@ -7,8 +7,10 @@ Resolved in one place (:meth:`RunContext.resolve`), once per task (run store, br
   ``$SEMUQ_OUTPUT_DIR`` > lm-eval's ``--output_path``, read from the command line lm-eval parses (``lm_eval``'s,
   or the one ``semuq-eval run`` hands to lm-eval's CLI) > none (nothing written). lm-eval accepts a ``.json``
   file for ``--output_path``: its folder is used.
-- **run id**: metadata ``run_id``, else :func:`model_slug` of the model (``pretrained``), so that
-  ``semuq-eval demo``, ``semuq-eval run`` and ``lm_eval`` with the same model write the same folder.
+- **run id**: metadata ``run_id``, else :func:`model_slug` of the model the run's model arguments name
+  (``pretrained``, else ``gguf``, else a served ``model``: `semuq_eval.harness.task.run_model`), so that every LLM
+  gets its own folder and ``semuq-eval demo``, ``semuq-eval run`` and ``lm_eval`` with the same model write the same
+  one.
 - **rank / world size**: the initialized ``torch.distributed`` group (accelerate, torchrun), else the
   ``RANK`` / ``WORLD_SIZE`` environment variables, else a single process.
 """

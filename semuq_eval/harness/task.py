@@ -67,7 +67,28 @@ __all__ = ["SemuqTask", "docs_from_instances", "references_of"]
 
 log = logging.getLogger(__name__)
 
-MODEL_KEYS = ("pretrained", "model", "revision", "dtype", "base_url", "tokenizer")
+MODEL_KEYS = ("pretrained", "model", "gguf", "revision", "dtype", "base_url", "tokenizer")
+RUN_MODEL_KEYS = ("pretrained", "gguf", "model")
+"""The model arguments that name the LLM, in order: its run id (`semuq_eval.context.model_slug`) comes from the
+first one given: ``pretrained`` (semuq-hf, semuq-vllm, hf, vllm), ``gguf`` (semuq-llamacpp), ``model`` (semuq-api
+and lm-eval's server clients)."""
+
+
+def run_model(metadata: dict | None) -> str | None:
+    """The LLM a run's metadata names (:data:`RUN_MODEL_KEYS`), or None.
+
+    Examples
+    --------
+    >>> run_model({"model": "smollm2", "base_url": "http://127.0.0.1:8000/v1"})
+    'smollm2'
+    >>> run_model({"pretrained": "org/m", "model": "ignored"})
+    'org/m'
+    """
+    for key in RUN_MODEL_KEYS:
+        value = (metadata or {}).get(key)
+        if value not in (None, ""):
+            return str(value)
+    return None
 """The model_args (which lm-eval merges into the task metadata) that name the LLM under test in the store."""
 
 GREEDY_KEYS = ("until", "max_gen_toks")
@@ -149,7 +170,7 @@ class SemuqTask(ConfigurableTask):
         check_model(self.settings.reflexive, model_from_argv())
         self.judge = self.settings.make_judge()
         # a trained operator (enc) that was trained on this run's LLM or dataset: warn once, before generating
-        llm = (self.config.metadata or {}).get("pretrained")
+        llm = run_model(self.config.metadata)
         warn_training_overlap(self.settings, llm=llm, task=self.config.task)
         # where this run writes and as which process; lm-eval's CLI merges model_args into the metadata, so each
         # model gets its own folder by default

@@ -303,6 +303,15 @@ class SemuqVLLM(VLLM):
             self._pooler = LLM(**args)
         return self._pooler
 
+    def close(self) -> None:
+        """Stop the engines' processes now (they stop with this process otherwise)."""
+        engines = [getattr(self, "model", None), self._pooler]
+        for llm in engines:
+            core = getattr(getattr(llm, "llm_engine", None), "engine_core", None)
+            if core is not None:
+                core.shutdown()
+        self._pooler = None
+
     def _journal(self) -> GenerationJournal | None:
         if self._journal_obj is None:
             self._journal_obj = open_journal(self.options.journal, self.pretrained, model="semuq-vllm")
