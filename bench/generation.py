@@ -1,6 +1,6 @@
 """Benchmark: generated tokens per second for N samples + 1 greedy answer per question, against the machine's
-arithmetic limit: `semuq-hf` in float32 and bfloat16, lm-eval's stock `hf` (float32), `semuq-api` on
-llama.cpp.
+arithmetic limit: `semuq-hf` in float32 and bfloat16, lm-eval's stock `hf` (float32), `semuq-vllm` (vLLM in-process,
+float32), `semuq-api` on llama.cpp and on ``vllm serve``.
 
 Run it from the repository with ``python -m bench.generation``:
 
@@ -28,7 +28,13 @@ Configurations (``--configs``, comma-separated):
   tests' server) serving the GGUF on loopback with ``--slots`` parallel slots (default N + 1: a question's samples,
   asked with ``n``, and its greedy answer decode as one batch), started with ``--threads`` threads and stopped at
   the end, even on error;
-  ``semuq-api-llamacpp-text``: the same with ``logprobs=false`` (text only: what log-probabilities cost).
+  ``semuq-api-llamacpp-text``: the same with ``logprobs=false`` (text only: what log-probabilities cost);
+- ``semuq-vllm-fp32``: `semuq-vllm` (vLLM in this process; on a CPU its CPU build) with ``dtype=float32``, 20
+  log-probabilities per token, eager mode, the engine's threads bound to ``--threads`` cores
+  (``VLLM_CPU_OMP_THREADS_BIND``), no hidden states;
+- ``semuq-api-vllm``: `semuq-api` (completions endpoint, 20 alternatives, ``--slots`` requests in flight) against
+  ``vllm serve`` of the HF folder in float32 (tests/fixtures/vllm_process.py, the tests' server), its threads bound
+  the same way.
 
 Each run is a subprocess of its own (its peak memory is its own); ``--repeats`` rounds run every configuration
 in turn and the medians are kept. Per configuration:
@@ -65,10 +71,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from bench.timing import median_time
 from semuq_eval.models.cpu_dtype import NATIVE_BF16_FLAGS, native_bf16
 from tests.fixtures.llama_process import ALIAS, LlamaServer, gguf_in
+from tests.fixtures.vllm_process import VLLMServer, vllm_env
 
 ROOT = Path(__file__).resolve().parents[1]
 QUESTIONS = [
@@ -100,9 +108,13 @@ CONFIGS = {
     "hf": ("hf", "float32"),
     "semuq-api-llamacpp": ("semuq-api", "gguf"),
     "semuq-api-llamacpp-text": ("semuq-api", "gguf-text"),
+    "semuq-vllm-fp32": ("semuq-vllm", "float32"),
+    "semuq-api-vllm": ("semuq-api", "vllm"),
 }
 """Configuration name -> (worker kind, weights' dtype; ``gguf``: the GGUF file's own quantization, ``gguf-text``:
-the same without log-probabilities)."""
+the same without log-probabilities; ``vllm``: the HF folder served by ``vllm serve`` in float32)."""
+SERVED = ("gguf", "gguf-text", "vllm")
+"""The dtypes of the `semuq-api` rows: a server generates."""
 LAYOUTS = {"a@b": lambda a, b: (a, b), "a@b.T": lambda a, b: (a, b.t()), "a.T@b": lambda a, b: (a.t(), b)}
 """Operand layouts of the matmul peak (``a@b.T`` is nn.Linear's: x @ W.T). Without native bf16, torch's
 bfloat16 products differ by an order of magnitude between them; float32's barely: the best is the peak."""
@@ -145,18 +157,20 @@ def flops_per_token(model_dir: str) -> tuple[int, str]:
 
 
 def matmul_peak(
-    dtype: str, layout: str, threads: int, max_size: int, seconds: float, repeats: int
+    dtype: str, layout: str, threads: int, max_size: int, seconds: float, repeats: int, device: str = "cpu"
 ) -> tuple[float, int]:
-    """(FLOP/s, size): one square ``torch.matmul`` in ``dtype`` and operand ``layout`` (LAYOUTS), the size
-    doubled from 256 until a product takes ``seconds`` or reaches ``max_size``; the median of ``repeats``
-    products at that size."""
+    """(FLOP/s, size): one square ``torch.matmul`` in ``dtype`` and operand ``layout`` (LAYOUTS) on ``device``,
+    the size doubled from 256 until a product takes ``seconds`` or reaches ``max_size``; the median of ``repeats``
+    products at that size (on a GPU each product waits for the device)."""
     import torch
 
     torch.set_num_threads(threads)
+    wait = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
 
     def product(size: int):
-        a, b = LAYOUTS[layout](*(torch.randn(size, size).to(getattr(torch, dtype)) for _ in range(2)))
-        return lambda: torch.matmul(a, b)
+        operands = (torch.randn(size, size, device=device).to(getattr(torch, dtype)) for _ in range(2))
+        a, b = LAYOUTS[layout](*operands)
+        return lambda: (torch.matmul(a, b), wait())
 
     size = 256
     while median_time(product(size), 1) < seconds and size < max_size:  # the first product warms up too
@@ -211,8 +225,12 @@ def build_requests(tokenizer, n: int, max_gen_toks: int, questions: list[str]) -
     requests = []
     for doc_id, q in enumerate(questions):
         messages = [{"role": "user", "content": INSTRUCTION + q}]
-        # what HFLM.apply_chat_template makes; semuq-api's completions endpoint sends it as it is
-        ctx = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        # what HFLM.apply_chat_template makes; semuq-api's completions endpoint sends it as it is (a model without a
+        # chat template, such as the tiny fixture model of bench/gpu_check.sh, gets the raw text)
+        if getattr(tokenizer, "chat_template", None):
+            ctx = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        else:
+            ctx = INSTRUCTION + q + "\nAnswer:"
         doc = {"question": q}
         g = Instance("generate_until", doc, (ctx, dict(greedy)), 0, ("bench", doc_id, 1))
         s = Instance("generate_until", doc, (ctx, dict(sampled)), 1, ("bench", doc_id, n))
@@ -235,17 +253,34 @@ def _load(args: argparse.Namespace):
             timeout=600,
             logprobs=args.dtype != "gguf-text",
         )
+    if args.worker == "semuq-vllm":
+        from semuq_eval.models.vllm_engine import SemuqVLLM
+
+        return SemuqVLLM(
+            pretrained=args.model, dtype=args.dtype, max_model_len=1024, enforce_eager=True, journal="off",
+            seed=args.seed,
+        )  # fmt: skip
     if args.worker == "semuq-hf":
         from semuq_eval.models.hf import SemuqHFLM as cls
     else:
         from lm_eval.models.huggingface import HFLM as cls
     return cls(
         pretrained=args.model,
-        device="cpu",
+        device=args.device,
         batch_size=args.batch_size,
         dtype=args.dtype,
         **gguf_only(args.model),
     )
+
+
+def _generating_pid(root: str | None) -> str:
+    """The process that generates: the largest of ``root`` (None: this one) and its children (vLLM's engine core
+    runs in a child process of the model or of ``vllm serve``)."""
+    import psutil
+
+    proc = psutil.Process(int(root) if root else None)
+    biggest = max([proc, *proc.children(recursive=True)], key=lambda c: c.memory_info().rss)
+    return "self" if biggest.pid == os.getpid() else str(biggest.pid)
 
 
 def worker(args: argparse.Namespace) -> dict:
@@ -264,7 +299,7 @@ def worker(args: argparse.Namespace) -> dict:
     # warm-up (pages the weights in, initializes kernels; semuq-api: probes the server), same for every run
     lm.generate_until(build_requests(tokenizer, 1, 2, questions[:1])[:1], disable_tqdm=True)
     torch.manual_seed(args.seed)
-    pid = args.server_pid or "self"  # the process that generates
+    pid = _generating_pid(args.server_pid)
     peak_before = _rss_mb("VmHWM", pid)
     reset = _reset_peak_rss(pid)
     t0 = time.perf_counter()
@@ -273,7 +308,7 @@ def worker(args: argparse.Namespace) -> dict:
     gen_s = time.perf_counter() - t0
     cpu_s = time.process_time() - c0
     peak_gen = _rss_mb("VmHWM", pid) if reset else float("nan")
-    if args.server_pid:
+    if pid != "self":
         peak_all = max(peak_before, peak_gen)
     else:
         peak_all = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -295,9 +330,7 @@ def worker(args: argparse.Namespace) -> dict:
     }
 
 
-def _run(
-    kind: str, dtype: str, batch_size: int, args: argparse.Namespace, server: LlamaServer | None
-) -> dict:
+def _run(kind: str, dtype: str, batch_size: int, args: argparse.Namespace, server: Any) -> dict:
     cmd = [
         sys.executable,
         "-m",
@@ -311,10 +344,10 @@ def _run(
     ]
     cmd += ["--n", str(args.n), "--max-gen-toks", str(args.max_gen_toks), "--questions", str(args.questions)]
     cmd += ["--seed", str(args.seed), "--batch-size", str(batch_size), "--threads", str(args.threads)]
-    cmd += ["--slots", str(args.slots)]
+    cmd += ["--slots", str(args.slots), "--device", args.device]
     if server is not None:
         cmd += ["--base-url", server.url, "--server-pid", str(server.proc.pid)]
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    env = dict(vllm_env(args.threads), TOKENIZERS_PARALLELISM="false")
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
     if proc.returncode != 0:
         sys.stderr.write(proc.stderr[-4000:])
@@ -351,7 +384,7 @@ def _limit(args: argparse.Namespace, dtypes: set[str]) -> dict:
         layouts = {}
         for layout in LAYOUTS:
             flops, size = matmul_peak(
-                dtype, layout, cores, args.matmul_max_size, args.matmul_seconds, args.matmul_repeats
+                dtype, layout, cores, args.matmul_max_size, args.matmul_seconds, args.matmul_repeats, args.device
             )
             layouts[layout] = {"flops": flops, "size": size}
         best = max(layouts, key=lambda layout: layouts[layout]["flops"])
@@ -363,7 +396,10 @@ def _limit(args: argparse.Namespace, dtypes: set[str]) -> dict:
             "ceiling_tok_s": flops / (2 * params),
         }
     cpu, native = cpu_info()
+    import torch
+
     return {
+        "gpu": torch.cuda.get_device_name(0) if args.device.startswith("cuda") else None,
         "cpu": cpu,
         "cores": cores,
         "native_bf16": native,
@@ -394,6 +430,8 @@ def _report(args: argparse.Namespace, limit: dict, rows: list[dict], gguf: Path 
         f"{2 * params / 1e6:.0f} MFLOP ({limit['counted']}; attention over the context and prefill not "
         "counted)"
     )
+    if limit.get("gpu"):
+        print(f"GPU: {limit['gpu']} (the semuq-hf / hf rows and the matmul peak below run on {args.device})")
     for dtype, peak in limit["peaks"].items():
         each = ", ".join(
             f"{layout} {m['flops'] / 1e9:.3g} ({m['size']})" for layout, m in peak["layouts"].items()
@@ -468,6 +506,9 @@ def main(argv: list[str] | None = None) -> None:
         "--matmul-seconds", type=float, default=0.5, help="the matmul size doubles until a product takes this"
     )
     p.add_argument("--matmul-repeats", type=int, default=5, help="matmul products timed (median kept)")
+    p.add_argument(
+        "--device", default="cpu", help="the semuq-hf and hf rows' device (cuda: the limit is the GPU's matmul peak)"
+    )
     p.add_argument("--json", default=None, help="also write the results to this JSON file")
     p.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     p.add_argument("--dtype", default="float32", help=argparse.SUPPRESS)
@@ -486,21 +527,27 @@ def main(argv: list[str] | None = None) -> None:
     configs = _configs(args, p)
     args.threads = args.threads or torch.get_num_threads()
     args.slots = args.slots or args.n + 1
-    limit = _limit(args, {dtype for _, kind, dtype, _ in configs if kind != "semuq-api"})
-    gguf = gguf_in(Path(args.model)) if any(kind == "semuq-api" for _, kind, _, _ in configs) else None
+    limit = _limit(args, {dtype for _, _, dtype, _ in configs if dtype not in SERVED})
+    served = {dtype for _, _, dtype, _ in configs if dtype in SERVED}
+    gguf = gguf_in(Path(args.model)) if served - {"vllm"} else None
     # interleaved repetitions; the median of each configuration is kept (the machine is shared and noisy).
     # Peak memory does not depend on load: the max over repetitions is kept.
     trials: dict[tuple[str, int], list[dict]] = {(c[0], c[3]): [] for c in configs}
+    servers: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="bench-generation-") as tmp:
-        server = (
-            None
-            if gguf is None
-            else LlamaServer(gguf, Path(tmp) / "server.log", threads=args.threads, slots=args.slots)
-        )
         try:
+            if gguf is not None:
+                servers["gguf"] = LlamaServer(
+                    gguf, Path(tmp) / "server.log", threads=args.threads, slots=args.slots
+                )
+            if "vllm" in served:
+                servers["vllm"] = VLLMServer(
+                    Path(args.model), Path(tmp) / "vllm.log", env=vllm_env(args.threads)
+                )
             for rep in range(args.repeats):
                 for name, kind, dtype, bs in configs:
-                    r = _run(kind, dtype, bs, args, server if kind == "semuq-api" else None)
+                    server = servers.get("vllm" if dtype == "vllm" else "gguf") if dtype in SERVED else None
+                    r = _run(kind, dtype, bs, args, server)
                     trials[(name, bs)].append(r)
                     print(
                         f"  [{rep + 1}/{args.repeats}] {name} batch={bs}: {r['gen_s']} s, "
@@ -508,13 +555,14 @@ def main(argv: list[str] | None = None) -> None:
                         file=sys.stderr,
                     )
         finally:
-            if server is not None:
+            for server in servers.values():
                 server.stop()
     rows = []
-    for name, kind, dtype, bs in configs:
+    for name, _kind, dtype, bs in configs:
         runs = trials[(name, bs)]
-        weights = gguf.stem.rsplit(".", 1)[-1] if kind == "semuq-api" else dtype
-        ceiling = limit["peaks"]["float32" if kind == "semuq-api" else dtype]["ceiling_tok_s"]
+        weights = gguf.stem.rsplit(".", 1)[-1] if dtype in ("gguf", "gguf-text") else dtype
+        weights = "float32" if dtype == "vllm" else weights
+        ceiling = limit["peaks"]["float32" if dtype in SERVED else dtype]["ceiling_tok_s"]
         tok_s = statistics.median(r["tok_s"] for r in runs)
         rows.append(
             {

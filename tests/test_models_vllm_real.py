@@ -79,7 +79,9 @@ def vllm_server(smollm2, tmp_path_factory):
 
 def _greedy_requests(lm, prompts=None) -> list[Instance]:
     prompts = prompts or [lm.apply_chat_template([{"role": "user", "content": q}]) for q in QUESTIONS]
-    return [Instance("generate_until", {"q": p}, (p, dict(GREEDY)), i, ("t", i, 1)) for i, p in enumerate(prompts)]
+    return [
+        Instance("generate_until", {"q": p}, (p, dict(GREEDY)), i, ("t", i, 1)) for i, p in enumerate(prompts)
+    ]
 
 
 def _api(server, tmp_path, **kwargs) -> SemuqAPILM:
@@ -89,7 +91,9 @@ def _api(server, tmp_path, **kwargs) -> SemuqAPILM:
 
 # -- semuq-vllm in this process ---------------------------------------------------------------------------------
 def test_semuq_vllm_end_to_end_and_rescore_and_leaderboard_read_its_store(vllm_lm, smollm2, tmp_path):
-    run_tasks(vllm_lm, tmp_path, n_samples=N, pretrained=str(smollm2))  # pretrained: the run id, as lm_eval's CLI
+    run_tasks(
+        vllm_lm, tmp_path, n_samples=N, pretrained=str(smollm2)
+    )  # pretrained: the run id, as lm_eval's CLI
     store = tmp_path / "out" / "semuq" / "semuq_triviaqa_dpr" / "smollm2-135m-instruct"
     b = json.loads((store / "breakdown.json").read_text())
     records = open_store(store).docs()
@@ -98,7 +102,9 @@ def test_semuq_vllm_end_to_end_and_rescore_and_leaderboard_read_its_store(vllm_l
     scored = b["results"]["greedy"]
     for name in ("se@lexical", "msp", "perplexity", "te", "cos@cos_int"):
         assert name in scored and scored[name]["auroc"]["n"] >= answered, (name, b["unavailable"].get(name))
-    assert b["approximate"]["te"]["methods"] == {f"token_entropies: {topk_method(TOP)}": scored["te"]["auroc"]["n"]}
+    assert b["approximate"]["te"]["methods"] == {
+        f"token_entropies: {topk_method(TOP)}": scored["te"]["auroc"]["n"]
+    }
     generator = b["generator"]
     assert generator["model"] == "semuq-vllm" and generator["engine"] == "vllm"
     assert generator["engine_version"].startswith("0.") and generator["engine_args"]["dtype"] == "float32"
@@ -108,7 +114,9 @@ def test_semuq_vllm_end_to_end_and_rescore_and_leaderboard_read_its_store(vllm_l
         for gen in [rec.greedy, *rec.samples]:
             if gen.text:
                 assert gen.token_ids is not None and len(gen.token_ids) == len(gen.token_logprobs)
-                assert np.all(gen.token_logprobs <= 0) and gen.approximate == {"token_entropies": topk_method(TOP)}
+                assert np.all(gen.token_logprobs <= 0) and gen.approximate == {
+                    "token_entropies": topk_method(TOP)
+                }
     # the store is an ordinary run store: rescored without the LLM, and ranked on a board
     assert cli_main(["rescore", str(store), "--operators", "lexical", "--bootstrap", "20", "--json"]) == 0
     board = tmp_path / "board"
@@ -143,7 +151,9 @@ def test_semuq_vllm_refuses_a_bad_argument_in_one_line(smollm2):
     _vllm()
     from semuq_eval.models.vllm_engine import SemuqVLLM
 
-    with pytest.raises(ValueError, match=r"semuq-vllm: model argument top_logprobs=0: .*greater than or equal to 1"):
+    with pytest.raises(
+        ValueError, match=r"semuq-vllm: model argument top_logprobs=0: .*greater than or equal to 1"
+    ):
         SemuqVLLM(pretrained=str(smollm2), top_logprobs=0)
     with pytest.raises(ValueError, match="semuq-vllm needs pretrained="):
         SemuqVLLM()
@@ -178,7 +188,9 @@ def test_same_greedy_answers_and_logprobs_from_semuq_hf_semuq_vllm_and_vllm_serv
 # -- semuq-api and the openai judge against vllm serve ------------------------------------------------------------
 @pytest.mark.parametrize("endpoint", ["completions", "chat"])
 def test_semuq_api_on_vllm_serve(vllm_server, endpoint, tmp_path):
-    run_tasks(_api(vllm_server, tmp_path, endpoint=endpoint, seed=7), tmp_path, n_samples=N, chat=endpoint == "chat")
+    run_tasks(
+        _api(vllm_server, tmp_path, endpoint=endpoint, seed=7), tmp_path, n_samples=N, chat=endpoint == "chat"
+    )
     b = breakdown_of(tmp_path)
     generator = b["generator"]
     caps = generator["capabilities"]
@@ -186,7 +198,9 @@ def test_semuq_api_on_vllm_serve(vllm_server, endpoint, tmp_path):
     assert caps["echo"] is (True if endpoint == "completions" else None)
     assert generator["fallbacks"] == []
     scored = b["results"]["greedy"]
-    answered = sum(1 for d in open_store(tmp_path / "out" / "semuq" / "semuq_triviaqa_dpr").docs() if d.greedy.text)
+    answered = sum(
+        1 for d in open_store(tmp_path / "out" / "semuq" / "semuq_triviaqa_dpr").docs() if d.greedy.text
+    )
     for name in ("se@lexical", "msp", "perplexity", "te"):
         assert name in scored and scored[name]["auroc"]["n"] >= answered, (name, b["unavailable"].get(name))
 

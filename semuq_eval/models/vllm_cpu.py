@@ -63,7 +63,9 @@ def alias_vllm(site_packages: Path | None = None) -> Path | None:
 
 def main(argv: list[str] | None = None) -> int:
     """Remove the CUDA-built packages and register the name ``vllm`` (module docstring)."""
-    parser = argparse.ArgumentParser(prog="python -m semuq_eval.models.vllm_cpu", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m semuq_eval.models.vllm_cpu", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--check", action="store_true", help="report what is left to do, change nothing")
     args = parser.parse_args(argv)
     if _installed("vllm-cpu") is None:
