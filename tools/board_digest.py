@@ -5,7 +5,8 @@
 A committed board keeps what a reader opens in the repository (``leaderboard.md``, ``headline.csv``, the page and the
 plots); its ``leaderboard.json`` and ``leaderboard.csv`` (several MB each) are rebuilt from the committed run records
 by the board's recipe. ``digest.json`` beside them holds the sha256 of each file's normal form: the JSON without its
-build date and record paths, every float to 9 significant digits; the CSV with its full-precision numbers to 9
+build date, the versions it was built with (``generator``: Python, numpy, scipy, ...) and record paths, every float to
+9 significant digits; the CSV with its full-precision numbers to 9
 significant digits. The same records give the same digests on any CPU: a sum's last bits depend on the vector
 instructions (an AVX-512 machine differs from an AVX2 one in the 16th digit of some ECEs), which the normal form drops.
 ``tests/test_leaderboard.py`` rebuilds every committed board and compares the digests. Without ``--write`` the digests
@@ -41,9 +42,11 @@ def rounded(value):
 
 
 def normal_document(path: Path) -> dict:
-    """``leaderboard.json`` without its build date and with each record's path reduced to its file name, rounded."""
+    """``leaderboard.json`` without its build date and build environment, each record's path reduced to its file name,
+    rounded."""
     document = json.loads(path.read_text(encoding="utf-8"))
     document["created"] = None
+    document["generator"] = None
     for run in document["runs"]:
         run["path"] = Path(run["path"]).name
     return rounded(document)
