@@ -93,6 +93,7 @@ class SemuqGenerateMixin:
     #: the lm-eval name of the model (whether it answers the reflexive follow-ups: models.reflexive.check_model)
     _semuq_name: str = "semuq-hf"
     _semuq_true_false: tuple[np.ndarray, np.ndarray] | None = None
+    _semuq_source_obj: dict[str, Any] | None = None
 
     # -- construction --------------------------------------------------------------------------------------------
     def __init__(
@@ -176,7 +177,11 @@ class SemuqGenerateMixin:
             unit=" answers",
         )
 
+        source = self._semuq_source()
+
         def hand_out(group: PromptGroup, outs: list[Generation]) -> None:
+            for answer in outs:
+                answer.source = source
             deliver(results, group, outs, self.cache_hook)
 
         journal = self._semuq_journal()
@@ -272,6 +277,29 @@ class SemuqGenerateMixin:
             name = self._semuq_model_identity()["name"]
             self._semuq_journal_obj = open_journal(self.journal, name, model=self._semuq_name)
         return self._semuq_journal_obj
+
+    def _semuq_source(self) -> dict[str, Any]:
+        """What generates the answers (`Generation.source`: the run's ``generator`` record): the engine, its
+        version and its settings."""
+        if self._semuq_source_obj is None:
+            self._semuq_source_obj = {
+                "model": self._semuq_name,
+                "engine": "transformers",
+                "engine_version": transformers.__version__,
+                "torch": torch.__version__,
+                "pretrained": self._semuq_model_identity()["name"],
+                "engine_args": {
+                    "dtype": str(getattr(self.model, "dtype", "")).replace("torch.", ""),
+                    "device": str(self.device),
+                    "batch_size": self.batch_size,
+                    "max_length": int(self.max_length),
+                    "share_prefill": self.share_prefill,
+                    "compact_rows": self.compact_rows,
+                },
+                "token_entropies": "exact (full softmax)",
+                "hidden_states": "last layer after the final norm" if self.return_hidden else None,
+            }
+        return self._semuq_source_obj
 
     def _semuq_model_identity(self) -> dict[str, Any]:
         model = self.model
