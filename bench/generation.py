@@ -29,12 +29,14 @@ Configurations (``--configs``, comma-separated):
   asked with ``n``, and its greedy answer decode as one batch), started with ``--threads`` threads and stopped at
   the end, even on error;
   ``semuq-api-llamacpp-text``: the same with ``logprobs=false`` (text only: what log-probabilities cost);
-- ``semuq-vllm-fp32``: `semuq-vllm` (vLLM in this process; on a CPU its CPU build) with ``dtype=float32``, 20
+- ``semuq-vllm-fp32``, ``semuq-vllm-bf16``: `semuq-vllm` (vLLM in this process; on a CPU its CPU build) with
+  ``dtype=float32`` / ``dtype=bfloat16``, 20
   log-probabilities per token, eager mode, the engine's threads bound to ``--threads`` cores
   (``VLLM_CPU_OMP_THREADS_BIND``), no hidden states;
 - ``semuq-api-vllm``: `semuq-api` (completions endpoint, 20 alternatives, ``--slots`` requests in flight) against
   ``vllm serve`` of the HF folder in float32 (tests/fixtures/vllm_process.py, the tests' server), its threads bound
-  the same way.
+  the same way; the requests carry no seed (``seed=none``: vLLM's CPU build stops its engine on a seeded request
+  whose prefill is split over steps).
 
 Each run is a subprocess of its own (its peak memory is its own); ``--repeats`` rounds run every configuration
 in turn and the medians are kept. Per configuration:
@@ -109,6 +111,7 @@ CONFIGS = {
     "semuq-api-llamacpp": ("semuq-api", "gguf"),
     "semuq-api-llamacpp-text": ("semuq-api", "gguf-text"),
     "semuq-vllm-fp32": ("semuq-vllm", "float32"),
+    "semuq-vllm-bf16": ("semuq-vllm", "bfloat16"),
     "semuq-api-vllm": ("semuq-api", "vllm"),
 }
 """Configuration name -> (worker kind, weights' dtype; ``gguf``: the GGUF file's own quantization, ``gguf-text``:
@@ -247,7 +250,8 @@ def _load(args: argparse.Namespace):
         return SemuqAPILM(
             model=ALIAS,
             base_url=args.base_url,
-            seed=args.seed,
+            # vLLM's CPU build stops its engine on a seeded request whose prefill is split (docs/serving.md)
+            seed="none" if args.dtype == "vllm" else args.seed,
             journal="off",
             concurrency=args.slots,
             timeout=600,

@@ -195,6 +195,23 @@ class ServerClient:
         except RecursionError:  # a reply nested too deep: unreadable like any other non-JSON body
             raise json.JSONDecodeError("nested too deep", "", 0) from None
 
+    def server_version(self) -> str | None:
+        """The server's own version where it reports one (vLLM: ``GET /version`` beside ``/v1``), else None;
+        one short request (with the key, to the same host only), never an error."""
+        parts = urllib.parse.urlsplit(self.base_url)
+        root = parts.path.rstrip("/")
+        root = root[: -len("/v1")] if root.endswith("/v1") else root
+        url = urllib.parse.urlunsplit((parts.scheme, parts.netloc, root + "/version", "", ""))
+        key = os.environ.get(self.api_key_env) if self.api_key_env else None
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        try:
+            with _OPENER.open(urllib.request.Request(url, headers=headers, method="GET"), timeout=5) as response:
+                found = json.loads(response.read(4096).decode("utf-8"))
+        except (OSError, ValueError):
+            return None
+        version = found.get("version") if isinstance(found, dict) else None
+        return str(version)[:100] if isinstance(version, (str, int, float)) else None
+
     def send(self, body: Mapping[str, Any], read: Callable[[Any], T], *, retry_refused: bool = True) -> T:
         """POST ``body`` and return ``read(reply)``, retrying as the module docstring says (with
         ``retry_refused=False``, HTTP 400 / 413 / 422 fail at once: a capability probe changes the request instead).

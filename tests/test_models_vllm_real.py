@@ -34,6 +34,12 @@ QUESTIONS = ["What is the capital of France?", "Who wrote Hamlet?", "What is the
 GREEDY = {"until": ["\n\n"], "do_sample": False, "max_gen_toks": 16}
 
 
+def _vllm_version() -> str:
+    from importlib.metadata import version
+
+    return version("vllm")
+
+
 def _vllm():
     try:
         import vllm  # noqa: F401
@@ -197,6 +203,7 @@ def test_semuq_api_on_vllm_serve(vllm_server, endpoint, tmp_path):
     assert caps["n"] is True and caps["logprobs"] is True and caps["top_logprobs"] == TOP
     assert caps["echo"] is (True if endpoint == "completions" else None)
     assert generator["fallbacks"] == []
+    assert generator["server_version"] and generator["server_version"].split("+")[0] in _vllm_version()
     scored = b["results"]["greedy"]
     answered = sum(
         1 for d in open_store(tmp_path / "out" / "semuq" / "semuq_triviaqa_dpr").docs() if d.greedy.text

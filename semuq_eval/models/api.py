@@ -85,8 +85,9 @@ class SemuqAPILM(LM):
         and 5 for completions; the probe finds what comes back).
     max_gen_toks : int
         Token budget when a request gives none.
-    seed : int
+    seed : int or "none"
         Seed of the requests (sample i of a question without ``n``: ``seed + i``); part of the journal key.
+        ``none``: requests carry no seed (docs/serving.md: vLLM's CPU build).
     max_n : int
         Most samples asked in one request.
     journal : str, optional
@@ -100,7 +101,7 @@ class SemuqAPILM(LM):
         logprobs: bool | str = True,
         top_logprobs: int = 20,
         max_gen_toks: int = 256,
-        seed: int = 1234,
+        seed: int | str = 1234,
         max_n: int = 64,
         journal: str | None = None,
         **kwargs: Any,
@@ -130,7 +131,7 @@ class SemuqAPILM(LM):
         self.logprobs = str(logprobs).strip().lower() not in OFF
         self.top_logprobs = int(top_logprobs) if self.logprobs else 0
         self.max_gen_toks = int(max_gen_toks)
-        self.seed = int(seed)
+        self.seed = None if str(seed).strip().lower() in OFF else int(seed)
         self.max_n = int(max_n)
         self.journal = journal
         self.capabilities: Capabilities | None = None
@@ -233,6 +234,7 @@ class SemuqAPILM(LM):
         self.source = {
             "model": "semuq-api",
             "server_model": self.client.model,
+            "server_version": self.client.server_version(),
             "base_url": self.client.public_url,
             "endpoint": self.client.endpoint,
             "capabilities": {k: v for k, v in caps.as_dict().items() if k != "fallbacks"},

@@ -161,7 +161,7 @@ def probe(
     logprobs: bool = True,
     top_k: int,
     sampling: Mapping[str, Any] | None = None,
-    seed: int = 1234,
+    seed: int | None = 1234,
 ) -> Capabilities:
     """Probe ``client``'s server (module docstring); raise RuntimeError when even a plain request fails.
 
@@ -171,7 +171,7 @@ def probe(
     logprobs : ask for log-probabilities at all.
     top_k : alternatives per token wanted (0: none).
     sampling : the sampling options beyond OpenAI's own that the run would send (e.g. ``{"top_k": 50}``).
-    seed : the request's seed.
+    seed : the request's seed (None: none sent).
     """
     asked: dict[str, Any] = {
         "n": True,
@@ -182,7 +182,9 @@ def probe(
     }
     refused: list[str] = []
     for requests in range(1, 8):
-        fields: dict[str, Any] = {"max_tokens": 2, "temperature": 1.0, "seed": int(seed), **asked["sampling"]}
+        fields: dict[str, Any] = {"max_tokens": 2, "temperature": 1.0, **asked["sampling"]}
+        if seed is not None:
+            fields["seed"] = int(seed)
         if asked["n"]:
             fields["n"] = 2
         if asked["logprobs"]:

@@ -63,7 +63,7 @@ def _content_digest(value: Any) -> Any:
 
 
 def journal_key(
-    model: dict[str, Any], context: str, gen_kwargs: dict, aux: Any, n_answers: int, seed: int
+    model: dict[str, Any], context: str, gen_kwargs: dict, aux: Any, n_answers: int, seed: int | None
 ) -> str:
     """The SHA-256 identifying one prompt's answers (see the module docstring)."""
     payload = {
@@ -72,7 +72,7 @@ def journal_key(
         "gen_kwargs": _content_digest(gen_kwargs),
         "aux": _content_digest(aux),
         "n": int(n_answers),
-        "seed": int(seed),
+        "seed": None if seed is None else int(seed),
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=repr).encode("utf-8")).hexdigest()
 

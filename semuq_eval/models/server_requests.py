@@ -39,6 +39,17 @@ class ChatPrompt(str):
         return json.loads(self)
 
 
+def seeded(seed: int | None, offset: int = 0) -> dict[str, int]:
+    """The ``seed`` field of a request: ``seed + offset``, or none at all when the run sends no seeds.
+
+    Examples
+    --------
+    >>> seeded(1234, 2), seeded(None, 2)
+    ({'seed': 1236}, {})
+    """
+    return {} if seed is None else {"seed": int(seed) + int(offset)}
+
+
 @dataclass
 class ServerRequests:
     """How one run asks its server: the client, what the probe found (``capabilities``), the answers' ``source``,
@@ -47,7 +58,7 @@ class ServerRequests:
     client: ServerClient
     capabilities: Capabilities
     source: dict[str, Any] | None
-    seed: int
+    seed: int | None
     max_n: int
     max_gen_toks: int
 
@@ -113,7 +124,7 @@ class ServerRequests:
         caps = self.capabilities
         gen = normalize_gen_kwargs(group.gen_kwargs, self.max_gen_toks)
         until = [u for u in gen.get("until", []) if isinstance(u, str) and u]
-        fields: dict[str, Any] = {"max_tokens": int(gen["max_gen_toks"]), "seed": self.seed + offset}
+        fields: dict[str, Any] = {"max_tokens": int(gen["max_gen_toks"]), **seeded(self.seed, offset)}
         if until:
             fields["stop"] = until[:4]  # the OpenAI limit; the rest are cut here (server_answer.cut_at_stop)
         if group.greedy:
@@ -179,7 +190,7 @@ class ServerRequests:
         """One reflexive follow-up (module docstring, step 4): its result, or ``{"error": reason}``; RequestFailed
         when the server cannot be reached."""
         caps = self.capabilities
-        fields: dict[str, Any] = {"temperature": 0.0, "seed": self.seed}
+        fields: dict[str, Any] = {"temperature": 0.0, **seeded(self.seed)}
         if method == "verbalized":
             fields["max_tokens"] = VERBALIZED_MAX_TOKENS
 

