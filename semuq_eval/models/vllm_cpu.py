@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import sysconfig
@@ -45,7 +46,8 @@ def alias_vllm(site_packages: Path | None = None) -> Path | None:
         return None
     root = Path(site_packages or sysconfig.get_paths()["purelib"])
     info = root / f"vllm-{cpu}+cpu.dist-info"
-    info.mkdir(exist_ok=False)
+    staging = root / f".{info.name}.{os.getpid()}.tmp"  # written whole, then renamed: never half a distribution
+    staging.mkdir()
     files = {
         "METADATA": (
             f"Metadata-Version: 2.1\nName: vllm\nVersion: {cpu}+cpu\n"
@@ -55,9 +57,10 @@ def alias_vllm(site_packages: Path | None = None) -> Path | None:
         "INSTALLER": "semuq-eval\n",
     }
     for name, text in files.items():
-        (info / name).write_text(text, encoding="utf-8")
+        (staging / name).write_text(text, encoding="utf-8")
     rows = [f"{info.name}/{name},," for name in (*files, "RECORD")]
-    (info / "RECORD").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    (staging / "RECORD").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    staging.rename(info)
     return info
 
 
