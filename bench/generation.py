@@ -229,7 +229,7 @@ def build_requests(tokenizer, n: int, max_gen_toks: int, questions: list[str]) -
     for doc_id, q in enumerate(questions):
         messages = [{"role": "user", "content": INSTRUCTION + q}]
         # what HFLM.apply_chat_template makes; semuq-api's completions endpoint sends it as it is (a model without a
-        # chat template, such as the tiny fixture model of bench/gpu_check.sh, gets the raw text)
+        # chat template, such as the tiny fixture model of python -m bench.gpu_check, gets the raw text)
         if getattr(tokenizer, "chat_template", None):
             ctx = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
         else:

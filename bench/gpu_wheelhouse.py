@@ -1,4 +1,4 @@
-"""Gather the wheels `bench/gpu_check.sh` installs on a GPU machine that has no network, into ``.whl/``.
+"""Gather the wheels `python -m bench.gpu_check` installs on a GPU machine that has no network, into ``.whl/``.
 
 Run it here, where PyPI answers, from the repository with the test venv: ``.venv/bin/python -m bench.gpu_wheelhouse``.
 The GPU machine's image already holds PyTorch, transformers, accelerate, sentence-transformers, scikit-learn, scipy,

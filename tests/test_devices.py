@@ -2,7 +2,7 @@
 NLI operators on CUDA against the CPU, and a semuq task end to end on CUDA, all on the tiny fixture models.
 
 Every test here needs a CUDA GPU and skips without one, saying so: this project's CI machines have none.
-`bench/gpu_check.sh` runs this file (marker ``device``) the day a machine with a GPU is lent.
+`python -m bench.gpu_check` runs this file (marker ``device``) the day a machine with a GPU is lent.
 ``SEMUQ_TEST_DEVICE`` names the device under test (default ``cuda``; ``cpu`` checks the tests themselves on a
 machine without a GPU: the CPU then stands on both sides of every comparison). The aggregators,
 metrics and the scoring path work on NumPy arrays on the CPU whatever device generated the answers: no GPU
@@ -30,7 +30,7 @@ DEVICE = os.environ.get("SEMUQ_TEST_DEVICE", "cuda")
 pytestmark = [
     pytest.mark.device,
     pytest.mark.skipif(
-        DEVICE == "cuda" and not torch.cuda.is_available(), reason="needs a CUDA GPU (bench/gpu_check.sh runs these)"
+        DEVICE == "cuda" and not torch.cuda.is_available(), reason="needs a CUDA GPU (python -m bench.gpu_check runs these)"
     ),
 ]
 
