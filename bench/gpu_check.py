@@ -30,6 +30,7 @@ from pathlib import Path
 __all__ = ["main"]
 
 ROOT = Path(__file__).resolve().parents[1]
+START = time.monotonic()
 SITE = "/tmp/site"
 TINY = "/tmp/semuq-tiny-gpt2"
 PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA"]
@@ -78,9 +79,6 @@ def _say(log: Path, line: str) -> None:
     print(line, flush=True)
     with open(log / "summary.txt", "a", encoding="utf-8") as fh:
         fh.write(line + "\n")
-
-
-START = time.monotonic()
 
 
 def main(argv: list[str] | None = None) -> int:

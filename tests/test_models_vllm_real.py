@@ -61,7 +61,8 @@ def vllm_lm(smollm2):
     from semuq_eval.models.vllm_engine import SemuqVLLM
     from tests.fixtures.vllm_process import vllm_env
 
-    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", vllm_env()["VLLM_CPU_KVCACHE_SPACE"])
+    for name in ("VLLM_CPU_KVCACHE_SPACE", "VLLM_NO_USAGE_STATS", "DO_NOT_TRACK"):  # offline, a small KV cache
+        os.environ.setdefault(name, vllm_env()[name])
     lm = SemuqVLLM(
         pretrained=str(smollm2), dtype="float32", max_model_len=1024, enforce_eager=True, hidden=True,
         top_logprobs=TOP, journal="off",

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from semuq_eval.context import RunContext
 from semuq_eval.jsonio import append_jsonl, parse_jsonl
 from semuq_eval.models.generation import Generation
 
@@ -174,13 +175,12 @@ def open_journal(setting: str | None, name: str, *, model: str) -> GenerationJou
     """
     if isinstance(setting, str) and setting.strip().lower() in OFF:
         return None
-    from semuq_eval.context import RunContext
-
     context = RunContext.resolve()
     directory = Path(setting) if setting else context.journal_dir(name)
     if directory is None:
         log.warning(
-            "%s: no output directory (--output_path): answers are not journaled, a killed run starts over", model
+            "%s: no output directory (--output_path): answers are not journaled, a killed run starts over",
+            model,
         )
         return None
     journal = GenerationJournal(directory, rank=context.rank)

@@ -136,6 +136,7 @@ class SemuqVLLM(VLLM):
         self._pooler: Any = None
         self._journal_obj: GenerationJournal | None = None
         self._seed_requests = not _on_cpu()
+        self._special_ids = set(self.tokenizer.all_special_ids)
         self.source = self._describe()
 
     # -- what generated the answers ------------------------------------------------------------------------------
@@ -273,7 +274,7 @@ class SemuqVLLM(VLLM):
             decode=lambda t: tok.decode(t, skip_special_tokens=True),
             batch_decode=lambda seqs: tok.batch_decode(seqs, skip_special_tokens=True),
             postprocess=lambda full: hflm_postprocess(full, until, self.think_end_token),
-            special_ids=set(tok.all_special_ids),
+            special_ids=self._special_ids,
         )
         steps = choice.logprobs or []
         if len(steps) < len(ids):
@@ -284,7 +285,7 @@ class SemuqVLLM(VLLM):
                 source=self.source,
             )
         kept = [int(i) for i in aligned.token_idx]
-        answer = answer_from_tokens(
+        return answer_from_tokens(
             aligned.text,
             aligned.token_offsets,
             [steps[i][ids[i]].logprob for i in kept],
@@ -295,7 +296,6 @@ class SemuqVLLM(VLLM):
             source=self.source,
             token_ids=aligned.token_ids,
         )
-        return answer
 
     # -- hidden states (hidden=true) ------------------------------------------------------------------------------
     def _add_hidden(self, prompts: list[list[int]], answers: list[list[Generation]]) -> None:
