@@ -29,6 +29,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from semuq_eval.durable import replace_file
+
 __all__ = [
     "MAX_ID",
     "append_jsonl",
@@ -113,26 +115,16 @@ def _line(obj: Any) -> str:
 
 
 def _replace_atomically(path: str | os.PathLike, chunks: Iterable[str] | bytes) -> Path:
-    """Write ``chunks`` (text, or bytes) to a per-process temporary file beside ``path``, flush it to disk and
-    rename it over ``path``: readers see the old file or the new one, never a part (ranks writing one file never
-    clash)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f"{path.suffix}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as fh:
-            if isinstance(chunks, bytes):
-                fh.write(chunks)
-            else:
-                for chunk in chunks:
-                    fh.write(chunk.encode("utf-8"))
-            fh.flush()
-            os.fsync(fh.fileno())
-        tmp.replace(path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return path
+    """Write ``chunks`` (text, or bytes) to ``path`` whole or not at all (:func:`semuq_eval.durable.replace_file`:
+    a per-process temporary file beside it, fsynced, renamed over it; ranks writing one file never clash)."""
+    if isinstance(chunks, bytes):
+        return replace_file(path, chunks)
+
+    def write(fh) -> None:
+        for chunk in chunks:
+            fh.write(chunk.encode("utf-8"))
+
+    return replace_file(path, write)
 
 
 def write_json(
@@ -257,7 +249,7 @@ def _utf8_lines(raw: Iterable[bytes], source: str) -> Iterator[str]:
 def write_jsonl(path: str | os.PathLike, records: Iterable[Any]) -> None:
     """Write ``records`` (made JSON-safe) to ``path``, one per line, replacing the file atomically: the lines go
     to a temporary file beside it, flushed to disk, then renamed over ``path``, so a writer killed half-way
-    leaves the old file whole (and a stray ``*.tmp`` at most)."""
+    leaves the old file whole."""
     _replace_atomically(path, (_line(r) for r in records))
 
 

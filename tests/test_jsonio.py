@@ -31,7 +31,7 @@ def test_json_safe_values():
 
 def test_write_and_read_round_trip(tmp_path):
     path = write_json(tmp_path / "sub" / "x.json", {"v": np.float64(0.5)})
-    assert read_json(path) == {"v": 0.5} and not list(path.parent.glob("*.tmp"))
+    assert read_json(path) == {"v": 0.5} and [p.name for p in path.parent.iterdir()] == ["x.json"]
     write_jsonl(tmp_path / "x.jsonl", [{"a": 1}, {"a": float("nan")}])
     assert [obj for _, obj in read_jsonl(tmp_path / "x.jsonl")] == [{"a": 1}, {"a": None}]
     (tmp_path / "bad.json").write_text("{", encoding="utf-8")

@@ -32,6 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from semuq_eval.durable import replace_file
+
 __all__ = [
     "DELTA_FILE",
     "DELTA_FORMAT",
@@ -107,12 +109,7 @@ def write_delta(
     payload = _sorted_header(
         save({k: np.ascontiguousarray(v) for k, v in sorted(arrays.items())}, metadata=meta)
     )
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(gzip.compress(payload, compresslevel=9, mtime=0))
-    os.replace(tmp, path)
-    return path
+    return replace_file(path, gzip.compress(payload, compresslevel=9, mtime=0))
 
 
 def _sorted_header(payload: bytes) -> bytes:
@@ -190,9 +187,9 @@ def write_compact(
         target.parent.mkdir(parents=True, exist_ok=True)
         data = path.read_bytes()
         if len(data) > _COMPRESS_OVER:
-            target.with_name(target.name + ".gz").write_bytes(gzip.compress(data, compresslevel=9, mtime=0))
+            replace_file(target.with_name(target.name + ".gz"), gzip.compress(data, compresslevel=9, mtime=0))
         else:
-            target.write_bytes(data)
+            replace_file(target, data)
     return out
 
 
@@ -224,7 +221,7 @@ def build_from_compact(
     payload = _weights_file(decode_delta(arrays, load_file(str(base_file))))
     _check_pin(payload, meta.get("decoded_sha256"), f"{compact / DELTA_FILE}: the decoded weights")
     out.mkdir(parents=True, exist_ok=True)
-    (out / WEIGHTS).write_bytes(payload)
+    replace_file(out / WEIGHTS, payload)
     for path in sorted(compact.rglob("*")):
         rel = path.relative_to(compact)
         if not path.is_file() or rel.name == DELTA_FILE:
@@ -232,9 +229,9 @@ def build_from_compact(
         target = out / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         if rel.name.endswith(".gz"):
-            target.with_name(rel.name[:-3]).write_bytes(gzip.decompress(path.read_bytes()))
+            replace_file(target.with_name(rel.name[:-3]), gzip.decompress(path.read_bytes()))
         else:
-            target.write_bytes(path.read_bytes())
+            replace_file(target, path.read_bytes())
     return meta
 
 

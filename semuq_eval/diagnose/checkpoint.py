@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from semuq_eval.diagnose.localization import Localization
+from semuq_eval.durable import replace_file
 
 __all__ = ["Outcome", "fingerprint", "keep", "resume"]
 
@@ -114,11 +115,7 @@ def keep(folder: str | os.PathLike, name: str, key: str, outcome: Outcome) -> Pa
         "located": None if loc is None else {**loc.as_dict(), "hits": loc.hits, "uids": loc.uids},
     }
     arrays = {_SIMS + k: np.asarray(v, dtype=np.float64) for k, v in outcome.sims.items()}
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as fh:
-        np.savez(fh, meta=np.array(json.dumps(meta, default=str)), **arrays)
-    os.replace(tmp, path)
-    return path
+    return replace_file(path, lambda fh: np.savez(fh, meta=np.array(json.dumps(meta, default=str)), **arrays))
 
 
 def resume(folder: str | os.PathLike, name: str, key: str) -> Outcome | None:
