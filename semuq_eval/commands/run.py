@@ -15,10 +15,12 @@ accelerate would give each of them a single-process state, so :func:`run_lm_eval
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
 
+from semuq_eval.harness.run import WRITE_FAILURES
 from semuq_eval.logs import share_lm_eval_logging
 from semuq_eval.task_files import tasks_dir
 
@@ -81,6 +83,32 @@ def check_settings_early(args) -> None:
         check_model(Settings.from_metadata(metadata).reflexive, getattr(args, "model", None))
 
 
+class _SaveFailures(logging.Handler):
+    """lm-eval's tracker logs a results file it could not write as a warning (its reason follows at info level)
+    and carries on; this handler keeps those lines, so the run can end non-zero."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.failures: list[str] = []
+        self._reason_next = False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if message.startswith("Could not save results"):
+            self.failures.append(f"lm-eval: {message.lower()}")
+            self._reason_next = True
+        elif self._reason_next:
+            self.failures[-1] += f" ({' '.join(message.split())}); its results file may be cut short"
+            self._reason_next = False
+
+
+def _report_write_failures(failures: list[str]) -> int:
+    """Exit 1 with one line per output that could not be written (0 when every output was written)."""
+    for line in failures:
+        print(f"semuq-eval run: {line}", file=sys.stderr)
+    return 1 if failures else 0
+
+
 def run_lm_eval(argv: list[str]) -> int:
     """Run lm-eval's CLI on ``argv`` (e.g. ``["run", "--model", "semuq-hf", ...]``) with the plugin registered.
 
@@ -108,7 +136,21 @@ def run_lm_eval(argv: list[str]) -> int:
             )
             args.include_path = [str(tasks_dir()), *extra]
         check_settings_early(args)
-        cli.execute(args)
+        with _watching_saves() as saves:
+            cli.execute(args)
     finally:
         sys.argv = saved
-    return 0
+    return _report_write_failures([*WRITE_FAILURES, *saves.failures])
+
+
+@contextlib.contextmanager
+def _watching_saves():
+    """A fresh list of this run's write failures, and lm-eval's tracker watched for its own."""
+    WRITE_FAILURES.clear()
+    handler = _SaveFailures()
+    tracker = logging.getLogger("lm_eval.loggers.evaluation_tracker")
+    tracker.addHandler(handler)
+    try:
+        yield handler
+    finally:
+        tracker.removeHandler(handler)

@@ -8,7 +8,9 @@ the LLM under test, and writes the label set ``NAME``:
 ``labels/<name>.jsonl``         one record per question: ``{"doc_id", "greedy", "majority", "samples",
                                 "n_missing_verdicts"[, "p_correct", "errors"]}`` (labels 1 / 0 / null)
 ``labels/<name>.json``          provenance: ``{"format", "name", "judge" (the judge's info: model and
-                                revision, prompt and its hash, decoding), "created", counts, ...}``
+                                revision, prompt and its hash, decoding), "created", counts,
+                                "rows_sha256", ...}``, written last: a set without it, or whose rows
+                                differ from ``rows_sha256``, is unfinished and refused
 ==============================  ==========================================================================
 
 ``rescore STORE --labels NAME`` scores against a label set and every breakdown names the one it used
@@ -27,6 +29,7 @@ Example
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -35,6 +38,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from semuq_eval.durable import is_temporary
 from semuq_eval.harness.doc import Doc
 from semuq_eval.harness.schemas import LabelSetLine, check_line
 from semuq_eval.harness.store import StoreReader, open_store
@@ -126,7 +130,7 @@ def check_name(name: str) -> str:
 def label_set_names(store: str | os.PathLike) -> list[str]:
     """The label sets of a store: ``"run"`` (when ``scores.jsonl`` exists) and every ``labels/<name>.jsonl``."""
     names = [RUN_LABELS] if open_store(store).has_scores else []
-    return names + sorted(p.stem for p in (Path(store) / "labels").glob("*.jsonl"))
+    return names + sorted(p.stem for p in (Path(store) / "labels").glob("*.jsonl") if not is_temporary(p))
 
 
 def write_label_set(
@@ -158,9 +162,11 @@ def write_label_set(
         **counts,
         **dict(provenance),
     }
-    path = labels_dir / f"{name}.jsonl"
+    path, meta_path = labels_dir / f"{name}.jsonl", labels_dir / f"{name}.json"
+    meta_path.unlink(missing_ok=True)  # the manifest goes last: without it the set reads as unfinished
     write_jsonl(path, rows)
-    write_json(labels_dir / f"{name}.json", meta)
+    meta["rows_sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
+    write_json(meta_path, meta)
     return path
 
 
@@ -188,15 +194,31 @@ def read_label_set(store: str | os.PathLike, name: str = RUN_LABELS) -> LabelSet
     path = root / "labels" / f"{name}.jsonl"
     if not path.is_file():
         raise FileNotFoundError(f"{root}: no label set {name!r}; label sets: {label_set_names(root)}")
-    meta_path = path.with_suffix(".json")
-    provenance = read_json(meta_path) if meta_path.is_file() else {"name": name}
-    if provenance.get("format", LABEL_SET_FORMAT) != LABEL_SET_FORMAT:
-        raise ValueError(f"{meta_path}: unknown label set format {provenance.get('format')!r}")
+    provenance = _manifest(path)
     records = {}
     for number, raw in read_jsonl(path):
         rec = _located(path, number, raw)
         records[rec["doc_id"]] = rec
     return LabelSet(name, provenance, records)
+
+
+def _manifest(path: Path) -> dict[str, Any]:
+    """The manifest ``<name>.json`` of the label set ``path``, written after its rows: without it, or with rows
+    that are not the ones it was written with, the set is unfinished (a judge killed while writing it)."""
+    meta_path = path.with_suffix(".json")
+    again = f"run `semuq-eval judge ... --name {path.stem}` again"
+    if not meta_path.is_file():
+        raise ValueError(f"{path}: an unfinished label set (no {meta_path.name}, its last file); {again}")
+    provenance = read_json(meta_path)
+    if not isinstance(provenance, dict) or provenance.get("format") != LABEL_SET_FORMAT:
+        format_ = provenance.get("format") if isinstance(provenance, dict) else None
+        raise ValueError(f"{meta_path}: field format: {format_!r}, expected {LABEL_SET_FORMAT!r}")
+    pinned = provenance.get("rows_sha256")
+    if pinned is not None and hashlib.sha256(path.read_bytes()).hexdigest() != pinned:
+        raise ValueError(
+            f"{path}: its rows are not those {meta_path.name} was written with (unfinished); {again}"
+        )
+    return provenance
 
 
 def _located(path: Path, number: int, record: Mapping[str, Any]) -> dict[str, Any]:

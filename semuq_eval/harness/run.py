@@ -25,9 +25,13 @@ from semuq_eval.harness.record import RECORD_NAME, build_record, write_record
 from semuq_eval.harness.settings import Settings
 from semuq_eval.harness.store import RunStore
 
-__all__ = ["finish_run"]
+__all__ = ["WRITE_FAILURES", "finish_run"]
 
 log = logging.getLogger(__name__)
+
+WRITE_FAILURES: list[str] = []
+"""One line per output of this process's runs that could not be written: lm-eval's task cannot fail without
+losing lm-eval's own results, so ``semuq-eval run`` reads this list after lm-eval returns and exits non-zero."""
 
 
 def finish_run(
@@ -56,8 +60,8 @@ def finish_run(
     store : RunStore, optional
         Where the run's files go (None: nothing is written).
     strict : bool
-        Raise when a file cannot be written (default). False logs a warning instead and still returns the
-        breakdown: lm-eval's task keeps its results when the store's folder is not writable.
+        Raise when a file cannot be written (default). False logs an error, adds it to :data:`WRITE_FAILURES`
+        and still returns the breakdown: lm-eval's task keeps its results, and ``semuq-eval run`` exits non-zero.
     """
     breakdown = summarize(
         items, settings, task=task, operators=operators, judge=judge, label_set=label_set, extra=extra
@@ -68,13 +72,14 @@ def finish_run(
         store.root.mkdir(parents=True, exist_ok=True)
         if settings.store:
             store.write_scores(items)
-        path = store.write_breakdown(breakdown)
-        if settings.store:
             _write_record(store, items, breakdown)
+        path = store.write_breakdown(breakdown)  # the last file: a store with it is complete
+        store.mark_finished()
     except (OSError, ValueError) as err:
         if strict:
             raise
-        log.warning("%s: could not write the breakdown or record to %s (%s)", task, store.root, err)
+        WRITE_FAILURES.append(" ".join(f"{task}: {err}".split()))
+        log.error("%s: could not write the breakdown or record to %s (%s)", task, store.root, err)
         return breakdown
     labels = breakdown["labels"]["greedy"]
     log.info(

@@ -19,6 +19,8 @@ says otherwise). Files (no pickle anywhere):
                                strategy), every estimator's score (null = unavailable) and the reasons
 ``breakdown.json``             the full breakdown (:mod:`semuq_eval.harness.breakdown`)
 ``record.jsonl.gz``            the run record: labels and scores, text only (:mod:`semuq_eval.harness.record`)
+``.semuq-unfinished``          present from the run's start to its last file (``breakdown.json``): readers
+                               refuse the store while it is there (:mod:`semuq_eval.durable`)
 =============================  ============================================================================
 
 A rank truncates its own files when its filter starts (rank 0 also removes those of ranks that the run
@@ -42,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from semuq_eval.durable import UNFINISHED, WriteFailed, check_finished, clean_temporary, replace_file
 from semuq_eval.harness.doc import Doc
 from semuq_eval.harness.schemas import GenerationsLine, Manifest, ScoresLine, check_line
 from semuq_eval.jsonio import read_json, read_jsonl, write_json, write_jsonl
@@ -64,6 +67,7 @@ SCORES = "scores.jsonl"
 BREAKDOWN = "breakdown.json"
 GENERATIONS_GLOB = "generations.rank*.jsonl"
 HIDDEN_GLOB = "hidden.rank*.npz"
+UNFINISHED_HOW = "run the command that wrote it again (a run resumes from its generation journal)"
 
 
 class RunStore:
@@ -89,13 +93,13 @@ class RunStore:
         ``model`` names the LLM under test (``pretrained`` / ``model``, ``revision``, ...), as lm-eval's CLI gave
         it (lm-eval's CLI merges model_args into the task metadata; ``simple_evaluate`` does not: then it is empty)."""
         r = self.rank
-        self.root.mkdir(parents=True, exist_ok=True)
+        self.mark_unfinished()
         manifest = {"format": STORE_FORMAT, "task": task, "settings": settings, "model": dict(model or {})}
         if generator:
             manifest["generator"] = dict(generator)
         write_json(self.root / MANIFEST, manifest)
         self.manifest = manifest
-        (self.root / f"generations.rank{r}.jsonl").write_text("", encoding="utf-8")
+        replace_file(self.root / f"generations.rank{r}.jsonl", b"")
         (self.root / f"hidden.rank{r}.npz").unlink(missing_ok=True)
         if r == 0:
             for old in [*self.root.glob(GENERATIONS_GLOB), *self.root.glob(HIDDEN_GLOB)]:
@@ -132,14 +136,15 @@ class RunStore:
                         pass
         write_jsonl(self.root / f"generations.rank{r}.jsonl", records)
         if arrays:
-            np.savez(self.root / f"hidden.rank{r}.npz", **arrays)
+            replace_file(self.root / f"hidden.rank{r}.npz", lambda fh: np.savez(fh, **arrays))
 
     def copy_generations(self, source: str | os.PathLike) -> None:
         """Every rank's answers and hidden vectors of the store at ``source``, as they are (after :meth:`begin`,
         in place of this rank's empty file): a store rescored elsewhere keeps the answers it was made from."""
         (self.root / f"generations.rank{self.rank}.jsonl").unlink(missing_ok=True)
         for path in [*Path(source).glob(GENERATIONS_GLOB), *Path(source).glob(HIDDEN_GLOB)]:
-            shutil.copyfile(path, self.root / path.name)
+            with open(path, "rb") as src:
+                replace_file(self.root / path.name, lambda dst, src=src: shutil.copyfileobj(src, dst))
 
     def write_scores(self, items: Iterable[Mapping[str, Any]]) -> None:
         """``scores.jsonl``: one item per question, in doc order."""
@@ -153,7 +158,7 @@ class RunStore:
     ) -> None:
         """A whole single-rank store from lines already in their stored form (a frozen store keeps only some
         fields of each answer): every rank's answers and hidden vectors go first."""
-        self.root.mkdir(parents=True, exist_ok=True)
+        self.mark_unfinished()
         for old in [*self.root.glob(GENERATIONS_GLOB), *self.root.glob(HIDDEN_GLOB)]:
             old.unlink()
         write_json(self.root / MANIFEST, manifest)
@@ -164,6 +169,21 @@ class RunStore:
     def write_breakdown(self, breakdown: Mapping[str, Any], name: str = BREAKDOWN) -> Path:
         """The breakdown as ``name`` in the store directory; returns its path."""
         return write_json(self.root / name, breakdown)
+
+    def mark_unfinished(self) -> None:
+        """Create the folder and mark it unfinished (:data:`~semuq_eval.durable.UNFINISHED`) until
+        :meth:`mark_finished`: readers refuse the store in between, so a killed run is never read as complete.
+        The temporary files of killed writers are removed first."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        clean_temporary(self.root)
+        replace_file(self.root / UNFINISHED, f"{os.getpid()}\n")
+
+    def mark_finished(self) -> None:
+        """The store's last file is written: remove the unfinished marker."""
+        try:
+            (self.root / UNFINISHED).unlink(missing_ok=True)
+        except OSError as err:
+            raise WriteFailed(self.root / UNFINISHED, err) from None
 
 
 def open_store(path: str | os.PathLike) -> StoreReader:
@@ -210,6 +230,7 @@ class StoreReader:
         path = self.manifest_path
         if not path.is_file():
             raise FileNotFoundError(f"{self.root} is not a semuq run store (no {MANIFEST})")
+        check_finished(self.root, "run store", UNFINISHED_HOW)
         manifest = read_json(path)
         if not isinstance(manifest, dict):
             raise ValueError(f"{path}: a manifest is a JSON object, got {type(manifest).__name__}")

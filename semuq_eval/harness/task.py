@@ -55,7 +55,7 @@ from semuq_eval.harness.doc import Doc
 from semuq_eval.harness.operator_runs import OperatorRun, merge_operator_runs
 from semuq_eval.harness.overlap import warn_training_overlap
 from semuq_eval.harness.pipeline import process_docs
-from semuq_eval.harness.run import finish_run
+from semuq_eval.harness.run import WRITE_FAILURES, finish_run
 from semuq_eval.harness.settings import Settings
 from semuq_eval.harness.store import RunStore
 from semuq_eval.logs import share_lm_eval_logging
@@ -89,6 +89,8 @@ def run_model(metadata: dict | None) -> str | None:
         if value not in (None, ""):
             return str(value)
     return None
+
+
 """The model_args (which lm-eval merges into the task metadata) that name the LLM under test in the store."""
 
 GREEDY_KEYS = ("until", "max_gen_toks")
@@ -316,7 +318,8 @@ class SemuqTask(ConfigurableTask):
                 )
                 self.store.write_generations(docs, hidden=self.settings.store_hidden)
             except OSError as err:
-                log.warning(
+                WRITE_FAILURES.append(" ".join(f"{self.config.task}: {err}".split()))
+                log.error(
                     "%s: could not write the run store in %s (%s)", self.config.task, self.store.root, err
                 )
         return None
