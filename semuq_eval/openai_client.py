@@ -8,42 +8,59 @@ build, send and read their requests here:
   asked in the shape of the endpoint (chat: ``logprobs: true, top_logprobs: k``; completions: ``logprobs: k``);
 - **sending** (:meth:`ServerClient.send`): JSON over HTTP(S) with the API key read from the environment variable
   named by ``api_key_env`` at each request (never stored, logged or written; no key: no Authorization header, as
-  local servers expect; a redirect to another host never receives it). Timeouts, refused connections, HTTP 429 /
-  5xx, non-JSON bodies and replies the caller cannot read (:class:`Unreadable`) are retried ``max_retries`` times,
-  waiting ``backoff * 2**attempt`` seconds with jitter; then :class:`RequestFailed` says why. HTTP 401 / 403 / 404
-  (wrong key, model or URL) raise :class:`ServerRefused` at once: every request would fail;
+  local servers expect; a redirect to another host never receives it). ``timeout`` is a deadline on the whole
+  request: connecting, sending and reading the whole reply end within ``timeout`` seconds (every socket operation
+  waits at most the time left), so a server trickling bytes cannot hold a request longer. Timeouts, refused
+  connections, HTTP 429 / 5xx, non-JSON bodies and replies the caller cannot read (:class:`Unreadable`) are retried
+  ``max_retries`` times, waiting ``backoff * 2**attempt`` seconds with jitter, or what an HTTP 429 / 503 reply's
+  ``Retry-After`` header asks (seconds or an HTTP date, at most :data:`RETRY_AFTER_CAP`); then
+  :class:`RequestFailed` says why, and the client counts it (:attr:`ServerClient.failures`, of which
+  :attr:`ServerClient.unreachable` found no server). HTTP 401 / 403 / 404 (wrong key, model or URL) raise
+  :class:`ServerRefused` at once: every request would fail;
 - **reading** a reply: :mod:`semuq_eval.openai_replies` (the text of a choice and its log-probabilities).
 """
 
 from __future__ import annotations
 
+import email.utils
+import functools
 import http.client
+import io
 import json
+import math
 import os
 import random
+import socket
+import threading
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
 from typing import Any, TypeVar
 
 __all__ = [
     "ENDPOINTS",
     "FATAL_STATUS",
     "REFUSED_STATUS",
+    "RETRY_AFTER_CAP",
     "RequestFailed",
     "ServerClient",
     "ServerRefused",
     "TRANSPORT_OPTIONS",
     "Unreadable",
+    "retry_after",
 ]
 
 ENDPOINTS = {"chat": "/chat/completions", "completions": "/completions"}
 FATAL_STATUS = (401, 403, 404)
 REFUSED_STATUS = (400, 413, 422)
 """Statuses of a request the server will not take as it is (an unknown field, a value out of range)."""
+RETRY_AFTER_CAP = 60.0
+"""The longest wait, in seconds, that a ``Retry-After`` header of an HTTP 429 / 503 reply obtains."""
+BUSY_STATUS = (429, 503)
 
 TRANSPORT_OPTIONS = ("endpoint", "api_key_env", "concurrency", "timeout", "max_retries", "backoff")
 """The :class:`ServerClient` options every caller (judge, model, rewriter) passes through as they are."""
@@ -86,7 +103,7 @@ class ServerClient:
     concurrency : int
         Requests in flight at once (:meth:`map`).
     timeout : float
-        Seconds per request.
+        The deadline of a whole request in seconds: connecting, sending and reading the whole reply.
     max_retries : int
         Retries of a failed request.
     backoff : float
@@ -124,6 +141,11 @@ class ServerClient:
         self.timeout = float(timeout)
         self.max_retries = int(max_retries)
         self.backoff = float(backoff)
+        self.failures: dict[str, int] = {}
+        """Requests that failed after their retries, by reason, in the order first seen."""
+        self.unreachable = 0
+        """Of those, the requests whose last try found no server (connection refused or reset, unknown host)."""
+        self._count_lock = threading.Lock()
 
     @classmethod
     def take(cls, base_url: str, model: str, options: dict[str, Any], **defaults: Any) -> ServerClient:
@@ -180,7 +202,8 @@ class ServerClient:
 
     # ------------------------------------------------------------------ sending
     def post(self, body: Mapping[str, Any]) -> Any:
-        """One POST of ``body``; the decoded JSON reply (urllib / JSON errors propagate)."""
+        """One POST of ``body`` within the ``timeout`` deadline; the decoded JSON reply (urllib, socket and JSON
+        errors propagate; :class:`TimeoutError` once the deadline has passed)."""
         headers = {"Content-Type": "application/json"}
         key = os.environ.get(self.api_key_env) if self.api_key_env else None
         if key:
@@ -188,12 +211,25 @@ class ServerClient:
         request = urllib.request.Request(
             self.url, data=json.dumps(body).encode(), headers=headers, method="POST"
         )
+        request.deadline = time.monotonic() + self.timeout  # read by the connections of _OPENER
         with _OPENER.open(request, timeout=self.timeout) as response:
             text = response.read().decode("utf-8")
         try:
             return json.loads(text)
         except RecursionError:  # a reply nested too deep: unreadable like any other non-JSON body
             raise json.JSONDecodeError("nested too deep", "", 0) from None
+
+    @property
+    def failed(self) -> int:
+        """How many requests failed after their retries (:attr:`failures`)."""
+        with self._count_lock:
+            return sum(self.failures.values())
+
+    @property
+    def first_failure(self) -> str | None:
+        """The reason of the first request that failed after its retries, or None."""
+        with self._count_lock:
+            return next(iter(self.failures), None)
 
     def server_version(self) -> str | None:
         """The server's own version where it reports one (vLLM: ``GET /version`` beside ``/v1``), else None;
@@ -205,7 +241,9 @@ class ServerClient:
         key = os.environ.get(self.api_key_env) if self.api_key_env else None
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         try:
-            with _OPENER.open(urllib.request.Request(url, headers=headers, method="GET"), timeout=5) as response:
+            with _OPENER.open(
+                urllib.request.Request(url, headers=headers, method="GET"), timeout=5
+            ) as response:
                 found = json.loads(response.read(4096).decode("utf-8"))
         except (OSError, ValueError):
             return None
@@ -214,44 +252,63 @@ class ServerClient:
 
     def send(self, body: Mapping[str, Any], read: Callable[[Any], T], *, retry_refused: bool = True) -> T:
         """POST ``body`` and return ``read(reply)``, retrying as the module docstring says (with
-        ``retry_refused=False``, HTTP 400 / 413 / 422 fail at once: a capability probe changes the request instead).
+        ``retry_refused=False``, HTTP 400 / 413 / 422 fail at once, uncounted: a capability probe changes the
+        request instead).
 
         Raises
         ------
         ServerRefused
             HTTP 401 / 403 / 404.
         RequestFailed
-            Still failing after ``max_retries`` retries (the reason of the last try).
+            Still failing after ``max_retries`` retries (the reason of the last try), counted in :attr:`failures`.
         """
-        error, unreachable, status = "no attempt", False, None
+        failure = RequestFailed("no attempt")
+        wait: float | None = None
         for attempt in range(self.max_retries + 1):
             if attempt:
-                time.sleep(self.backoff * 2 ** (attempt - 1) * (0.5 + random.random()))
-            unreachable, status = False, None
+                time.sleep(
+                    self.backoff * 2 ** (attempt - 1) * (0.5 + random.random()) if wait is None else wait
+                )
             try:
                 return read(self.post(body))
-            except urllib.error.HTTPError as exc:
-                detail = exc.read()[:200].decode("utf-8", "replace") if exc.fp else ""
-                if exc.code in FATAL_STATUS:
-                    raise ServerRefused(
-                        f"server {self.public_url} answered HTTP {exc.code} for model {self.model!r}: "
-                        f"{detail.strip()} (check base_url, model and the key in ${self.api_key_env})"
-                    ) from exc
-                error = f"HTTP {exc.code}: {detail.strip()[:120]}" if detail.strip() else f"HTTP {exc.code}"
-                status = exc.code
-                if not retry_refused and exc.code in REFUSED_STATUS:
-                    raise RequestFailed(error, status=status) from exc
-            except (urllib.error.URLError, TimeoutError, ConnectionError, http.client.HTTPException) as exc:
-                reason = getattr(exc, "reason", exc)
-                unreachable = isinstance(reason, ConnectionError) or isinstance(exc, ConnectionError)
-                error = f"request failed: {reason}"
-            except (json.JSONDecodeError, UnicodeDecodeError):
-                error = "the server's reply is not JSON"
-            except Unreadable as exc:
-                error = str(exc)
+            except _FAILED_TRY as exc:
+                failure, wait = self._failure(exc)
+                failure.__cause__ = exc
+            if not retry_refused and failure.status in REFUSED_STATUS:
+                raise failure
+        reason = f"{failure.reason} (after {self.max_retries} retries)"
+        with self._count_lock:
+            self.failures[reason] = self.failures.get(reason, 0) + 1
+            self.unreachable += failure.unreachable
         raise RequestFailed(
-            f"{error} (after {self.max_retries} retries)", unreachable=unreachable, status=status
+            reason, unreachable=failure.unreachable, status=failure.status
+        ) from failure.__cause__
+
+    def _failure(self, exc: BaseException) -> tuple[RequestFailed, float | None]:
+        """What one failed try (an exception of :data:`_FAILED_TRY`) says: the reason (unreachable, HTTP
+        status), and the wait a ``Retry-After`` header asks before the next (None: the backoff's);
+        ServerRefused for HTTP 401 / 403 / 404."""
+        if isinstance(exc, urllib.error.HTTPError):
+            detail = _detail(exc)
+            if exc.code in FATAL_STATUS:
+                raise ServerRefused(
+                    f"server {self.public_url} answered HTTP {exc.code} for model {self.model!r}: "
+                    f"{detail} (check base_url, model and the key in ${self.api_key_env})"
+                ) from exc
+            wait = retry_after(exc.headers.get("Retry-After")) if exc.code in BUSY_STATUS else None
+            reason = f"HTTP {exc.code}: {detail[:120]}" if detail else f"HTTP {exc.code}"
+            return RequestFailed(reason, status=exc.code), wait
+        if isinstance(exc, (json.JSONDecodeError, UnicodeDecodeError)):
+            return RequestFailed("the server's reply is not JSON"), None
+        if isinstance(exc, Unreadable):
+            return RequestFailed(str(exc)), None
+        reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+        if isinstance(reason, TimeoutError):
+            return RequestFailed(f"request failed: no complete reply within timeout={self.timeout:g} s"), None
+        unreachable = isinstance(reason, (ConnectionError, socket.gaierror)) or isinstance(
+            exc, ConnectionError
         )
+        return RequestFailed(f"request failed: {reason}", unreachable=unreachable), None
 
     def map(self, fn: Callable[[Any], T], items: Iterable[Any]) -> list[T]:
         """``[fn(x) for x in items]`` with ``concurrency`` calls in flight, in order."""
@@ -259,11 +316,129 @@ class ServerClient:
             return list(pool.map(fn, items))
 
 
+_FAILED_TRY = (OSError, http.client.HTTPException, json.JSONDecodeError, UnicodeDecodeError, Unreadable)
+"""What a try that failed raises: urllib's and the socket's errors (timeouts, refused or reset connections, HTTP
+errors), a cut or garbled HTTP reply, a body that is not JSON, a reply the caller cannot read."""
+
+
+def retry_after(value: str | None) -> float | None:
+    """The wait a ``Retry-After`` header asks, in seconds (a number of seconds or an HTTP date), within
+    [0, :data:`RETRY_AFTER_CAP`]; None when there is none or it cannot be read.
+
+    Examples
+    --------
+    >>> retry_after("1"), retry_after("3600"), retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), retry_after("soon")
+    (1.0, 60.0, 0.0, None)
+    """
+    if not value or not value.strip():
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=timezone.utc)
+        seconds = (when - datetime.now(timezone.utc)).total_seconds()
+    return min(max(seconds, 0.0), RETRY_AFTER_CAP) if math.isfinite(seconds) else None
+
+
+def _detail(exc: urllib.error.HTTPError) -> str:
+    """The start of an HTTP error's body on one line, or "" when it cannot be read within the deadline."""
+    try:
+        raw = exc.read(200) if exc.fp else b""
+    except (OSError, http.client.HTTPException):
+        return ""
+    return " ".join(raw.decode("utf-8", "replace").split())
+
+
+# ---------------------------------------------------------------------------------------------------- deadlines
+def _time_left(deadline: float) -> float:
+    """Seconds until ``deadline`` (:func:`time.monotonic`), or TimeoutError when it has passed."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError("the request's deadline has passed")
+    return left
+
+
+class _DeadlineReader(io.RawIOBase):
+    """A socket's reader whose every read waits at most until the deadline."""
+
+    def __init__(self, raw: io.RawIOBase, sock: socket.socket, deadline: float) -> None:
+        super().__init__()
+        self.raw, self.sock, self.deadline = raw, sock, deadline
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int | None:
+        self.sock.settimeout(_time_left(self.deadline))
+        return self.raw.readinto(buffer)
+
+    def fileno(self) -> int:
+        return self.raw.fileno()
+
+    def close(self) -> None:
+        self.raw.close()  # releases the socket (urllib closes the connection before the reply is read)
+        super().close()
+
+
+class _DeadlineResponse(http.client.HTTPResponse):
+    """An HTTP reply whose status line, headers and body are read before the request's deadline."""
+
+    def __init__(self, sock: socket.socket, *args: Any, deadline: float, **kwargs: Any) -> None:
+        super().__init__(sock, *args, **kwargs)
+        self.fp = io.BufferedReader(_DeadlineReader(self.fp.detach(), sock, deadline))
+
+
+class _DeadlineConnection:
+    """Mixed into http.client's connections: connecting, sending and the reply end by ``deadline``."""
+
+    def __init__(self, *args: Any, deadline: float, timeout: float | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, timeout=_time_left(deadline), **kwargs)
+        self.deadline = deadline
+        self.response_class = functools.partial(_DeadlineResponse, deadline=deadline)
+
+    def send(self, data: Any) -> None:
+        if self.sock is None:
+            self.connect()
+        self.sock.settimeout(_time_left(self.deadline))
+        super().send(data)
+
+
+class _DeadlineHTTPConnection(_DeadlineConnection, http.client.HTTPConnection):
+    pass
+
+
+class _DeadlineHTTPSConnection(_DeadlineConnection, http.client.HTTPSConnection):
+    pass
+
+
+def _deadline(request: urllib.request.Request) -> float:
+    """A request's deadline: the one :meth:`ServerClient.post` set, else ``timeout`` from now."""
+    found = getattr(request, "deadline", None)
+    return found if found is not None else time.monotonic() + float(request.timeout or 60.0)
+
+
+class _DeadlineHTTPHandler(urllib.request.HTTPHandler):
+    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(functools.partial(_DeadlineHTTPConnection, deadline=_deadline(req)), req)
+
+
+class _DeadlineHTTPSHandler(urllib.request.HTTPSHandler):
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(functools.partial(_DeadlineHTTPSConnection, deadline=_deadline(req)), req)
+
+
 class _NoCredentialsAcrossHosts(urllib.request.HTTPRedirectHandler):
     """Follows a redirect, but never sends the API key to another host (urllib copies every header)."""
 
     def redirect_request(self, req, fp, code, msg, headers, newurl):
         new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if new is not None and getattr(req, "deadline", None) is not None:
+            new.deadline = req.deadline  # a redirect spends the same request's time
         if (
             new is not None
             and urllib.parse.urlsplit(newurl).netloc != urllib.parse.urlsplit(req.full_url).netloc
@@ -273,7 +448,7 @@ class _NoCredentialsAcrossHosts(urllib.request.HTTPRedirectHandler):
         return new
 
 
-_OPENER = urllib.request.build_opener(_NoCredentialsAcrossHosts)
+_OPENER = urllib.request.build_opener(_NoCredentialsAcrossHosts, _DeadlineHTTPHandler, _DeadlineHTTPSHandler)
 
 
 # ---------------------------------------------------------------------------------------------------- reading

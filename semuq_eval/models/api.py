@@ -11,7 +11,8 @@ A run, in the order things happen (docs/serving.md is the user's page):
    N samples of a question go in one request (``n=N``, split into requests of at most ``max_n``) when the server
    supports ``n``, else in N requests with seeds ``seed + i``; the greedy answer is one request at temperature 0.
    Requests run ``concurrency`` at a time (`semuq_eval.models.server_requests`) through the shared transport
-   (`semuq_eval.openai_client`: API key from ``api_key_env``, retries with exponential backoff, timeouts).
+   (`semuq_eval.openai_client`: API key from ``api_key_env``, retries with exponential backoff or the server's
+   ``Retry-After``, a deadline on each whole request).
 3. **Answers** (`semuq_eval.models.server_answer`): the text, the tokens that make it up with their character
    spans, their log-probabilities (so ``se``, ``msp``, ``perplexity``) and token entropies estimated from the
    top-k (`semuq_eval.models.topk`: ``te`` / ``te_enc`` are flagged approximate in the breakdown). No token ids.
@@ -26,10 +27,11 @@ A run, in the order things happen (docs/serving.md is the user's page):
    as they are complete, and looked up before asking, so a run killed (or whose server went away) restarts
    without asking the server again for what it has. Answers with an error are not journaled.
 
-Failures: a request that still fails after its retries (HTTP 5xx, a timeout, a reply that breaks the protocol)
-gives its answers as empty text with the reason in ``Generation.error``: that question is a bad doc of the
-breakdown and the run goes on. A server that cannot be reached at all (connection refused) stops the run with
-a clear error: everything answered so far is in the journal. HTTP 401 / 403 / 404 stop it at once.
+Failures: a request that still fails after its retries (HTTP 5xx, no complete reply within ``timeout``, a reply
+that breaks the protocol) gives its answers as empty text with the reason in ``Generation.error``: that question is
+a bad doc of the breakdown, the run goes on and ends by saying how many requests failed and the first reason. A
+server that cannot be reached at all (connection refused or reset, an unknown host) stops the run with a clear
+error: everything answered so far is in the journal. HTTP 401 / 403 / 404 stop it at once.
 """
 
 from __future__ import annotations
@@ -77,7 +79,9 @@ class SemuqAPILM(LM):
         The environment variable holding the API key (never a model argument: lm-eval writes those into its
         results).
     concurrency, timeout, max_retries, backoff :
-        Requests in flight, seconds per request, retries of a failed request and the first wait between them.
+        Requests in flight, the deadline of a whole request in seconds (connecting, sending, the whole reply),
+        retries of a failed request and the first wait between them (an HTTP 429 / 503 ``Retry-After`` header
+        overrides it, within a cap).
     logprobs : bool
         Ask for log-probabilities (off: text only, like lm-eval's own server models).
     top_logprobs : int
@@ -208,10 +212,13 @@ class SemuqAPILM(LM):
         failed = sum(1 for r in results if r is not None and r.error is not None)
         if failed:
             log.warning(
-                "semuq-api: %d of %d answers came with an error (see the breakdown's bad_docs); they are not "
-                "journaled: running the same command again asks only for them",
+                "semuq-api: %d of %d answers came with an error (see the breakdown's bad_docs; %d requests "
+                "failed after their retries, first: %s); they are not journaled: running the same command "
+                "again asks only for them",
                 failed,
                 len(results),
+                self.client.failed,
+                self.client.first_failure,
             )
         assert all(r is not None for r in results)
         return results  # type: ignore[return-value]
