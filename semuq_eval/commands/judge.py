@@ -4,6 +4,10 @@ The label set is written into the store and compared with another label set of t
 own, ``run``): agreement tables and the AUROC of every estimator under both label sets side by side
 (:mod:`semuq_eval.harness.relabel`). ``rescore STORE --labels NAME`` then scores against the new labels.
 
+Judge requests that failed after their retries (a server down, too slow, or answering garbage) leave their labels
+unknown and uncached: the command says how many on stderr in one line, with the first reason, and exits 1 when
+every request failed (no label known), unless ``--allow-unknown``.
+
 Example
 -------
 ::
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -56,11 +61,39 @@ def _fmt(r: Mapping[str, Any] | None) -> str:
 
 def main(argv: list[str]) -> int:
     """`semuq-eval judge STORE --judge NAME --judge_args k=v,... --name LABELS`."""
-    from semuq_eval.harness.label_sets import RUN_LABELS, label_set_names
-    from semuq_eval.harness.relabel import auroc_side_by_side, compare_label_sets, judge_store
-    from semuq_eval.jsonio import read_json, write_json
+    from semuq_eval.harness.relabel import judge_store
+
+    parser = _parser()
+    args = parser.parse_args(argv)
+    name = args.name or _default_name(args.judge, args.judge_args)
+    try:
+        # the label set is written here (labels/<name>.jsonl, labels/<name>.json) and its manifest gets the
+        # comparison in _compare: one writer of the label set from here to the end of main
+        provenance = judge_store(args.store, args.judge, args.judge_args, name=name, force=args.force)
+    except (ValueError, FileNotFoundError, FileExistsError, RuntimeError) as exc:
+        parser.exit(2, f"semuq-eval judge: {exc}\n")
+    stats = provenance["judge_stats"]
+    print(
+        f"label set {name!r} written to {Path(args.store) / 'labels'} in {provenance['seconds']} s"
+        + (
+            f"; {stats.get('cache_hits', 0)} of {stats.get('distinct', 0)} distinct answers from the cache"
+            if stats
+            else ""
+        )
+    )
+    if provenance["unknown_reasons"]:
+        print(f"unknown labels (left out of the metrics): {provenance['unknown_reasons']}")
+    failed, line = _request_failures(provenance, name, allow_unknown=args.allow_unknown)
+    if line:
+        print(f"semuq-eval judge: {line}", file=sys.stderr)
+    if failed:
+        return 1
+    return _compare(args, name)
+
+
+def _parser() -> CommandParser:
+    from semuq_eval.harness.label_sets import RUN_LABELS
     from semuq_eval.judges import names
-    from semuq_eval.judges.agreement import agreement_table
 
     parser = CommandParser(
         prog="semuq-eval judge",
@@ -82,23 +115,56 @@ def main(argv: list[str]) -> int:
     )
     parser.add_argument("--top", type=whole(1), default=15, help="estimators shown in the AUROC table")
     parser.add_argument("--force", action="store_true", help="replace a label set of the same name")
-    args = parser.parse_args(argv)
-    name = args.name or _default_name(args.judge, args.judge_args)
-    try:
-        provenance = judge_store(args.store, args.judge, args.judge_args, name=name, force=args.force)
-    except (ValueError, FileNotFoundError, FileExistsError, RuntimeError) as exc:
-        parser.exit(2, f"semuq-eval judge: {exc}\n")
-    stats = provenance["judge_stats"]
-    print(
-        f"label set {name!r} written to {Path(args.store) / 'labels'} in {provenance['seconds']} s"
-        + (
-            f"; {stats.get('cache_hits', 0)} of {stats.get('distinct', 0)} distinct answers from the cache"
-            if stats
-            else ""
-        )
+    parser.add_argument(
+        "--allow-unknown",
+        action="store_true",
+        help="exit 0 even when every judge request failed (every label unknown); by default that exits 1",
     )
-    if provenance["unknown_reasons"]:
-        print(f"unknown labels (left out of the metrics): {provenance['unknown_reasons']}")
+    return parser
+
+
+def _request_failures(
+    provenance: Mapping[str, Any], name: str, *, allow_unknown: bool
+) -> tuple[bool, str | None]:
+    """Whether the judge failed as a whole (every request failed after its retries, so no label is known, and
+    not ``allow_unknown``), and the one line that says how many requests failed and why (None: none failed).
+
+    Examples
+    --------
+    >>> stats = {"judged": 0, "cache_hits": 0, "failed": 3, "failures": {"HTTP 500 (after 3 retries)": 3}}
+    >>> _request_failures({"judge_stats": stats, "unknown_reasons": {}}, "j", allow_unknown=False)[0]
+    True
+    """
+    from semuq_eval.judges.prompted import NO_REFERENCE
+
+    stats = provenance.get("judge_stats") or {}
+    failed = int(stats.get("failed", 0))
+    if not failed:
+        return False, None
+    reasons = stats.get("failures") or {
+        r: n for r, n in (provenance.get("unknown_reasons") or {}).items() if r != NO_REFERENCE
+    }
+    first = next(iter(reasons), "unknown")
+    if stats.get("judged", 0) or stats.get("cache_hits", 0):
+        asked = failed + int(stats.get("judged", 0))
+        return False, (
+            f"{failed} of {asked} judge requests failed (first: {first}); their labels are unknown and not "
+            "cached: running again with --force asks only for them"
+        )
+    line = f"all {failed} judge requests failed (first: {first}); label set {name!r} holds no known label"
+    if allow_unknown:
+        return False, line + " (--allow-unknown)"
+    return True, line + ": fix the server and run again with --force, or pass --allow-unknown to keep it"
+
+
+def _compare(args: Any, name: str) -> int:
+    """Compare the new label set with ``--compare``: agreement and AUROC tables, printed and stored in its
+    manifest."""
+    from semuq_eval.harness.label_sets import label_set_names
+    from semuq_eval.harness.relabel import auroc_side_by_side, compare_label_sets
+    from semuq_eval.jsonio import read_json, write_json
+    from semuq_eval.judges.agreement import agreement_table
+
     if args.compare not in label_set_names(args.store):
         print(f"(no label set {args.compare!r} to compare with)")
         return 0

@@ -2,13 +2,24 @@
 
 The key of a verdict is the sha256 of (the judge's identity: backend, model and revision, decoding; the
 prompt's sha256; the question; the references; the answer), so a change of any of them is a miss. Only
-verdicts the judge actually reached are stored, unreadable replies included (the same judge would repeat
-them); a request that failed (server down, timeout after its retries) is not, so the next run asks again
-and a run killed or cut off by a failing server resumes from the cache when the server is back.
+verdicts with a label are stored and served: an unknown one (an unreadable or empty reply, a request that
+failed after its retries) is not, so the next run asks again, and a run killed or cut off by a failing server
+resumes from the cache when the server is back.
 
 Default location: ``<semuq-eval cache dir>/judge-cache.sqlite`` (``SEMUQ_EVAL_CACHE`` or
 ``~/.cache/semuq-eval``); judges take ``cache=PATH`` or ``cache=none``. Several processes may share one file
 (WAL journal, busy timeout).
+
+The cache is an optimisation, never a source of labels it cannot vouch for:
+
+- a row read back is checked as a label set's verdict is (label 0 / 1, ``p_correct`` a number in [0, 1] or
+  null, text fields text); an invalid row is a miss (asked again, then replaced), with one warning naming the file;
+- a cache whose file or folder is not writable (a read-only mount) is used read-only: its verdicts are served,
+  new ones are not stored, and one warning says so;
+- a write that fails (a full disk, a lock held past the busy timeout) stops the storing for the rest of the run
+  with one warning naming the file; the judge goes on and its labels are written as usual;
+- a file that cannot be opened or read (not an SQLite file, another schema, a damaged page) is
+  :class:`JudgeCacheError`: one line naming the file (``cache=none`` runs without it).
 
 Example
 -------
@@ -24,6 +35,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import math
 import os
 import sqlite3
 import threading
@@ -34,7 +47,9 @@ from typing import Any
 
 from semuq_eval.judges.base import Verdict
 
-__all__ = ["JudgeCache", "default_cache_path", "verdict_key"]
+__all__ = ["JudgeCache", "JudgeCacheError", "default_cache_path", "verdict_key"]
+
+log = logging.getLogger(__name__)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS verdicts (
@@ -71,68 +86,167 @@ def verdict_key(
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
+class JudgeCacheError(ValueError):
+    """The verdict cache file cannot be opened or read: one line naming it (module docstring)."""
+
+
 class JudgeCache:
     """Verdicts by key in one SQLite file, safe to share between threads and processes.
 
     Parameters
     ----------
     path : path-like
-        The database file (created with its folder).
+        The database file (created with its folder; an existing one that cannot be written is used read-only).
+
+    Attributes
+    ----------
+    read_only : bool
+        Verdicts are served, not stored (the file or its folder is not writable).
+    write_error : str or None
+        Why storing stopped during this run (a failed write), else None.
     """
 
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        existed = self.path.exists()
+        self.read_only = existed and not (
+            os.access(self.path, os.W_OK) and os.access(self.path.parent, os.W_OK)
+        )
+        self.write_error: str | None = None
         self._lock = threading.Lock()
         try:
-            self._db = sqlite3.connect(str(self.path), timeout=60, check_same_thread=False)
+            self._db = self._connect_read_only() if self.read_only else self._connect()
             columns = [row[1] for row in self._db.execute("PRAGMA table_info(verdicts)")]  # before any write
-            if not columns:
+            if not columns and not self.read_only:
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute(_SCHEMA)
                 self._db.commit()
                 columns = _COLUMNS
-        except sqlite3.DatabaseError as exc:
-            raise ValueError(
-                f"judge cache {self.path} cannot be used ({exc}); delete the file or pass cache=none"
+        except (sqlite3.Error, OSError) as exc:
+            advice = "delete the file, point cache= elsewhere" if existed else "point cache= elsewhere"
+            raise JudgeCacheError(
+                f"judge cache {self.path} cannot be {'used' if existed else 'created'} ({exc}); {advice} or "
+                "pass cache=none"
             ) from exc
         if columns != _COLUMNS:
             self._db.close()
-            raise ValueError(
+            raise JudgeCacheError(
                 f"judge cache {self.path} is an SQLite file of another schema (table verdicts has columns "
                 f"{columns}, expected {_COLUMNS}); delete the file, point cache= elsewhere or pass cache=none"
             )
+        if self.read_only:
+            log.warning(
+                "judge cache %s is read-only: its verdicts are used, new ones are not stored", self.path
+            )
+
+    def _connect(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        return sqlite3.connect(str(self.path), timeout=60, check_same_thread=False)
+
+    def _connect_read_only(self) -> sqlite3.Connection:
+        """The file opened read-only; ``immutable`` where SQLite cannot open its WAL index beside it (a
+        read-only folder without the ``-shm`` file)."""
+        uri = self.path.resolve().as_uri()
+        try:
+            db = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=60, check_same_thread=False)
+            db.execute("PRAGMA table_info(verdicts)").fetchall()
+            return db
+        except sqlite3.OperationalError:
+            return sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True, check_same_thread=False)
 
     def get(self, keys: Iterable[str]) -> dict[str, Verdict]:
-        """The cached verdicts among ``keys``."""
+        """The cached verdicts among ``keys`` (invalid rows and unknown verdicts are misses)."""
         keys = list(dict.fromkeys(keys))
         found: dict[str, Verdict] = {}
+        invalid: list[tuple[Any, Any]] = []
         with self._lock:
             for start in range(0, len(keys), 500):
                 chunk = keys[start : start + 500]
-                rows = self._db.execute(
+                rows = self._query(
                     f"SELECT key, label, p_correct, reply, error FROM verdicts WHERE key IN ({','.join('?' * len(chunk))})",
                     chunk,
-                ).fetchall()
+                )
                 for key, label, p, reply, error in rows:
-                    found[key] = Verdict(None if label is None else bool(label), p, reply, error)
+                    verdict = _verdict(label, p, reply, error)
+                    if verdict is None:
+                        invalid.append((label, p))
+                    elif verdict.label is not None:
+                        found[key] = verdict
+        if invalid:
+            log.warning(
+                "judge cache %s: %d invalid row(s) ignored and asked again (first: label %r, p_correct %r)",
+                self.path,
+                len(invalid),
+                *invalid[0],
+            )
         return found
 
     def put(self, verdicts: Mapping[str, Verdict], *, judge: str) -> None:
-        """Store ``verdicts`` (replacing the same keys)."""
+        """Store the verdicts with a label (replacing the same keys); nothing when read-only or after a failed
+        write (module docstring)."""
         now = datetime.now(timezone.utc).isoformat(timespec="seconds")
         rows = [
-            (k, None if v.label is None else int(v.label), v.p_correct, v.reply, v.error, judge, now)
+            (k, int(v.label), v.p_correct, v.reply, v.error, judge, now)
             for k, v in verdicts.items()
+            if v.label is not None
         ]
         with self._lock:
-            self._db.executemany("INSERT OR REPLACE INTO verdicts VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
-            self._db.commit()
+            if self.read_only or self.write_error is not None or not rows:
+                return
+            try:
+                self._db.executemany("INSERT OR REPLACE INTO verdicts VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+                self._db.commit()
+            except sqlite3.Error as exc:
+                self.write_error = str(exc)
+                _rollback(self._db)
+                log.warning(
+                    "judge cache %s cannot be written (%s): new verdicts are not stored for the rest of this run",
+                    self.path,
+                    exc,
+                )
+
+    def _query(self, sql: str, parameters: Sequence[Any] = ()) -> list[tuple]:
+        try:
+            return self._db.execute(sql, parameters).fetchall()
+        except sqlite3.Error as exc:
+            raise JudgeCacheError(
+                f"judge cache {self.path} cannot be read ({exc}); delete the file, point cache= elsewhere or "
+                "pass cache=none"
+            ) from exc
 
     def __len__(self) -> int:
         with self._lock:
-            return int(self._db.execute("SELECT COUNT(*) FROM verdicts").fetchone()[0])
+            return int(self._query("SELECT COUNT(*) FROM verdicts")[0][0])
 
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def _verdict(label: Any, p_correct: Any, reply: Any, error: Any) -> Verdict | None:
+    """A stored row as a verdict, or None when it is not one a label set would accept (module docstring).
+
+    Examples
+    --------
+    >>> _verdict(1, 0.9, "yes", None)
+    Verdict(label=True, p_correct=0.9, reply='yes', error=None)
+    >>> _verdict(7, None, None, None), _verdict(0, "abc", None, None), _verdict(1, 1.5, None, None)
+    (None, None, None)
+    """
+    if label is not None and (type(label) is not int or label not in (0, 1)):
+        return None
+    if p_correct is not None and (
+        type(p_correct) not in (int, float) or not (math.isfinite(p_correct) and 0.0 <= p_correct <= 1.0)
+    ):
+        return None
+    if not all(text is None or isinstance(text, str) for text in (reply, error)):
+        return None
+    return Verdict(None if label is None else bool(label), p_correct, reply, error)
+
+
+def _rollback(db: sqlite3.Connection) -> None:
+    """End a failed write's transaction (a full disk can fail the rollback too: the journal undoes it)."""
+    try:
+        db.rollback()
+    except sqlite3.Error:
+        pass

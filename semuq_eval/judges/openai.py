@@ -5,12 +5,14 @@ or ``/completions`` (``endpoint="completions"``, the raw prompt), at temperature
 the server returns log-probabilities, ``p_correct`` is the mass on "yes" over the mass on "yes" and "no"
 among the top tokens of the reply's first position, and the label is ``p_correct > 0.5``; otherwise the
 reply is parsed strictly (:func:`~semuq_eval.judges.prompts.parse_yes_no`). A reply that cannot be read is
-an unknown label with the reply kept; a request that still fails after ``max_retries`` retries (timeout,
-connection refused, HTTP 429 / 5xx, garbage body) is an unknown label with the reason, not cached, so the
-next run asks again. HTTP 401 / 403 / 404 (wrong key, model or URL) stop the judge at once with a clear
-error. ``concurrency`` requests run in parallel. The API key is read from the environment variable named by
-``api_key_env`` (no key: no Authorization header, as local servers expect). Requests are built, sent and read
-by :mod:`semuq_eval.openai_client`, the transport the ``semuq-api`` model uses too.
+an unknown label with the reply kept; an empty reply is retried like a failed request. A request that still
+fails after ``max_retries`` retries (no complete reply within ``timeout`` seconds, connection refused, HTTP 429 /
+5xx, garbage or empty body) is an unknown label with the reason, counted in ``stats`` (``failures``: reason ->
+requests, ``unreachable``). Unknown labels are never cached, so the next run asks again. HTTP 401 / 403 / 404
+(wrong key, model or URL) stop the judge at once with a clear error. ``concurrency`` requests run in parallel.
+The API key is read from the environment variable named by ``api_key_env`` (no key: no Authorization header,
+as local servers expect). Requests are built, sent and read by :mod:`semuq_eval.openai_client`, the transport
+the ``semuq-api`` model uses too.
 
 Example
 -------
@@ -30,7 +32,7 @@ from typing import Any
 from semuq_eval.judges.base import Verdict
 from semuq_eval.judges.prompted import PromptedJudge
 from semuq_eval.judges.prompts import parse_yes_no
-from semuq_eval.openai_client import TRANSPORT_OPTIONS, RequestFailed, ServerClient, ServerRefused
+from semuq_eval.openai_client import TRANSPORT_OPTIONS, RequestFailed, ServerClient, ServerRefused, Unreadable
 from semuq_eval.openai_replies import MalformedLogprobs, choice_text, first_choice, read_logprobs
 
 __all__ = ["JudgeServerError", "OpenAIJudge", "yes_no_probability"]
@@ -73,7 +75,7 @@ class OpenAIJudge(PromptedJudge):
     endpoint, api_key_env, concurrency, timeout, max_retries, backoff :
         The transport's options (:class:`~semuq_eval.openai_client.ServerClient`): ``"chat"`` or
         ``"completions"``, the environment variable holding the API key, requests in flight (default 8 here),
-        seconds per request, retries of a failed request and the first wait between them.
+        the deadline of a whole request in seconds, retries of a failed request and the first wait between them.
     logprobs : bool
         Ask for the top log-probabilities of the reply's first tokens (read when the server returns them).
     max_tokens : int
@@ -147,13 +149,18 @@ class OpenAIJudge(PromptedJudge):
         p = yes_no_probability(_first_top(choice.get("logprobs"), self.endpoint))
         if p is not None:
             return Verdict(p > 0.5, p, text)
+        if not text.strip():
+            raise Unreadable("the server's reply is empty")
         label = parse_yes_no(text)
         if label is None:
             return Verdict(None, reply=text, error="unreadable reply")
         return Verdict(label, None, text)
 
     def judge_prompts(self, prompts: Sequence[str], questions: Sequence[int]) -> list[Verdict]:
-        return self.client.map(self._ask, prompts)
+        verdicts = self.client.map(self._ask, prompts)
+        self.stats["failures"] = dict(self.client.failures)
+        self.stats["unreachable"] = self.client.unreachable
+        return verdicts
 
 
 def _first_top(logprobs: Any, endpoint: str) -> dict[str, float]:
