@@ -11,17 +11,19 @@ operators), kept here once and stated for users in docs/safety.md ("Faults"):
 - **a result of several files is visible as complete only when its last file lands**: a folder being written
   holds the marker :data:`UNFINISHED` from the first file to the last (:func:`unfinished`), and its readers refuse
   it while the marker is there (:func:`check_finished`); a label set's manifest is its last file;
-- **temporary files of a killed run are never the user's files**: :func:`is_temporary` tells them apart, and
-  :func:`clean_temporary` removes those of processes no longer running;
+- **temporary files of a killed run are never the user's files**: :func:`is_temporary` tells them apart, the next
+  write of the same file removes them, and :func:`clean_temporary` those of a folder (processes no longer running);
 - **one writer at a time** (:func:`writer_lock`): an advisory ``fcntl`` lock on ``.<name>.semuq-lock`` beside the
-  target; a second writer gets :class:`WriterBusy`, one line naming the holder's PID.
+  target while it is written; a second writer gets :class:`WriterBusy`, one line naming the holder's PID.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import errno
 import fcntl
+import glob
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -35,6 +37,7 @@ __all__ = [
     "WriterBusy",
     "check_finished",
     "clean_temporary",
+    "hold_writer_lock",
     "is_temporary",
     "replace_file",
     "unfinished",
@@ -113,6 +116,7 @@ def replace_file(path: str | os.PathLike, write: Callable[[BinaryIO], object] | 
     """
     path = Path(path)
     tmp = _temporary(path)
+    _clean_stale(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(tmp, "wb") as fh:
@@ -147,6 +151,16 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def _clean_stale(path: Path) -> None:
+    """Remove the temporary files of ``path`` that killed writers left (this process's own are not there)."""
+    if path.parent.is_dir():
+        for stale in path.parent.glob(f".{glob.escape(path.name)}.*{TEMP_SUFFIX}"):
+            match = _TEMP.match(stale.name)
+            if match and match["name"] == path.name and not _alive(int(match["pid"])):
+                with contextlib.suppress(OSError):
+                    stale.unlink()
 
 
 def clean_temporary(folder: str | os.PathLike, *, recursive: bool = False) -> int:
@@ -211,40 +225,96 @@ def _lock_path(target: Path) -> Path:
     return target.parent / f".{target.name}{LOCK_SUFFIX}"
 
 
+_HELD: dict[Path, list[int]] = {}
+"""The locks this process holds: lock file -> [descriptor, holders] (a process never blocks itself)."""
+
+
+def _acquire(target: Path, what: str) -> Path | None:
+    """Take the lock of ``target`` for this process (again, when it holds it); None in a read-only place."""
+    path = _lock_path(target).absolute()
+    if path in _HELD:
+        _HELD[path][1] += 1
+        return path
+    while True:
+        fd = _open_lock(path)
+        if fd is None:
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+            os.close(fd)
+            raise WriterBusy(
+                f"{target}: another semuq-eval (PID {holder}) is writing this {what}; wait for it to finish "
+                "or stop it"
+            ) from None
+        try:  # the holder before us removes the file as it lets go: lock the file that is there now
+            if os.stat(path).st_ino == os.fstat(fd).st_ino:
+                break
+        except FileNotFoundError:
+            pass
+        os.close(fd)
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    _HELD[path] = [fd, 1]
+    return path
+
+
+def _open_lock(path: Path) -> int | None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as err:
+        if err.errno in (errno.EROFS, errno.EACCES):  # nothing can be written there by anyone
+            return None
+        raise WriteFailed(path, err) from None
+
+
+def _release(path: Path | None) -> None:
+    """Let go of a lock taken by :func:`_acquire`: its file is removed while still held, so no folder keeps it."""
+    if path is None or path not in _HELD:
+        return
+    _HELD[path][1] -= 1
+    if _HELD[path][1] <= 0:
+        fd = _HELD.pop(path)[0]
+        with contextlib.suppress(OSError):
+            path.unlink()
+        os.close(fd)
+
+
 @contextlib.contextmanager
 def writer_lock(target: str | os.PathLike, what: str) -> Iterator[Path]:
     """Hold the one-writer lock of ``target`` (a file or folder) for the body; :class:`WriterBusy` when another
-    process holds it. The lock is ``fcntl``'s, on ``.<name>.semuq-lock`` beside the target: the kernel releases it
-    when its holder exits, even by a kill, so a stale lock never blocks a rerun.
+    process holds it. The lock is ``fcntl``'s, on ``.<name>.semuq-lock`` beside the target, removed when the body
+    ends: the kernel releases it when its holder exits, even by a kill, so a stale file never blocks a rerun. A
+    process that holds it already takes it again (nested writers of one process never block each other).
 
     Examples
     --------
     >>> import tempfile
     >>> t = Path(tempfile.mkdtemp()) / "labels.jsonl"
     >>> with writer_lock(t, "label set"):
-    ...     pass
+    ...     with writer_lock(t, "label set"):
+    ...         pass
     """
-    target = Path(target)
-    path = _lock_path(target)
+    path = _acquire(Path(target), what)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as err:
-        if err.errno in (errno.EROFS, errno.EACCES):  # a read-only place: nothing is written there anyway
-            yield target
-            return
-        raise WriteFailed(path, err) from None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
-            raise WriterBusy(
-                f"{target}: another semuq-eval (PID {holder}) is writing this {what}; wait for it to finish "
-                "or stop it"
-            ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        yield target
+        yield Path(target)
     finally:
-        os.close(fd)
+        _release(path)
+
+
+def hold_writer_lock(target: str | os.PathLike, what: str) -> None:
+    """Take the one-writer lock of ``target`` for the rest of this process (:func:`writer_lock`): for writers that
+    append for as long as the process runs (a generation journal, a run store). Let go at exit."""
+    if _acquire(Path(target), what) is not None and not _HELD_AT_EXIT:
+        _HELD_AT_EXIT.append(atexit.register(_release_all))
+
+
+_HELD_AT_EXIT: list = []
+
+
+def _release_all() -> None:
+    for path in list(_HELD):
+        _HELD[path][1] = 0
+        _release(path)

@@ -14,6 +14,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from semuq_eval.durable import UNFINISHED, is_temporary
+
 __all__ = [
     "check_apart",
     "check_file_target",
@@ -103,8 +105,10 @@ def check_folder_target(
         return
     if not folder.is_dir():
         raise FileExistsError(f"{flag} {folder} is a file, not a folder; choose another path")
-    if not any(folder.iterdir()):
-        return
+    if all(is_temporary(p) for p in folder.iterdir()):
+        return  # empty, or only what a killed writer of this tool left
+    if (folder / UNFINISHED).exists() and ours(folder):
+        return  # this tool's own output, left unfinished by a killed writer: completed without --force
     if not force:
         raise FileExistsError(f"{flag} {folder} exists and is not empty; give another folder or --force")
     if not ours(folder):

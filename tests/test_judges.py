@@ -6,6 +6,7 @@ tests/test_judges_real.py."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 
@@ -520,6 +521,9 @@ def test_a_label_value_that_is_not_a_verdict_is_refused_naming_file_line_and_fie
     write_label_set(tmp_path, "llm", [{"doc_id": 1, "greedy": 1, "samples": [1]}], {})
     path = tmp_path / "labels" / "llm.jsonl"
     path.write_text(path.read_text() + json.dumps(line) + "\n")  # the string "false" used to count as correct
+    meta = path.with_suffix(".json")  # pinned again: the line itself is what is refused, not a changed file
+    pinned = {**json.loads(meta.read_text()), "rows_sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+    meta.write_text(json.dumps(pinned))
     with pytest.raises(ValueError, match=message):
         read_label_set(tmp_path, "llm")
 

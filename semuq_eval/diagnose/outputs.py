@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from semuq_eval.cell_text import cell_text
+from semuq_eval.durable import replace_file
 from semuq_eval.jsonio import write_json
 
 __all__ = ["markdown", "plot", "write_report"]
@@ -252,7 +253,7 @@ def plot(result: Mapping[str, Any], path: str | os.PathLike) -> Path:
         ax2.text(0.5, 0.5, "no operator with token weights", ha="center", transform=ax2.transAxes, fontsize=8)
     fig.tight_layout()
     path = Path(path)
-    fig.savefig(path, dpi=120)
+    replace_file(path, lambda fh: fig.savefig(fh, format="png", dpi=120))
     plt.close(fig)
     return path
 
@@ -263,6 +264,6 @@ def write_report(result: Mapping[str, Any], folder: str | os.PathLike) -> dict[s
     folder.mkdir(parents=True, exist_ok=True)
     paths = {"json": write_json(folder / "diagnosis.json", result)}
     paths["markdown"] = folder / "diagnosis.md"
-    paths["markdown"].write_text(markdown(result), encoding="utf-8")
+    replace_file(paths["markdown"], markdown(result))
     paths["plot"] = plot(result, folder / "diagnosis.png")
     return paths

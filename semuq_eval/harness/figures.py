@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from semuq_eval.durable import replace_file
 from semuq_eval.judges import strategies as label_strategies
 
 __all__ = ["plot_auroc"]
@@ -90,6 +91,6 @@ def plot_auroc(breakdown: Mapping[str, Any], path: str | Path) -> Path:
     )
     fig.tight_layout(rect=(0, 0.04, 1, 0.97))
     path = Path(path)
-    fig.savefig(path, dpi=110)
+    replace_file(path, lambda fh: fig.savefig(fh, format="png", dpi=110))
     plt.close(fig)
     return path

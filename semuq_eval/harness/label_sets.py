@@ -128,9 +128,13 @@ def check_name(name: str) -> str:
 
 
 def label_set_names(store: str | os.PathLike) -> list[str]:
-    """The label sets of a store: ``"run"`` (when ``scores.jsonl`` exists) and every ``labels/<name>.jsonl``."""
+    """The label sets of a store: ``"run"`` (when ``scores.jsonl`` exists) and every finished
+    ``labels/<name>.jsonl`` (its manifest ``<name>.json`` written); an unfinished one is replaced without ``force``."""
     names = [RUN_LABELS] if open_store(store).has_scores else []
-    return names + sorted(p.stem for p in (Path(store) / "labels").glob("*.jsonl") if not is_temporary(p))
+    labels = Path(store) / "labels"
+    return names + sorted(
+        p.stem for p in labels.glob("*.jsonl") if not is_temporary(p) and p.with_suffix(".json").is_file()
+    )
 
 
 def write_label_set(

@@ -3,7 +3,8 @@
 :func:`build` runs the steps of :mod:`semuq_eval.leaderboard` in order (``semuq-eval leaderboard`` calls it,
 :mod:`semuq_eval.commands.leaderboard`): :mod:`.discovery` and :mod:`.loading` find and read the runs,
 :mod:`.sections` groups them into sections, :mod:`.compute` fills the cells, :mod:`.write`, :mod:`.markdown`, :mod:`.html` and :mod:`.plots` write ``leaderboard.json``,
-``.csv``, ``.md``, ``headline.csv``, ``index.html`` and the PNGs.
+``.csv``, ``.md``, ``headline.csv``, ``index.html`` and the PNGs, each replaced whole, the folder marked unfinished
+(:mod:`semuq_eval.durable`) from the first file to the page, the last.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
+from semuq_eval.durable import UNFINISHED, clean_temporary, is_temporary
+from semuq_eval.durable import unfinished as writing_unfinished
 from semuq_eval.jsonio import read_json
 
 __all__ = ["COMMON_QUESTIONS", "build"]
@@ -105,15 +108,18 @@ def build(
     sections = _sections(runs, common_questions, strict=strict, on_duplicate=on_duplicate)
     board = compute(sections, config or LeaderboardConfig())
     output.mkdir(parents=True, exist_ok=True)
+    clean_temporary(output)
     document = to_document(
         board, inputs=inputs, created=created, relative_to=relative_to or output, skipped=skipped
     )
-    write_json_document(document, output / "leaderboard.json")
-    write_csv(document, output / "leaderboard.csv")
-    write_headline_csv(document, output / "headline.csv")
-    write_markdown(document, output / "leaderboard.md", header=header, command=command, title=title)
-    figures = plot_all(document, output) if plots else []
-    write_html(document, output / "index.html", header=header, plots=figures, title=title)
+    # every file replaced whole; the folder marked unfinished until the page, its last file, lands
+    with writing_unfinished(output):
+        write_json_document(document, output / "leaderboard.json")
+        write_csv(document, output / "leaderboard.csv")
+        write_headline_csv(document, output / "headline.csv")
+        write_markdown(document, output / "leaderboard.md", header=header, command=command, title=title)
+        figures = plot_all(document, output) if plots else []
+        write_html(document, output / "index.html", header=header, plots=figures, title=title)
     return document
 
 
@@ -194,12 +200,12 @@ def _check_output(output: Path, force: bool) -> None:
     """Refuse an ``output`` that is a file, or a folder of someone else's files (without ``force``)."""
     if output.exists() and not output.is_dir():
         raise ValueError(f"--output {output} is a file, not a folder")
-    if not output.is_dir() or force or not any(output.iterdir()):
+    if not output.is_dir() or force or all(is_temporary(p) for p in output.iterdir()):
         return
     previous = output / "leaderboard.json"
     try:
-        ours = previous.is_file() and str(read_json(previous).get("format", "")).startswith(
-            "semuq-leaderboard"
+        ours = (output / UNFINISHED).is_file() or (
+            previous.is_file() and str(read_json(previous).get("format", "")).startswith("semuq-leaderboard")
         )
     except (OSError, ValueError, AttributeError):
         ours = False

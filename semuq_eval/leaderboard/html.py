@@ -44,6 +44,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from semuq_eval.durable import replace_file
 from semuq_eval.leaderboard.headline import cell_summary, metric_label
 from semuq_eval.leaderboard.plots import HEADLINE_PLOTS
 from semuq_eval.leaderboard.schema import CELL_FIELDS, PROVENANCE_COLUMNS, provenance_row
@@ -356,8 +357,7 @@ def write_html(document: Mapping[str, Any], path: str | Path, **kwargs: Any) -> 
     """Write :func:`render_html` to ``path`` (``index.html``) and the page's tables to :data:`CELLS_JS` beside it
     (``window.SEMUQ_LEADERBOARD = {...}``, :func:`page_data`)."""
     path = Path(path)
-    path.with_name(CELLS_JS).write_text(
-        f"window.SEMUQ_LEADERBOARD = {script_json(page_data(document))};\n", encoding="utf-8"
+    replace_file(
+        path.with_name(CELLS_JS), f"window.SEMUQ_LEADERBOARD = {script_json(page_data(document))};\n"
     )
-    path.write_text(render_html(document, **kwargs), encoding="utf-8")
-    return path
+    return replace_file(path, render_html(document, **kwargs))

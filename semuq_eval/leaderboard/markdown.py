@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from semuq_eval.cell_text import cell_text
+from semuq_eval.durable import replace_file
 from semuq_eval.judges import label_strategy_names
 from semuq_eval.leaderboard.headline import cell_summary, metric_label
 from semuq_eval.leaderboard.schema import PROVENANCE_COLUMNS, provenance_row
@@ -51,9 +52,7 @@ def write_markdown(
     rows = [[*row[:-1], f"`{row[-1]}`"] for row in map(provenance_row, document["runs"])]
     lines += _table(list(PROVENANCE_COLUMNS), rows)
     lines.append("")
-    path = Path(path)
-    path.write_text("\n".join(lines), encoding="utf-8")
-    return path
+    return replace_file(path, "\n".join(lines))
 
 
 def _intro(document: Mapping[str, Any], command: str) -> list[str]:

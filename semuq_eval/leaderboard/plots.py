@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from semuq_eval.durable import replace_file
 from semuq_eval.jsonio import read_json, write_json
 from semuq_eval.leaderboard.headline import STRATEGY
 
@@ -106,7 +107,7 @@ def plot_auroc(document: Mapping[str, Any], section: Mapping[str, Any], path: st
     fig.suptitle(f"{sid}: {section['question_set']}, N = {section['n_samples']}", fontsize=10)
     fig.tight_layout(rect=(0, 0.04 + 0.01 * (len(llms) // 5), 1, 0.97))
     path = Path(path)
-    fig.savefig(path, dpi=80)
+    replace_file(path, lambda fh: fig.savefig(fh, format="png", dpi=80))
     plt.close(fig)
     return path
 
@@ -142,7 +143,7 @@ def plot_forest(document: Mapping[str, Any], path: str | Path) -> Path | None:
     ax.set_title("Headline: the reference estimator per LLM and task", fontsize=9)
     fig.tight_layout()
     path = Path(path)
-    fig.savefig(path, dpi=90)
+    replace_file(path, lambda fh: fig.savefig(fh, format="png", dpi=90))
     plt.close(fig)
     return path
 
@@ -190,7 +191,7 @@ def plot_rejection(document: Mapping[str, Any], section: Mapping[str, Any], path
     ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     path = Path(path)
-    fig.savefig(path, dpi=90)
+    replace_file(path, lambda fh: fig.savefig(fh, format="png", dpi=90))
     plt.close(fig)
     return path
 
@@ -221,7 +222,7 @@ def plot_reliability(
     ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
     path = Path(path)
-    fig.savefig(path, dpi=90)
+    replace_file(path, lambda fh: fig.savefig(fh, format="png", dpi=90))
     plt.close(fig)
     return path
 
@@ -258,7 +259,7 @@ def plot_heatmap(document: Mapping[str, Any], path: str | Path) -> Path:
         fig.colorbar(image, ax=ax, fraction=0.046)
     fig.tight_layout()
     path = Path(path)
-    fig.savefig(path, dpi=100)
+    replace_file(path, lambda fh: fig.savefig(fh, format="png", dpi=100))
     plt.close(fig)
     return path
 
@@ -294,7 +295,7 @@ def plot_ranks(document: Mapping[str, Any], section: Mapping[str, Any], path: st
     ax.set_title(f"{sid}: LLM rank intervals", fontsize=9)
     fig.tight_layout()
     path = Path(path)
-    fig.savefig(path, dpi=100)
+    replace_file(path, lambda fh: fig.savefig(fh, format="png", dpi=100))
     plt.close(fig)
     return path
 

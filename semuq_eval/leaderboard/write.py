@@ -8,13 +8,15 @@ plots read the same document (:func:`to_document`: records, as :func:`~.schema.r
 from __future__ import annotations
 
 import csv
+import io
 import math
 import platform
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from semuq_eval.durable import replace_file
 from semuq_eval.jsonio import json_safe, write_json
 from semuq_eval.judges import label_strategy_names
 from semuq_eval.leaderboard.cells import label_summary
@@ -182,22 +184,24 @@ def _csv_value(value: Any) -> Any:
 
 def write_csv(document: Mapping[str, Any], path: str | Path) -> Path:
     """``leaderboard.csv``: tidy, one row per cell (:data:`~.schema.CELL_FIELDS`); empty = undefined."""
-    path = Path(path)
-    with open(path, "w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh, lineterminator="\n")
-        writer.writerow(CELL_FIELDS)
-        for cell in document["cells"]:
-            writer.writerow([_csv_value(cell.get(k)) for k in CELL_FIELDS])
-    return path
+    rows = ([_csv_value(cell.get(k)) for k in CELL_FIELDS] for cell in document["cells"])
+    return _write_rows(path, CELL_FIELDS, rows)
 
 
 def write_headline_csv(document: Mapping[str, Any], path: str | Path) -> Path:
     """``headline.csv``: the headline tables of every label strategy, one row per (table, strategy, LLM, column)
     (:data:`~.schema.HEADLINE_FIELDS`)."""
-    path = Path(path)
-    with open(path, "w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh, lineterminator="\n")
-        writer.writerow(HEADLINE_FIELDS)
-        for record in headline_records(document.get("headline") or {}):
-            writer.writerow([_csv_value(record.get(k)) for k in HEADLINE_FIELDS])
-    return path
+    rows = (
+        [_csv_value(r.get(k)) for k in HEADLINE_FIELDS]
+        for r in headline_records(document.get("headline") or {})
+    )
+    return _write_rows(path, HEADLINE_FIELDS, rows)
+
+
+def _write_rows(path: str | Path, header: Sequence[str], rows: Iterable[Sequence[Any]]) -> Path:
+    """A CSV file of ``header`` and ``rows``, replaced whole (:func:`~semuq_eval.durable.replace_file`)."""
+    buffer = io.StringIO(newline="")
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(rows)
+    return replace_file(path, buffer.getvalue())

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 from tqdm.auto import tqdm
 
+from semuq_eval.durable import check_finished
 from semuq_eval.local_models import local_revision
 from semuq_eval.operators.base import PROGRESS_MIN_BATCHES, TextOperator
 
@@ -95,6 +96,8 @@ def load_sentence_transformer(
     """A sentence-transformers model (folder or hub id), in eval mode on ``device``."""
     from sentence_transformers import SentenceTransformer
 
+    if os.path.isdir(name):
+        check_finished(name, "model folder", "run the command that wrote it again (train-operator resumes)")
     model = SentenceTransformer(name, device=device, revision=revision, trust_remote_code=trust_remote_code)
     if dtype == "auto":
         config = getattr(getattr(model[0], "auto_model", None), "config", None)

@@ -28,6 +28,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from semuq_eval.durable import replace_file
 from semuq_eval.jsonio import write_json
 from semuq_eval.operators.training_record import TRAINING_RECORD_FILE, TRAINING_RECORD_FORMAT
 
@@ -177,5 +178,5 @@ def render_readme(record: Mapping[str, Any]) -> str:
 def write_card(folder: str | os.PathLike, record: Mapping[str, Any]) -> Path:
     """Write ``semuq_training.json`` and ``README.md`` into ``folder``; returns the record's path."""
     path = write_record(folder, record)
-    (Path(folder) / "README.md").write_text(render_readme(record), encoding="utf-8")
+    replace_file(Path(folder) / "README.md", render_readme(record))
     return path

@@ -20,6 +20,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from semuq_eval.durable import replace_file
 from semuq_eval.scratch import process_gone
 from semuq_eval.training.config import TrainingConfig
 from semuq_eval.training.prepare import TrainingData
@@ -107,7 +108,7 @@ class EpochCheckpoints:
         if last is None:
             shutil.rmtree(self.folder, ignore_errors=True)
         self.folder.mkdir(parents=True, exist_ok=True)
-        self._owner.write_text(json.dumps({"pid": os.getpid(), "fingerprint": self.fingerprint}))
+        replace_file(self._owner, json.dumps({"pid": os.getpid(), "fingerprint": self.fingerprint}))
         if last is not None:
             log.info("resuming the training from %s", last)
         return last
@@ -129,7 +130,7 @@ class EpochCheckpoints:
     def save_timing(self, epoch: int, seconds: float) -> None:
         """Record epoch ``epoch``'s training time, replacing an earlier run of the same epoch."""
         kept = [t for t in self.timings() if t["epoch"] != epoch]
-        self._timings.write_text(json.dumps([*kept, {"epoch": epoch, "train_seconds": seconds}]))
+        replace_file(self._timings, json.dumps([*kept, {"epoch": epoch, "train_seconds": seconds}]))
 
     def remove(self) -> None:
         """Remove the folder once the trained operator is saved."""

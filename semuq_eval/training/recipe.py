@@ -32,6 +32,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from semuq_eval.durable import unfinished
 from semuq_eval.training.card import package_versions, write_card
 from semuq_eval.training.checkpoints import EpochCheckpoints, fingerprint
 from semuq_eval.training.config import TrainingConfig, check_bf16, resolve_backbone
@@ -209,32 +210,36 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
     per_epoch = _history(trainer.state.log_history, checkpoints.timings())
     pooling_used = pooling_mode(model)
     use_mean_pooling(model)  # the folder keeps the standard module; the card records the variant
-    model.save(str(output), create_model_card=False)
-    checkpoints.remove()
+    Path(output).mkdir(parents=True, exist_ok=True)
+    with unfinished(output):  # the card is the last file: a kill before it leaves the folder marked
+        model.save(str(output), create_model_card=False)
+        checkpoints.remove()
 
-    if replay and heldout is not None and per_epoch:  # the kept epoch's held-out AUROC, scored after training
-        per_epoch[-1]["heldout_auroc"] = float(scores_final[HELDOUT_METRIC])
-    best = _best_epoch(per_epoch, heldout is not None, before)
-    record = {
-        "operator": "enc",
-        "output": str(output),
-        "question_conditioned": bool(config.question),
-        "separator": separator if config.question else None,
-        "pooling": pooling_used,
-        "backbone": {"name": backbone_name, "path": backbone_path, "revision": _revision(model)},
-        "training_data": _training_data(data, config.labels),
-        "counts": dict(data.counts, triplets_per_epoch=len(data.train), val_triplets=n_val),
-        "hyperparameters": _hyperparameters(
-            config, loss_name, select, replay, heldout is not None, max_length, args
-        ),
-        "deviations_from_paper": _deviations(config, replay, heldout is not None),
-        "validation": _validation_record(
-            config, replay, before, final, per_epoch, best, heldout, scores_before, scores_final
-        ),
-        "timing": _timing(per_epoch, train_seconds, len(data.train), model, resume_from),
-        **_provenance(config),
-    }
-    write_card(output, record)
+        if (
+            replay and heldout is not None and per_epoch
+        ):  # the kept epoch's held-out AUROC, scored after training
+            per_epoch[-1]["heldout_auroc"] = float(scores_final[HELDOUT_METRIC])
+        best = _best_epoch(per_epoch, heldout is not None, before)
+        record = {
+            "operator": "enc",
+            "output": str(output),
+            "question_conditioned": bool(config.question),
+            "separator": separator if config.question else None,
+            "pooling": pooling_used,
+            "backbone": {"name": backbone_name, "path": backbone_path, "revision": _revision(model)},
+            "training_data": _training_data(data, config.labels),
+            "counts": dict(data.counts, triplets_per_epoch=len(data.train), val_triplets=n_val),
+            "hyperparameters": _hyperparameters(
+                config, loss_name, select, replay, heldout is not None, max_length, args
+            ),
+            "deviations_from_paper": _deviations(config, replay, heldout is not None),
+            "validation": _validation_record(
+                config, replay, before, final, per_epoch, best, heldout, scores_before, scores_final
+            ),
+            "timing": _timing(per_epoch, train_seconds, len(data.train), model, resume_from),
+            **_provenance(config),
+        }
+        write_card(output, record)
     return record
 
 
