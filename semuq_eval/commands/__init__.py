@@ -13,6 +13,8 @@ import os
 import sys
 import zipfile
 
+from semuq_eval.durable import WriteFailed, WriterBusy
+
 __all__ = ["COMMANDS", "LM_EVAL_COMMANDS", "main"]
 
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -74,8 +76,9 @@ lm-eval's commands (same flags as `lm_eval`):
 semuq-eval's commands:
 {own}
 
-`semuq-eval COMMAND --help` shows a command's options. Bad input ends in one line and exit 2; add --debug
-(or SEMUQ_DEBUG=1) for the traceback. Example:
+`semuq-eval COMMAND --help` shows a command's options. Bad input ends in one line and exit 2; an output that
+cannot be written (a full disk, a read-only folder) or another process writing it, in one line and exit 1;
+add --debug (or SEMUQ_DEBUG=1) for the traceback. Example:
   semuq-eval run --model semuq-hf --model_args pretrained=HuggingFaceTB/SmolLM2-135M-Instruct \\
       --tasks semuq_triviaqa --limit 20 --output_path out
 """
@@ -126,6 +129,11 @@ def main(argv: list[str] | None = None) -> int:
     argv = [a for a in argv if a != "--debug"]
     try:
         return _dispatch(argv)
+    except (WriteFailed, WriterBusy) as err:  # a fault of the machine, not of the input: exit 1
+        if debug:
+            raise
+        print(f"semuq-eval {argv[0] if argv else ''}: {one_line(err)}", file=sys.stderr)
+        return 1
     except INPUT_ERRORS as err:
         if debug:
             raise

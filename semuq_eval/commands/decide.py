@@ -21,12 +21,14 @@ Examples
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from semuq_eval.commands.arguments import CommandParser, number, whole
+from semuq_eval.durable import writer_lock
 
 __all__ = ["DECISION_FORMAT", "main", "parser"]
 
@@ -305,7 +307,10 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command; returns the exit code (bad input: one line, exit 2, at the `semuq-eval` boundary)."""
     args = parser().parse_args(sys.argv[1:] if argv is None else argv)
     actions = {"calibrate": _calibrate, "apply": _apply, "threshold": _threshold, "combine": _combine}
-    document = actions[args.action](args)
-    if getattr(args, "json", None):
-        _write(args.json, document, args.force)
+    with contextlib.ExitStack() as locks:  # one writer per output file: a second one gets one line
+        for target in {getattr(args, name, None) for name in ("output", "json")} - {None}:
+            locks.enter_context(writer_lock(target, "decision file"))
+        document = actions[args.action](args)
+        if getattr(args, "json", None):
+            _write(args.json, document, args.force)
     return 0

@@ -14,10 +14,12 @@ Examples
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from pathlib import Path
 
 from semuq_eval.commands.arguments import CommandParser
+from semuq_eval.durable import writer_lock
 
 __all__ = ["main", "parser"]
 
@@ -56,12 +58,18 @@ def _targets(stores: list[str], output: Path) -> list[Path]:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command; returns the exit code (2 for bad input, with the reason on stderr)."""
+    args = parser().parse_args(sys.argv[1:] if argv is None else argv)
+    with contextlib.ExitStack() as locks:  # one writer per record file: a second one gets one line
+        return _export(args, locks)
+
+
+def _export(args: argparse.Namespace, locks: contextlib.ExitStack) -> int:
     from semuq_eval.harness.record import record_from_store, write_record
 
-    args = parser().parse_args(sys.argv[1:] if argv is None else argv)
     try:
         targets = _targets(args.stores, Path(args.output))
         for target in targets:
+            locks.enter_context(writer_lock(target, "run record"))
             if target.exists() and not args.force:
                 raise FileExistsError(f"{target} exists; choose another --output or pass --force")
         for store, target in zip(args.stores, targets, strict=True):

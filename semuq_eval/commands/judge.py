@@ -18,6 +18,7 @@ Example
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -27,6 +28,7 @@ from typing import Any
 
 from semuq_eval.cell_text import cell_text
 from semuq_eval.commands.arguments import CommandParser, whole
+from semuq_eval.durable import writer_lock
 from semuq_eval.judges import strategies as label_strategies
 
 __all__ = ["main", "parse_judge_args"]
@@ -61,14 +63,19 @@ def _fmt(r: Mapping[str, Any] | None) -> str:
 
 def main(argv: list[str]) -> int:
     """`semuq-eval judge STORE --judge NAME --judge_args k=v,... --name LABELS`."""
-    from semuq_eval.harness.relabel import judge_store
-
     parser = _parser()
     args = parser.parse_args(argv)
     name = args.name or _default_name(args.judge, args.judge_args)
+    # the label set is written by judge_store (labels/<name>.jsonl, then labels/<name>.json) and its manifest
+    # gets the comparison in _compare: one writer of the label set from here to the end
+    with writer_lock(Path(args.store) / "labels" / name, "label set"):
+        return _judge(args, name, parser)
+
+
+def _judge(args: argparse.Namespace, name: str, parser: CommandParser) -> int:
+    from semuq_eval.harness.relabel import judge_store
+
     try:
-        # the label set is written here (labels/<name>.jsonl, labels/<name>.json) and its manifest gets the
-        # comparison in _compare: one writer of the label set from here to the end of main
         provenance = judge_store(args.store, args.judge, args.judge_args, name=name, force=args.force)
     except (ValueError, FileNotFoundError, FileExistsError, RuntimeError) as exc:
         parser.exit(2, f"semuq-eval judge: {exc}\n")

@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from semuq_eval.commands.arguments import CommandParser, whole
+from semuq_eval.durable import WriteFailed, WriterBusy, writer_lock
 from semuq_eval.harness.record import RECORD_SUFFIX
 from semuq_eval.leaderboard.build import COMMON_QUESTIONS, build
 from semuq_eval.leaderboard.headline import REFERENCE
@@ -179,24 +180,27 @@ def main(argv: list[str] | None = None) -> int:
             headline_metric=headline_metric,
         )
         start = time.perf_counter()
-        if (Path(args.output) / "leaderboard.json").is_file():
-            print(f"semuq-eval leaderboard: replacing the leaderboard in {args.output}")
-        document = build(
-            args.inputs,
-            args.output,
-            add=args.add,
-            labels=tuple(s.strip() for s in args.labels.split(",") if s.strip()),
-            strict=args.strict,
-            on_duplicate=args.on_duplicate,
-            common_questions=args.common_questions,
-            config=config,
-            header=header,
-            title=args.title,
-            plots=not args.no_plots,
-            force=args.force,
-            command="semuq-eval leaderboard "
-            + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[2:])),
-        )
+        with writer_lock(args.output, "leaderboard"):  # one writer per board folder
+            if (Path(args.output) / "leaderboard.json").is_file():
+                print(f"semuq-eval leaderboard: replacing the leaderboard in {args.output}")
+            document = build(
+                args.inputs,
+                args.output,
+                add=args.add,
+                labels=tuple(s.strip() for s in args.labels.split(",") if s.strip()),
+                strict=args.strict,
+                on_duplicate=args.on_duplicate,
+                common_questions=args.common_questions,
+                config=config,
+                header=header,
+                title=args.title,
+                plots=not args.no_plots,
+                force=args.force,
+                command="semuq-eval leaderboard "
+                + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[2:])),
+            )
+    except (WriteFailed, WriterBusy):
+        raise  # one line and exit 1 at the `semuq-eval` boundary
     except (LeaderboardInputError, ValueError, KeyError, FileExistsError, OSError) as err:
         print(f"semuq-eval leaderboard: {err}", file=sys.stderr)
         return 2

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from semuq_eval.commands.arguments import CommandParser
+from semuq_eval.durable import writer_lock
 from semuq_eval.harness.label_sets import RUN_LABELS
 
 __all__ = ["main", "parser"]
@@ -61,7 +62,10 @@ def _export(args: argparse.Namespace) -> int:
     if len(set(targets)) < len(targets):
         raise ValueError(f"two stores would export to the same file under {output}; export them one by one")
     for store, target in zip(args.stores, targets, strict=True):
-        info = export_store(store, target, labels=args.labels, llm=args.llm, note=args.note, force=args.force)
+        with writer_lock(target, "training-data file"):
+            info = export_store(
+                store, target, labels=args.labels, llm=args.llm, note=args.note, force=args.force
+            )
         print(
             f"{info['output']}: {info['n_questions']} questions of {info.get('task')} "
             f"({info.get('llm')}, N = {info.get('n_samples')}), {target.stat().st_size:,} bytes"

@@ -13,6 +13,7 @@ import logging
 import sys
 
 from semuq_eval.commands.arguments import CommandParser, number, whole
+from semuq_eval.durable import writer_lock
 from semuq_eval.harness.label_sets import RUN_LABELS
 from semuq_eval.operators.pooling import POOLINGS
 from semuq_eval.training.config import DEFAULT_BACKBONE, SELECT_ON, TrainingConfig, resolve_backbone
@@ -251,7 +252,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"semuq-eval train-operator: {err}", file=sys.stderr)
         return 2
     try:
-        record = train_operator(config, data)
+        with writer_lock(args.output, "trained operator"):
+            record = train_operator(config, data)
     except FileExistsError as err:
         print(f"semuq-eval train-operator: {err}", file=sys.stderr)
         return 2

@@ -13,9 +13,11 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from semuq_eval import judges
+from semuq_eval.durable import writer_lock
 from semuq_eval.harness.breakdown import summarize
 from semuq_eval.harness.label_sets import (
     check_name,
@@ -40,8 +42,16 @@ def judge_store(
     force: bool = False,
 ) -> dict[str, Any]:
     """Judge every stored answer with ``judge_name`` and write label set ``name``; returns its provenance.
-    An existing label set of that name is replaced only with ``force`` (FileExistsError otherwise)."""
+    An existing label set of that name is replaced only with ``force`` (FileExistsError otherwise); one process
+    at a time writes it (:func:`~semuq_eval.durable.writer_lock`: another gets one line naming it)."""
     check_name(name)
+    with writer_lock(Path(store) / "labels" / name, "label set"):
+        return _judge_and_write(store, judge_name, judge_options, name, force)
+
+
+def _judge_and_write(
+    store: str | os.PathLike, judge_name: str, judge_options: Mapping[str, Any] | None, name: str, force: bool
+) -> dict[str, Any]:
     if name in label_set_names(store) and not force:
         raise FileExistsError(f"{store}: label set {name!r} exists; choose another --name or pass --force")
     docs = open_store(store).docs(hidden=False)

@@ -22,13 +22,15 @@ takes: ``semuq-eval leaderboard``, ``diagnose``, ``judge``. The command is :mod:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from semuq_eval.durable import writer_lock
 from semuq_eval.harness.breakdown import FORMAT as BREAKDOWN_FORMAT
 from semuq_eval.harness.doc import Doc
 from semuq_eval.harness.label_sets import RUN_LABELS, read_label_set, slice_samples
@@ -94,67 +96,77 @@ def rescore(
         Replace a non-empty run store at ``store_output`` and an ``output`` file that is not a breakdown.
     """
     output_path = None if output is None else _breakdown_path(output)
-    if output_path is not None:
-        check_file_target(output_path, ours=BREAKDOWN_FORMAT, force=force, flag="output")
-    if store_output is not None:
-        check_apart(store_output, store_path, "store_output")
-        check_folder_target(
-            store_output, ours=_is_run_store, what="a run store", force=force, flag="store_output"
+    with _one_writer(store_output, output_path):  # another process writing either gets one line
+        if output_path is not None:
+            check_file_target(output_path, ours=BREAKDOWN_FORMAT, force=force, flag="output")
+        if store_output is not None:
+            check_apart(store_output, store_path, "store_output")
+            check_folder_target(
+                store_output, ours=_is_run_store, what="a run store", force=force, flag="store_output"
+            )
+        source = open_store(store_path)
+        manifest, docs = source.manifest, source.docs()
+        if not docs:
+            raise ValueError(
+                f"{store_path}: the store holds no answers (generations.rank*.jsonl empty or missing)"
+            )
+        stored = stored_settings(manifest, source.manifest_path)
+        settings = _overridden(stored, operators, operator_options, tau, bootstrap, judge, judge_options)
+        held = max(len(d.samples) for d in docs)
+        if held < stored.n_samples:  # the breakdown would report an N no question has
+            raise ValueError(
+                f"{source.manifest_path}: settings n_samples is {stored.n_samples}, but no question of the "
+                f"store has more than {held} stored samples"
+            )
+        n = stored.n_samples if n_samples is None else int(n_samples)
+        if n < 1 or n > stored.n_samples:
+            raise ValueError(f"n_samples must be in 1..{stored.n_samples} (the stored N), got {n}")
+        settings.n_samples = n
+        settings.validate()
+        for d in docs:
+            d.samples = d.samples[:n]
+        rejudge = judge is not None or judge_options is not None
+        if rejudge and labels is not None:
+            raise ValueError("give a stored label set (labels=) or a judge to label again, not both")
+        stored_labels = (
+            None if rejudge else _stored_labels(store_path, docs, labels or RUN_LABELS, n, stored.n_samples)
         )
-    source = open_store(store_path)
-    manifest, docs = source.manifest, source.docs()
-    if not docs:
-        raise ValueError(
-            f"{store_path}: the store holds no answers (generations.rank*.jsonl empty or missing)"
+        if stored_labels is None:
+            the_judge = settings.make_judge()
+            out = process_docs(docs, settings, judge=the_judge, estimator_names=estimator_names)
+            judge_info, label_set = the_judge.info, "rejudged"
+        else:
+            label_set, judge_info, label_records = stored_labels
+            out = process_docs(docs, settings, labels=label_records, estimator_names=estimator_names)
+        store = None
+        if store_output is not None:
+            store = _new_store(manifest, store_path, Path(store_output), settings)
+        breakdown = finish_run(
+            out.items,
+            settings,
+            task=manifest.get("task", ""),
+            operators=out.operator_runs,
+            judge=judge_info,
+            store=store,
+            label_set=label_set,
+            extra={
+                "rescored_from": str(store_path),
+                "stored_n_samples": stored.n_samples,
+                **({"generator": manifest["generator"]} if manifest.get("generator") else {}),
+            },
         )
-    stored = stored_settings(manifest, source.manifest_path)
-    settings = _overridden(stored, operators, operator_options, tau, bootstrap, judge, judge_options)
-    held = max(len(d.samples) for d in docs)
-    if held < stored.n_samples:  # the breakdown would report an N no question has
-        raise ValueError(
-            f"{source.manifest_path}: settings n_samples is {stored.n_samples}, but no question of the "
-            f"store has more than {held} stored samples"
-        )
-    n = stored.n_samples if n_samples is None else int(n_samples)
-    if n < 1 or n > stored.n_samples:
-        raise ValueError(f"n_samples must be in 1..{stored.n_samples} (the stored N), got {n}")
-    settings.n_samples = n
-    settings.validate()
-    for d in docs:
-        d.samples = d.samples[:n]
-    rejudge = judge is not None or judge_options is not None
-    if rejudge and labels is not None:
-        raise ValueError("give a stored label set (labels=) or a judge to label again, not both")
-    stored_labels = (
-        None if rejudge else _stored_labels(store_path, docs, labels or RUN_LABELS, n, stored.n_samples)
-    )
-    if stored_labels is None:
-        the_judge = settings.make_judge()
-        out = process_docs(docs, settings, judge=the_judge, estimator_names=estimator_names)
-        judge_info, label_set = the_judge.info, "rejudged"
-    else:
-        label_set, judge_info, label_records = stored_labels
-        out = process_docs(docs, settings, labels=label_records, estimator_names=estimator_names)
-    store = None
-    if store_output is not None:
-        store = _new_store(manifest, store_path, Path(store_output), settings)
-    breakdown = finish_run(
-        out.items,
-        settings,
-        task=manifest.get("task", ""),
-        operators=out.operator_runs,
-        judge=judge_info,
-        store=store,
-        label_set=label_set,
-        extra={
-            "rescored_from": str(store_path),
-            "stored_n_samples": stored.n_samples,
-            **({"generator": manifest["generator"]} if manifest.get("generator") else {}),
-        },
-    )
-    if output_path is not None:
-        write_json(output_path, breakdown)
-    return breakdown
+        if output_path is not None:
+            write_json(output_path, breakdown)
+        return breakdown
+
+
+@contextlib.contextmanager
+def _one_writer(*targets: str | os.PathLike | None) -> Iterator[None]:
+    """Hold the one-writer lock of every target given (:func:`~semuq_eval.durable.writer_lock`)."""
+    with contextlib.ExitStack() as locks:
+        for target in (t for t in targets if t is not None):
+            locks.enter_context(writer_lock(target, "rescore output"))
+        yield
 
 
 def _overridden(

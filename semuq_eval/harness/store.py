@@ -44,7 +44,14 @@ from typing import Any
 
 import numpy as np
 
-from semuq_eval.durable import UNFINISHED, WriteFailed, check_finished, clean_temporary, replace_file
+from semuq_eval.durable import (
+    UNFINISHED,
+    WriteFailed,
+    check_finished,
+    clean_temporary,
+    hold_writer_lock,
+    replace_file,
+)
 from semuq_eval.harness.doc import Doc
 from semuq_eval.harness.schemas import GenerationsLine, Manifest, ScoresLine, check_line
 from semuq_eval.jsonio import read_json, read_jsonl, write_json, write_jsonl
@@ -173,7 +180,9 @@ class RunStore:
     def mark_unfinished(self) -> None:
         """Create the folder and mark it unfinished (:data:`~semuq_eval.durable.UNFINISHED`) until
         :meth:`mark_finished`: readers refuse the store in between, so a killed run is never read as complete.
-        The temporary files of killed writers are removed first."""
+        This process becomes the store's one writer (another gets one line naming it); the temporary files of
+        killed writers are removed first."""
+        hold_writer_lock(self.root, "run store")
         self.root.mkdir(parents=True, exist_ok=True)
         clean_temporary(self.root)
         replace_file(self.root / UNFINISHED, f"{os.getpid()}\n")

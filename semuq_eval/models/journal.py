@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from semuq_eval.context import RunContext
+from semuq_eval.durable import hold_writer_lock
 from semuq_eval.jsonio import append_jsonl, parse_jsonl
 from semuq_eval.models.generation import Generation
 
@@ -98,6 +99,7 @@ class GenerationJournal:
     def __init__(self, directory: str | os.PathLike, rank: int = 0) -> None:
         self.directory = Path(directory)
         self.path = self.directory / f"rank{int(rank)}.jsonl"
+        hold_writer_lock(self.path, "generation journal")  # two runs appending one journal would mix answers
         self._entries: dict[str, list[dict[str, Any]]] = {}
         for path in sorted(self.directory.glob("rank*.jsonl")):
             self._read(path)
