@@ -12,8 +12,9 @@ sets in the same format (any ``name``). Prepared sets: ``triviaqa`` (``dev``, ``
 Bad input policy: a line that is not a JSON object is an error naming the file and line (the file is damaged, and
 silently dropping lines would shift every later doc). A well-formed record without a usable question (missing,
 not a string, blank) or without any usable answer (missing, not a list of strings, empty after dropping blank
-aliases) is skipped, and one warning counts the skipped records and names the first line: one bad doc never
-aborts a run. Records keep their order; a record without ``id`` gets ``"<name>-<split>-<line index>"``.
+aliases) is skipped, and one warning counts the skipped records and names the first line and field: one bad doc
+never aborts a run. Text that is not valid Unicode (a lone surrogate such as a JSON ``"\\ud800"``, which no model
+and no UTF-8 file can take) is unusable: such a question skips its record, such an answer alias is dropped. Records keep their order; a record without ``id`` gets ``"<name>-<split>-<line index>"``.
 
 Visual sets (the VQA tasks) are parquet files instead, read by :func:`parquet_files` / :func:`parquet_dataset`
 from ``<data_dir>/<name>/``: ``<split>.parquet``, ``<split>/*.parquet``, ``<split>-*.parquet``,
@@ -96,15 +97,15 @@ def load_qa(
         raise ValueError(f"offset must be a non-negative integer, got {offset!r}")
     path = data_path(name, split, data_dir=data_dir)
     records: list[dict[str, Any]] = []
-    skipped: list[int] = []
+    skipped: list[tuple[int, str]] = []
     usable = 0
     if limit != 0:
         # stop as soon as `limit` records are kept: the lines after them are not even parsed
         with contextlib.closing(read_jsonl(path, on_error="raise")) as lines:
             for number, obj in lines:
                 rec = _clean(obj, f"{name}-{split}-{number - 1}")
-                if rec is None:
-                    skipped.append(number)
+                if isinstance(rec, str):
+                    skipped.append((number, rec))
                     continue
                 usable += 1
                 if usable <= offset:
@@ -115,24 +116,39 @@ def load_qa(
     if skipped:
         warnings.warn(
             f"{path}: skipped {len(skipped)} record(s) without a question or without answers "
-            f"(first at line {skipped[0]})",
+            f"(first at line {skipped[0][0]}: {skipped[0][1]})",
             stacklevel=2,
         )
     return records
 
 
-def _clean(obj: dict[str, Any], default_id: str) -> dict[str, Any] | None:
+def _unicode(text: Any) -> bool:
+    """Whether ``text`` is a non-blank string of valid Unicode (no lone surrogate)."""
+    if not isinstance(text, str) or not text.strip():
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _clean(obj: dict[str, Any], default_id: str) -> dict[str, Any] | str:
+    """The usable record of ``obj``, or why it is not usable (naming the field)."""
     question = obj.get("question")
     answers = obj.get("answers")
-    if not isinstance(question, str) or not question.strip():
-        return None
+    if not _unicode(question):
+        what = (
+            "not valid Unicode text" if isinstance(question, str) and question.strip() else "missing or blank"
+        )
+        return f"field question is {what}"
     if isinstance(answers, str):
         answers = [answers]
     if not isinstance(answers, list):
-        return None
-    answers = [a.strip() for a in answers if isinstance(a, str) and a.strip()]
+        return "field answers is not a list of strings"
+    answers = [a.strip() for a in answers if _unicode(a)]
     if not answers:
-        return None
+        return "field answers holds no usable answer"
     rid = obj.get("id")
     return {
         "id": str(rid) if rid not in (None, "") else default_id,

@@ -17,19 +17,22 @@ header (no name, mtime 0), so the same content always gives the same bytes (:fun
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
+import itertools
 import json
 import logging
 import math
 import os
+import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
-from semuq_eval.durable import replace_file
+from semuq_eval.durable import WriteFailed, replace_file
 
 __all__ = [
     "MAX_ID",
@@ -37,6 +40,7 @@ __all__ = [
     "finite_or_none",
     "is_id",
     "json_safe",
+    "loads",
     "parse_jsonl",
     "read_json",
     "read_jsonl",
@@ -55,6 +59,8 @@ MAX_GZIP_BYTES = 1 << 30
 MAX_GZIP_RATIO = 1000
 """A gzip file may inflate to at most ``MAX_GZIP_RATIO`` times its size (64 MiB at least) and ``MAX_GZIP_BYTES``
 in all: JSON lines compress about 5-20 times, a compression bomb thousands of times."""
+MAX_LINE_BYTES = 8 << 20
+"""The longest line a gzip JSON-lines file may hold (a question with its answers takes kilobytes)."""
 
 
 def is_id(value: Any) -> bool:
@@ -68,8 +74,17 @@ def is_id(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_ID
 
 
-def _decode(text: str | bytes) -> Any:
-    """``json.loads`` with nesting too deep to read reported as a JSON error (not a RecursionError)."""
+def loads(text: str | bytes) -> Any:
+    """``json.loads`` with nesting too deep to read reported as a JSON error (not a RecursionError): every JSON
+    this tool reads, from files or from the command line, goes through it.
+
+    Examples
+    --------
+    >>> loads("[" * 100_000)
+    Traceback (most recent call last):
+    ...
+    json.decoder.JSONDecodeError: nested too deep: line 1 column 1 (char 0)
+    """
     try:
         return json.loads(text)
     except RecursionError:
@@ -169,7 +184,7 @@ def read_json(path: str | os.PathLike) -> Any:
     """The JSON document at ``path``; ValueError naming the file when it is not JSON."""
     path = Path(path)
     try:
-        return _decode(path.read_text(encoding="utf-8"))
+        return loads(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as err:
         raise ValueError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
     except json.JSONDecodeError as err:
@@ -204,7 +219,7 @@ def parse_jsonl(
         if not line.strip():
             continue
         try:
-            obj = _decode(line)
+            obj = loads(line)
             problem = None if isinstance(obj, dict) else f"expected a JSON object, got {type(obj).__name__}"
         except json.JSONDecodeError as err:
             problem = f"malformed JSON line ({err.msg})"
@@ -271,45 +286,72 @@ def write_jsonl_gz(path: str | os.PathLike, records: Iterable[Any]) -> Path:
     return _replace_atomically(path, buffer.getvalue())
 
 
-def read_jsonl_gz(path: str | os.PathLike, what: str) -> list[tuple[int, dict[str, Any]]]:
-    """``(line_number, object)`` for every non-blank line of the gzip JSON-lines file ``path``.
+def read_jsonl_gz(path: str | os.PathLike, what: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(line_number, object)`` for every non-blank line of the gzip JSON-lines file ``path``, inflated and
+    parsed line by line: memory holds one line (at most ``MAX_LINE_BYTES``) at a time, never the whole file.
 
     Raises
     ------
     ValueError
-        ``"<path>: not a gzip-compressed <what> (...)"`` when it is not gzip or not UTF-8, and what
-        :func:`parse_jsonl` raises for a malformed line (naming ``path:line``).
+        ``"<path>: not a gzip-compressed <what> (...)"`` when it is not gzip, a compression bomb (it inflates
+        beyond its limit, see ``MAX_GZIP_RATIO``, or holds a line longer than ``MAX_LINE_BYTES``), and what
+        :func:`parse_jsonl` raises for a line that is not UTF-8 or not a JSON object (naming ``path:line``).
     """
     limit = min(MAX_GZIP_BYTES, max(64 << 20, MAX_GZIP_RATIO * Path(path).stat().st_size))
+    source = str(path)
+    yield from parse_jsonl(_utf8_lines(_gzip_lines(path, what, limit), source), source)
+
+
+def _gzip_lines(path: str | os.PathLike, what: str, limit: int) -> Iterator[bytes]:
+    """The lines of a gzip file as bytes, refused as a bomb once they pass ``limit`` bytes in all or one line
+    passes ``MAX_LINE_BYTES``."""
+    total = 0
     try:
         with gzip.open(path, "rb") as fh:
-            data = fh.read(limit + 1)
-        text = data.decode("utf-8")
-    except (OSError, EOFError, UnicodeDecodeError) as err:
+            for number in itertools.count(1):
+                line = fh.readline(MAX_LINE_BYTES + 1)
+                if not line:
+                    return
+                total += len(line)
+                if len(line) > MAX_LINE_BYTES:
+                    raise ValueError(
+                        f"{path}:{number}: a line longer than {MAX_LINE_BYTES:,} bytes; refusing it as a "
+                        "compression bomb"
+                    )
+                if total > limit:
+                    raise ValueError(
+                        f"{path}: inflates to more than {limit:,} bytes; refusing it as a compression bomb"
+                    )
+                yield line
+    except (OSError, EOFError, zlib.error) as err:
         raise ValueError(f"{path}: not a gzip-compressed {what} ({err})") from None
-    if len(data) > limit:
-        raise ValueError(f"{path}: inflates to more than {limit:,} bytes; refusing it as a compression bomb")
-    return list(parse_jsonl(text.splitlines(), str(path)))
 
 
 def append_jsonl(path: str | os.PathLike, records: Iterable[Any], *, durable: bool = False) -> None:
     """Append ``records`` to ``path``; ``durable=True`` flushes and fsyncs, so they survive a kill.
 
     A file whose last line was cut short by a killed writer gets a line break first, so the torn line
-    stays alone (and is skipped when read) instead of swallowing the first new record.
+    stays alone (and is skipped when read) instead of swallowing the first new record. An append that fails (a
+    full disk) is cut back to the file's old end and raises :class:`~semuq_eval.durable.WriteFailed` naming it.
     """
     lines = [_line(r) for r in records]
     if not lines:
         return
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.is_file() and path.stat().st_size:
-        with open(path, "rb") as fh:
-            fh.seek(-1, os.SEEK_END)
-            if fh.read(1) != b"\n":
-                lines.insert(0, "\n")
-    with open(path, "a", encoding="utf-8", newline="\n") as fh:
-        fh.writelines(lines)
-        if durable:
-            fh.flush()
-            os.fsync(fh.fileno())
+    size = path.stat().st_size if path.is_file() else 0
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if size:
+            with open(path, "rb") as fh:
+                fh.seek(-1, os.SEEK_END)
+                if fh.read(1) != b"\n":
+                    lines.insert(0, "\n")
+        with open(path, "a", encoding="utf-8", newline="\n") as fh:
+            fh.writelines(lines)
+            if durable:
+                fh.flush()
+                os.fsync(fh.fileno())
+    except OSError as err:
+        with contextlib.suppress(OSError):
+            os.truncate(path, size)
+        raise WriteFailed(path, err) from None

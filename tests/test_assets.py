@@ -327,7 +327,10 @@ def test_corrupted_asset_is_rebuilt(cache, index, fake_qa):
     dev = path / "dev.jsonl"
     good = dev.read_bytes()
     dev.write_bytes(good.replace(b"Rugby", b"Rigby"))  # same size: only the sha256 check sees it
-    assert assets.locate("triviaqa") == path  # the cheap check does not hash
+    with pytest.raises(
+        FileNotFoundError, match=r"damaged .*dev.jsonl does not match .*--only triviaqa --force"
+    ):
+        assets.locate("triviaqa")
     assets.prepare("triviaqa", progress=False)
     assert dev.read_bytes() == good and len(index.calls) == 2
 

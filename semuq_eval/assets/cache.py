@@ -1,14 +1,19 @@
 """The asset cache: where prepared assets live, their manifests, and how they are checked.
 
 A prepared asset is a folder holding a manifest (``.semuq-asset.json``) with the size and sha256 of every
-file it produced and the pinned sources it came from. :func:`locate` is the cheap run-time lookup
-(manifest present, every file present with its recorded size); :func:`~semuq_eval.assets.prepare`
-does the deep check (every sha256) before it skips an asset.
+file it produced and the pinned sources it came from. :func:`locate` is the run-time lookup: manifest present,
+every file present with its recorded size and its recorded sha256. Hashing is paid once per *stamp* (a file's
+size and modification time): a file whose content was verified at its current stamp is trusted, by this
+process (kept in memory) and by the next (the stamps file ``.<asset>.verified.json`` beside the asset's folder,
+written when a file is hashed, left alone on a read-only cache); a file written since is hashed again, so one
+damaged without changing its size is caught before a model loads it. :func:`~semuq_eval.assets.prepare`
+hashes every file before it skips an asset.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import sys
 from datetime import datetime, timezone
@@ -19,8 +24,13 @@ from semuq_eval.assets.catalogue import ASSETS, Asset, _get_asset
 from semuq_eval.assets.progress import _bar
 from semuq_eval.jsonio import read_json, write_json
 
+log = logging.getLogger(__name__)
+
 MANIFEST = ".semuq-asset.json"
 MANIFEST_FORMAT = 1
+
+#: files verified by this process: path -> (size, mtime_ns, sha256) at verification
+_VERIFIED: dict[Path, tuple[int, int, str]] = {}
 
 
 def cache_dir() -> Path:
@@ -54,8 +64,8 @@ def _asset_dir(root: Path, asset: Asset) -> Path:
 def locate(name: str, *, cache_dir: str | os.PathLike | None = None) -> Path:
     """Path of a prepared asset, checked cheaply so that it can run before every evaluation.
 
-    The check is: manifest present, every file present with its recorded size;
-    :func:`~semuq_eval.assets.prepare` verifies the sha256s.
+    The check is: manifest present, every file present with its recorded size and sha256, a file hashed only
+    when its stamp (size, modification time) was not verified before (module docstring).
 
     Parameters
     ----------
@@ -73,7 +83,8 @@ def locate(name: str, *, cache_dir: str | os.PathLike | None = None) -> Path:
     Raises
     ------
     FileNotFoundError
-        The asset is missing or incomplete; the message tells the command that prepares it.
+        The asset is missing, incomplete or damaged; the message names the file and tells the command that
+        prepares it again.
     ValueError
         Unknown asset name.
     """
@@ -82,9 +93,12 @@ def locate(name: str, *, cache_dir: str | os.PathLike | None = None) -> Path:
     path = _asset_dir(root, asset)
     problem = _check(path, asset, deep=False)
     if problem is not None:
+        damaged = problem.endswith(DAMAGED)
         raise FileNotFoundError(
-            f"asset {name!r} is not prepared in {path} ({problem}); run: semuq-eval assets --only {name}"
+            f"asset {name!r} is {'damaged' if damaged else 'not prepared'} in {path} ({problem}); run: "
+            f"semuq-eval assets --only {name}"
             + (f" --cache-dir {root}" if cache_dir is not None else "")
+            + (" --force" if damaged else "")
         )
     return path
 
@@ -123,8 +137,12 @@ def _read_manifest(path: Path) -> dict[str, Any]:
     return data
 
 
+DAMAGED = "does not match its sha256"
+
+
 def _check(path: Path, asset: Asset, *, deep: bool, progress: bool = False) -> str | None:
-    """None when ``path`` holds a complete, current copy of ``asset``, else the reason it does not."""
+    """None when ``path`` holds a complete, current copy of ``asset``, else the reason it does not. Every file
+    is hashed when ``deep``, else only those whose stamp was not verified (module docstring)."""
     if not path.is_dir():
         return "not found"
     if not (path / MANIFEST).is_file():
@@ -143,11 +161,51 @@ def _check(path: Path, asset: Asset, *, deep: bool, progress: bool = False) -> s
             return f"missing file {rel}"
         if f.stat().st_size != info.get("size"):
             return f"file {rel} has size {f.stat().st_size}, expected {info.get('size')}"
-        if deep and file_sha256(f, progress=progress, desc=f"verify {asset.name}/{rel}") != info.get(
-            "sha256"
-        ):
-            return f"file {rel} does not match its sha256"
+    stamps = _read_stamps(path)
+    hashed = False
+    for rel, info in man["files"].items():
+        f = path / rel
+        stat = f.stat()
+        stamp = (stat.st_size, stat.st_mtime_ns, info.get("sha256"))
+        if not deep and (_VERIFIED.get(f) == stamp or stamps.get(rel) == _stamp_entry(stamp)):
+            _VERIFIED[f] = stamp
+            continue
+        if file_sha256(f, progress=progress, desc=f"verify {asset.name}/{rel}") != stamp[2]:
+            _VERIFIED.pop(f, None)
+            return f"file {f} {DAMAGED}"
+        _VERIFIED[f], stamps[rel], hashed = stamp, _stamp_entry(stamp), True
+    if hashed:
+        _write_stamps(path, stamps)
     return None
+
+
+def _stamp_entry(stamp: tuple[int, int, str | None]) -> dict[str, Any]:
+    return {"size": stamp[0], "mtime_ns": stamp[1], "sha256": stamp[2]}
+
+
+def _stamps_file(path: Path) -> Path:
+    """Beside the asset folder ``path``: ``{"format": 1, "files": {file: {"size", "mtime_ns", "sha256"}}}``, the
+    stamps at which each file's content was found to match the manifest."""
+    return path.parent / f".{path.name}.verified.json"
+
+
+def _read_stamps(path: Path) -> dict[str, Any]:
+    """The verified stamps of the asset folder ``path`` (none when unwritten or unreadable)."""
+    try:
+        data = read_json(_stamps_file(path))
+    except (OSError, ValueError):
+        return {}
+    files = data.get("files") if isinstance(data, dict) and data.get("format") == 1 else None
+    return dict(files) if isinstance(files, dict) else {}
+
+
+def _write_stamps(path: Path, files: dict[str, Any]) -> None:
+    """Record the verified stamps; a cache that cannot be written (read-only) keeps none, and is hashed again by
+    the next process."""
+    try:
+        write_json(_stamps_file(path), {"format": 1, "files": files})
+    except OSError as err:
+        log.debug("%s: verified stamps not kept (%s)", path, err)
 
 
 def _write_manifest(

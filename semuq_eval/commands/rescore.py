@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Any
 
-from semuq_eval.commands.arguments import CommandParser, number, whole
+from semuq_eval.commands.arguments import CommandParser, json_object, number, whole
 from semuq_eval.harness.breakdown import breakdown_table
 from semuq_eval.harness.rescore import rescore
 from semuq_eval.judges import MODES
@@ -17,6 +18,11 @@ __all__ = ["main"]
 
 def _csv(value: str) -> list[str]:
     return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def _options(text: str | None, flag: str, of: str) -> dict[str, Any] | None:
+    """The JSON object of option ``flag`` (None when not given: the stored one stays)."""
+    return None if text is None else json_object(text, flag, of)
 
 
 def main(argv: list[str]) -> int:
@@ -31,7 +37,6 @@ def main(argv: list[str]) -> int:
     )
     parser.add_argument(
         "--operator_options",
-        type=json.loads,
         help='JSON {operator: {option: value}}; a named variant: \'{"enc_nq": {"operator": "enc", "model": "ops/enc-nq"}}\'',
     )
     parser.add_argument("--estimators", type=_csv, help="keep only these estimators, e.g. kle_heat@enc,te")
@@ -40,9 +45,7 @@ def main(argv: list[str]) -> int:
         "--tau", type=number(0, 1, open_low=True), help="threshold for clustering graded matrices"
     )
     parser.add_argument("--judge", help="judge the answers again with this judge (default: stored labels)")
-    parser.add_argument(
-        "--judge_options", type=json.loads, help='the judge\'s options as JSON, e.g. \'{"mode": "em"}\''
-    )
+    parser.add_argument("--judge_options", help='the judge\'s options as JSON, e.g. \'{"mode": "em"}\'')
     parser.add_argument("--label_mode", choices=MODES, help="shorthand: --judge string with this mode")
     parser.add_argument(
         "--labels",
@@ -62,16 +65,17 @@ def main(argv: list[str]) -> int:
     )
     parser.add_argument("--json", action="store_true", help="print the breakdown JSON instead of the table")
     args = parser.parse_args(argv)
-    judge, judge_options = args.judge, args.judge_options
-    if args.label_mode is not None:
-        if judge not in (None, "string"):
-            parser.error("--label_mode is an option of the string judge")
-        judge, judge_options = "string", {**(judge_options or {}), "mode": args.label_mode}
     try:  # bad input: one line, no traceback
+        operator_options = _options(args.operator_options, "--operator_options", "operator name -> options")
+        judge, judge_options = args.judge, _options(args.judge_options, "--judge_options", "option -> value")
+        if args.label_mode is not None:
+            if judge not in (None, "string"):
+                parser.error("--label_mode is an option of the string judge")
+            judge, judge_options = "string", {**(judge_options or {}), "mode": args.label_mode}
         breakdown = rescore(
             args.store,
             operators=args.operators,
-            operator_options=args.operator_options,
+            operator_options=operator_options,
             estimator_names=args.estimators,
             n_samples=args.n_samples,
             tau=args.tau,

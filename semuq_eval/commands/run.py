@@ -16,11 +16,14 @@ accelerate would give each of them a single-process state, so :func:`run_lm_eval
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import sys
+from collections.abc import Sequence
 
 from semuq_eval.harness.run import WRITE_FAILURES
+from semuq_eval.jsonio import loads
 from semuq_eval.logs import share_lm_eval_logging
 from semuq_eval.task_files import tasks_dir
 
@@ -83,6 +86,31 @@ def check_settings_early(args) -> None:
         check_model(Settings.from_metadata(metadata).reflexive, getattr(args, "model", None))
 
 
+def check_json_nesting(argv: Sequence[str]) -> None:
+    """ValueError naming the flag whose JSON value (``--metadata``, ``--model_args``, ...) nests too deep to
+    read, before lm-eval's parser would end in a RecursionError on it.
+
+    Examples
+    --------
+    >>> check_json_nesting(["--metadata", '{"n_samples": 5}'])
+    >>> check_json_nesting(["--metadata=" + "[" * 100_000])
+    Traceback (most recent call last):
+    ...
+    ValueError: --metadata is not valid JSON (nested too deep)
+    """
+    flag = "an argument"
+    for arg in argv:
+        if arg.startswith("--"):
+            flag, _, arg = arg.partition("=")
+        if not arg.lstrip().startswith(("{", "[")):
+            continue
+        try:
+            loads(arg)
+        except json.JSONDecodeError as err:
+            if err.msg == "nested too deep":
+                raise ValueError(f"{flag} is not valid JSON (nested too deep)") from None
+
+
 class _SaveFailures(logging.Handler):
     """lm-eval's tracker logs a results file it could not write as a warning (its reason follows at info level)
     and carries on; this handler keeps those lines, so the run can end non-zero."""
@@ -126,6 +154,7 @@ def run_lm_eval(argv: list[str]) -> int:
     setup_logging()
     share_lm_eval_logging()
     prepare_distributed()
+    check_json_nesting(argv)
     saved, sys.argv = sys.argv, ["semuq-eval", *argv]
     try:
         cli = HarnessCLI()

@@ -11,7 +11,9 @@ sentence structure and style". Two routes implement one interface, :class:`FactR
   1. *aligned*: the sample's words are aligned with the greedy answer's (``difflib.SequenceMatcher`` on
      lowercased words); when one ``replace`` block covers the whole mention, changes at most two words around
      it, and puts 1 to ``max_words`` sample words in its place, those words (original spelling) are the wrong
-     fact (greedy "The capital is Paris." + sample "The capital is Lyon." -> "Lyon");
+     fact (greedy "The capital is Paris." + sample "The capital is Lyon." -> "Lyon"); an answer longer than
+     :data:`MAX_ALIGNED_WORDS` words is not aligned (the alignment's time grows with the product of the two
+     lengths);
   2. *short*: otherwise an incorrect sample of at most ``max_short_words`` words (default 3: an entity, not
      a sentence) is itself the wrong fact (its text without surrounding quotes and final punctuation).
 
@@ -35,6 +37,7 @@ from semuq_eval.diagnose.spans import AliasSpan, word_spans
 from semuq_eval.judges.string import StringJudge, normalize
 
 __all__ = [
+    "MAX_ALIGNED_WORDS",
     "REWRITE_PROMPT",
     "FactRewriter",
     "LLMRewriter",
@@ -119,6 +122,8 @@ def _still_correct(request: RewriteRequest, text: str) -> bool:
 
 
 _STRIP = " \t\n\"'`“”‘’.,;:!?"
+MAX_ALIGNED_WORDS = 512
+"""The longest greedy answer or sample (in words) that :class:`SampleSubstitution` aligns."""
 
 
 @dataclass(frozen=True)
@@ -169,7 +174,7 @@ class SampleSubstitution:
         aligned, short = [], []
         for k, wrong in enumerate(request.wrong_answers):
             words = word_spans(wrong)
-            if inside:
+            if inside and max(len(gw), len(words)) <= MAX_ALIGNED_WORDS:
                 lo, hi = inside[0], inside[-1] + 1
                 matcher = difflib.SequenceMatcher(a=gw, b=[w for _, _, w in words], autojunk=False)
                 for tag, i1, i2, j1, j2 in matcher.get_opcodes():

@@ -5,7 +5,7 @@ items of a task to the aggregation functions on rank 0, which call :func:`summar
 read one scalar each (:func:`summary_scalars`). The full breakdown is a JSON-safe dict::
 
     {"format": "semuq-breakdown/1", "task", "created", "settings", "equivalence_rule", "judge", "label_set",
-     "operators": {op: {kind, status, info, cost, n_unavailable, reasons[, per_rank]}},
+     "operators": {op: {kind, status, info, cost, n_questions, n_unavailable, reasons, n_truncated[, per_rank]}},
      "n_docs", "bad_docs": [{"doc_id", "id", "problems"}],
      "labels": {strategy: {"n", "n_correct", "n_missing", "accuracy"}},
      "results": {strategy: {estimator: {metric: MetricResult.as_dict()}}},
@@ -237,13 +237,36 @@ def _cell(result: Mapping[str, Any] | None) -> str:
     )
 
 
+def _operator_notes(operators: Mapping[str, Any]) -> list[str]:
+    """Footer lines of the operators that missed questions (with their commonest reason) or read some answers
+    only in part."""
+    out = []
+    for name, run in operators.items():
+        if not isinstance(run, Mapping):
+            continue
+        reasons = run.get("reasons") or {}
+        if run.get("n_unavailable") and reasons:
+            why = max(reasons, key=reasons.get)
+            more = f"; {len(reasons) - 1} more reason(s)" if len(reasons) > 1 else ""
+            out.append(
+                f"- operator {name}: no matrix for {run['n_unavailable']} of {run.get('n_questions', '?')} "
+                f"questions ({why}{more})"
+            )
+        if run.get("n_truncated"):
+            out.append(
+                f"- operator {name}: read some answers of {run['n_truncated']} questions only in part "
+                "(bad_docs says which)"
+            )
+    return out
+
+
 def breakdown_table(breakdown: Mapping[str, Any]) -> str:
     """A Markdown table of a breakdown: its first two metrics (AUROC and ECE by default) with 95% CIs and the
     correct / incorrect counts behind them, per estimator and label strategy.
 
     Rows are sorted by the first metric on greedy labels (best first). ``!`` marks an unreliable figure (small minority
     class or few valid resamples, :mod:`semuq_eval.harness.reliability`); ``n/a`` an undefined one, whose
-    reason follows the table.
+    reason follows the table, as do the operators that missed questions or read some answers only in part.
     """
     results = breakdown.get("results", {})
     strategies = list(results)
@@ -291,4 +314,8 @@ def breakdown_table(breakdown: Mapping[str, Any]) -> str:
         footer.append(
             f"- {note}: {len(which)} estimator(s)" if len(which) > 3 else f"- {note}: {', '.join(which)}"
         )
-    return title + "\n\n" + "\n".join(lines) + "\n".join(footer if notes or strategies else [])
+    operator_notes = _operator_notes(breakdown.get("operators") or {})
+    footer += operator_notes
+    return (
+        title + "\n\n" + "\n".join(lines) + "\n".join(footer if notes or strategies or operator_notes else [])
+    )

@@ -27,7 +27,8 @@ class Doc:
     Filled by :func:`semuq_eval.harness.operator_runs.compute_operators`:
     ``matrices[op]`` is the (N, N) matrix of each operator that ran for this question;
     ``extras[op][name]`` what it yielded besides (e.g. ``token_weights``); ``unavailable[op]`` (or
-    ``unavailable[f"{op}.{extra}"]``) says why an operator (or one of its extras) has no value here.
+    ``unavailable[f"{op}.{extra}"]``) says why an operator (or one of its extras) has no value here;
+    ``truncated[op]`` which answers the operator read only in part (too long for it, e.g. ROUGE-L's word cap).
     """
 
     doc_id: int
@@ -40,6 +41,7 @@ class Doc:
     matrices: dict[str, np.ndarray] = field(default_factory=dict)
     extras: dict[str, dict[str, Any]] = field(default_factory=dict)
     unavailable: dict[str, str] = field(default_factory=dict)
+    truncated: dict[str, str] = field(default_factory=dict)
 
     def signal(self, name: str) -> tuple[Any, str | None]:
         """``(value, None)`` for a signal read from the generating model's answers (origin ``answers``,

@@ -13,9 +13,14 @@
    after it, the token extras (the signals of origin ``tokens``, :mod:`semuq_eval.signals`: ``enc``'s
    ``token_weights``, the sentence encoders' ``token_similarity``) that the run's estimators read.
 
-An operator that cannot run (its model does not load, its batch raises) is unavailable for every question
-of the call: logged ONCE with its reason, recorded in its :class:`OperatorRun`, and its estimators are
-reported unavailable. Nothing is retried question by question and nothing is filled with zeros.
+An operator that cannot run (its model does not load, its pass raises) is unavailable for every question of the
+pass: logged ONCE with its reason, recorded in its :class:`OperatorRun`, and its estimators are reported
+unavailable; it is not tried again question by question. A pass that runs out of memory (``MemoryError``, a GPU's
+``OutOfMemoryError``: a batch too large, an answer too long) is the exception: it is split in halves and each half
+run again, down to single questions, so only the questions that still fail lose the operator, each with its
+reason (after :data:`MAX_FAILED_PASSES` failed passes nothing is split any more). Nothing is filled with zeros. An
+operator that read some answers only in part (ROUGE-L's word cap) says so per question (``Doc.truncated``, the
+question's ``problems``), counted in its run (``n_truncated``) and logged once.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +49,10 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 _OPERATORS: dict[str, Any] = {}
+
+MAX_FAILED_PASSES = 32
+"""Failed passes of one operator (or shared group) over one set of questions after which a pass that ran out of
+memory is no longer split: enough to find a few failing questions among millions, few when every pass fails."""
 
 
 def get_operator(name: str, options: Mapping[str, Any] | None = None):
@@ -77,6 +86,7 @@ class OperatorRun:
     n_questions: int = 0
     n_unavailable: int = 0
     reasons: dict[str, int] = field(default_factory=dict)
+    n_truncated: int = 0
     #: under data parallelism, what each rank's run did (:func:`merge_operator_runs`); None otherwise
     per_rank: list[dict[str, Any]] | None = None
 
@@ -113,6 +123,7 @@ def merge_operator_runs(per_rank: Sequence[Mapping[str, OperatorRun]]) -> dict[s
         for r, run in ranked:
             out.n_questions += run.n_questions
             out.n_unavailable += run.n_unavailable
+            out.n_truncated += run.n_truncated
             for reason, count in run.reasons.items():
                 out.reasons[reason] = out.reasons.get(reason, 0) + count
             for key, value in run.cost.items():
@@ -246,6 +257,28 @@ def compute_operators(
     return runs
 
 
+def _in_parts(call: Callable[[list[int]], Any], n: int) -> Iterator[tuple[list[int], Any, str | None]]:
+    """``call`` on positions ``0..n-1`` in one pass; a pass that runs out of memory is split in halves, each
+    run again (module docstring). Yields ``(positions, result, None)`` for a pass that ran, ``(positions, None,
+    why)`` for one given up on. The error itself is not kept: its frames may hold what exhausted memory."""
+    queue, failed = [list(range(n))], 0
+    while queue:
+        part = queue.pop(0)
+        try:
+            result, why, split = call(part), None, False
+        except Exception as err:
+            result, why, split = None, _why(err), _out_of_memory(err)
+        if why is None:
+            yield part, result, None
+            continue
+        failed += 1
+        if split and len(part) > 1 and failed <= MAX_FAILED_PASSES:
+            log.debug("a pass over %d questions failed (%s): trying its halves", len(part), why)
+            queue[:0] = [part[: len(part) // 2], part[len(part) // 2 :]]
+        else:
+            yield part, None, why
+
+
 def _run_group(
     group,
     names: list[str],
@@ -255,39 +288,64 @@ def _run_group(
     runs: dict[str, OperatorRun],
     anchor_hidden: list[np.ndarray] | None = None,
 ) -> None:
-    """One batched pass of the group over ``todo``; the greedy answers are anchored when every operator declares
-    it and, for hidden-state operators, ``anchor_hidden`` gives the greedy answers' hidden states."""
+    """Batched passes of the group over ``todo`` (:func:`_in_parts`); the greedy answers are anchored when every
+    operator declares it and, for hidden-state operators, ``anchor_hidden`` gives the greedy answers' hidden
+    states."""
     from semuq_eval.operators.sharing import compute_shared
 
     start = time.perf_counter()
     anchored = all("greedy_similarities" in op.extras for op in group) and (
         hidden is None or anchor_hidden is not None
     )
-    try:
-        outputs = compute_shared(
+
+    def run_pass(part: list[int]):
+        idx = [todo[p] for p in part]
+        return compute_shared(
             group,
-            [docs[i].question for i in todo],
-            [[g.text for g in docs[i].samples] for i in todo],
-            hidden_states=hidden,
-            anchors=[docs[i].greedy.text for i in todo] if anchored else None,
-            anchor_hidden_states=anchor_hidden if anchored else None,
+            [docs[i].question for i in idx],
+            [[g.text for g in docs[i].samples] for i in idx],
+            hidden_states=None if hidden is None else [hidden[p] for p in part],
+            anchors=[docs[i].greedy.text for i in idx] if anchored else None,
+            anchor_hidden_states=[anchor_hidden[p] for p in part]
+            if anchored and anchor_hidden is not None
+            else None,
         )
-    except Exception as err:
-        for name, op in zip(names, group, strict=True):
-            hint = op.load_hint()
-            reason = f"operator {name} failed: {_why(err)}" + (f"; {hint}" if hint else "")
-            _unavailable(runs[name], docs, todo, reason)
-        return
-    for name, out in zip(names, outputs, strict=True):
-        run = runs[name]
-        for key, value in vars(out.cost).items():
-            run.cost[key] = run.cost.get(key, 0) + value
-        run.info = dict(out.info)
-        for i, matrix in zip(todo, out.matrices, strict=True):
-            docs[i].matrices[name] = matrix
-        for i, similarities in zip(todo, out.anchored, strict=True) if out.anchored is not None else ():
-            docs[i].extras.setdefault(name, {})["greedy_similarities"] = similarities
+
+    for part, outputs, why in _in_parts(run_pass, len(todo)):
+        idx = [todo[p] for p in part]
+        if why is not None:
+            for name, op in zip(names, group, strict=True):
+                hint = op.load_hint()
+                _unavailable(
+                    runs[name], docs, idx, f"operator {name} failed: {why}" + (f"; {hint}" if hint else "")
+                )
+            continue
+        for name, out in zip(names, outputs, strict=True):
+            _keep(runs[name], docs, idx, out)
     log.debug("operators %s: %d questions in %.1f s", names, len(todo), time.perf_counter() - start)
+
+
+def _keep(run: OperatorRun, docs: Sequence[Doc], idx: list[int], out) -> None:
+    """One pass's output of operator ``run.name`` on the docs ``idx``: matrices, extras, truncations, cost."""
+    name = run.name
+    for key, value in vars(out.cost).items():
+        run.cost[key] = run.cost.get(key, 0) + value
+    run.info = dict(out.info)
+    for i, matrix in zip(idx, out.matrices, strict=True):
+        docs[i].matrices[name] = matrix
+    for i, similarities in zip(idx, out.anchored, strict=True) if out.anchored is not None else ():
+        docs[i].extras.setdefault(name, {})["greedy_similarities"] = similarities
+    cut = [(i, note) for i, note in zip(idx, out.truncated or [None] * len(idx), strict=True) if note]
+    for i, note in cut:
+        docs[i].truncated[name] = note
+    if cut and not run.n_truncated:
+        log.warning(
+            "%s read the answers of some questions only in part (doc %d: %s); their problems say which",
+            name,
+            docs[cut[0][0]].doc_id,
+            cut[0][1],
+        )
+    run.n_truncated += len(cut)
 
 
 def _token_extra(op, name: str, docs: Sequence[Doc], extra: str) -> None:
@@ -302,23 +360,33 @@ def _token_extra(op, name: str, docs: Sequence[Doc], extra: str) -> None:
             idx.append(i)
     if not idx:
         return
-    try:
-        values = getattr(op, extra)(
-            [docs[i].question for i in idx],
-            [[docs[i].greedy.text] for i in idx],
-            [[docs[i].greedy.token_offsets] for i in idx],
+
+    def run_pass(part: list[int]):
+        return getattr(op, extra)(
+            [docs[idx[p]].question for p in part],
+            [[docs[idx[p]].greedy.text] for p in part],
+            [[docs[idx[p]].greedy.token_offsets] for p in part],
         )
-    except Exception as err:
-        log.warning("%s %s failed on %d questions: %s", name, extra.replace("_", " "), len(idx), _why(err))
-        for i in idx:
-            docs[i].unavailable[key] = f"{name} {extra.replace('_', ' ')} failed: {_why(err)}"
-        return
-    for i, v in zip(idx, values, strict=True):
-        docs[i].extras.setdefault(name, {})[extra] = np.asarray(v[0], dtype=np.float64)
+
+    what = extra.replace("_", " ")
+    for part, values, why in _in_parts(run_pass, len(idx)):
+        if why is not None:
+            log.warning("%s %s failed on %d questions: %s", name, what, len(part), why)
+            for p in part:
+                docs[idx[p]].unavailable[key] = f"{name} {what} failed: {why}"
+            continue
+        for p, v in zip(part, values, strict=True):
+            docs[idx[p]].extras.setdefault(name, {})[extra] = np.asarray(v[0], dtype=np.float64)
+
+
+def _out_of_memory(err: BaseException) -> bool:
+    """Whether ``err`` says memory ran out (the host's ``MemoryError``, torch's ``OutOfMemoryError``)."""
+    return isinstance(err, MemoryError) or type(err).__name__ == "OutOfMemoryError"
 
 
 def _why(err: BaseException) -> str:
-    return f"{type(err).__name__}: {err}"
+    """The error's type and message (its type alone when it has none, as a MemoryError)."""
+    return f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
 
 
 def _unavailable(run: OperatorRun, docs: Sequence[Doc], idx, reason: str) -> None:

@@ -182,7 +182,8 @@ def doc_item(
 
 
 def doc_problems(doc: Doc, n_samples: int) -> list[str]:
-    """What is wrong with one doc's inputs (recorded in the breakdown's ``bad_docs``; never fatal)."""
+    """What is wrong with one doc's inputs (recorded in the breakdown's ``bad_docs``; never fatal), answers an
+    operator read only in part included."""
     out = []
     if not doc.references:
         out.append("no reference answers: labels missing")
@@ -206,4 +207,5 @@ def doc_problems(doc: Doc, n_samples: int) -> list[str]:
     ]
     if bad:
         out.append(f"samples {bad[:10]} have NaN or infinite log-probabilities")
+    out += [f"{op}: {note}" for op, note in doc.truncated.items()]
     return out

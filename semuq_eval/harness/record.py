@@ -74,12 +74,17 @@ class RunRecord(dict):
 def question_hash(question: str) -> str:
     """The first 16 hex digits of the SHA-1 of a question's text (stripped), to recognize the same question.
 
+    A lone surrogate (text that is not valid Unicode, e.g. a JSON ``"\\ud800"``) is hashed as its code point's
+    bytes (``surrogatepass``): valid text hashes as UTF-8, and no question makes hashing fail.
+
     Examples
     --------
     >>> question_hash(" Capital of France? ")
     'a67d3f273c88df7b'
+    >>> question_hash("\\ud800?")
+    '2c83d71e7f773675'
     """
-    return hashlib.sha1(question.strip().encode("utf-8")).hexdigest()[:16]
+    return hashlib.sha1(question.strip().encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def question_set_hash(questions: Sequence[Mapping[str, Any]]) -> str:
@@ -246,7 +251,7 @@ def read_record(path: str | os.PathLike) -> RunRecord:
     ValueError: .../r.jsonl.gz: not a gzip-compressed run record (Not a gzipped file (b'no'))
     """
     path = Path(path)
-    parsed = iter(read_jsonl_gz(path, "run record"))
+    parsed = read_jsonl_gz(path, "run record")
     number, header = next(parsed, (1, {}))
     check_line(RecordHeader, header, path, number)
     where = f"record {header['task']}/{header['llm']}"

@@ -87,7 +87,8 @@ def rescore(
         Write the breakdown there as JSON (a directory gets ``breakdown.rescore.json``); an existing file that is
         not a breakdown is replaced only with ``force``.
     store_output : path-like, optional
-        Write a complete run store there: the stored answers and hidden vectors, the new settings,
+        Write a complete run store there: the stored answers and hidden vectors (with ``n_samples``, the first
+        ``n_samples`` of each question, as many as its manifest says), the new settings,
         ``scores.jsonl`` and ``breakdown.json``; the labels scored become its run labels. It must not be the
         source store, a folder holding it or one inside it; a folder that is not empty is refused unless
         ``force``, and even then unless it is a run store (then it is emptied first: nothing of an older store,
@@ -140,7 +141,8 @@ def rescore(
             out = process_docs(docs, settings, labels=label_records, estimator_names=estimator_names)
         store = None
         if store_output is not None:
-            store = _new_store(manifest, store_path, Path(store_output), settings)
+            ablated = docs if n < stored.n_samples else None
+            store = _new_store(manifest, store_path, Path(store_output), settings, ablated)
         breakdown = finish_run(
             out.items,
             settings,
@@ -214,9 +216,12 @@ def _is_run_store(folder: Path) -> bool:
     return json_format(folder / MANIFEST) == STORE_FORMAT
 
 
-def _new_store(manifest: Mapping[str, Any], source, target: Path, settings: Settings) -> RunStore:
+def _new_store(
+    manifest: Mapping[str, Any], source, target: Path, settings: Settings, ablated: Sequence[Doc] | None
+) -> RunStore:
     """A new run store at ``target`` (emptied first: refused in :func:`rescore` unless empty or forced) holding
-    ``source``'s answers and hidden vectors; :func:`finish_run` adds the rescored rest."""
+    ``source``'s answers and hidden vectors, or for an N-ablation the ``ablated`` docs (their first N samples:
+    the store holds as many as its manifest says); :func:`finish_run` adds the rescored rest."""
     if target.is_dir():
         shutil.rmtree(target)
     elif target.exists():
@@ -228,7 +233,10 @@ def _new_store(manifest: Mapping[str, Any], source, target: Path, settings: Sett
         model=manifest.get("model"),
         generator=manifest.get("generator"),
     )
-    store.copy_generations(source)
+    if ablated is None:
+        store.copy_generations(source)
+    else:
+        store.write_generations(ablated)
     return store
 
 

@@ -59,13 +59,15 @@ class Cost:
 @dataclass
 class OperatorOutput:
     """One (N_b, N_b) matrix per question (float64, or bool for ``kind == "equivalence"``),
-    the call's :class:`Cost`, ``info``: the operator's identity for the results file, and, when the call
-    had anchors, ``anchored``: one (N_b,) float64 vector per question, s(anchor, y_i | x)."""
+    the call's :class:`Cost`, ``info``: the operator's identity for the results file, when the call
+    had anchors, ``anchored``: one (N_b,) float64 vector per question, s(anchor, y_i | x), and ``truncated``:
+    per question, which answers the operator read only in part, or None (:meth:`Operator.truncations`)."""
 
     matrices: list[np.ndarray]
     cost: Cost
     info: dict[str, Any] = field(default_factory=dict)
     anchored: list[np.ndarray] | None = None
+    truncated: list[str | None] | None = None
 
 
 def normalize_answer(text: str) -> str:
@@ -172,6 +174,13 @@ class Operator(NamedByRegistry, ABC):
         self, questions: list[str], answers: list[list[str]], hidden_states: Sequence[np.ndarray] | None
     ) -> tuple[list[np.ndarray], Cost]:
         """Return the matrices and the cost (without wall time)."""
+
+    def truncations(
+        self, answers: Sequence[Sequence[str]], anchors: Sequence[str] | None = None
+    ) -> list[str | None]:
+        """Per question, which of its answers (and anchor) the operator reads only in part, or None: an operator
+        whose work grows faster than an answer's length caps what it reads and says so here (default: none)."""
+        return [None] * len(answers)
 
     def load_hint(self) -> str | None:
         """When the operator failed: how the user can fix it (e.g. which option points at a local model)."""

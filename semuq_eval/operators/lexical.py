@@ -3,11 +3,19 @@
 ROUGE-L F-measure (``rouge_score``) or Jaccard similarity of word sets. Words are runs of Unicode
 word characters, casefolded, so non-Latin scripts are compared too. Both measures are symmetric
 and lie in [0, 1]; answers with no word in common (or no word at all) score 0.
+
+ROUGE-L's longest common subsequence takes time and memory in the product of two answers' lengths (two
+60,000-word answers would need tens of gigabytes), so it reads at most the first ``max_words`` words of an
+answer (:data:`MAX_WORDS` unless given, far beyond a 32-256-token answer). An answer read in part is named
+per question (:meth:`LexicalOperator.truncations`: the run records it among the question's ``problems``).
+Jaccard is linear in the answers' lengths and reads them whole.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -16,28 +24,87 @@ from rouge_score import rouge_scorer
 from semuq_eval.operators.base import Cost, TextOperator
 
 MEASURES = ("rouge_l", "jaccard")
+MAX_WORDS = 512
+"""The most words of an answer ROUGE-L reads (option ``max_words``; see the module docstring)."""
+
+_WORD = re.compile(r"\w+")
 
 
 class _WordTokenizer:
-    """Unicode-aware tokenizer for ``rouge_score`` (its default drops non-ASCII characters)."""
+    """Unicode-aware tokenizer for ``rouge_score`` (its default drops non-ASCII characters): the first
+    ``max_words`` words of a text (all of them when None)."""
+
+    def __init__(self, max_words: int | None = None) -> None:
+        self.max_words = max_words
 
     def tokenize(self, text: str) -> list[str]:
-        return re.findall(r"\w+", text.casefold())
+        words = (m.group() for m in _WORD.finditer(text.casefold()))
+        return list(itertools.islice(words, self.max_words))
+
+
+def _n_words(text: str) -> int:
+    return sum(1 for _ in _WORD.finditer(text))
 
 
 class LexicalOperator(TextOperator):
-    """S_ij = ROUGE-L F(y_i, y_j) (default) or Jaccard(words(y_i), words(y_j))."""
+    """S_ij = ROUGE-L F(y_i, y_j) (default) or Jaccard(words(y_i), words(y_j)).
+
+    Parameters
+    ----------
+    measure : {"rouge_l", "jaccard"}
+        The similarity of two answers.
+    dedup : bool
+        Score normalized-identical answers once (:class:`~semuq_eval.operators.base.TextOperator`).
+    max_words : int
+        ROUGE-L reads at most this many words of each answer (default :data:`MAX_WORDS`); named in the
+        operator's identity when it is not the default.
+
+    Examples
+    --------
+    >>> op = LexicalOperator(max_words=2)
+    >>> float(op(["q"], [["a b c", "a b d"]]).matrices[0][0, 1])
+    1.0
+    >>> op.truncations([["a b c", "a"]], ["a b c d"])
+    ['ROUGE-L read the first 2 words of answer 0, the greedy answer (4 words at most; lexical option max_words)']
+    """
 
     kind = "graded"
     needs = frozenset({"answers"})
 
-    def __init__(self, *, measure: str = "rouge_l", dedup: bool = True) -> None:
+    def __init__(self, *, measure: str = "rouge_l", dedup: bool = True, max_words: int = MAX_WORDS) -> None:
         if measure not in MEASURES:
             raise ValueError(f"unknown lexical measure {measure!r}; choose one of {list(MEASURES)}")
+        if isinstance(max_words, bool) or not isinstance(max_words, int) or max_words < 1:
+            raise ValueError(f"lexical max_words must be a whole number >= 1, got {max_words!r}")
         super().__init__(dedup=dedup)
         self.measure = measure
+        self.max_words = max_words
         self._tokenizer = _WordTokenizer()
-        self._rouge = rouge_scorer.RougeScorer(["rougeL"], tokenizer=self._tokenizer)
+        self._rouge = rouge_scorer.RougeScorer(["rougeL"], tokenizer=_WordTokenizer(max_words))
+
+    def truncations(
+        self, answers: Sequence[Sequence[str]], anchors: Sequence[str] | None = None
+    ) -> list[str | None]:
+        """Per question, the answers ROUGE-L reads only in part (longer than ``max_words`` words), or None."""
+        if self.measure != "rouge_l":
+            return super().truncations(answers, anchors)
+        out: list[str | None] = []
+        for b, group in enumerate(answers):
+            named = [(f"answer {i}", text) for i, text in enumerate(group)]
+            named += [("the greedy answer", anchors[b])] if anchors is not None else []
+            # a text of at most max_words characters has at most max_words words
+            long = [
+                (who, n)
+                for who, text in named
+                if len(text) > self.max_words and (n := _n_words(text)) > self.max_words
+            ]
+            out.append(
+                f"ROUGE-L read the first {self.max_words:,} words of {', '.join(who for who, _ in long)} "
+                f"({max(n for _, n in long):,} words at most; lexical option max_words)"
+                if long
+                else None
+            )
+        return out
 
     def _pair_score(self, a: str, b: str) -> float:
         if self.measure == "rouge_l":
@@ -57,4 +124,9 @@ class LexicalOperator(TextOperator):
         return out
 
     def _identity(self) -> dict[str, Any]:
-        return {"measure": self.measure, **super()._identity()}
+        capped = self.measure == "rouge_l" and self.max_words != MAX_WORDS
+        return {
+            "measure": self.measure,
+            **({"max_words": self.max_words} if capped else {}),
+            **super()._identity(),
+        }

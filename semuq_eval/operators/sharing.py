@@ -31,7 +31,8 @@ def compute_shared(
     operators that declare the ``greedy_similarities`` extra), each anchor joins its question's answers as
     one more answer of the same pass (and, for an operator that reads hidden states, its
     ``anchor_hidden_states`` vector joins the question's hidden states), and is split off again into
-    :attr:`OperatorOutput.anchored`.
+    :attr:`OperatorOutput.anchored`. Each output's ``truncated`` says which answers its operator read only in
+    part (:meth:`Operator.truncations`).
 
     Raises
     ------
@@ -41,10 +42,23 @@ def compute_shared(
     """
     check_inputs(questions, answers)
     if anchors is not None:
-        return _anchored(operators, questions, answers, hidden_states, anchors, anchor_hidden_states)
-    if anchor_hidden_states is not None:
+        outputs = _anchored(operators, questions, answers, hidden_states, anchors, anchor_hidden_states)
+    elif anchor_hidden_states is not None:
         raise ValueError("anchor_hidden_states are the anchors' hidden states: pass anchors too")
-    questions, answers = list(questions), [list(group) for group in answers]
+    else:
+        outputs = _shared(operators, list(questions), [list(group) for group in answers], hidden_states)
+    for op, out in zip(operators, outputs, strict=True):
+        out.truncated = op.truncations(answers, anchors)
+    return outputs
+
+
+def _shared(
+    operators: Sequence[Operator],
+    questions: list[str],
+    answers: list[list[str]],
+    hidden_states: Sequence[np.ndarray] | None,
+) -> list[OperatorOutput]:
+    """:func:`compute_shared` without anchors, on checked inputs."""
     if len(operators) == 1 and operators[0].share_key() is None:
         op = operators[0]
         start = time.perf_counter()
@@ -97,11 +111,11 @@ def _anchored(
             np.vstack([np.asarray(h, dtype=np.float64), np.asarray(a, dtype=np.float64).reshape(1, -1)])
             for h, a in zip(hidden_states, anchor_hidden_states, strict=True)
         ]
-    outputs = compute_shared(
+    outputs = _shared(
         operators,
-        questions,
+        list(questions),
         [[*group, anchor] for group, anchor in zip(answers, anchors, strict=True)],
-        hidden_states=hidden_states,
+        hidden_states,
     )
     for out in outputs:
         out.anchored = [np.asarray(m[-1, :-1], dtype=np.float64) for m in out.matrices]

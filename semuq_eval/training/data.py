@@ -101,10 +101,10 @@ def read_training_file(path: str | os.PathLike) -> StoreData:
     """
     path = Path(path)
     records = read_jsonl_gz(path, "training-data file")
-    check_line(TrainingHeader, records[0][1] if records else {}, path, 1)
-    provenance = records[0][1]["provenance"]
-    data = StoreData(str(path), {**provenance, "path": str(path)})
-    for number, obj in records[1:]:
+    number, header = next(records, (1, {}))
+    check_line(TrainingHeader, header, path, number)
+    data = StoreData(str(path), {**header["provenance"], "path": str(path)})
+    for number, obj in records:
         data.questions.append(_question(path, number, obj))
     data.provenance["n_questions"] = len(data.questions)
     return data
