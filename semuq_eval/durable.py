@@ -254,8 +254,9 @@ def _acquire(target: Path, what: str) -> Path | None:
         except FileNotFoundError:
             pass
         os.close(fd)
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    with contextlib.suppress(OSError):  # the holder's PID is a note for a second writer; a full disk loses it
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     _HELD[path] = [fd, 1]
     return path
 
@@ -306,7 +307,10 @@ def writer_lock(target: str | os.PathLike, what: str) -> Iterator[Path]:
 
 def hold_writer_lock(target: str | os.PathLike, what: str) -> None:
     """Take the one-writer lock of ``target`` for the rest of this process (:func:`writer_lock`): for writers that
-    append for as long as the process runs (a generation journal, a run store). Let go at exit."""
+    append for as long as the process runs (a generation journal, a run store). Let go at exit, or with the
+    :func:`writer_lock` of this process that already holds it (e.g. ``rescore`` writing a new store)."""
+    if _lock_path(Path(target)).absolute() in _HELD:
+        return
     if _acquire(Path(target), what) is not None and not _HELD_AT_EXIT:
         _HELD_AT_EXIT.append(atexit.register(_release_all))
 

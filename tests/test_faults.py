@@ -13,6 +13,7 @@ import contextlib
 import gzip
 import json
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -51,9 +52,13 @@ def _cli(argv: list[str]) -> int:
         return int(stop.code or 0)
 
 
-def _leftovers(folder: Path) -> list[str]:
-    """The temporary files, locks and unfinished markers under ``folder``."""
-    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if is_temporary(p))
+def _leftovers(folder: Path, *, locks: bool = True) -> list[str]:
+    """The temporary files, unfinished markers and (``locks``) lock files under ``folder``."""
+    return sorted(
+        str(p.relative_to(folder))
+        for p in folder.rglob("*")
+        if is_temporary(p) and (locks or not p.name.endswith(".semuq-lock"))
+    )
 
 
 def _questions(record_path: Path) -> list[dict]:
@@ -101,7 +106,7 @@ def _read_board(work: Path):
     page = (board / "cells.js").read_text()
     assert page.startswith("window.SEMUQ_LEADERBOARD = ") and page.rstrip().endswith(";")
     assert (board / "index.html").read_text().rstrip().endswith("</html>")
-    return [c["auroc"] for c in document["cells"]]
+    return document["cells"]
 
 
 CASES: dict[str, tuple[Callable[[Path], list[str]], Callable[[Path], object]]] = {
@@ -127,7 +132,9 @@ def _read_or_refuse(read: Callable[[Path], object], work: Path) -> object | None
         return None
     except ValueError as err:
         message = str(err)
-        assert "\n" not in message and ("unfinished" in message or "not a semuq run store" in message), message
+        assert "\n" not in message and ("unfinished" in message or "not a semuq run store" in message), (
+            message
+        )
         return None
 
 
@@ -148,7 +155,8 @@ def test_a_kill_at_any_write_point_leaves_no_partial_result_and_a_rerun_complete
         assert code == -9, f"{case}: not killed at write point {k} of {points}"
         seen = _read_or_refuse(read, work)
         assert seen is None or seen == expected, f"{case}: a reader took a partial result after a kill at {k}"
-        code, _ = faults.run(argv_of(work))  # the same command again, no --force
+        # refused or absent: the same command again completes it without --force; whole: it is replaced with it
+        code, _ = faults.run(argv_of(work) + ([] if seen is None else ["--force"]))
         assert code == 0 and read(work) == expected, f"{case}: the rerun after a kill at {k} did not complete"
         assert _leftovers(work) == [], f"{case}: left behind after a kill at {k} and a rerun"
 
@@ -273,7 +281,9 @@ def _small_disk(folder: Path, size_kb: int):
     """A tmpfs of ``size_kb`` KiB mounted at ``folder`` (skips when this machine does not allow mounting)."""
     folder.mkdir(parents=True, exist_ok=True)
     done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={size_kb}k", "tmpfs", str(folder)], capture_output=True, text=True
+        ["mount", "-t", "tmpfs", "-o", f"size={size_kb}k", "tmpfs", str(folder)],
+        capture_output=True,
+        text=True,
     )
     if done.returncode != 0:
         pytest.skip(f"cannot mount a small tmpfs here ({done.stderr.strip() or 'mount failed'})")
@@ -284,6 +294,8 @@ def _small_disk(folder: Path, size_kb: int):
             if subprocess.run(["umount", str(folder)], capture_output=True).returncode == 0:
                 break
             time.sleep(0.1)
+        else:  # still busy (a file this process holds open): detached now, gone when the file is closed
+            subprocess.run(["umount", "-l", str(folder)], capture_output=True)
 
 
 def _fill(disk: Path, leave: int) -> None:
@@ -400,3 +412,31 @@ def test_a_record_is_never_half_written(store, tmp_path):
     with pytest.raises(ValueError, match=str(cut)):
         read_record(cut)
     assert gzip.decompress(data)
+
+
+@pytest.mark.slow
+def test_run_on_a_full_disk_exits_1_in_one_line_naming_the_file(tmp_path, capsys):
+    from tests.fixtures.tiny_harness import write_qa
+    from tests.fixtures.tiny_lm import build_tiny_gpt2
+
+    model, data = build_tiny_gpt2(tmp_path / "gpt2"), write_qa(tmp_path / "data")
+    metadata = {"data_dir": str(data), "n_samples": 2, "operators": ["lexical"], "bootstrap": 10}
+    argv = [
+        "run",
+        "--model",
+        "semuq-hf",
+        "--model_args",
+        f"pretrained={model}",
+        "--tasks",
+        "semuq_triviaqa_dpr",
+    ]
+    argv += ["--limit", "3", "--gen_kwargs", "max_gen_toks=4", "--metadata", json.dumps(metadata)]
+    with _small_disk(tmp_path / "disk", 256) as disk:
+        _fill(disk, 1024)
+        code = _cli([*argv, "--output_path", str(disk / "out")])
+        left = _leftovers(disk)
+    err = capsys.readouterr().err
+    ours = re.findall(r"semuq-eval run: [^\r\n]*", err)  # after a progress bar's carriage return
+    assert code == 1 and len(ours) == 1, err[-3000:]
+    assert "cannot write" in ours[0] and str(disk) in ours[0], ours
+    assert left == [] or all(p.endswith(".semuq-lock") for p in left), left  # a lock goes with the process
