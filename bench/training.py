@@ -33,7 +33,6 @@ import torch
 from semuq_eval.data import load_qa
 from semuq_eval.harness.doc import Doc
 from semuq_eval.harness.store import RunStore
-from semuq_eval.jsonio import write_json
 from semuq_eval.models.generation import Generation
 from semuq_eval.training.config import TrainingConfig, native_cpu_bf16
 from semuq_eval.training.recipe import train_operator
@@ -64,7 +63,7 @@ def write_store(root: Path, n_questions: int) -> Path:
         items.append({"doc_id": i, "labels": {"greedy": 1, "majority": 1}, "sample_labels": [1, 1, 1, 0, 0]})
     store.write_generations(docs, hidden=False)
     store.write_scores(items)
-    write_json(root / "breakdown.json", {"judge": {"judge": "string", "mode": "contains"}})
+    store.write_breakdown({"judge": {"judge": "string", "mode": "contains"}})
     return root
 
 

@@ -121,7 +121,7 @@ def replace_file(path: str | os.PathLike, write: Callable[[BinaryIO], object] | 
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(tmp, "wb") as fh:
             if isinstance(write, str):
-                fh.write(write.encode("utf-8"))
+                fh.write(write.encode("utf-8", "backslashreplace"))
             elif isinstance(write, (bytes, bytearray)):
                 fh.write(write)
             else:

@@ -53,6 +53,10 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 
+TEXT_ERRORS = "backslashreplace"
+"""How JSON text is encoded: a lone surrogate (text that is not valid Unicode, e.g. from a damaged QA set) inside a
+JSON string is written as its escape ``\\udXXX``, which reads back as the same string, instead of failing the
+write."""
 MAX_ID = 2**53
 """The largest id (``doc_id``) a file may hold: every id up to it is exact as a float and fits an int64."""
 MAX_GZIP_BYTES = 1 << 30
@@ -137,7 +141,7 @@ def _replace_atomically(path: str | os.PathLike, chunks: Iterable[str] | bytes) 
 
     def write(fh) -> None:
         for chunk in chunks:
-            fh.write(chunk.encode("utf-8"))
+            fh.write(chunk.encode("utf-8", TEXT_ERRORS))
 
     return replace_file(path, write)
 
@@ -282,7 +286,7 @@ def write_jsonl_gz(path: str | os.PathLike, records: Iterable[Any]) -> Path:
     """
     buffer = io.BytesIO()
     with gzip.GzipFile(filename="", mode="wb", fileobj=buffer, mtime=0, compresslevel=9) as gz:
-        gz.write("".join(_line(r) for r in records).encode("utf-8"))
+        gz.write("".join(_line(r) for r in records).encode("utf-8", TEXT_ERRORS))
     return _replace_atomically(path, buffer.getvalue())
 
 
@@ -346,7 +350,7 @@ def append_jsonl(path: str | os.PathLike, records: Iterable[Any], *, durable: bo
                 fh.seek(-1, os.SEEK_END)
                 if fh.read(1) != b"\n":
                     lines.insert(0, "\n")
-        with open(path, "a", encoding="utf-8", newline="\n") as fh:
+        with open(path, "a", encoding="utf-8", errors=TEXT_ERRORS, newline="\n") as fh:
             fh.writelines(lines)
             if durable:
                 fh.flush()

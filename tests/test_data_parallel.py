@@ -87,6 +87,7 @@ def test_store_begin_removes_files_of_ranks_the_run_does_not_have(tmp_path):
     RunStore(tmp_path, rank=0).begin("t", {}, world_size=2)
     names = sorted(p.name for p in tmp_path.iterdir())
     assert names == [
+        ".semuq-unfinished",  # until the run's last file
         "generations.rank0.jsonl",
         "generations.rank1.jsonl",
         "hidden.rank1.npz",

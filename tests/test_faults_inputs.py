@@ -121,6 +121,22 @@ def test_an_n_ablation_store_holds_as_many_samples_as_its_manifest_says(good_sto
     assert _one_line(["rescore", str(target), "--bootstrap", "20"], capsys)[0] == 0
 
 
+@pytest.mark.parametrize("command", ["rescore", "export-record"])
+def test_a_manifest_smaller_than_its_samples_is_refused_naming_the_doc_and_field(
+    good_store, tmp_path, capsys, command
+):
+    copy = _copy(good_store, tmp_path)
+    manifest = json.loads((copy / "manifest.json").read_text())
+    manifest["settings"]["n_samples"] = 2  # the store holds 4 samples per question
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    argv = ["rescore", str(copy), "--bootstrap", "20"]
+    if command == "export-record":
+        argv = ["export-record", str(copy), "--output", str(tmp_path / "r.jsonl.gz")]
+    code, err = _one_line(argv, capsys)
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert "generations.rank0.jsonl:1: doc 0: field samples holds 4 answers" in err and "n_samples (2" in err
+
+
 # -- options ------------------------------------------------------------------------------------------------------
 
 
@@ -153,6 +169,7 @@ def test_an_option_of_the_wrong_shape_is_one_line_naming_it(good_store, capsys, 
             str(store.parent / "d"),
         ],
         lambda store, deep: ["run", "--model", "dummy", "--tasks", "semuq_triviaqa", "--metadata", deep],
+        lambda store, deep: ["judge", str(store), "--judge", "string", "--judge_args", f"mode={deep}"],
     ],
 )
 def test_option_json_nested_too_deep_is_one_line_naming_the_flag(good_store, capsys, argv):

@@ -22,7 +22,6 @@ from semuq_eval.harness import overlap
 from semuq_eval.harness.doc import Doc
 from semuq_eval.harness.label_sets import write_label_set
 from semuq_eval.harness.store import RunStore
-from semuq_eval.jsonio import write_json
 from semuq_eval.models.generation import Generation
 from semuq_eval.operators import training_record
 from semuq_eval.operators.encoder import format_input
@@ -68,7 +67,7 @@ def make_store(
         items.append(item)
     store.write_generations(docs, hidden=False)
     store.write_scores(items)
-    write_json(root / "breakdown.json", {"judge": {"judge": "string", "mode": "contains"}, "created": "then"})
+    store.write_breakdown({"judge": {"judge": "string", "mode": "contains"}, "created": "then"})
     return root
 
 

@@ -29,6 +29,7 @@ from typing import Any
 from semuq_eval.cell_text import cell_text
 from semuq_eval.commands.arguments import CommandParser, whole
 from semuq_eval.durable import writer_lock
+from semuq_eval.jsonio import loads
 from semuq_eval.judges import strategies as label_strategies
 
 __all__ = ["main", "parse_judge_args"]
@@ -48,8 +49,10 @@ def parse_judge_args(text: str) -> dict[str, Any]:
         if not sep or not key.strip():
             raise ValueError(f"--judge_args: {part!r} is not key=value")
         try:
-            out[key.strip()] = json.loads(value)
-        except json.JSONDecodeError:
+            out[key.strip()] = loads(value)
+        except json.JSONDecodeError as err:
+            if err.msg == "nested too deep":  # not echoed: argparse would print the whole value
+                raise argparse.ArgumentTypeError(f"{key.strip()} is nested too deep to read") from None
             out[key.strip()] = value
     return out
 

@@ -73,8 +73,7 @@ def finish_run(
         if settings.store:
             store.write_scores(items)
             _write_record(store, items, breakdown)
-        path = store.write_breakdown(breakdown)  # the last file: a store with it is complete
-        store.mark_finished()
+        path = store.write_breakdown(breakdown)  # the last file: with it the store is finished
     except (OSError, ValueError) as err:
         if strict:
             raise

@@ -54,7 +54,7 @@ from semuq_eval.durable import (
 )
 from semuq_eval.harness.doc import Doc
 from semuq_eval.harness.schemas import GenerationsLine, Manifest, ScoresLine, check_line
-from semuq_eval.jsonio import read_json, read_jsonl, write_json, write_jsonl
+from semuq_eval.jsonio import is_id, read_json, read_jsonl, write_json, write_jsonl
 from semuq_eval.models.generation import Generation
 
 __all__ = [
@@ -172,17 +172,23 @@ class RunStore:
         self.manifest = dict(manifest)
         write_jsonl(self.root / f"generations.rank{self.rank}.jsonl", generations)
         write_jsonl(self.root / SCORES, items)
+        self.mark_finished()
 
     def write_breakdown(self, breakdown: Mapping[str, Any], name: str = BREAKDOWN) -> Path:
-        """The breakdown as ``name`` in the store directory; returns its path."""
-        return write_json(self.root / name, breakdown)
+        """The breakdown as ``name`` in the store directory; returns its path. ``breakdown.json`` is a store's
+        last file: with it the store is finished (:meth:`mark_finished`)."""
+        path = write_json(self.root / name, breakdown)
+        if name == BREAKDOWN:
+            self.mark_finished()
+        return path
 
     def mark_unfinished(self) -> None:
         """Create the folder and mark it unfinished (:data:`~semuq_eval.durable.UNFINISHED`) until
         :meth:`mark_finished`: readers refuse the store in between, so a killed run is never read as complete.
         This process becomes the store's one writer (another gets one line naming it); the temporary files of
         killed writers are removed first."""
-        hold_writer_lock(self.root, "run store")
+        # one writer per store; under data parallelism each rank is the one writer of its own files
+        hold_writer_lock(self.root if self.rank == 0 else self.root / f"rank{self.rank}", "run store")
         self.root.mkdir(parents=True, exist_ok=True)
         clean_temporary(self.root)
         replace_file(self.root / UNFINISHED, f"{os.getpid()}\n")
@@ -276,12 +282,19 @@ class StoreReader:
         """Every stored question as a :class:`Doc`, by doc id, with its answers rebuilt as :class:`Generation`
         (hidden vectors restored unless ``hidden=False``, which skips reading them: text-only consumers).
         A later line for the same doc wins."""
-        self.manifest  # noqa: B018  (a store is read only after its manifest is checked)
+        n_samples = self.manifest["settings"].get(
+            "n_samples"
+        )  # a store is read after its manifest is checked
         vectors = self._vectors() if hidden else {}
         docs: dict[int, Doc] = {}
         for gen_file in sorted(self.root.glob(GENERATIONS_GLOB)):
             for number, rec in read_jsonl(gen_file):
                 check_line(GenerationsLine, rec, gen_file, number)
+                if is_id(n_samples) and len(rec["samples"]) > n_samples:
+                    raise ValueError(
+                        f"{gen_file}:{number}: doc {rec['doc_id']}: field samples holds {len(rec['samples'])} "
+                        f"answers, more than the manifest's settings n_samples ({n_samples}, {self.manifest_path})"
+                    )
                 docs[rec["doc_id"]] = _doc(rec, vectors, f"{gen_file}:{number}")
         return [docs[k] for k in sorted(docs)]
 
