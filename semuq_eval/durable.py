@@ -163,24 +163,17 @@ def _clean_stale(path: Path) -> None:
                     stale.unlink()
 
 
-def clean_temporary(folder: str | os.PathLike, *, recursive: bool = False) -> int:
+def clean_temporary(folder: str | os.PathLike) -> int:
     """Remove the temporary files in ``folder`` left by processes no longer running; returns how many.
 
     A running process's files are kept (it may be writing them); a file that cannot be removed is left."""
     folder = Path(folder)
-    if not folder.is_dir():
-        return 0
     removed = 0
-    for path in folder.rglob("*") if recursive else folder.iterdir():
+    for path in folder.iterdir() if folder.is_dir() else ():
         match = _TEMP.match(path.name)
-        if match and not _alive(int(match["pid"])):
+        if match and path.is_file() and not _alive(int(match["pid"])):
             with contextlib.suppress(OSError):
-                if path.is_dir():
-                    import shutil
-
-                    shutil.rmtree(path)
-                else:
-                    path.unlink()
+                path.unlink()
                 removed += 1
     return removed
 
