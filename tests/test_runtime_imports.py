@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_pytest_is_not_a_runtime_dependency():
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert not [d for d in project["dependencies"] if d.split(">")[0].split("=")[0].strip() == "pytest"]
 
