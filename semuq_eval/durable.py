@@ -41,6 +41,7 @@ __all__ = [
     "is_temporary",
     "replace_file",
     "unfinished",
+    "write_fault",
     "writer_lock",
 ]
 
@@ -141,6 +142,26 @@ def replace_file(path: str | os.PathLike, write: Callable[[BinaryIO], object] | 
         raise
     _fsync_folder(path.parent)
     return path
+
+
+def write_fault(folder: str | os.PathLike, probe_bytes: int = 1 << 20) -> WriteFailed | None:
+    """The :class:`WriteFailed` a write in ``folder`` meets now (a full disk, a read-only folder), or None: for
+    errors from other libraries' writers (torch's checkpoints) that do not say they failed to write.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> write_fault(tempfile.mkdtemp()) is None
+    True
+    """
+    probe = Path(folder) / f"write-probe{TEMP_SUFFIX}"
+    try:
+        replace_file(_temporary(probe), b"\0" * probe_bytes)
+    except WriteFailed as err:
+        return WriteFailed(folder, err)
+    with contextlib.suppress(OSError):
+        _temporary(probe).unlink()
+    return None
 
 
 def _alive(pid: int) -> bool:

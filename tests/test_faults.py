@@ -29,6 +29,7 @@ from semuq_eval.harness.label_sets import read_label_set
 from semuq_eval.harness.record import read_record
 from semuq_eval.harness.store import open_store
 from tests.fixtures import faults
+from tests.fixtures.tiny_encoders import tiny_st_encoder, tiny_wordpiece_dir  # noqa: F401  (fixtures)
 from tests.fixtures.tiny_harness import canned_run
 
 pytestmark = pytest.mark.faults
@@ -324,6 +325,26 @@ OUTPUT_COMMANDS: dict[str, Callable[[Path, Path], list[str]]] = {  # (store, fol
         "--output",
         str(disk / "d.jsonl.gz"),
     ],
+    "decide calibrate": lambda store, disk: [
+        "decide",
+        "calibrate",
+        str(store),
+        "--estimator",
+        "kle_heat@lexical",
+        "--output",
+        str(disk / "cal.json"),
+    ],
+    "check-operator": lambda store, disk: [
+        "check-operator",
+        "lexical",
+        "--store",
+        str(store),
+        "--write-baseline",
+        str(disk / "baseline.json"),
+        "--report",
+        str(disk / "r"),
+        "--no_progress",
+    ],
     "diagnose": lambda store, disk: [
         "diagnose",
         str(store),
@@ -440,3 +461,21 @@ def test_run_on_a_full_disk_exits_1_in_one_line_naming_the_file(tmp_path, capsys
     assert code == 1 and len(ours) == 1, err[-3000:]
     assert "cannot write" in ours[0] and str(disk) in ours[0], ours
     assert left == [] or all(p.endswith(".semuq-lock") for p in left), left  # a lock goes with the process
+
+
+@pytest.mark.slow
+def test_train_operator_on_a_full_disk_exits_non_zero_in_one_line(tmp_path, capsys, tiny_st_encoder):  # noqa: F811
+    from tests.fixtures.training_stores import write_store
+    from tests.test_training import qa_rows
+
+    store = write_store(tmp_path / "out" / "semuq" / "semuq_nqopen_train" / "tiny-llm", [
+        (q, ["ref"], samples) for q, samples in qa_rows(16)
+    ])  # fmt: skip
+    with _small_disk(tmp_path / "disk", 256) as disk:
+        argv = ["train-operator", "--stores", str(store), "--output", str(disk / "op"), "--backbone"]
+        argv += [str(tiny_st_encoder), "--epochs", "1", "--batch_size", "4", "--val_fraction", "0.25"]
+        code = _cli([*argv, "--device", "cpu", "--no_progress"])
+        err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("semuq-eval")]
+        assert code != 0 and len(err) == 1 and str(disk) in err[0], err
+        left = {p.name for p in (disk / "op").iterdir()} if (disk / "op").is_dir() else set()
+        assert UNFINISHED in left or not left & {"modules.json", "config.json"}, left  # never taken for a model

@@ -32,7 +32,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from semuq_eval.durable import unfinished
+from semuq_eval.durable import unfinished, write_fault
 from semuq_eval.training.card import package_versions, write_card
 from semuq_eval.training.checkpoints import EpochCheckpoints, fingerprint
 from semuq_eval.training.config import TrainingConfig, check_bf16, resolve_backbone
@@ -200,8 +200,11 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
     started = time.perf_counter()
     try:
         trainer.train(resume_from_checkpoint=resume_from)
-    except BaseException:
+    except BaseException as err:
         log.error("training stopped; run the same training again to resume after the last saved epoch")
+        fault = write_fault(checkpoints.folder.parent) if isinstance(err, (RuntimeError, OSError)) else None
+        if fault is not None:  # torch's checkpoint writer reports a full disk as "iostream error"
+            raise fault from err
         raise
     train_seconds = time.perf_counter() - started
     model = trainer.model
