@@ -233,20 +233,23 @@ def _hold(target: Path, what: str) -> subprocess.Popen:
         ("export-record", "r.jsonl.gz"),
         ("rescore --store_output", "t"),
         ("leaderboard", "board"),
+        ("train-data export", "d.jsonl.gz"),
+        ("decide calibrate", "cal.json"),
     ],
 )
 def test_a_second_writer_of_one_target_gets_one_line_naming_the_first(store, tmp_path, capsys, case, target):
     work = _work(store, tmp_path / "w")
+    argv_of = CASES[case][0] if case in CASES else lambda work: OUTPUT_COMMANDS[case](work / "store", work)
     child = _hold(work / target, "test")
     try:
-        code = _cli(CASES[case][0](work))
+        code = _cli(argv_of(work))
     finally:
         child.kill()
         child.wait()
     err = capsys.readouterr().err.strip()
     assert code == 1 and len(err.splitlines()) == 1, (code, err)
     assert f"PID {child.pid}" in err and "is writing this" in err
-    assert _cli(CASES[case][0](work)) == 0  # the lock went with its holder
+    assert _cli(argv_of(work)) == 0  # the lock went with its holder
 
 
 @pytest.mark.slow
@@ -478,4 +481,34 @@ def test_train_operator_on_a_full_disk_exits_non_zero_in_one_line(tmp_path, caps
         err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("semuq-eval")]
         assert code != 0 and len(err) == 1 and str(disk) in err[0], err
         left = {p.name for p in (disk / "op").iterdir()} if (disk / "op").is_dir() else set()
-        assert UNFINISHED in left or not left & {"modules.json", "config.json"}, left  # never taken for a model
+        assert UNFINISHED in left or not left & {"modules.json", "config.json"}, (
+            left
+        )  # never taken for a model
+
+
+@pytest.mark.slow
+@pytest.mark.subprocess
+def test_a_second_run_into_the_same_output_gets_one_line_naming_the_first(tmp_path, capsys):
+    from tests.fixtures.tiny_harness import write_qa
+    from tests.fixtures.tiny_lm import build_tiny_gpt2
+
+    model, data = build_tiny_gpt2(tmp_path / "gpt2"), write_qa(tmp_path / "data")
+    metadata = {"data_dir": str(data), "n_samples": 2, "operators": ["lexical"], "bootstrap": 10}
+    out = tmp_path / "out"
+    child = _hold(out / "semuq" / "_journal" / "gpt2" / "rank0.jsonl", "generation journal")
+    try:
+        argv = [
+            "run",
+            "--model",
+            "semuq-hf",
+            "--model_args",
+            f"pretrained={model}",
+            "--tasks",
+            "semuq_triviaqa_dpr",
+        ]
+        code = _cli([*argv, "--limit", "2", "--metadata", json.dumps(metadata), "--output_path", str(out)])
+    finally:
+        child.kill()
+        child.wait()
+    ours = re.findall(r"semuq-eval run: [^\r\n]*", capsys.readouterr().err)
+    assert code == 1 and len(ours) == 1 and f"PID {child.pid}" in ours[0], ours
