@@ -66,6 +66,40 @@ def _questions(record_path: Path) -> list[dict]:
     return read_record(record_path).questions
 
 
+@pytest.fixture(scope="module")
+def tiny_llm(tmp_path_factory) -> tuple[Path, Path]:
+    """A tiny GPT-2 folder and a QA set for real ``semuq-eval run`` calls."""
+    from tests.fixtures.tiny_harness import write_qa
+    from tests.fixtures.tiny_lm import build_tiny_gpt2
+
+    tmp = tmp_path_factory.mktemp("tiny-llm")
+    return build_tiny_gpt2(tmp / "gpt2"), write_qa(tmp / "data")
+
+
+def _run_argv(tiny_llm: tuple[Path, Path], *, limit: int, n_samples: int) -> list[str]:
+    """``run`` of the tiny LLM on ``limit`` TriviaQA questions, N = ``n_samples``, lexical only (no --output_path)."""
+    model, data = tiny_llm
+    metadata = {"data_dir": str(data), "n_samples": n_samples, "operators": ["lexical"], "bootstrap": 10}
+    argv = [
+        "run",
+        "--model",
+        "semuq-hf",
+        "--model_args",
+        f"pretrained={model}",
+        "--tasks",
+        "semuq_triviaqa_dpr",
+    ]
+    return [
+        *argv,
+        "--limit",
+        str(limit),
+        "--gen_kwargs",
+        "max_gen_toks=4",
+        "--metadata",
+        json.dumps(metadata),
+    ]
+
+
 # -- kill at a write point ---------------------------------------------------------------------------------
 # each case: (argv for a work folder, the output a reader reads, what the reader sees of a complete output)
 
@@ -439,22 +473,8 @@ def test_a_record_is_never_half_written(store, tmp_path):
 
 
 @pytest.mark.slow
-def test_run_on_a_full_disk_exits_1_in_one_line_naming_the_file(tmp_path, capsys):
-    from tests.fixtures.tiny_harness import write_qa
-    from tests.fixtures.tiny_lm import build_tiny_gpt2
-
-    model, data = build_tiny_gpt2(tmp_path / "gpt2"), write_qa(tmp_path / "data")
-    metadata = {"data_dir": str(data), "n_samples": 2, "operators": ["lexical"], "bootstrap": 10}
-    argv = [
-        "run",
-        "--model",
-        "semuq-hf",
-        "--model_args",
-        f"pretrained={model}",
-        "--tasks",
-        "semuq_triviaqa_dpr",
-    ]
-    argv += ["--limit", "3", "--gen_kwargs", "max_gen_toks=4", "--metadata", json.dumps(metadata)]
+def test_run_on_a_full_disk_exits_1_in_one_line_naming_the_file(tmp_path, capsys, tiny_llm):
+    argv = _run_argv(tiny_llm, limit=3, n_samples=2)
     with _small_disk(tmp_path / "disk", 256) as disk:
         _fill(disk, 1024)
         code = _cli([*argv, "--output_path", str(disk / "out")])
@@ -481,34 +501,38 @@ def test_train_operator_on_a_full_disk_exits_non_zero_in_one_line(tmp_path, caps
         err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("semuq-eval")]
         assert code != 0 and len(err) == 1 and str(disk) in err[0], err
         left = {p.name for p in (disk / "op").iterdir()} if (disk / "op").is_dir() else set()
-        assert UNFINISHED in left or not left & {"modules.json", "config.json"}, (
-            left
-        )  # never taken for a model
+        assert UNFINISHED in left or not left & {"modules.json", "config.json"}, left  # never read as a model
 
 
 @pytest.mark.slow
 @pytest.mark.subprocess
-def test_a_second_run_into_the_same_output_gets_one_line_naming_the_first(tmp_path, capsys):
-    from tests.fixtures.tiny_harness import write_qa
-    from tests.fixtures.tiny_lm import build_tiny_gpt2
-
-    model, data = build_tiny_gpt2(tmp_path / "gpt2"), write_qa(tmp_path / "data")
-    metadata = {"data_dir": str(data), "n_samples": 2, "operators": ["lexical"], "bootstrap": 10}
+def test_a_second_run_into_the_same_output_gets_one_line_naming_the_first(tmp_path, capsys, tiny_llm):
     out = tmp_path / "out"
     child = _hold(out / "semuq" / "_journal" / "gpt2" / "rank0.jsonl", "generation journal")
     try:
-        argv = [
-            "run",
-            "--model",
-            "semuq-hf",
-            "--model_args",
-            f"pretrained={model}",
-            "--tasks",
-            "semuq_triviaqa_dpr",
-        ]
-        code = _cli([*argv, "--limit", "2", "--metadata", json.dumps(metadata), "--output_path", str(out)])
+        code = _cli([*_run_argv(tiny_llm, limit=2, n_samples=2), "--output_path", str(out)])
     finally:
         child.kill()
         child.wait()
     ours = re.findall(r"semuq-eval run: [^\r\n]*", capsys.readouterr().err)
     assert code == 1 and len(ours) == 1 and f"PID {child.pid}" in ours[0], ours
+
+
+@pytest.mark.slow
+@pytest.mark.subprocess
+def test_a_run_killed_at_a_write_point_is_never_read_and_its_rerun_gives_the_same_store(tmp_path, tiny_llm):
+    argv = _run_argv(tiny_llm, limit=3, n_samples=3)
+
+    def store(out: Path):
+        return open_store(out / "semuq" / "semuq_triviaqa_dpr" / "gpt2")
+
+    code, points = faults.run([*argv, "--output_path", str(tmp_path / "clean")])
+    assert code == 0 and points > 2
+    expected = store(tmp_path / "clean").items
+    for k in dict.fromkeys([random.Random("run").randrange(2, points), points]):  # while answering; the last
+        out = tmp_path / f"kill-{k}"
+        assert faults.run([*argv, "--output_path", str(out)], kill_at=k)[0] == -9
+        assert _read_or_refuse(lambda work: store(work).items, out) in (None, expected)
+        assert faults.run([*argv, "--output_path", str(out)])[0] == 0  # resumes from its journal
+        assert store(out).items == expected, f"the rerun after a kill at write point {k} of {points} differs"
+        assert _leftovers(out) == []

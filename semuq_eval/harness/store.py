@@ -258,6 +258,7 @@ class StoreReader:
     def items(self) -> dict[int, dict[str, Any]]:
         """The scored items of ``scores.jsonl`` by doc id (labels, scores, problems), checked line by line;
         empty when the run has not scored. A later line for the same doc wins."""
+        self.manifest  # noqa: B018  (checked first: an unfinished store is refused)
         path, items = self.root / SCORES, {}
         if path.is_file():
             for number, item in read_jsonl(path):

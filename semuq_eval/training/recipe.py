@@ -198,14 +198,7 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
         ],
     )
     started = time.perf_counter()
-    try:
-        trainer.train(resume_from_checkpoint=resume_from)
-    except BaseException as err:
-        log.error("training stopped; run the same training again to resume after the last saved epoch")
-        fault = write_fault(checkpoints.folder.parent) if isinstance(err, (RuntimeError, OSError)) else None
-        if fault is not None:  # torch's checkpoint writer reports a full disk as "iostream error"
-            raise fault from err
-        raise
+    _train(trainer, resume_from, checkpoints.folder.parent)
     train_seconds = time.perf_counter() - started
     model = trainer.model
     scores_final = evaluator(model)
@@ -213,37 +206,51 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
     per_epoch = _history(trainer.state.log_history, checkpoints.timings())
     pooling_used = pooling_mode(model)
     use_mean_pooling(model)  # the folder keeps the standard module; the card records the variant
-    Path(output).mkdir(parents=True, exist_ok=True)
-    with unfinished(output):  # the card is the last file: a kill before it leaves the folder marked
+    if replay and heldout is not None and per_epoch:  # the kept epoch's held-out AUROC, scored after training
+        per_epoch[-1]["heldout_auroc"] = float(scores_final[HELDOUT_METRIC])
+    best = _best_epoch(per_epoch, heldout is not None, before)
+    record = {
+        "operator": "enc",
+        "output": str(output),
+        "question_conditioned": bool(config.question),
+        "separator": separator if config.question else None,
+        "pooling": pooling_used,
+        "backbone": {"name": backbone_name, "path": backbone_path, "revision": _revision(model)},
+        "training_data": _training_data(data, config.labels),
+        "counts": dict(data.counts, triplets_per_epoch=len(data.train), val_triplets=n_val),
+        "hyperparameters": _hyperparameters(
+            config, loss_name, select, replay, heldout is not None, max_length, args
+        ),
+        "deviations_from_paper": _deviations(config, replay, heldout is not None),
+        "validation": _validation_record(
+            config, replay, before, final, per_epoch, best, heldout, scores_before, scores_final
+        ),
+        "timing": _timing(per_epoch, train_seconds, len(data.train), model, resume_from),
+        **_provenance(config),
+    }
+    _save(output, model, checkpoints, record)
+    return record
+
+
+def _train(trainer: Any, resume_from: str | None, folder: Path) -> None:
+    """Run the trainer; a write it failed (torch reports a full disk as "iostream error") is named as one."""
+    try:
+        trainer.train(resume_from_checkpoint=resume_from)
+    except BaseException as err:
+        log.error("training stopped; run the same training again to resume after the last saved epoch")
+        fault = write_fault(folder) if isinstance(err, (RuntimeError, OSError)) else None
+        if fault is not None:
+            raise fault from err
+        raise
+
+
+def _save(output: Path, model: Any, checkpoints: EpochCheckpoints, record: dict[str, Any]) -> None:
+    """The trained model, then its card, the last file: a kill in between leaves the folder marked unfinished."""
+    output.mkdir(parents=True, exist_ok=True)
+    with unfinished(output):
         model.save(str(output), create_model_card=False)
         checkpoints.remove()
-
-        if (
-            replay and heldout is not None and per_epoch
-        ):  # the kept epoch's held-out AUROC, scored after training
-            per_epoch[-1]["heldout_auroc"] = float(scores_final[HELDOUT_METRIC])
-        best = _best_epoch(per_epoch, heldout is not None, before)
-        record = {
-            "operator": "enc",
-            "output": str(output),
-            "question_conditioned": bool(config.question),
-            "separator": separator if config.question else None,
-            "pooling": pooling_used,
-            "backbone": {"name": backbone_name, "path": backbone_path, "revision": _revision(model)},
-            "training_data": _training_data(data, config.labels),
-            "counts": dict(data.counts, triplets_per_epoch=len(data.train), val_triplets=n_val),
-            "hyperparameters": _hyperparameters(
-                config, loss_name, select, replay, heldout is not None, max_length, args
-            ),
-            "deviations_from_paper": _deviations(config, replay, heldout is not None),
-            "validation": _validation_record(
-                config, replay, before, final, per_epoch, best, heldout, scores_before, scores_final
-            ),
-            "timing": _timing(per_epoch, train_seconds, len(data.train), model, resume_from),
-            **_provenance(config),
-        }
         write_card(output, record)
-    return record
 
 
 def _provenance(config: TrainingConfig) -> dict[str, Any]:
