@@ -473,13 +473,14 @@ def test_a_record_is_never_half_written(store, tmp_path):
 
 
 @pytest.mark.slow
-def test_run_on_a_full_disk_exits_1_in_one_line_naming_the_file(tmp_path, capsys, tiny_llm):
+@pytest.mark.subprocess
+def test_run_on_a_full_disk_exits_1_in_one_line_naming_the_file(tmp_path, tiny_llm):
     argv = _run_argv(tiny_llm, limit=3, n_samples=2)
-    with _small_disk(tmp_path / "disk", 256) as disk:
+    with _small_disk(tmp_path / "disk", 256) as disk:  # in a child: lm-eval's logging set-up outlives a run
         _fill(disk, 1024)
-        code = _cli([*argv, "--output_path", str(disk / "out")])
+        code, _ = faults.run([*argv, "--output_path", str(disk / "out")], check=False)
         left = _leftovers(disk)
-    err = capsys.readouterr().err
+    err = faults.LAST_STDERR[0]
     ours = re.findall(r"semuq-eval run: [^\r\n]*", err)  # after a progress bar's carriage return
     assert code == 1 and len(ours) == 1, err[-3000:]
     assert "cannot write" in ours[0] and str(disk) in ours[0], ours
@@ -506,15 +507,16 @@ def test_train_operator_on_a_full_disk_exits_non_zero_in_one_line(tmp_path, caps
 
 @pytest.mark.slow
 @pytest.mark.subprocess
-def test_a_second_run_into_the_same_output_gets_one_line_naming_the_first(tmp_path, capsys, tiny_llm):
+def test_a_second_run_into_the_same_output_gets_one_line_naming_the_first(tmp_path, tiny_llm):
     out = tmp_path / "out"
     child = _hold(out / "semuq" / "_journal" / "gpt2" / "rank0.jsonl", "generation journal")
     try:
-        code = _cli([*_run_argv(tiny_llm, limit=2, n_samples=2), "--output_path", str(out)])
+        argv = [*_run_argv(tiny_llm, limit=2, n_samples=2), "--output_path", str(out)]
+        code, _ = faults.run(argv, check=False)  # in a child: lm-eval's logging set-up outlives a run
     finally:
         child.kill()
         child.wait()
-    ours = re.findall(r"semuq-eval run: [^\r\n]*", capsys.readouterr().err)
+    ours = re.findall(r"semuq-eval run: [^\r\n]*", faults.LAST_STDERR[0])
     assert code == 1 and len(ours) == 1 and f"PID {child.pid}" in ours[0], ours
 
 
