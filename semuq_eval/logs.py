@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 
 __all__ = ["share_lm_eval_logging"]
 
@@ -13,6 +14,19 @@ def share_lm_eval_logging() -> None:
     source, ours = logging.getLogger("lm_eval"), logging.getLogger("semuq_eval")
     ours.setLevel(source.level)
     for handler in source.handlers:
+        if type(handler) is logging.StreamHandler and not isinstance(handler.stream, _CurrentStderr):
+            handler.setStream(_CurrentStderr())  # lm-eval's handler kept the stderr of its first run
         if handler not in ours.handlers:
             ours.addHandler(handler)
     ours.propagate = not source.handlers
+
+
+class _CurrentStderr:
+    """A stream that writes to whatever ``sys.stderr`` is now: lm-eval's one handler, made once per process, would
+    otherwise keep writing to the stderr of the first run (closed when that was a captured or redirected one)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()

@@ -197,6 +197,13 @@ def store(judged_store, tmp_path):
     return Path(shutil.copytree(judged_store, tmp_path / "store"))
 
 
+def _command_lines(capsys) -> str:
+    """The command's own stderr lines (``semuq-eval ...: ``), without the log records and progress bars that
+    logging set up by an earlier run in this process would add."""
+    lines = capsys.readouterr().err.replace("\r", "\n").splitlines()
+    return "\n".join(line for line in lines if line.startswith("semuq-eval "))
+
+
 def run_judge(store: Path, base_url: str, *extra: str, cache: str = "none") -> int:
     from semuq_eval.commands import main
 
@@ -207,11 +214,11 @@ def run_judge(store: Path, base_url: str, *extra: str, cache: str = "none") -> i
 def test_a_judge_whose_every_request_is_refused_exits_1_in_one_line(store, capsys):
     down = f"http://127.0.0.1:{closed_port()}/v1"
     assert run_judge(store, down) == 1
-    err = capsys.readouterr().err.strip()
+    err = _command_lines(capsys)
     assert "\n" not in err and err.startswith("semuq-eval judge: all ") and "Connection refused" in err
     assert "--allow-unknown" in err
     assert run_judge(store, down, "--force", "--allow-unknown") == 0
-    err = capsys.readouterr().err.strip()
+    err = _command_lines(capsys)
     assert "\n" not in err and "(--allow-unknown)" in err
 
 
@@ -222,7 +229,7 @@ def test_a_judge_with_some_failed_requests_says_how_many_and_why(store, flaky, t
         ["What is the capital of France?"], ["Paris"], [["Paris"]]
     )  # one verdict in the cache
     assert run_judge(store, f"http://127.0.0.1:{closed_port()}/v1", cache=cache) == 0
-    err = capsys.readouterr().err.strip()
+    err = _command_lines(capsys)
     assert "\n" not in err and " judge requests failed (first: request failed: " in err
     assert "Connection refused" in err
 
@@ -232,7 +239,7 @@ def test_a_corrupt_cache_file_ends_the_judge_command_in_one_line_naming_it(store
     cache.write_bytes(b"not a database" * 100)
     with pytest.raises(SystemExit) as exited:
         run_judge(store, flaky("good").base_url, cache=str(cache))
-    err = capsys.readouterr().err.strip()
+    err = _command_lines(capsys)
     assert exited.value.code == 2 and "\n" not in err and str(cache) in err and "cache=none" in err
 
 
