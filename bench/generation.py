@@ -388,7 +388,13 @@ def _limit(args: argparse.Namespace, dtypes: set[str]) -> dict:
         layouts = {}
         for layout in LAYOUTS:
             flops, size = matmul_peak(
-                dtype, layout, cores, args.matmul_max_size, args.matmul_seconds, args.matmul_repeats, args.device
+                dtype,
+                layout,
+                cores,
+                args.matmul_max_size,
+                args.matmul_seconds,
+                args.matmul_repeats,
+                args.device,
             )
             layouts[layout] = {"flops": flops, "size": size}
         best = max(layouts, key=lambda layout: layouts[layout]["flops"])
@@ -511,7 +517,9 @@ def main(argv: list[str] | None = None) -> None:
     )
     p.add_argument("--matmul-repeats", type=int, default=5, help="matmul products timed (median kept)")
     p.add_argument(
-        "--device", default="cpu", help="the semuq-hf and hf rows' device (cuda: the limit is the GPU's matmul peak)"
+        "--device",
+        default="cpu",
+        help="the semuq-hf and hf rows' device (cuda: the limit is the GPU's matmul peak)",
     )
     p.add_argument("--json", default=None, help="also write the results to this JSON file")
     p.add_argument("--worker", default=None, help=argparse.SUPPRESS)

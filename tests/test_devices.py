@@ -30,15 +30,28 @@ DEVICE = os.environ.get("SEMUQ_TEST_DEVICE", "cuda")
 pytestmark = [
     pytest.mark.device,
     pytest.mark.skipif(
-        DEVICE == "cuda" and not torch.cuda.is_available(), reason="needs a CUDA GPU (python -m bench.gpu_check runs these)"
+        DEVICE == "cuda" and not torch.cuda.is_available(),
+        reason="needs a CUDA GPU (python -m bench.gpu_check runs these)",
     ),
 ]
 
 GREEDY = {"until": ["\n\n"], "do_sample": False, "max_gen_toks": 12}
-SAMPLE = {"until": ["\n\n"], "do_sample": True, "temperature": 1.0, "top_p": 0.9, "top_k": 50, "max_gen_toks": 12}
+SAMPLE = {
+    "until": ["\n\n"],
+    "do_sample": True,
+    "temperature": 1.0,
+    "top_p": 0.9,
+    "top_k": 50,
+    "max_gen_toks": 12,
+}
 PROMPTS = ["the cat sat on the", "a dog ran to the", "one two three"]
 QUESTION = "Who wrote the book The Origin of Species?"
-ANSWERS = ["Charles Darwin", "It was Charles Darwin.", "Alfred Wallace wrote it.", "Nobody knows, perhaps Darwin."]
+ANSWERS = [
+    "Charles Darwin",
+    "It was Charles Darwin.",
+    "Alfred Wallace wrote it.",
+    "Nobody knows, perhaps Darwin.",
+]
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +93,11 @@ def test_semuq_hf_samples_on_cuda_in_bfloat16(gpt2_dir):
     assert len(answers) == 4 * len(PROMPTS)
     for a in answers:
         t = len(a.token_ids)
-        assert a.token_logprobs.shape == (t,) and a.token_entropies.shape == (t,) and a.token_offsets.shape == (t, 2)
+        assert (
+            a.token_logprobs.shape == (t,)
+            and a.token_entropies.shape == (t,)
+            and a.token_offsets.shape == (t, 2)
+        )
         assert np.all(np.isfinite(a.token_logprobs)) and np.all(a.token_logprobs <= 1e-6)
         assert np.all(a.token_entropies >= -1e-4) and np.all(a.token_entropies <= np.log(vocab) + 1e-2)
         assert a.hidden.dtype == np.float32 and np.all(np.isfinite(a.hidden))

@@ -95,7 +95,9 @@ def test_openai_judge_on_llama_cpp_reads_logprobs_and_caches(llama_server, endpo
         )
     assert verdicts[0] == verdicts[2] and first.stats["distinct"] == 3  # identical answers judged once
     again = judge()
-    labelled = sum(v.label is not None for v in (verdicts[0], verdicts[1], verdicts[3]))  # the distinct answers
+    labelled = sum(
+        v.label is not None for v in (verdicts[0], verdicts[1], verdicts[3])
+    )  # the distinct answers
     # only verdicts with a label are cached: an unreadable reply is asked again (docs/judges.md)
     assert again.batch(qs, answers, refs) == verdicts and again.stats["cache_hits"] == labelled
 

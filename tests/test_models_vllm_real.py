@@ -61,7 +61,11 @@ def vllm_lm(smollm2):
     from semuq_eval.models.vllm_engine import SemuqVLLM
     from tests.fixtures.vllm_process import vllm_env
 
-    for name in ("VLLM_CPU_KVCACHE_SPACE", "VLLM_NO_USAGE_STATS", "DO_NOT_TRACK"):  # offline, a small KV cache
+    for name in (
+        "VLLM_CPU_KVCACHE_SPACE",
+        "VLLM_NO_USAGE_STATS",
+        "DO_NOT_TRACK",
+    ):  # offline, a small KV cache
         os.environ.setdefault(name, vllm_env()[name])
     lm = SemuqVLLM(
         pretrained=str(smollm2), dtype="float32", max_model_len=1024, enforce_eager=True, hidden=True,
@@ -238,7 +242,9 @@ def test_openai_judge_on_vllm_serve(vllm_server, endpoint, tmp_path):
     assert sum(v.label is not None for v in verdicts) >= (3 if endpoint == "chat" else 0)
     assert verdicts[0] == verdicts[2] and first.stats["distinct"] == 3
     again = judge()
-    labelled = sum(v.label is not None for v in (verdicts[0], verdicts[1], verdicts[3]))  # the distinct answers
+    labelled = sum(
+        v.label is not None for v in (verdicts[0], verdicts[1], verdicts[3])
+    )  # the distinct answers
     # only verdicts with a label are cached: an unreadable reply is asked again (docs/judges.md)
     assert again.batch(qs, answers, refs) == verdicts and again.stats["cache_hits"] == labelled
 
