@@ -53,6 +53,12 @@ def _cli(argv: list[str]) -> int:
         return int(stop.code or 0)
 
 
+def _command_lines(capsys) -> list[str]:
+    """The command's own stderr lines (``semuq-eval ...``), without the log records an earlier run's logging set-up
+    in this process adds."""
+    return [line for line in capsys.readouterr().err.splitlines() if line.startswith("semuq-eval")]
+
+
 def _leftovers(folder: Path, *, locks: bool = True) -> list[str]:
     """The temporary files, unfinished markers and (``locks``) lock files under ``folder``."""
     return sorted(
@@ -280,8 +286,9 @@ def test_a_second_writer_of_one_target_gets_one_line_naming_the_first(store, tmp
     finally:
         child.kill()
         child.wait()
-    err = capsys.readouterr().err.strip()
-    assert code == 1 and len(err.splitlines()) == 1, (code, err)
+    lines = _command_lines(capsys)
+    err = "\n".join(lines)
+    assert code == 1 and len(lines) == 1, (code, err)
     assert f"PID {child.pid}" in err and "is writing this" in err
     assert _cli(argv_of(work)) == 0  # the lock went with its holder
 
@@ -410,7 +417,7 @@ def test_no_command_exits_0_when_it_cannot_write_its_output(store, tmp_path, cap
         if command != "diagnose":
             argv += ["--bootstrap", "20"] if command.startswith("rescore") or command == "leaderboard" else []
         code = _cli(argv)
-        err = capsys.readouterr().err.strip().splitlines()
+        err = _command_lines(capsys)
         assert code != 0, f"{command} exited 0 on a {fault} disk"
         assert len(err) == 1 and str(disk) in err[0], err
         assert "Traceback" not in err[0] and str(store) not in err[0].split(str(disk))[0][-40:]
@@ -499,7 +506,7 @@ def test_train_operator_on_a_full_disk_exits_non_zero_in_one_line(tmp_path, caps
         argv = ["train-operator", "--stores", str(store), "--output", str(disk / "op"), "--backbone"]
         argv += [str(tiny_st_encoder), "--epochs", "1", "--batch_size", "4", "--val_fraction", "0.25"]
         code = _cli([*argv, "--device", "cpu", "--no_progress"])
-        err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("semuq-eval")]
+        err = _command_lines(capsys)
         assert code != 0 and len(err) == 1 and str(disk) in err[0], err
         left = {p.name for p in (disk / "op").iterdir()} if (disk / "op").is_dir() else set()
         assert UNFINISHED in left or not left & {"modules.json", "config.json"}, left  # never read as a model
