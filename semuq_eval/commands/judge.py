@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from semuq_eval.cell_text import cell_text
-from semuq_eval.commands.arguments import CommandParser, whole
+from semuq_eval.commands.arguments import CommandParser, number, whole
 from semuq_eval.durable import writer_lock
 from semuq_eval.jsonio import loads
 from semuq_eval.judges import strategies as label_strategies
@@ -65,9 +65,18 @@ def _fmt(r: Mapping[str, Any] | None) -> str:
 
 
 def main(argv: list[str]) -> int:
-    """`semuq-eval judge STORE --judge NAME --judge_args k=v,... --name LABELS`."""
+    """`semuq-eval judge STORE --judge NAME --judge_args k=v,... --name LABELS` (or ``--panel A,B``, or
+    ``--validate FOLDER``)."""
     parser = _parser()
     args = parser.parse_args(argv)
+    if args.validate:
+        return _validate(args, parser)
+    if args.store is None:
+        parser.error("give a run store, or --validate FOLDER")
+    if args.panel:
+        return _panel(args, parser)
+    if not args.judge:
+        parser.error("the following arguments are required: --judge (or --panel A,B)")
     name = args.name or _default_name(args.judge, args.judge_args)
     # the label set is written by judge_store (labels/<name>.jsonl, then labels/<name>.json) and its manifest
     # gets the comparison in _compare: one writer of the label set from here to the end
@@ -79,7 +88,9 @@ def _judge(args: argparse.Namespace, name: str, parser: CommandParser) -> int:
     from semuq_eval.harness.relabel import judge_store
 
     try:
-        provenance = judge_store(args.store, args.judge, args.judge_args, name=name, force=args.force)
+        provenance = judge_store(
+            args.store, args.judge, args.judge_args, name=name, force=args.force, answers=args.answers
+        )
     except (ValueError, FileNotFoundError, FileExistsError, RuntimeError) as exc:
         parser.exit(2, f"semuq-eval judge: {exc}\n")
     stats = provenance["judge_stats"]
@@ -103,15 +114,20 @@ def _judge(args: argparse.Namespace, name: str, parser: CommandParser) -> int:
 
 def _parser() -> CommandParser:
     from semuq_eval.harness.label_sets import RUN_LABELS
+    from semuq_eval.harness.relabel import ANSWERS
     from semuq_eval.judges import names
+    from semuq_eval.judges.panel import PANEL_RULES
+    from semuq_eval.judges.validation import HALVES
 
     parser = CommandParser(
         prog="semuq-eval judge",
         description="Label a run store's answers with a judge (no LLM under test needed), store the labels as a "
         "named label set, and compare them with another label set.",
     )
-    parser.add_argument("store", help="a run store directory (<output_path>/semuq/<task>/<run_id>)")
-    parser.add_argument("--judge", required=True, choices=names(), help="the judge")
+    parser.add_argument(
+        "store", nargs="?", help="a run store directory (<output_path>/semuq/<task>/<run_id>)"
+    )
+    parser.add_argument("--judge", choices=names(), help="the judge")
     parser.add_argument(
         "--judge_args", type=parse_judge_args, default={}, help="the judge's options: key=value,key=value"
     )
@@ -124,6 +140,32 @@ def _parser() -> CommandParser:
         help="for the AUROC table",
     )
     parser.add_argument("--top", type=whole(1), default=15, help="estimators shown in the AUROC table")
+    parser.add_argument(
+        "--answers",
+        default="all",
+        choices=ANSWERS,
+        help="judge every answer, or the greedy answers only (the sampled and majority labels stay unknown)",
+    )
+    parser.add_argument(
+        "--panel",
+        type=lambda text: text.split(","),
+        metavar="A,B",
+        help="instead of a judge: the panel of two label sets of the store (with --validate: two verdict sets)",
+    )
+    parser.add_argument("--rule", default="both", choices=PANEL_RULES, help="the panel's rule")
+    validation = parser.add_argument_group("validation against annotated labels (docs/judges.md)")
+    validation.add_argument(
+        "--validate",
+        metavar="FOLDER",
+        help="a validation set (items.jsonl, annotations.jsonl): judge its items (--judge) or combine two "
+        "verdict sets (--panel) and report agreement with the annotation; alone: the table of every verdict set",
+    )
+    validation.add_argument("--half", default="test", choices=HALVES, help="the items reported")
+    validation.add_argument(
+        "--threshold",
+        type=number(0, 1),
+        help="report labels p_correct > T for verdicts with a probability (choose it on the dev half)",
+    )
     parser.add_argument("--force", action="store_true", help="replace a label set of the same name")
     parser.add_argument(
         "--allow-unknown",
@@ -131,6 +173,53 @@ def _parser() -> CommandParser:
         help="exit 0 even when every judge request failed (every label unknown); by default that exits 1",
     )
     return parser
+
+
+def _panel(args: argparse.Namespace, parser: CommandParser) -> int:
+    """``--panel A,B``: a panel label set of the store, compared with ``--compare``."""
+    from semuq_eval.harness.relabel import panel_store
+
+    name = args.name or f"panel-{args.rule}"
+    try:
+        panel_store(args.store, args.panel, args.rule, name=name, force=args.force)
+    except (ValueError, FileNotFoundError, FileExistsError) as exc:
+        parser.exit(2, f"semuq-eval judge: {exc}\n")
+    print(
+        f"label set {name!r} ({args.rule} of {', '.join(args.panel)}) written to {Path(args.store) / 'labels'}"
+    )
+    return _compare(args, name)
+
+
+def _validate(args: argparse.Namespace, parser: CommandParser) -> int:
+    """``--validate FOLDER``: judge the validation set (or build a panel of two verdict sets) and report it
+    against the annotation; with neither, the Markdown table of every verdict set."""
+    from semuq_eval.judges import validation
+
+    try:
+        if not args.judge and not args.panel:
+            print(validation.markdown_table(args.validate, half=args.half, threshold=args.threshold))
+            return 0
+        if args.panel:
+            name = args.name or f"panel-{args.rule}-{'-'.join(args.panel)}"[:64]
+            validation.panel_verdicts(args.validate, args.panel, args.rule, name=name, force=args.force)
+        else:
+            name = args.name or _default_name(args.judge, args.judge_args)
+            meta = validation.judge_items(
+                args.validate, args.judge, args.judge_args, name=name, force=args.force
+            )
+            print(
+                f"verdict set {name!r}: {meta['seconds']} s ({meta['seconds_per_answer']} s per answer judged)"
+            )
+        verdicts, _ = validation.read_verdicts(args.validate, name)
+        report = validation.validation_report(
+            validation.read_items(args.validate),
+            validation.thresholded(verdicts, args.threshold),
+            half=args.half,
+        )
+    except (ValueError, FileNotFoundError, FileExistsError, RuntimeError) as exc:
+        parser.exit(2, f"semuq-eval judge: {exc}\n")
+    print(validation.format_report(report, name))
+    return 0
 
 
 def _request_failures(

@@ -10,6 +10,7 @@ operator is recomputed). ``semuq-eval judge`` (:mod:`semuq_eval.commands.judge`)
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -29,8 +30,10 @@ from semuq_eval.harness.label_sets import (
 from semuq_eval.harness.settings import stored_settings
 from semuq_eval.harness.store import open_store
 from semuq_eval.judges.agreement import agreement
+from semuq_eval.judges.panel import check_panel, combine
+from semuq_eval.judges.strategies import majority_label
 
-__all__ = ["auroc_side_by_side", "compare_label_sets", "judge_store"]
+__all__ = ["ANSWERS", "auroc_side_by_side", "compare_label_sets", "judge_store", "panel_store"]
 
 
 def judge_store(
@@ -40,23 +43,38 @@ def judge_store(
     *,
     name: str,
     force: bool = False,
+    answers: str = "all",
 ) -> dict[str, Any]:
     """Judge every stored answer with ``judge_name`` and write label set ``name``; returns its provenance.
-    An existing label set of that name is replaced only with ``force`` (FileExistsError otherwise); one process
-    at a time writes it (:func:`~semuq_eval.durable.writer_lock`: another gets one line naming it)."""
+    ``answers="greedy"`` judges the greedy answers only (the sampled answers' labels and the majority label stay
+    unknown: a slow judge's labels for the greedy strategy). An existing label set of that name is replaced only
+    with ``force`` (FileExistsError otherwise); one process at a time writes it
+    (:func:`~semuq_eval.durable.writer_lock`: another gets one line naming it)."""
     check_name(name)
+    if answers not in ANSWERS:
+        raise ValueError(f"answers {answers!r}: choose one of {', '.join(ANSWERS)}")
     with writer_lock(Path(store) / "labels" / name, "label set"):
-        return _judge_and_write(store, judge_name, judge_options, name, force)
+        return _judge_and_write(store, judge_name, judge_options, name, force, answers)
+
+
+ANSWERS = ("all", "greedy")
+"""What ``judge_store`` judges: every answer, or the greedy answers only."""
 
 
 def _judge_and_write(
-    store: str | os.PathLike, judge_name: str, judge_options: Mapping[str, Any] | None, name: str, force: bool
+    store: str | os.PathLike,
+    judge_name: str,
+    judge_options: Mapping[str, Any] | None,
+    name: str,
+    force: bool,
+    answers: str,
 ) -> dict[str, Any]:
-    if name in label_set_names(store) and not force:
-        raise FileExistsError(f"{store}: label set {name!r} exists; choose another --name or pass --force")
+    _check_new(store, name, force)
     docs = open_store(store).docs(hidden=False)
     if not docs:
         raise ValueError(f"{store}: the store has no questions")
+    if answers == "greedy":
+        docs = [dataclasses.replace(d, samples=[]) for d in docs]
     judge = judges.get(judge_name, **dict(judge_options or {}))
     start = time.perf_counter()
     labels = label_docs(judge, docs)
@@ -70,10 +88,48 @@ def _judge_and_write(
         "judge": judge.info,
         "tie_rule": "majority: strict majority of the known sample labels; a tie is incorrect",
         "seconds": round(seconds, 2),
+        "answers": answers,
         "unknown_reasons": errors,
         "judge_stats": dict(getattr(judge, "stats", {}) or {}),
     }
     write_label_set(store, name, rows, provenance)
+    return provenance
+
+
+def _check_new(store: str | os.PathLike, name: str, force: bool) -> None:
+    if name in label_set_names(store) and not force:
+        raise FileExistsError(f"{store}: label set {name!r} exists; choose another --name or pass --force")
+
+
+def panel_store(
+    store: str | os.PathLike, members: Sequence[str], rule: str, *, name: str, force: bool = False
+) -> dict[str, Any]:
+    """Write label set ``name``: the panel of two label sets of the store under ``rule``
+    (:mod:`semuq_eval.judges.panel`), answer by answer (the greedy answer and each sample; the majority label
+    from the panel's sample labels); a question either set lacks is left out. Returns its provenance."""
+    first, second = check_panel(members, rule)
+    check_name(name)
+    a, b = read_label_set(store, first), read_label_set(store, second)
+    with writer_lock(Path(store) / "labels" / name, "label set"):
+        _check_new(store, name, force)
+        rows = []
+        for doc_id in sorted(set(a.records) & set(b.records)):
+            x, y = a.records[doc_id], b.records[doc_id]
+            k = min(len(x["samples"]), len(y["samples"]))
+            samples = [combine(p, q, rule) for p, q in zip(x["samples"][:k], y["samples"][:k], strict=True)]
+            rows.append(
+                {
+                    "doc_id": doc_id,
+                    "greedy": combine(x["greedy"], y["greedy"], rule),
+                    "majority": majority_label([None if v is None else bool(v) for v in samples]),
+                    "samples": samples,
+                }
+            )
+        provenance = {
+            "judge": {"judge": "panel", "rule": rule, "members": {first: a.judge, second: b.judge}},
+            "tie_rule": "majority: strict majority of the panel's known sample labels; a tie is incorrect",
+        }
+        write_label_set(store, name, rows, provenance)
     return provenance
 
 

@@ -172,9 +172,10 @@ class HFJudge(PromptedJudge):
         ids = [x[-self._max_tokens :] for x in ids]  # cut from the left: the request comes last
         out: list[Verdict] = [Verdict(None, error="not judged")] * len(ids)
         with self._torch.inference_mode():
+            base = self._prefix(lm, ids, None)  # the block's common prefix (the instructions), run once
             for group in _groups(questions):
                 rows = [ids[i] for i in group]
-                probs = self._next_token_probs(lm, rows, tok.pad_token_id)
+                probs = self._next_token_probs(lm, rows, tok.pad_token_id, base)
                 for i, row_probs in zip(group, probs, strict=True):
                     py, pn = float(row_probs[yes].sum()), float(row_probs[no].sum())
                     if not py + pn > 0.0:
@@ -184,25 +185,41 @@ class HFJudge(PromptedJudge):
                         out[i] = Verdict(p > 0.5, p, "yes" if p > 0.5 else "no")
         return out
 
-    def _next_token_probs(self, lm: Any, rows: list[list[int]], pad_id: int) -> list[Any]:
-        """The next-token distribution after each row. The rows' common prefix runs once; its KV cache is
-        repeated for the rows' remaining tokens, which run ``batch_size`` at a time, left-padded between the
-        prefix and each row's tokens (masked out, positions counted without them), so that every row ends at
-        the last position, the only one whose logits are computed (``logits_to_keep=1``)."""
+    def _prefix(self, lm: Any, rows: list[list[int]], base: tuple[Any, int] | None) -> tuple[Any, int] | None:
+        """The KV cache of the rows' common prefix (every row keeps at least one token to compute) and its
+        length, built on ``base`` (a shorter prefix's cache, copied, not changed); ``base`` itself when the
+        prefix is less than :data:`MIN_SHARED_TOKENS` longer, None when there is none worth a pass."""
         import copy
 
         from transformers import DynamicCache
 
-        torch = self._torch
-        shared = common_prefix_length(rows) if len(rows) > 1 else 0
-        shared = min(shared, min(len(r) for r in rows) - 1)  # every row keeps at least one token to compute
-        cache, keyword = None, cache_keyword(lm)
-        if shared >= MIN_SHARED_TOKENS:
-            cache = DynamicCache(config=lm.config.get_text_config(decoder=True))
-            prefix = torch.tensor([rows[0][:shared]], device=self.device)
-            lm(input_ids=prefix, use_cache=True, logits_to_keep=1, **{keyword: cache})
+        shared = common_prefix_length(rows) if len(rows) > 1 else len(rows[0])
+        shared = min(shared, min(len(r) for r in rows) - 1)
+        start = base[1] if base else 0
+        if shared - start < MIN_SHARED_TOKENS:
+            return base
+        if base:
+            cache = copy.deepcopy(base[0])
         else:
-            shared = 0
+            cache = DynamicCache(config=lm.config.get_text_config(decoder=True))
+        tokens = self._torch.tensor([rows[0][start:shared]], device=self.device)
+        lm(input_ids=tokens, use_cache=True, logits_to_keep=1, **{cache_keyword(lm): cache})
+        return cache, shared
+
+    def _next_token_probs(
+        self, lm: Any, rows: list[list[int]], pad_id: int, base: tuple[Any, int] | None = None
+    ) -> list[Any]:
+        """The next-token distribution after each row. The rows' common prefix runs once (on top of ``base``,
+        the block's common prefix); its KV cache is repeated for the rows' remaining tokens, which run
+        ``batch_size`` at a time, left-padded between the prefix and each row's tokens (masked out, positions
+        counted without them), so that every row ends at the last position, the only one whose logits are
+        computed (``logits_to_keep=1``)."""
+        import copy
+
+        torch = self._torch
+        prefix = self._prefix(lm, rows, base)
+        cache, shared = prefix if prefix else (None, 0)
+        keyword = cache_keyword(lm)
         out = []
         for start in range(0, len(rows), self.batch_size):
             chunk = [r[shared:] for r in rows[start : start + self.batch_size]]

@@ -14,6 +14,7 @@ the same verdicts: backend, model and revision, decoding); see :mod:`semuq_eval.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from collections.abc import Sequence
@@ -50,6 +51,10 @@ class PromptedJudge(NamedByRegistry):
         A progress bar over the answers sent to the judge.
     max_answer_chars : int
         Answers are cut to this many characters in the prompt.
+    threshold : float, optional
+        Label an answer correct when the judge's ``p_correct`` exceeds this (a verdict without a probability
+        keeps its own label); default: the backend's own rule (``p > 0.5`` for the ``hf`` judge). The verdict
+        cache holds probabilities, so changing it asks the judge nothing again.
     """
 
     family_module = "semuq_eval.judges"
@@ -62,6 +67,7 @@ class PromptedJudge(NamedByRegistry):
         cache: str | os.PathLike | None = "default",
         progress: bool = True,
         max_answer_chars: int = 1000,
+        threshold: float | None = None,
     ) -> None:
         self.prompt = JudgePrompt.named(prompt, prompt_file)
         if int(max_answer_chars) < 1:
@@ -72,6 +78,9 @@ class PromptedJudge(NamedByRegistry):
         else:
             self.cache = JudgeCache(default_cache_path() if str(cache) == "default" else cache)
         self.progress = bool(progress)
+        self.threshold = None if threshold is None else float(threshold)
+        if self.threshold is not None and not 0.0 <= self.threshold < 1.0:
+            raise ValueError(f"threshold must be in [0, 1), got {threshold}")
         self.cache_block = CACHE_BLOCK
         self.stats = {"answers": 0, "distinct": 0, "cache_hits": 0, "judged": 0, "failed": 0}
 
@@ -112,6 +121,7 @@ class PromptedJudge(NamedByRegistry):
             "prompt": self.prompt.name,
             "prompt_sha256": self.prompt.sha256,
             "cache": None if self.cache is None else str(self.cache.path),
+            **({} if self.threshold is None else {"threshold": self.threshold}),
         }
 
     def batch(
@@ -152,7 +162,13 @@ class PromptedJudge(NamedByRegistry):
                     self.name,
                     self.stats["failed"],
                 )
-        return [Verdict(None, error=NO_REFERENCE) if k is None else known[k] for k in keys]
+        return [Verdict(None, error=NO_REFERENCE) if k is None else self._thresholded(known[k]) for k in keys]
+
+    def _thresholded(self, verdict: Verdict) -> Verdict:
+        """The verdict labelled by ``threshold`` when one is set and the verdict has a probability."""
+        if self.threshold is None or verdict.p_correct is None:
+            return verdict
+        return dataclasses.replace(verdict, label=verdict.p_correct > self.threshold)
 
 
 def _blocks(keys: Sequence[str], question_of: dict[str, int], size: int) -> list[list[str]]:
