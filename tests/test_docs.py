@@ -40,6 +40,7 @@ def test_the_readme_is_a_front_door():
     lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
     assert len(lines) <= 250, "figures and details go to docs/ (CONTRIBUTING.md)"
     text = "\n".join(lines)
+    assert len(text.split()) < 1200, "a newcomer reads the README in five minutes: details go to docs/"
     assert "bash .ci/demo" in text and "bash .ci/test" in text
     for page in sorted((ROOT / "docs").glob("*.md")):
         assert f"(docs/{page.name})" in text, f"the README does not link docs/{page.name}"
