@@ -235,7 +235,10 @@ def tiny_judge_model(tmp_path_factory):
     return out
 
 
-def test_hf_judge_reads_yes_no_logits_with_a_shared_prefix_like_one_full_pass_each(tiny_judge_model):
+@pytest.mark.parametrize("share_instructions", [True, False])
+def test_hf_judge_reads_yes_no_logits_with_a_shared_prefix_like_one_full_pass_each(
+    tiny_judge_model, share_instructions
+):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -256,7 +259,14 @@ def test_hf_judge_reads_yes_no_logits_with_a_shared_prefix_like_one_full_pass_ea
         "Jupiter",
     ]
     refs = [["Shakespeare"], ["Paris"], ["Paris"], ["Paris"], ["Jupiter"]]
-    judge = judges.get("hf", model=str(tiny_judge_model), batch_size=2, cache="none", progress=False)
+    judge = judges.get(
+        "hf",
+        model=str(tiny_judge_model),
+        batch_size=2,
+        cache="none",
+        progress=False,
+        share_instructions=share_instructions,
+    )
     verdicts = judge.batch(qs, answers, refs)
     tok = AutoTokenizer.from_pretrained(tiny_judge_model)
     lm = AutoModelForCausalLM.from_pretrained(tiny_judge_model).eval()

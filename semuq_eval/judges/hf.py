@@ -76,6 +76,10 @@ class HFJudge(PromptedJudge):
     max_length : int
         Prompts are cut from the left to this many tokens, or to the model's context if shorter (the
         question, the answer and the request come last).
+    share_instructions : bool
+        Run the prompts' common prefix (the chat template's start and the instructions, the same for every
+        question) once per block of questions, and each question's own prefix on top of it; False runs each
+        question's whole prefix on its own (the same verdicts, more computation: ``bench/judge_prefix.py``).
     **options
         Prompt and cache options of :class:`~semuq_eval.judges.prompted.PromptedJudge`.
 
@@ -97,6 +101,7 @@ class HFJudge(PromptedJudge):
         chat_template: str | bool = "auto",
         max_length: int = 1024,
         trust_remote_code: bool = False,
+        share_instructions: bool = True,
         **options: Any,
     ) -> None:
         super().__init__(**options)
@@ -114,6 +119,7 @@ class HFJudge(PromptedJudge):
         self.chat_template = {"true": True, "false": False}.get(chat_template, chat_template)
         self.max_length = int(max_length)
         self.trust_remote_code = bool(trust_remote_code)
+        self.share_instructions = bool(share_instructions)
         self._loaded: tuple[Any, Any, list[int], list[int]] | None = None
         self._local_revision: str | None = None
 
@@ -172,7 +178,8 @@ class HFJudge(PromptedJudge):
         ids = [x[-self._max_tokens :] for x in ids]  # cut from the left: the request comes last
         out: list[Verdict] = [Verdict(None, error="not judged")] * len(ids)
         with self._torch.inference_mode():
-            base = self._prefix(lm, ids, None)  # the block's common prefix (the instructions), run once
+            # the block's common prefix (the instructions), run once
+            base = self._prefix(lm, ids, None) if self.share_instructions else None
             for group in _groups(questions):
                 rows = [ids[i] for i in group]
                 probs = self._next_token_probs(lm, rows, tok.pad_token_id, base)
