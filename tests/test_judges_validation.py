@@ -204,3 +204,28 @@ def test_the_committed_validation_set_is_complete_and_split_by_its_rule():
         verdicts, meta = validation.read_verdicts(COMMITTED, name)
         assert set(verdicts) == set(range(720)) and meta["name"] == name
     assert np.mean([i.half == "dev" for i in items]) == pytest.approx(347 / 720)
+
+
+def test_the_choice_ranks_llm_judges_thresholds_and_panels_on_the_dev_half(tmp_path, capsys):
+    rows = [(f"q{n}", ["Paris"], "Paris" if n % 2 else "Lyon", n % 2) for n in range(12)]
+    folder = _folder(tmp_path, rows)
+    items = [json.loads(line) for line in (folder / "items.jsonl").read_text().splitlines()]
+    for item in items:
+        item["half"] = "dev" if item["id"] < 8 else "test"
+    (folder / "items.jsonl").write_text("".join(json.dumps(i) + "\n" for i in items))
+    validation.judge_items(folder, "string", {"mode": "contains"}, name="string-contains")
+    # an LLM judge whose p_correct separates right from wrong answers at 0.7, not at its own 0.5
+    probs = {n: (0.8 if n % 2 else 0.6) for n in range(12)}
+    verdicts = [{"id": n, "label": int(p > 0.5), "p_correct": p} for n, p in probs.items()]
+    validation._write_verdicts(folder, "slow", verdicts, {"judge": {"judge": "hf"}, "seconds_per_answer": 2.0})
+    validation._write_verdicts(folder, "fast", verdicts, {"judge": {"judge": "hf"}, "seconds_per_answer": 0.5})
+    ranked = validation.candidates(folder)
+    best = ranked[0]
+    assert best["kappa"] == pytest.approx(1.0) and best["judge"] == "fast"  # a tie goes to the faster judge
+    assert all(c["judge"] in ("slow", "fast") for c in ranked)  # the string judge alone is no candidate
+    own = next(c for c in ranked if c["judge"] == "fast" and c["threshold"] is None and c["panel"] is None)
+    assert own["kappa"] == pytest.approx(0.0)  # everything called correct
+    assert any(c["panel"] == "both with string-contains" for c in ranked)
+    assert judge_command.main(["--validate", str(folder), "--choose", "--half", "test"]) == 0
+    out = capsys.readouterr().out
+    assert "chosen: fast" in out and "test half" in out

@@ -162,6 +162,17 @@ def _parser() -> CommandParser:
     )
     validation.add_argument("--half", default="test", choices=HALVES, help="the items reported")
     validation.add_argument(
+        "--choose",
+        action="store_true",
+        help="rank every candidate (each verdict set alone, with thresholds on p_correct, in a panel with "
+        "--partner) by kappa on the dev half, choose the best (a tie within 0.01: the faster), report it on --half",
+    )
+    validation.add_argument(
+        "--partner",
+        default="string-contains",
+        help="the verdict set panels pair with (default string-contains)",
+    )
+    validation.add_argument(
         "--threshold",
         type=number(0, 1),
         help="report labels p_correct > T for verdicts with a probability (choose it on the dev half)",
@@ -196,6 +207,8 @@ def _validate(args: argparse.Namespace, parser: CommandParser) -> int:
     from semuq_eval.judges import validation
 
     try:
+        if args.choose:
+            return _choose(args)
         if not args.judge and not args.panel:
             print(validation.markdown_table(args.validate, half=args.half, threshold=args.threshold))
             return 0
@@ -219,6 +232,36 @@ def _validate(args: argparse.Namespace, parser: CommandParser) -> int:
     except (ValueError, FileNotFoundError, FileExistsError, RuntimeError) as exc:
         parser.exit(2, f"semuq-eval judge: {exc}\n")
     print(validation.format_report(report, name))
+    return 0
+
+
+def _choose(args: argparse.Namespace) -> int:
+    """``--validate FOLDER --choose``: the candidates ranked on the dev half, the chosen one reported on ``--half``."""
+    from semuq_eval.judges import validation
+    from semuq_eval.judges.panel import combine
+
+    ranked = validation.candidates(args.validate, partner=args.partner)
+    print(
+        f"candidates on the dev half, by kappa (of {len(ranked)}; a tie within {validation.TIE}: the faster):"
+    )
+    print(f"{'judge':<30} {'threshold':>9} {'panel':<28} {'accuracy':>8} {'kappa':>7} {'s/answer':>9}")
+    for c in ranked[: args.top]:
+        kappa = "-" if c["kappa"] is None else f"{c['kappa']:.3f}"
+        print(
+            f"{c['judge']:<30} {c['threshold'] if c['threshold'] is not None else 'own':>9} "
+            f"{c['panel'] or 'alone':<28} {c['accuracy']:>8.3f} {kappa:>7} {c['seconds_per_answer']:>9.4f}"
+        )
+    chosen = ranked[0]
+    labels = validation.thresholded(
+        validation.read_verdicts(args.validate, chosen["judge"])[0], chosen["threshold"]
+    )
+    if chosen["panel"]:
+        partner = validation.thresholded(validation.read_verdicts(args.validate, args.partner)[0], None)
+        rule = chosen["panel"].split()[0]
+        labels = {k: combine(v, partner[k], rule) for k, v in labels.items()}
+    report = validation.validation_report(validation.read_items(args.validate), labels, half=args.half)
+    name = f"{chosen['judge']} (threshold {chosen['threshold'] or 'own'}, {chosen['panel'] or 'alone'})"
+    print(f"\nchosen: {name}\n" + validation.format_report(report, name))
     return 0
 
 

@@ -33,11 +33,12 @@ import numpy as np
 
 from semuq_eval.durable import writer_lock
 from semuq_eval.jsonio import read_json, read_jsonl, write_json, write_jsonl
-from semuq_eval.judges.panel import check_panel, combine
+from semuq_eval.judges.panel import PANEL_RULES, check_panel, combine
 
 __all__ = [
     "HALVES",
     "ValidationItem",
+    "candidates",
     "judge_items",
     "panel_verdicts",
     "read_items",
@@ -401,3 +402,72 @@ def markdown_table(folder: str | os.PathLike, *, half: str = "test", threshold: 
             f"{meta.get('seconds_per_answer', '-')} |"
         )
     return "\n".join(rows)
+
+
+THRESHOLDS = tuple(round(0.05 * k, 2) for k in range(1, 20))
+"""The thresholds on ``p_correct`` a choice tries (0.05 to 0.95), beside each judge's own rule."""
+TIE = 0.01
+"""Candidates whose kappa is within this of the best tie; the faster one is chosen (PROTOCOL.md)."""
+
+
+def candidates(
+    folder: str | os.PathLike,
+    *,
+    partner: str = "string-contains",
+    half: str = "dev",
+    thresholds: Sequence[float] = THRESHOLDS,
+) -> list[dict[str, Any]]:
+    """Every candidate second judge (PROTOCOL.md: an LLM judge, alone or in a panel with the string judge) with its
+    accuracy and kappa on ``half`` (no interval: a choice ranks them), best first: each verdict set with
+    probabilities (an LLM judge's) alone, with its own rule and with each threshold on its ``p_correct``, and in a
+    panel with ``partner`` (``both``, ``either``). A tie within :data:`TIE` of kappa goes to the faster judge
+    (``seconds_per_answer`` of the verdict sets it needs)."""
+    items = [i for i in read_items(folder) if half == "all" or i.half == half]
+    sets = {n: read_verdicts(folder, n) for n in verdict_names(folder)}
+    sets = {n: s for n, s in sets.items() if s[1].get("judge", {}).get("judge") != "panel"}
+    if partner not in sets:
+        raise FileNotFoundError(f"{Path(folder) / VERDICTS}: no verdict set {partner!r} to pair in panels")
+    y = np.array([i.label for i in items])
+    partner_labels = thresholded(sets[partner][0], None)
+    out = []
+    for name, (verdicts, meta) in sets.items():
+        if name == partner or not any(v.get("p_correct") is not None for v in verdicts.values()):
+            continue
+        for threshold in (None, *thresholds):
+            labels = thresholded(verdicts, threshold)
+            for rule in (None, *PANEL_RULES):
+                got = [
+                    labels[i.id] if rule is None else combine(labels[i.id], partner_labels[i.id], rule)
+                    for i in items
+                ]
+                known = np.array([g is not None for g in got])
+                if not known.any():
+                    continue  # no known label on this half: nothing to rank
+                j = np.array([0 if g is None else g for g in got])
+                accuracy, kappa = _rates(y[known], j[known], np.ones(int(known.sum())))
+                seconds = float(meta.get("seconds_per_answer") or 0.0)
+                if rule:
+                    seconds += float(sets[partner][1].get("seconds_per_answer") or 0.0)
+                out.append(
+                    {
+                        "judge": name,
+                        "threshold": threshold,
+                        "panel": rule and f"{rule} with {partner}",
+                        "accuracy": accuracy,
+                        "kappa": kappa,
+                        "n_unknown": int((~known).sum()),
+                        "seconds_per_answer": seconds,
+                    }
+                )
+    if not out:
+        raise FileNotFoundError(
+            f"{Path(folder) / VERDICTS}: no LLM judge's verdict set (with p_correct) to choose"
+        )
+    out.sort(key=lambda c: -(c["kappa"] if c["kappa"] is not None else -2.0))
+    best = out[0]["kappa"] if out and out[0]["kappa"] is not None else None
+    tied = [c for c in out if best is not None and c["kappa"] is not None and c["kappa"] >= best - TIE]
+    if tied:
+        chosen = min(tied, key=lambda c: (c["seconds_per_answer"], -c["kappa"]))
+        out.remove(chosen)
+        out.insert(0, chosen)
+    return out
