@@ -2,8 +2,8 @@
 
 A hub model is reported with its commit; a local folder (an ``semuq-eval assets`` model, a trained operator) has
 none, and the same path can hold other weights tomorrow (a retrained ``enc-trained``). Its revision is therefore
-the sha256 of its ``config.json`` and of the content of its weight files (about 2 s per GB: callers compute it
-once per loaded model).
+the sha256 of its ``config.json`` and of the content of its weight files. Hashing reads every byte of the weights,
+so callers compute it once per loaded model (its cost: docs/speed.md).
 """
 
 from __future__ import annotations

@@ -1,14 +1,15 @@
-"""A fine-tuned encoder as a compact difference from its base: what ships in the package instead of 91 MB of weights.
+"""A fine-tuned encoder as a compact difference from its base: what ships in the package instead of the full weights.
 
-Fine-tuning moves MiniLM's weights by about 1% (relative norm per matrix) and leaves most word-embedding rows as
-they were. The difference ``trained - base`` of every weight matrix is stored row by row in ``bits``-bit
-integers with one float32 scale per row (symmetric: ``q = round(d / s)``, ``s = max|d_row| / (2**(bits-1) - 1)``,
-rows that did not move are all zero), and every vector (biases, LayerNorm) exactly in float32. Decoding is
-``base + q * s``: deterministic, a few seconds, no training. The file is safetensors (no pickle), gzip-compressed
-with a fixed header, so the same weights give the same bytes.
+Fine-tuning moves an encoder's weights little relative to their size and leaves most word-embedding rows as they
+were, so the difference is small, quantizes with little error and compresses well. The difference ``trained - base``
+of every weight matrix is stored row by row in ``bits``-bit integers with one float32 scale per row (symmetric:
+``q = round(d / s)``, ``s = max|d_row| / (2**(bits-1) - 1)``, rows that did not move are all zero), and every
+vector (biases, LayerNorm) exactly in float32. Decoding is ``base + q * s``: deterministic and without training.
+The file is safetensors (no pickle), gzip-compressed with a fixed header, so the same weights give the same bytes.
 
-How close the decoded encoder is to the full fine-tune is measured, not assumed (``python -m tools.encode_operator``
-prints the largest weight error and the embeddings' agreement on held-out texts).
+How close the decoded encoder is to the full fine-tune is checked, not assumed (``python -m tools.encode_operator``
+prints the largest weight error and the embeddings' agreement on held-out texts; the sizes and errors per width are
+in docs/training.md, "The shipped operator: compact and full").
 
 Examples
 --------

@@ -10,10 +10,11 @@ prints the
 AUROC / ECE table with 95% CIs and the correct / incorrect counts under greedy and majority labels, and writes a
 plot of AUROC per estimator (one panel per label strategy).
 
-Why WebQuestions and 210: SmolLM2-135M-Instruct answers 23 of the first 100 WebQuestions correctly (chat
-template on) but only 3 of the first 100 TriviaQA questions (``experiments/offline_accuracy.py``; README); the first 210
-WebQuestions give 33 correct and 177 incorrect greedy answers, the fewest questions with at least 30 of each, in
-about 16 minutes on 2 CPU cores (measured). ``--llm``, ``--task`` and ``--limit`` choose others.
+Why WebQuestions and 210: with its chat template SmolLM2-135M-Instruct answers WebQuestions correctly far more
+often than the other offline question sets (``experiments/offline_accuracy.py``), and the first 210 WebQuestions are
+the fewest questions whose greedy answers hold at least 30 correct and 30 incorrect ones, so the demo stays short
+on a CPU. The accuracies, the counts and the run time are in docs/demo.md. ``--llm``, ``--task`` and ``--limit``
+choose others.
 """
 
 from __future__ import annotations

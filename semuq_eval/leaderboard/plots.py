@@ -333,7 +333,7 @@ def plot_all(document: Mapping[str, Any], folder: str | Path) -> list[str]:
 
 
 def _written_before(out: Path) -> list[Path]:
-    """The plots the previous build listed; without a list (a build before it was kept), the files named as
+    """The plots the previous build listed; without a list (an output folder that holds none), the files named as
     builds name them."""
     try:
         names = read_json(out / WRITTEN).get("plots") or []

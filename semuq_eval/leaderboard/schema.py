@@ -1,11 +1,12 @@
 """The ``leaderboard.json`` schema, versioned: ``"format": "semuq-leaderboard/2"``.
 
 A reader checks ``format`` first; a change that removes or renames a field bumps the version, an added
-field does not. Numbers that are undefined (NaN) are ``null``. Version 2 (from version 1): ``headline`` holds
-one table per label strategy (it was the greedy table), and ``cells`` and ``ranks`` are run tables (they were
-lists of objects that repeated their run's section, task, label set and LLM, and each cell its aggregator,
-operator and accuracy). :func:`read_document` reads both versions into the records every writer and test
-uses (:func:`decode`); :func:`encode` gives the file's shape. The document::
+field does not, so a field marked *optional* below may be absent from a version-2 document. Numbers that are
+undefined (NaN) are ``null``. Version 2 and version 1 differ in two places: in version 2 ``headline`` holds one
+table per label strategy (version 1: the greedy table alone), and ``cells`` and ``ranks`` are run tables
+(version 1: lists of objects that repeat their run's section, task, label set and LLM, and each cell its
+aggregator, operator and accuracy). :func:`read_document` reads both versions into the records every writer and
+test uses (:func:`decode`); :func:`encode` gives the file's shape. The document::
 
     {
       "format": "semuq-leaderboard/2",
@@ -13,11 +14,11 @@ uses (:func:`decode`); :func:`encode` gives the file's shape. The document::
       "created": ISO time, "generator": {"semuq_eval", "numpy", "scipy", "python"},
       "settings": {"bootstrap": {"n_resamples", "seed", "confidence_level", "method"},
                    "ece": {"bins", "refit"}, "metrics": [...], "llm_estimators": [...], "significance": str,
-                   "compare": {operator: [bases]},          # --compare (added in place, no version bump)
+                   "compare": {operator: [bases]},          # --compare (optional)
                    "inputs": [the paths / globs given]},
       "sections": [{"id", "task", "n_questions", "question_set", "n_samples", "judge": {...},
                     "operators": {name: identity}, "paired": bool, "llms": [...], "notes": [...],
-                    "repeats": bool}],   # questions also in the task's other sections (added in place)
+                    "repeats": bool}],   # questions also in the task's other sections (optional)
       "runs": [{"section", "llm", "path", "task", "source": "store" | "record" | "breakdown",
                 "labels": {strategy: {"n", "n_correct", "n_incorrect", "n_missing", "accuracy"}},
                 "provenance": {"model": {"name", "pretrained", "revision", "sha", "model_args", "lm_eval_model"},
@@ -32,12 +33,12 @@ uses (:func:`decode`); :func:`encode` gives the file's shape. The document::
                       "rows": [{"set", "section", "task", "llm", "strategy", "estimator", "base", "value_a",
                                 "value_b", "difference", "ci_low", "ci_high", "p_value", "n", "status",
                                 "improved", "significant", "note",
-                                "reliable"}],   # both AUROCs reliable (added in place)
+                                "reliable"}],   # both AUROCs reliable (optional)
                       "summary": [{"set", "strategy", "n_cells", "n_improved", "n_improved_significant",
                                    "n_worse_significant", "n_unavailable", "mean_difference",
                                    "reliable": {"n_cells", "n_improved", "n_improved_significant",
                                                 "n_worse_significant", "mean_difference"}}]},
-                                   # "reliable" (added in place): the same counts over reliable rows only
+                                   # "reliable" (optional): the same counts over reliable rows only
       "llm_pairs": [{"section", "task", "strategy", "estimator", "llm_a", "llm_b", "chosen", "value_a",
                      "value_b", "difference", "ci_low", "ci_high", "p_value", "n", "status", "improved",
                      "significant", "note"}],
@@ -48,7 +49,7 @@ uses (:func:`decode`); :func:`encode` gives the file's shape. The document::
                               "rows": [{"llm", "cells": {section id: HCELL + RANKS},
                                         "mean": HCELL + RANKS + {"n_tasks"}}],
                               "best": [{"llm", "cells": {section id: HCELL + {"estimator"}}}]}},
-      "curves": [{"section", "task", "llm", "estimator", "strategy", "n",     # (added in place)
+      "curves": [{"section", "task", "llm", "estimator", "strategy", "n",     # (optional)
                   "accuracy_kept", "aurac", "reliability": [{"low", "high", "n", "confidence", "accuracy"}],
                   "ece"}],
       "across_judges": [{"task", "sections", "strategy", "estimator", "metric", "label_sets",  # only with 2+

@@ -8,8 +8,8 @@ resample by resample, which is what makes its interval and p-value meaningful.
 ECE's point estimate uses the calibrator cross-fitted on all questions. Its interval depends on
 ``CalibrationProtocol.refit``: ``"once"`` (default) resamples the (confidence, label) pairs of that
 fit; ``"per_resample"`` splits and calibrates every resample again (the same resampled splits for
-every estimator), which adds the calibrator's variability and measures ~1.5x wider, wider than the
-real sampling spread (figures in semuq_eval/metrics/calibration.py and the README). Every
+every estimator), which adds the calibrator's variability and gives a wider, conservative interval, wider
+than the real sampling spread (why: :mod:`semuq_eval.metrics.calibrators`; figures: docs/api.md). Every
 :class:`MetricResult` says which in ``calibration_refit`` and ``ci_method``.
 """
 
@@ -433,7 +433,7 @@ def evaluate(
         ``"once"`` (default) resamples the pairs calibrated on all questions; ``"per_resample"``
         refits the calibrator in every resample (each resample's distinct questions split again,
         copies in one fold, multiplicities as sample weights; resamples whose scored questions hold
-        one class give NaN and are left out, see ``n_valid_resamples``), a ~1.5x wider, conservative
+        one class give NaN and are left out, see ``n_valid_resamples``), a wider, conservative
         interval. The point estimate is the same either way.
 
     Returns

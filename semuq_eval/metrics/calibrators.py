@@ -20,15 +20,13 @@ split again (:meth:`CalibrationProtocol.resample_folds`), the calibrators are re
 multiplicities as sample weights (:func:`calibrate_resamples`), and ECE is computed on that
 resample, so the interval includes the calibrator's own variability.
 
-Measured on synthetic runs (AUROC ~0.7, accuracy 0.6; ``bench/ece_refit.py``), the refitted
-intervals are 1.5-1.6x as wide as ``once`` with the isotonic calibrator (1.2-1.5x with Platt), but
-they overshoot: 1.3-1.8x the spread of the point estimate over fresh datasets, covering E[ECE]
-100% of the time at a nominal 95%, because a resample holds only ~63% distinct questions, so its
-refitted calibrator is noisier than the real one (the bootstrap is known to misjudge isotonic
-fits). ``once`` is 0.9-1.2x that spread (coverage 0.88 isotonic, 0.93-0.95 Platt): slightly narrow
-with isotonic, not by the 1.5x the refitted width suggests. Hence ``once`` stays the default and
-``per_resample`` is the conservative option (cost with 1000 resamples on 2 shared cores: +0.13 s
-per estimator at 1000 questions, +0.4-0.5 s at 5000).
+Why ``once`` is the default and ``per_resample`` the conservative option: a resample drawn with
+replacement holds only about 1 - 1/e (63%) of the distinct questions, so a calibrator refitted on it
+is noisier than the one fitted on all questions (the bootstrap is known to misjudge isotonic fits),
+and the refitted interval comes out wider than ``once`` and wider than the real sampling spread of
+ECE, while ``once`` stays close to that spread. ``per_resample`` also costs more: every estimator's
+calibrators are fitted again in every resample. The comparison on synthetic runs
+(``bench/ece_refit.py``) and the cost are in docs/api.md ("ECE intervals").
 """
 
 from __future__ import annotations
@@ -74,8 +72,8 @@ class CalibrationProtocol:
         calibrated (confidence, label) pairs are resampled. ``"per_resample"``: in each resample
         the drawn questions are split and calibrated again (:meth:`resample_folds`,
         :func:`calibrate_resamples`), so the interval includes the calibrator's variability; it
-        comes out ~1.5x as wide as ``"once"`` and wider than the real sampling spread (see the
-        module docstring for the measured figures), a conservative interval.
+        comes out wider than ``"once"`` and wider than the real sampling spread, a conservative
+        interval (the module docstring says why).
 
     Examples
     --------

@@ -18,11 +18,10 @@ from semuq_eval.metrics.base import check_inputs, register
 TIE_TOLERANCE = 1e-12
 """Scores closer than ``TIE_TOLERANCE * max(1, |a|, |b|)`` are ties. An estimator that is 0 or 3 in exact arithmetic
 comes out as 0 or -4e-16, 3 or 3 + 2e-15, depending on the CPU's summation order. Ranked as they are, the residues
-order a tie group; they follow the numbers they came from, so they can even correlate with correctness (semantic
-entropy that is 0 for 387 of 400 questions had an AUROC of 0.626 from its residues alone, 0.502 as ties), and the
-same answers rescored on another machine moved an AUROC by 0.024 (ecc@lexical: 28,016 pairs reordered, none more
-than 3.6e-15 apart). The scores' inputs (float32 similarities and log-probabilities) carry about 7 significant
-digits, so no information is lost. docs/reproduction.md, "Ties at round-off", has the measurements."""
+order a tie group; they follow the numbers they came from, so they can even correlate with correctness (an
+estimator that is 0 for most questions then reads an AUROC from its residues alone), and the same answers rescored
+on a machine that sums in another order can read another AUROC. The scores' inputs (float32 similarities and
+log-probabilities) carry about 7 significant digits, so no information is lost. docs/reproduction.md, "Ties at round-off", has the measurements."""
 
 
 def _sorted_groups(u: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:

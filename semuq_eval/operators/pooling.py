@@ -2,7 +2,7 @@
 
 Eq. encoder mean-pools the last hidden states of ALL tokens of "question <sep> answer". For a short answer the
 question's tokens are most of the mean, so two answers to one question embed close together whatever they say
-(the untrained ``enc`` loses to plain ``cos_ext`` on the offline board). :class:`AnswerMeanPooling` averages only
+(how this shows on the offline board: docs/leaderboard.md). :class:`AnswerMeanPooling` averages only
 the tokens AFTER the first separator, which still read the question through self-attention (D2's conditioning),
 but no longer include it in the mean. It is a sentence-transformers ``Pooling`` module, so training (the trainer
 calls the model's own modules) and evaluation pool the same way. A trained folder is saved with the standard

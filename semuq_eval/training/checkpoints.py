@@ -1,6 +1,6 @@
 """Epoch checkpoints that let a killed training resume where it stopped.
 
-Training the operator takes about an hour on a CPU. The trainer saves its whole state after every epoch
+Training the operator on a CPU is a long job that a kill or a reboot can cut short. The trainer saves its whole state after every epoch
 (weights, optimizer, schedule, random generators, the early-stopping counter) into
 ``<output parent>/.<output name>.checkpoints/``; running the same training again resumes after the last saved
 epoch, and a finished training removes the folder. A fingerprint of the options and of the prepared data guards

@@ -134,8 +134,8 @@ def native_cpu_bf16() -> bool:
 
 
 def check_bf16(config: TrainingConfig) -> None:
-    """ValueError for ``bf16`` on a CPU without native bfloat16: autocast would emulate it (on the 2-core AVX2
-    development machine the first optimizer step of MiniLM took 158 s)."""
+    """ValueError for ``bf16`` on a CPU without native bfloat16: autocast would emulate it, many times slower
+    than float32 (docs/training-data.md has the figures)."""
     if not config.bf16:
         return
     import torch
