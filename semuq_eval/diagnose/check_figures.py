@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from semuq_eval.harness.store import open_store
+from semuq_eval.jsonio import finite_or_none
 
 __all__ = ["BETTER", "FROZEN_STORE", "compute_figures", "frozen_store_path", "tracked_estimators"]
 
@@ -147,8 +148,8 @@ def compute_figures(
         figures[key] = {
             "value": float(value) if ok else None,
             "better": BETTER.get(key, "higher"),
-            "ci_low": _finite(ci[0]),
-            "ci_high": _finite(ci[1]),
+            "ci_low": finite_or_none(ci[0]),
+            "ci_high": finite_or_none(ci[1]),
             "n": n,
         }
 
@@ -166,8 +167,3 @@ def compute_figures(
     if names:
         _put_auroc(put, figures, docs, questions, settings, chosen, n_resamples)
     return figures
-
-
-def _finite(value: float | None) -> float | None:
-    """A bound as JSON keeps it: None when undefined."""
-    return float(value) if value is not None and math.isfinite(value) else None

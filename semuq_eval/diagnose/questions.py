@@ -14,14 +14,13 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from semuq_eval.harness.doc import Doc
 from semuq_eval.harness.label_sets import RUN_LABELS, label_docs, read_label_set
 from semuq_eval.harness.store import open_store
-from semuq_eval.judges import Judge
+from semuq_eval.judges import Judge, as_label
 from semuq_eval.models.generation import Generation
 
 __all__ = ["DiagnosticQuestion", "NoSampleLabelsError", "load_questions"]
@@ -118,10 +117,6 @@ class DiagnosticQuestion:
         return [i for i, v in enumerate(self.sample_labels) if v == 0]
 
 
-def _label(v: Any) -> int | None:
-    return None if v is None else int(bool(v))
-
-
 def _labels_of(store: Path, docs: Sequence[Doc], labels: str, judge: Judge | None):
     if judge is not None:
         out = label_docs(judge, docs)
@@ -196,8 +191,8 @@ def load_questions(
                 DiagnosticQuestion(
                     uid=f"{k}:{d.doc_id}",
                     doc=d,
-                    greedy_label=_label(lab.get("greedy")),
-                    sample_labels=[_label(v) for v in lab.get("samples") or []],
+                    greedy_label=as_label(lab.get("greedy")),
+                    sample_labels=[as_label(v) for v in lab.get("samples") or []],
                 )
             )
     return out

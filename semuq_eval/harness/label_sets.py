@@ -43,7 +43,7 @@ from semuq_eval.harness.doc import Doc
 from semuq_eval.harness.schemas import LabelSetLine, check_line
 from semuq_eval.harness.store import StoreReader, open_store
 from semuq_eval.jsonio import read_json, read_jsonl, write_json, write_jsonl
-from semuq_eval.judges import Judge, label_answers, majority_label
+from semuq_eval.judges import Judge, as_label, label_answers, majority_label
 from semuq_eval.writes import within
 
 __all__ = [
@@ -92,21 +92,16 @@ class LabelSet:
         return dict(self.provenance.get("judge") or {})
 
 
-def _int_label(v: Any) -> int | None:
-    """A verdict the schema accepted (:data:`~semuq_eval.harness.schemas.LabelValue`) as 1 / 0 / None."""
-    return None if v is None else int(v)
-
-
 def _clean(record: Mapping[str, Any]) -> dict[str, Any]:
     """A label record in its stored form: verdicts as 1 / 0 / None, the count of unknown verdicts."""
-    samples = [_int_label(v) for v in record.get("samples") or []]
+    samples = [as_label(v) for v in record.get("samples") or []]
     missing = record.get("n_missing_verdicts")
     if missing is None:
         missing = sum(v is None for v in [record.get("greedy"), *samples])
     out = {
         "doc_id": record["doc_id"],
-        "greedy": _int_label(record.get("greedy")),
-        "majority": _int_label(record.get("majority")),
+        "greedy": as_label(record.get("greedy")),
+        "majority": as_label(record.get("majority")),
         "samples": samples,
         "n_missing_verdicts": missing,
     }
@@ -275,7 +270,7 @@ def slice_samples(record: Mapping[str, Any], n: int) -> dict[str, Any]:
     majority = majority_label([None if v is None else bool(v) for v in samples])
     rec.update(
         samples=samples,
-        majority=_int_label(majority),
+        majority=as_label(majority),
         n_missing_verdicts=sum(v is None for v in [rec["greedy"], *samples]),
     )
     return rec

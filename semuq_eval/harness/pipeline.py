@@ -37,7 +37,7 @@ from semuq_eval.harness.operator_runs import OperatorRun, compute_operators, ope
 from semuq_eval.harness.record import question_hash
 from semuq_eval.harness.settings import Settings
 from semuq_eval.jsonio import finite_or_none
-from semuq_eval.judges import Judge, label_answers
+from semuq_eval.judges import Judge, as_label, label_answers
 from semuq_eval.judges.strategies import labels_of
 from semuq_eval.models.reflexive import METHODS as REFLEXIVE_METHODS
 
@@ -159,17 +159,14 @@ def doc_item(
     unknown) are kept when the judge gives them.
     """
 
-    def label(v):
-        return None if v is None else int(bool(v))
-
     item = {
         "doc_id": int(doc.doc_id),
         "id": doc.key,
         "question_hash": question_hash(doc.question),
         "scores": {k: finite_or_none(v) for k, v in scores.items()},
         "reasons": dict(reasons),
-        "labels": {s: label(v) for s, v in labels_of(labels).items()},
-        "sample_labels": [label(v) for v in labels.get("samples", [])],
+        "labels": {s: as_label(v) for s, v in labels_of(labels).items()},
+        "sample_labels": [as_label(v) for v in labels.get("samples", [])],
         "n_missing_verdicts": int(labels.get("n_missing_verdicts", 0)),
         "n_samples": len(doc.samples),
         "n_extra_responses": int(doc.n_extra_responses),

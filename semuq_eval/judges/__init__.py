@@ -21,7 +21,17 @@ The LLM judges share prompts (:mod:`~semuq_eval.judges.prompts`), a persistent v
 
 from __future__ import annotations
 
-from semuq_eval.judges.base import Judge, Verdict, as_verdict, check_options, get, names, register, registry
+from semuq_eval.judges.base import (
+    Judge,
+    Verdict,
+    as_label,
+    as_verdict,
+    check_options,
+    get,
+    names,
+    register,
+    registry,
+)
 from semuq_eval.judges.strategies import LABEL_STRATEGIES, label_answers, label_strategy_names, majority_label
 from semuq_eval.judges.string import MODES, StringJudge, normalize, token_f1
 
@@ -31,6 +41,7 @@ __all__ = [
     "Judge",
     "StringJudge",
     "Verdict",
+    "as_label",
     "as_verdict",
     "check_options",
     "get",

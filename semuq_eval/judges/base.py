@@ -17,7 +17,17 @@ from typing import Any, Protocol, runtime_checkable
 
 from semuq_eval.registry import Registry, check_keywords
 
-__all__ = ["Judge", "Verdict", "as_verdict", "check_options", "get", "names", "register", "registry"]
+__all__ = [
+    "Judge",
+    "Verdict",
+    "as_label",
+    "as_verdict",
+    "check_options",
+    "get",
+    "names",
+    "register",
+    "registry",
+]
 
 
 @dataclass(frozen=True)
@@ -61,6 +71,17 @@ def as_verdict(value: Verdict | bool | None) -> Verdict:
     raise TypeError(
         f"a judge returned {value!r} ({type(value).__name__}); expected True, False, None or a Verdict"
     )
+
+
+def as_label(value: Any) -> int | None:
+    """A verdict or label (True / False / 1 / 0 / None) in its stored form: 1, 0 or None (unknown).
+
+    Examples
+    --------
+    >>> as_label(True), as_label(0), as_label(None)
+    (1, 0, None)
+    """
+    return None if value is None else int(bool(value))
 
 
 @runtime_checkable

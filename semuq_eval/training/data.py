@@ -39,6 +39,7 @@ from typing import Any
 from semuq_eval.harness.label_sets import RUN_LABELS
 from semuq_eval.harness.schemas import TrainingHeader, TrainingQuestion, check_line
 from semuq_eval.jsonio import read_jsonl_gz, write_jsonl_gz
+from semuq_eval.judges.base import as_label
 from semuq_eval.training.stores import LabelledQuestion, StoreData, read_store
 
 __all__ = [
@@ -59,10 +60,6 @@ def is_training_file(path: str | os.PathLike) -> bool:
     return str(path).endswith(TRAINING_DATA_SUFFIX) and Path(path).is_file()
 
 
-def _label(value: Any) -> int | None:
-    return None if value is None else int(value)
-
-
 def write_training_file(path: str | os.PathLike, data: StoreData) -> int:
     """Write ``data`` (questions and provenance) to ``path`` atomically; returns the number of questions."""
     path = Path(path)
@@ -81,9 +78,9 @@ def write_training_file(path: str | os.PathLike, data: StoreData) -> int:
                 "question": q.question,
                 "references": list(q.references),
                 "greedy": q.greedy,
-                "greedy_label": _label(q.greedy_label),
+                "greedy_label": as_label(q.greedy_label),
                 "answers": list(q.answers),
-                "labels": [_label(v) for v in q.labels],
+                "labels": [as_label(v) for v in q.labels],
             }
         )
     write_jsonl_gz(path, lines)
@@ -124,7 +121,7 @@ def _question(path: Path, number: int, obj: Mapping[str, Any]) -> LabelledQuesti
         tuple(None if v is None else int(v) for v in obj["labels"]),
         references=tuple(obj["references"]),
         greedy=obj.get("greedy"),
-        greedy_label=_label(obj.get("greedy_label")),
+        greedy_label=as_label(obj.get("greedy_label")),
     )
 
 
