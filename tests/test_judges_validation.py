@@ -198,8 +198,8 @@ def test_the_committed_validation_set_is_complete_and_split_by_its_rule():
     for item in items:
         strata[(item.llm, item.set, item.kind)] = strata.get((item.llm, item.set, item.kind), 0) + 1
     assert len(strata) == 12 and set(strata.values()) == {60}
-    keys = {i.question_key: i.half for i in items}
-    assert all(keys[i.question_key] == i.half for i in items)  # no question on both sides
+    keys = {i.question_id: i.half for i in items}
+    assert all(keys[i.question_id] == i.half for i in items)  # no question on both sides
     for name in validation.verdict_names(COMMITTED):  # every committed verdict set is whole and readable
         verdicts, meta = validation.read_verdicts(COMMITTED, name)
         assert set(verdicts) == set(range(720)) and meta["name"] == name

@@ -71,7 +71,7 @@ class ValidationItem:
     label: int
 
     @property
-    def question_key(self) -> tuple[str, int]:
+    def question_id(self) -> tuple[str, int]:
         """The question the item answers (the bootstrap's unit): its set and doc id, whatever the LLM."""
         return self.set, self.doc_id
 
@@ -309,7 +309,7 @@ def validation_report(
     known = [i for i in chosen if labels[i.id] is not None]
     if not known:
         raise ValueError(f"no item of half {half!r} has a known label")
-    keys = sorted({i.question_key for i in chosen})
+    keys = sorted({i.question_id for i in chosen})
     index = {k: n for n, k in enumerate(keys)}
     counts = np.random.default_rng(seed).multinomial(
         len(keys), np.full(len(keys), 1 / len(keys)), n_resamples
@@ -319,7 +319,7 @@ def validation_report(
         sub = [i for i in group if labels[i.id] is not None]
         y = np.array([i.label for i in sub])
         j = np.array([int(labels[i.id]) for i in sub])
-        q = np.array([index[i.question_key] for i in sub], dtype=int)
+        q = np.array([index[i.question_id] for i in sub], dtype=int)
         return _group_figures(y, j, q, counts, len(group) - len(sub))
 
     report: dict[str, Any] = {"half": half, "n_resamples": n_resamples, "seed": seed, "all": figures(chosen)}
