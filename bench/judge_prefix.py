@@ -43,11 +43,9 @@ def main() -> None:
     print(f"load average before: {os.getloadavg()}; torch threads {args.threads}; judge {model}")
     print(f"{len(docs)} greedy answers of {args.store}")
     modes = {"shared": True, "per question": False}
-    made = {
-        m: judges.get("hf", model=model, cache="none", progress=False, share_instructions=v)
-        for m, v in modes.items()
-    }
-    for judge in made.values():
+    made = {m: judges.get("hf", model=model, cache="none", progress=False) for m in modes}
+    for mode, judge in made.items():
+        judge.share_instructions = modes[mode]
         judge._load()  # model loading is not part of the timing
     times: dict[str, list[float]] = {m: [] for m in modes}
     verdicts = {}

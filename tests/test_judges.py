@@ -259,14 +259,8 @@ def test_hf_judge_reads_yes_no_logits_with_a_shared_prefix_like_one_full_pass_ea
         "Jupiter",
     ]
     refs = [["Shakespeare"], ["Paris"], ["Paris"], ["Paris"], ["Jupiter"]]
-    judge = judges.get(
-        "hf",
-        model=str(tiny_judge_model),
-        batch_size=2,
-        cache="none",
-        progress=False,
-        share_instructions=share_instructions,
-    )
+    judge = judges.get("hf", model=str(tiny_judge_model), batch_size=2, cache="none", progress=False)
+    judge.share_instructions = share_instructions
     verdicts = judge.batch(qs, answers, refs)
     tok = AutoTokenizer.from_pretrained(tiny_judge_model)
     lm = AutoModelForCausalLM.from_pretrained(tiny_judge_model).eval()

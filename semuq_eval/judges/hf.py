@@ -76,10 +76,7 @@ class HFJudge(PromptedJudge):
     max_length : int
         Prompts are cut from the left to this many tokens, or to the model's context if shorter (the
         question, the answer and the request come last).
-    share_instructions : bool
-        Run the prompts' common prefix (the chat template's start and the instructions, the same for every
-        question) once per block of questions, and each question's own prefix on top of it; False runs each
-        question's whole prefix on its own (the same verdicts, more computation: ``bench/judge_prefix.py``).
+
     **options
         Prompt and cache options of :class:`~semuq_eval.judges.prompted.PromptedJudge`.
 
@@ -89,6 +86,11 @@ class HFJudge(PromptedJudge):
     >>> judge.batch(["Capital of France?"], ["Paris"], [["Paris"]])  # doctest: +SKIP
     [Verdict(label=True, p_correct=0.93, reply='yes', error=None)]
     """
+
+    share_instructions = True
+    """Run the prompts' common prefix (the chat template's start and the instructions, the same for every question)
+    once per block of questions, and each question's own prefix on top of it; False runs each question's whole
+    prefix on its own: the same verdicts, more computation (``bench/judge_prefix.py`` compares them)."""
 
     def __init__(
         self,
@@ -101,7 +103,6 @@ class HFJudge(PromptedJudge):
         chat_template: str | bool = "auto",
         max_length: int = 1024,
         trust_remote_code: bool = False,
-        share_instructions: bool = True,
         **options: Any,
     ) -> None:
         super().__init__(**options)
@@ -119,7 +120,6 @@ class HFJudge(PromptedJudge):
         self.chat_template = {"true": True, "false": False}.get(chat_template, chat_template)
         self.max_length = int(max_length)
         self.trust_remote_code = bool(trust_remote_code)
-        self.share_instructions = bool(share_instructions)
         self._loaded: tuple[Any, Any, list[int], list[int]] | None = None
         self._local_revision: str | None = None
 
