@@ -98,13 +98,7 @@ def rescore(
     """
     output_path = None if output is None else _breakdown_path(output)
     with _one_writer(store_output, output_path):  # another process writing either gets one line
-        if output_path is not None:
-            check_file_target(output_path, ours=BREAKDOWN_FORMAT, force=force, flag="output")
-        if store_output is not None:
-            check_apart(store_output, store_path, "store_output")
-            check_folder_target(
-                store_output, ours=_is_run_store, what="a run store", force=force, flag="store_output"
-            )
+        _check_targets(store_path, output_path, store_output, force)
         source = open_store(store_path)
         manifest, docs = source.manifest, source.docs()
         if not docs:
@@ -113,15 +107,7 @@ def rescore(
             )
         stored = stored_settings(manifest, source.manifest_path)
         settings = _overridden(stored, operators, operator_options, tau, bootstrap, judge, judge_options)
-        held = max(len(d.samples) for d in docs)
-        if held < stored.n_samples:  # the breakdown would report an N no question has
-            raise ValueError(
-                f"{source.manifest_path}: settings n_samples is {stored.n_samples}, but no question of the "
-                f"store has more than {held} stored samples"
-            )
-        n = stored.n_samples if n_samples is None else int(n_samples)
-        if n < 1 or n > stored.n_samples:
-            raise ValueError(f"n_samples must be in 1..{stored.n_samples} (the stored N), got {n}")
+        n = _ablated_n(source.manifest_path, docs, stored.n_samples, n_samples)
         settings.n_samples = n
         settings.validate()
         for d in docs:
@@ -129,16 +115,9 @@ def rescore(
         rejudge = judge is not None or judge_options is not None
         if rejudge and labels is not None:
             raise ValueError("give a stored label set (labels=) or a judge to label again, not both")
-        stored_labels = (
-            None if rejudge else _stored_labels(store_path, docs, labels or RUN_LABELS, n, stored.n_samples)
+        out, judge_info, label_set = _scored(
+            store_path, docs, settings, stored.n_samples, labels, rejudge, estimator_names
         )
-        if stored_labels is None:
-            the_judge = settings.make_judge()
-            out = process_docs(docs, settings, judge=the_judge, estimator_names=estimator_names)
-            judge_info, label_set = the_judge.info, "rejudged"
-        else:
-            label_set, judge_info, label_records = stored_labels
-            out = process_docs(docs, settings, labels=label_records, estimator_names=estimator_names)
         store = None
         if store_output is not None:
             ablated = docs if n < stored.n_samples else None
@@ -160,6 +139,64 @@ def rescore(
         if output_path is not None:
             write_json(output_path, breakdown)
         return breakdown
+
+
+def _check_targets(
+    store_path: str | os.PathLike,
+    output_path: Path | None,
+    store_output: str | os.PathLike | None,
+    force: bool,
+) -> None:
+    """Refuse an ``output`` file or a ``store_output`` folder that rescoring must not write (one line each)."""
+    if output_path is not None:
+        check_file_target(output_path, ours=BREAKDOWN_FORMAT, force=force, flag="output")
+    if store_output is not None:
+        check_apart(store_output, store_path, "store_output")
+        check_folder_target(
+            store_output, ours=_is_run_store, what="a run store", force=force, flag="store_output"
+        )
+
+
+def _ablated_n(manifest_path: Path, docs: Sequence[Doc], stored_n: int, n_samples: int | None) -> int:
+    """The N to score: the stored one, or ``n_samples`` (an N-ablation), checked against what the store holds."""
+    held = max(len(d.samples) for d in docs)
+    if held < stored_n:  # the breakdown would report an N no question has
+        raise ValueError(
+            f"{manifest_path}: settings n_samples is {stored_n}, but no question of the store has more than "
+            f"{held} stored samples"
+        )
+    n = stored_n if n_samples is None else int(n_samples)
+    if n < 1 or n > stored_n:
+        raise ValueError(f"n_samples must be in 1..{stored_n} (the stored N), got {n}")
+    return n
+
+
+def _scored(
+    store_path: str | os.PathLike,
+    docs: Sequence[Doc],
+    settings: Settings,
+    stored_n: int,
+    labels: str | None,
+    rejudge: bool,
+    estimator_names: Sequence[str] | None,
+) -> tuple[Any, dict[str, Any], str]:
+    """The pipeline's output on ``docs``, the judge's info and the label set scored: a new judge's labels
+    (``rejudge``) or a stored label set's (``labels``, default the run's)."""
+    stored_labels = (
+        None
+        if rejudge
+        else _stored_labels(store_path, docs, labels or RUN_LABELS, settings.n_samples, stored_n)
+    )
+    if stored_labels is None:
+        the_judge = settings.make_judge()
+        out = process_docs(docs, settings, judge=the_judge, estimator_names=estimator_names)
+        return out, the_judge.info, "rejudged"
+    label_set, judge_info, label_records = stored_labels
+    return (
+        process_docs(docs, settings, labels=label_records, estimator_names=estimator_names),
+        judge_info,
+        label_set,
+    )
 
 
 @contextlib.contextmanager
