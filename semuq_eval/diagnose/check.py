@@ -224,15 +224,8 @@ def check_operator(
     """
     if baseline is None and write_baseline is None:
         raise ValueError("give a baseline to check against, or write_baseline to record one")
-    base: dict[str, Any] | None = None
-    if baseline is not None:
-        path = Path(baseline)
-        if not path.is_file():
-            raise FileNotFoundError(f"no baseline at {path}; record one with --write-baseline")
-        base = read_json(path)
-        if not isinstance(base, dict) or base.get("format") != BASELINE_FORMAT:
-            raise ValueError(f"{path} is not an operator baseline (format {BASELINE_FORMAT!r})")
-        check_line(OperatorBaseline, base, path)
+    base = None if baseline is None else _read_baseline(Path(baseline))
+    if base is not None:
         if max_questions is None:
             max_questions = base.get("max_questions")
         if estimators is None:
@@ -265,22 +258,38 @@ def check_operator(
                 f"this store {fingerprint[:12]}): its figures are not comparable; record it again with --write-baseline"
             )
     if write_baseline is not None:
-        from semuq_eval import __version__
-
         record = {
-            "format": BASELINE_FORMAT,
-            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "operator": operator,
             "store": str(store),
             "store_fingerprint": fingerprint,
             "max_questions": max_questions,
             "tolerance": tol,
-            "semuq_eval_version": __version__,
             "figures": figures,
         }
-        write_json(write_baseline, record)
+        _write_baseline(write_baseline, record)
         if base is None:
             report.rows = [
                 FigureCheck(k, None, f["value"], tol, f["better"], "new") for k, f in figures.items()
             ]
     return report
+
+
+def _read_baseline(path: Path) -> dict[str, Any]:
+    """A baseline file, checked: its format and its fields (one line naming the file otherwise)."""
+    if not path.is_file():
+        raise FileNotFoundError(f"no baseline at {path}; record one with --write-baseline")
+    base = read_json(path)
+    if not isinstance(base, dict) or base.get("format") != BASELINE_FORMAT:
+        raise ValueError(f"{path} is not an operator baseline (format {BASELINE_FORMAT!r})")
+    check_line(OperatorBaseline, base, path)
+    return base
+
+
+def _write_baseline(path: str | os.PathLike, fields: Mapping[str, Any]) -> None:
+    """Write a baseline: ``fields`` with the format, the date and this package's version."""
+    from semuq_eval import __version__
+
+    created = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    write_json(
+        path, {"format": BASELINE_FORMAT, "created": created, **fields, "semuq_eval_version": __version__}
+    )
