@@ -10,6 +10,7 @@ Examples
 
 from __future__ import annotations
 
+import argparse
 import shutil
 import sys
 from pathlib import Path
@@ -46,8 +47,7 @@ def _pair(spec: str) -> tuple[str, str]:
     return a, b
 
 
-def main(argv: list[str]) -> int:
-    """`semuq-eval diagnose STORE [STORE ...]`: traps, wrong-answer clustering, token localization."""
+def _parser() -> CommandParser:
     p = CommandParser(
         prog="semuq-eval diagnose",
         description="The four traps (App. F), wrong-answer clustering (App. A.1) and token localization (App. A.4) "
@@ -103,53 +103,21 @@ def main(argv: list[str]) -> int:
         help="paired differences A minus B of two diagnosed operators (e.g. enc:enc_untrained)",
     )
     p.add_argument("--no_progress", action="store_true")
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str]) -> int:
+    """`semuq-eval diagnose STORE [STORE ...]`: traps, wrong-answer clustering, token localization."""
+    args = _parser().parse_args(argv)
     output = Path(args.output)
-    problem = None
-    if output.exists() and not output.is_dir():
-        problem = "is a file, not a folder"
-    elif (
-        output.is_dir()
-        and any(f.name != CHECKPOINT for f in output.iterdir())
-        and not (output / "diagnosis.json").is_file()
-        and not args.force
-    ):
-        problem = "holds other files than a diagnosis; choose an empty folder or pass --force"
+    problem = _output_problem(output, args.force)
     if problem:  # checked before any work: nothing of the user's is replaced
         print(f"semuq-eval diagnose: --output {output} {problem}", file=sys.stderr)
         return 2
-    from semuq_eval import judges
-    from semuq_eval.diagnose.diagnosis import diagnose
     from semuq_eval.diagnose.outputs import markdown, write_report
-    from semuq_eval.metrics import Bootstrap
 
     try:
-        judge = (
-            judges.get(args.judge, **json_object(args.judge_options, "--judge_options"))
-            if args.judge
-            else None
-        )
-        equivalence = None
-        if args.equivalence_judge:
-            options = json_object(args.equivalence_judge_options, "--equivalence_judge_options")
-            equivalence = judges.get(args.equivalence_judge, **options)
-        result = diagnose(
-            args.stores,
-            args.operators,
-            operator_options=json_object(args.operator_options, "--operator_options"),
-            labels=args.labels,
-            judge=judge,
-            rewriter=_rewriter(args.rewrite, json_object(args.rewrite_options, "--rewrite_options")),
-            equivalence_judge=equivalence,
-            max_questions=args.max_questions,
-            max_pairs_per_question=args.max_pairs_per_question,
-            token_unit=args.token_unit,
-            bootstrap=Bootstrap(args.bootstrap, seed=args.seed),
-            min_pairs=args.min_pairs,
-            progress=not args.no_progress,
-            compare=[_pair(c) for c in args.compare],
-            checkpoint=output / CHECKPOINT,
-        )
+        result = _diagnose(args, output)
     except (ValueError, FileNotFoundError, KeyError, RuntimeError) as err:
         print(f"semuq-eval diagnose: {err}", file=sys.stderr)
         return 2
@@ -158,3 +126,50 @@ def main(argv: list[str]) -> int:
     print(markdown(result))
     print("written: " + ", ".join(str(v) for v in paths.values()))
     return 0
+
+
+def _output_problem(output: Path, force: bool) -> str | None:
+    """Why the diagnosis may not write into ``output`` (None: it may)."""
+    if output.exists() and not output.is_dir():
+        return "is a file, not a folder"
+    if (
+        output.is_dir()
+        and any(f.name != CHECKPOINT for f in output.iterdir())
+        and not (output / "diagnosis.json").is_file()
+        and not force
+    ):
+        return "holds other files than a diagnosis; choose an empty folder or pass --force"
+    return None
+
+
+def _diagnose(args: argparse.Namespace, output: Path) -> Any:
+    """The diagnosis the parsed arguments ask for."""
+    from semuq_eval import judges
+    from semuq_eval.diagnose.diagnosis import diagnose
+    from semuq_eval.metrics import Bootstrap
+
+    judge = (
+        judges.get(args.judge, **json_object(args.judge_options, "--judge_options")) if args.judge else None
+    )
+    equivalence = None
+    if args.equivalence_judge:
+        options = json_object(args.equivalence_judge_options, "--equivalence_judge_options")
+        equivalence = judges.get(args.equivalence_judge, **options)
+    result = diagnose(
+        args.stores,
+        args.operators,
+        operator_options=json_object(args.operator_options, "--operator_options"),
+        labels=args.labels,
+        judge=judge,
+        rewriter=_rewriter(args.rewrite, json_object(args.rewrite_options, "--rewrite_options")),
+        equivalence_judge=equivalence,
+        max_questions=args.max_questions,
+        max_pairs_per_question=args.max_pairs_per_question,
+        token_unit=args.token_unit,
+        bootstrap=Bootstrap(args.bootstrap, seed=args.seed),
+        min_pairs=args.min_pairs,
+        progress=not args.no_progress,
+        compare=[_pair(c) for c in args.compare],
+        checkpoint=output / CHECKPOINT,
+    )
+    return result
