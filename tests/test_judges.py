@@ -273,6 +273,9 @@ def test_hf_judge_reads_yes_no_logits_with_a_shared_prefix_like_one_full_pass_ea
         assert v.p_correct == pytest.approx(expected, abs=1e-5)  # one full forward pass per prompt
         assert v.label == (v.p_correct > 0.5)
     assert len({round(v.p_correct, 6) for v in verdicts}) > 1  # the prompt matters
+    low = judges.get("hf", model=str(tiny_judge_model), cache="none", progress=False, threshold=0.0)
+    assert all(v.label for v in low.batch(qs, answers, refs))  # p_correct > 0: every label flips to correct
+    assert low.info["threshold"] == 0.0
     info = judge.info
     assert (
         info["judge"] == "hf" and info["revision"].startswith("local-") and len(info["prompt_sha256"]) == 64
@@ -627,3 +630,17 @@ def test_a_local_judge_model_retrained_to_the_same_shape_gets_a_new_identity(tmp
     assert local_revision(tmp_path) == before
     weights.write_bytes(b"\x01" + b"\x00" * 4095)  # same size, other weights
     assert local_revision(tmp_path) != before
+
+
+def test_max_references_shows_the_judge_the_shortest_distinct_aliases(tmp_path):
+    judge = CountingJudge(cache="none", progress=False, max_references=2)
+    refs = ["Republic of Bolivia", "Bolivia", "bolivia", "Name of Bolivia", "La Paz, Bolivia"]
+    verdicts = judge.batch(["Where is La Paz?"], ["Bolivia"], [refs])
+    (prompt,) = judge.calls[0]
+    line = prompt.split("Reference answers: ")[1].split("\n")[0]
+    assert "Bolivia" in line and "Republic of Bolivia" not in line and "La Paz, Bolivia" not in line
+    assert verdicts[0].label is True and judge.info["max_references"] == 2
+    with pytest.raises(ValueError, match="max_references"):
+        CountingJudge(cache="none", max_references=0)
+    with pytest.raises(ValueError, match="threshold"):
+        CountingJudge(cache="none", threshold=1.5)

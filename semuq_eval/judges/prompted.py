@@ -25,7 +25,7 @@ from semuq_eval.judges.cache import JudgeCache, default_cache_path, verdict_key
 from semuq_eval.judges.prompts import JudgePrompt
 from semuq_eval.registry import NamedByRegistry
 
-__all__ = ["PromptedJudge"]
+__all__ = ["PromptedJudge", "shortest_references"]
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +51,10 @@ class PromptedJudge(NamedByRegistry):
         A progress bar over the answers sent to the judge.
     max_answer_chars : int
         Answers are cut to this many characters in the prompt.
+    max_references : int, optional
+        Show the judge at most this many reference aliases per question: the shortest distinct ones (distinct
+        after lower-casing and collapsing whitespace; ties in the dataset's order). TriviaQA lists dozens of
+        aliases per question, which makes the prompt several times longer than the rest of it; default: all.
     threshold : float, optional
         Label an answer correct when the judge's ``p_correct`` exceeds this (a verdict without a probability
         keeps its own label); default: the backend's own rule (``p > 0.5`` for the ``hf`` judge). The verdict
@@ -68,6 +72,7 @@ class PromptedJudge(NamedByRegistry):
         progress: bool = True,
         max_answer_chars: int = 1000,
         threshold: float | None = None,
+        max_references: int | None = None,
     ) -> None:
         self.prompt = JudgePrompt.named(prompt, prompt_file)
         if int(max_answer_chars) < 1:
@@ -78,6 +83,9 @@ class PromptedJudge(NamedByRegistry):
         else:
             self.cache = JudgeCache(default_cache_path() if str(cache) == "default" else cache)
         self.progress = bool(progress)
+        self.max_references = None if max_references is None else int(max_references)
+        if self.max_references is not None and self.max_references < 1:
+            raise ValueError(f"max_references must be >= 1, got {max_references}")
         self.threshold = None if threshold is None else float(threshold)
         if self.threshold is not None and not 0.0 <= self.threshold < 1.0:
             raise ValueError(f"threshold must be in [0, 1), got {threshold}")
@@ -122,6 +130,7 @@ class PromptedJudge(NamedByRegistry):
             "prompt_sha256": self.prompt.sha256,
             "cache": None if self.cache is None else str(self.cache.path),
             **({} if self.threshold is None else {"threshold": self.threshold}),
+            **({} if self.max_references is None else {"max_references": self.max_references}),
         }
 
     def batch(
@@ -133,7 +142,7 @@ class PromptedJudge(NamedByRegistry):
         question_of: dict[str, int] = {}  # key -> number of its (question, references)
         numbers: dict[tuple, int] = {}
         for q, a, refs in zip(questions, answers, references, strict=True):
-            refs = [str(r) for r in refs if str(r).strip()]
+            refs = shortest_references([str(r) for r in refs if str(r).strip()], self.max_references)
             if not refs:
                 keys.append(None)
                 continue
@@ -169,6 +178,25 @@ class PromptedJudge(NamedByRegistry):
         if self.threshold is None or verdict.p_correct is None:
             return verdict
         return dataclasses.replace(verdict, label=verdict.p_correct > self.threshold)
+
+
+def shortest_references(references: Sequence[str], limit: int | None) -> list[str]:
+    """At most ``limit`` of ``references`` (all when ``limit`` is None): the shortest distinct ones, where
+    references that differ only in case and whitespace count once; ties keep their order.
+
+    Examples
+    --------
+    >>> shortest_references(["Republic of Bolivia", "Bolivia", "bolivia", "BO", "Name of Bolivia"], 2)
+    ['BO', 'Bolivia']
+    >>> shortest_references(["b", "a"], None)
+    ['b', 'a']
+    """
+    if limit is None:
+        return list(references)
+    seen: dict[str, str] = {}
+    for ref in references:
+        seen.setdefault(" ".join(ref.split()).lower(), ref)
+    return sorted(seen.values(), key=len)[:limit]
 
 
 def _blocks(keys: Sequence[str], question_of: dict[str, int], size: int) -> list[list[str]]:
