@@ -93,77 +93,18 @@ def summarize(
 ) -> dict:
     """The full breakdown (see the module docstring) of all questions' items, whose labels come from the
     store's label set ``label_set`` (``"run"``: the run's own judge; :mod:`semuq_eval.harness.label_sets`)."""
-    from semuq_eval.metrics import Bootstrap, CalibrationProtocol, evaluate
-
     items = sorted(items, key=lambda it: it["doc_id"])
     names: list[str] = []
     for it in items:
         names.extend(k for k in it["scores"] if k not in names)
-    unavailable: dict[str, dict[str, Any]] = {}
-    for name in names:
-        reasons = Counter(it["reasons"][name] for it in items if name in it.get("reasons", {}))
-        if reasons:
-            unavailable[name] = {"n_docs": sum(reasons.values()), "reasons": dict(reasons)}
-    approximate: dict[str, dict[str, Any]] = {}
-    for name in names:
-        methods = Counter(it["approximate"][name] for it in items if name in it.get("approximate", {}))
-        if methods:
-            approximate[name] = {"n_docs": sum(methods.values()), "methods": dict(methods)}
+    unavailable = _counted(items, names, "reasons", "reasons")
+    approximate = _counted(items, names, "approximate", "methods")
     scored = [n for n in names if any(it["scores"].get(n) is not None for it in items)]
-    bootstrap = Bootstrap(n_resamples=settings.bootstrap, seed=settings.seed)
-    protocol = CalibrationProtocol(n_bins=settings.ece_bins, refit=settings.ece_refit)
-    shown = _summary_metrics(settings.metrics)
-    first = shown[0]
-    nobody = {"estimator": None, **{m.name: None for m in shown}}
     labels_summary, results, best = {}, {}, {}
     for strategy in label_strategies.label_strategy_names():
-        keep = [it for it in items if it["labels"].get(strategy) is not None]
-        y = np.array([it["labels"][strategy] for it in keep], dtype=np.float64)
-        labels_summary[strategy] = {
-            "n": len(keep),
-            "n_correct": int(y.sum()),
-            "n_incorrect": int(len(keep) - y.sum()),
-            "n_missing": len(items) - len(keep),
-            "accuracy": finite_or_none(float(y.mean())) if len(keep) else None,
-        }
-        results[strategy] = {}
-        if not keep or not scored:
-            best[strategy] = dict(nobody)
-            continue
-        scores = {
-            n: np.array([np.nan if (v := it["scores"].get(n)) is None else v for it in keep]) for n in scored
-        }
-        scores = {n: s for n, s in scores.items() if np.isfinite(s).any()}
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            out = (
-                evaluate(scores, y, metrics=settings.metrics, bootstrap=bootstrap, protocol=protocol)
-                if scores
-                else {}
-            )
-        results[strategy] = {
-            n: {
-                m: {**r.as_dict(), **assess(r.as_dict(), settings.bootstrap, settings.min_minority)}
-                for m, r in per.items()
-            }
-            for n, per in out.items()
-        }
-        warning = label_warning(
-            strategy, labels_summary[strategy]["n_correct"], len(keep), settings.min_minority
+        labels_summary[strategy], results[strategy], best[strategy] = _strategy_results(
+            items, strategy, scored, settings, task
         )
-        if warning:
-            log.warning("%s: %s", task or "semuq", warning)
-        sign = 1.0 if first.higher_is_better else -1.0
-        ranked = [n for n, per in out.items() if math.isfinite(per[first.name].value)]
-        if ranked:
-            name = max(ranked, key=lambda n: sign * out[n][first.name].value)
-            best[strategy] = {
-                "estimator": name,
-                **{m.name: finite_or_none(out[name][m.name].value) for m in shown},
-                "reliable": results[strategy][name][first.name]["reliable"],
-            }
-        else:
-            best[strategy] = dict(nobody)
     bad = [
         {"doc_id": it["doc_id"], "id": it.get("id"), "problems": it["problems"]}
         for it in items
@@ -191,6 +132,76 @@ def summarize(
         "best": best,
         **dict(extra or {}),
     }
+
+
+def _counted(
+    items: Sequence[Mapping[str, Any]], names: Sequence[str], field_name: str, what: str
+) -> dict[str, dict[str, Any]]:
+    """Per estimator, how many questions carry an entry in the items' ``field_name`` (why it is unavailable, how
+    it was approximated) and how often each value occurs: ``{name: {"n_docs": n, what: {value: count}}}``."""
+    out: dict[str, dict[str, Any]] = {}
+    for name in names:
+        values = Counter(it[field_name][name] for it in items if name in it.get(field_name, {}))
+        if values:
+            out[name] = {"n_docs": sum(values.values()), what: dict(values)}
+    return out
+
+
+def _strategy_results(
+    items: Sequence[Mapping[str, Any]], strategy: str, scored: Sequence[str], settings: Settings, task: str
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """One label strategy's label counts, every scored estimator's metrics (with intervals and reliability) and
+    the best estimator by the first metric."""
+    from semuq_eval.metrics import Bootstrap, CalibrationProtocol, evaluate
+
+    shown = _summary_metrics(settings.metrics)
+    first = shown[0]
+    nobody = {"estimator": None, **{m.name: None for m in shown}}
+    keep = [it for it in items if it["labels"].get(strategy) is not None]
+    y = np.array([it["labels"][strategy] for it in keep], dtype=np.float64)
+    counts = {
+        "n": len(keep),
+        "n_correct": int(y.sum()),
+        "n_incorrect": int(len(keep) - y.sum()),
+        "n_missing": len(items) - len(keep),
+        "accuracy": finite_or_none(float(y.mean())) if len(keep) else None,
+    }
+    if not keep or not scored:
+        return counts, {}, dict(nobody)
+    scores = {
+        n: np.array([np.nan if (v := it["scores"].get(n)) is None else v for it in keep]) for n in scored
+    }
+    scores = {n: s for n, s in scores.items() if np.isfinite(s).any()}
+    bootstrap = Bootstrap(n_resamples=settings.bootstrap, seed=settings.seed)
+    protocol = CalibrationProtocol(n_bins=settings.ece_bins, refit=settings.ece_refit)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        out = (
+            evaluate(scores, y, metrics=settings.metrics, bootstrap=bootstrap, protocol=protocol)
+            if scores
+            else {}
+        )
+    results = {
+        n: {
+            m: {**r.as_dict(), **assess(r.as_dict(), settings.bootstrap, settings.min_minority)}
+            for m, r in per.items()
+        }
+        for n, per in out.items()
+    }
+    warning = label_warning(strategy, counts["n_correct"], len(keep), settings.min_minority)
+    if warning:
+        log.warning("%s: %s", task or "semuq", warning)
+    sign = 1.0 if first.higher_is_better else -1.0
+    ranked = [n for n, per in out.items() if math.isfinite(per[first.name].value)]
+    if not ranked:
+        return counts, results, dict(nobody)
+    name = max(ranked, key=lambda n: sign * out[n][first.name].value)
+    best = {
+        "estimator": name,
+        **{m.name: finite_or_none(out[name][m.name].value) for m in shown},
+        "reliable": results[name][first.name]["reliable"],
+    }
+    return counts, results, best
 
 
 def summary_keys(settings: Settings) -> dict[str, bool]:
