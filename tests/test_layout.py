@@ -131,7 +131,7 @@ def test_only_the_store_module_names_the_run_store_files():
     assert offenders == {}
 
 
-MAX_FUNCTION_LINES = 120
+MAX_FUNCTION_LINES = 101
 
 
 def test_no_function_of_the_package_is_longer_than_the_limit():

@@ -152,7 +152,7 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
 
     import datasets
     import transformers
-    from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
+    from sentence_transformers import SentenceTransformerTrainingArguments
 
     from semuq_eval.operators.encoder import pooling_mode
     from semuq_eval.operators.pooling import use_mean_pooling
@@ -179,24 +179,7 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
     args = SentenceTransformerTrainingArguments(
         **_training_arguments(config, checkpoints.folder, select, selection_metric)
     )
-    trainer = SentenceTransformerTrainer(
-        model=model,
-        args=args,
-        train_dataset=train_dataset,
-        loss=loss,
-        # a replay scores the validation triplets after every epoch as the selection did: the trainer's
-        # evaluation loop draws from torch's generator (its dataloader's base seed), which sets the next
-        # epoch's dropout; only the costly held-out AUROC is left for after training
-        evaluator=triplets if replay else evaluator,
-        callbacks=[
-            *(
-                [transformers.EarlyStoppingCallback(early_stopping_patience=config.patience)]
-                if select
-                else []
-            ),
-            _callbacks(rows, checkpoints, config.stop_after_epoch),
-        ],
-    )
+    trainer = _trainer(config, args, model, train_dataset, loss, (triplets, evaluator), rows, checkpoints)
     started = time.perf_counter()
     _train(trainer, resume_from, checkpoints.folder.parent)
     train_seconds = time.perf_counter() - started
@@ -230,6 +213,44 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
     }
     _save(output, model, checkpoints, record)
     return record
+
+
+def _trainer(
+    config: TrainingConfig,
+    args: Any,
+    model: Any,
+    train_dataset: Any,
+    loss: Any,
+    evaluators: tuple[Any, Any],
+    rows: Any,
+    checkpoints: EpochCheckpoints,
+) -> Any:
+    """The sentence-transformers trainer of the recipe: early stopping on the selection metric unless a replay,
+    the epoch rows and checkpoints as callbacks. ``evaluators``: (the validation triplets, the full evaluator)."""
+    import transformers
+    from sentence_transformers import SentenceTransformerTrainer
+
+    replay = config.stop_after_epoch is not None
+    select = config.early_stopping and not replay
+    triplets, evaluator = evaluators
+    return SentenceTransformerTrainer(
+        model=model,
+        args=args,
+        train_dataset=train_dataset,
+        loss=loss,
+        # a replay scores the validation triplets after every epoch as the selection did: the trainer's
+        # evaluation loop draws from torch's generator (its dataloader's base seed), which sets the next
+        # epoch's dropout; only the costly held-out AUROC is left for after training
+        evaluator=triplets if replay else evaluator,
+        callbacks=[
+            *(
+                [transformers.EarlyStoppingCallback(early_stopping_patience=config.patience)]
+                if select
+                else []
+            ),
+            _callbacks(rows, checkpoints, config.stop_after_epoch),
+        ],
+    )
 
 
 def _train(trainer: Any, resume_from: str | None, folder: Path) -> None:
