@@ -39,7 +39,9 @@ __all__ = [
     "append_jsonl",
     "finite_or_none",
     "is_id",
+    "json_object",
     "json_safe",
+    "json_value",
     "loads",
     "parse_jsonl",
     "read_json",
@@ -359,3 +361,48 @@ def append_jsonl(path: str | os.PathLike, records: Iterable[Any], *, durable: bo
         with contextlib.suppress(OSError):
             os.truncate(path, size)
         raise WriteFailed(path, err) from None
+
+
+_KINDS = {list: "a list", str: "a string", int: "a number", float: "a number", bool: "true or false"}
+
+
+def json_value(text: str, what: str) -> Any:
+    """The JSON value given as option ``what``; a one-line ValueError naming the option when it is not JSON
+    (nesting too deep to read included).
+
+    Examples
+    --------
+    >>> json_value("[1, 2]", "--x")
+    [1, 2]
+    >>> json_value("[" * 100_000, "--x")
+    Traceback (most recent call last):
+    ...
+    ValueError: --x is not valid JSON (nested too deep): '[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[...'
+    """
+    try:
+        return loads(text)
+    except json.JSONDecodeError as err:
+        shown = text if len(text) <= 40 else f"{text[:40]}..."
+        raise ValueError(f"{what} is not valid JSON ({err.msg}): {shown!r}") from None
+
+
+def json_object(text: str | None, what: str, of: str | None = None) -> dict[str, Any]:
+    """The JSON object given as option ``what`` (``{}`` when not given); a ValueError naming the option otherwise.
+    ``of`` says what the object maps, in the error (``"operator name -> options"``).
+
+    Examples
+    --------
+    >>> json_object('{"batch_size": 16}', "--operator_options")
+    {'batch_size': 16}
+    >>> json_object("[1]", "--operator_options", "operator name -> options")
+    Traceback (most recent call last):
+    ...
+    ValueError: --operator_options must be a JSON object of operator name -> options, got a list
+    """
+    if not text:
+        return {}
+    value = json_value(text, what)
+    if not isinstance(value, dict):
+        kind = _KINDS.get(type(value), "null")
+        raise ValueError(f"{what} must be a JSON object{f' of {of}' if of else ''}, got {kind}")
+    return value

@@ -44,3 +44,11 @@ def test_the_readme_is_a_front_door():
     assert "bash .ci/demo" in text and "bash .ci/test" in text
     for page in sorted((ROOT / "docs").glob("*.md")):
         assert f"(docs/{page.name})" in text, f"the README does not link docs/{page.name}"
+
+
+def test_the_option_tables_are_the_models_own():
+    """Options are declared once: the docs' table of a command's options is generated from its model."""
+    from semuq_eval.harness.rescore import RescoreOptions
+    from semuq_eval.options import options_table
+
+    assert options_table(RescoreOptions) in (ROOT / "docs" / "running.md").read_text(encoding="utf-8")

@@ -43,6 +43,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "semuq_eval",
                 "registry",
                 "jsonio",
+                "options",
                 "cell_text",
                 "distributed",
                 "context",

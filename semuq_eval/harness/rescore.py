@@ -39,33 +39,63 @@ from semuq_eval.harness.run import finish_run
 from semuq_eval.harness.settings import Settings, stored_settings
 from semuq_eval.harness.store import MANIFEST, STORE_FORMAT, RunStore, open_store
 from semuq_eval.jsonio import write_json
+from semuq_eval.metrics.bootstrap import MAX_RESAMPLES
+from semuq_eval.options import Options, option
 from semuq_eval.writes import check_apart, check_file_target, check_folder_target, json_format
 
-__all__ = ["rescore"]
+__all__ = ["RescoreOptions", "rescore"]
 
 
-def rescore(
-    store_path: str | os.PathLike,
-    *,
-    operators: Sequence[str] | None = None,
-    operator_options: Mapping[str, Mapping[str, Any]] | None = None,
-    estimator_names: Sequence[str] | None = None,
-    n_samples: int | None = None,
-    tau: float | None = None,
-    judge: str | None = None,
-    judge_options: Mapping[str, Any] | None = None,
-    labels: str | None = None,
-    bootstrap: int | None = None,
-    output: str | os.PathLike | None = None,
-    store_output: str | os.PathLike | None = None,
-    force: bool = False,
-) -> dict:
+class RescoreOptions(Options):
+    """What ``rescore`` recomputes and where it writes (``semuq-eval rescore``'s flags, docs/running.md's table)."""
+
+    operators: list[str] | None = option(
+        None,
+        "comma-separated operators to (re)compute, e.g. lexical,enc (default: the stored run's)",
+        parse="csv",
+    )
+    operator_options: dict[str, Any] | None = option(
+        None,
+        "JSON {operator: {option: value}} over the stored run's; a named variant: "
+        '{"enc_nq": {"operator": "enc", "model": "ops/enc-nq"}}',
+        parse="json",
+        of="operator name -> options",
+    )
+    estimator_names: list[str] | None = option(
+        None, "keep only these estimators, e.g. kle_heat@enc,te", parse="csv", flag="--estimators"
+    )
+    n_samples: int | None = option(None, "use the first k stored samples (N-ablation)", ge=1)
+    tau: float | None = option(
+        None, "threshold for clustering graded matrices", gt=0, le=1, allow_inf_nan=False
+    )
+    judge: str | None = option(None, "judge the answers again with this judge (default: the stored labels)")
+    judge_options: dict[str, Any] | None = option(
+        None, 'the judge\'s options as JSON, e.g. {"mode": "em"}', parse="json", of="option -> value"
+    )
+    labels: str | None = option(
+        None, "score against this stored label set (default: run; `semuq-eval judge` writes others)"
+    )
+    bootstrap: int | None = option(None, "number of bootstrap resamples", ge=1, le=MAX_RESAMPLES)
+    output: Path | None = option(
+        None, "write the breakdown JSON here (a directory gets breakdown.rescore.json)"
+    )
+    store_output: Path | None = option(
+        None, "write a complete run store there (answers copied, new scores and breakdown)"
+    )
+    force: bool = option(
+        False, "replace a run store at --store_output, or an --output file that is not a breakdown"
+    )
+
+
+def rescore(store_path: str | os.PathLike, options: RescoreOptions | None = None, **given: Any) -> dict:
     """The breakdown (as in ``breakdown.json``) recomputed from the store at ``store_path``.
 
     Parameters
     ----------
     store_path : path-like
         A run store directory (``<output_path>/semuq/<task>/<run_id>``).
+    options : RescoreOptions, optional
+        The options below (:class:`RescoreOptions`); ``**given`` builds them instead (``rescore(path, tau=0.5)``).
     operators : sequence of str, optional
         Operators to compute (default: the stored run's).
     operator_options : mapping, optional
@@ -96,9 +126,12 @@ def rescore(
     force : bool
         Replace a non-empty run store at ``store_output`` and an ``output`` file that is not a breakdown.
     """
-    output_path = None if output is None else _breakdown_path(output)
-    with _one_writer(store_output, output_path):  # another process writing either gets one line
-        _check_targets(store_path, output_path, store_output, force)
+    o = options if options is not None else RescoreOptions(**given)
+    if options is not None and given:
+        raise TypeError("give rescore() its options or keywords, not both")
+    output_path = None if o.output is None else _breakdown_path(o.output)
+    with _one_writer(o.store_output, output_path):  # another process writing either gets one line
+        _check_targets(store_path, output_path, o.store_output, o.force)
         source = open_store(store_path)
         manifest, docs = source.manifest, source.docs()
         if not docs:
@@ -106,22 +139,22 @@ def rescore(
                 f"{store_path}: the store holds no answers (generations.rank*.jsonl empty or missing)"
             )
         stored = stored_settings(manifest, source.manifest_path)
-        settings = _overridden(stored, operators, operator_options, tau, bootstrap, judge, judge_options)
-        n = _ablated_n(source.manifest_path, docs, stored.n_samples, n_samples)
+        settings = _overridden(stored, o)
+        n = _ablated_n(source.manifest_path, docs, stored.n_samples, o.n_samples)
         settings.n_samples = n
         settings.validate()
         for d in docs:
             d.samples = d.samples[:n]
-        rejudge = judge is not None or judge_options is not None
-        if rejudge and labels is not None:
+        rejudge = o.judge is not None or o.judge_options is not None
+        if rejudge and o.labels is not None:
             raise ValueError("give a stored label set (labels=) or a judge to label again, not both")
         out, judge_info, label_set = _scored(
-            store_path, docs, settings, stored.n_samples, labels, rejudge, estimator_names
+            store_path, docs, settings, stored.n_samples, o.labels, rejudge, o.estimator_names
         )
         store = None
-        if store_output is not None:
+        if o.store_output is not None:
             ablated = docs if n < stored.n_samples else None
-            store = _new_store(manifest, store_path, Path(store_output), settings, ablated)
+            store = _new_store(manifest, store_path, Path(o.store_output), settings, ablated)
         breakdown = finish_run(
             out.items,
             settings,
@@ -208,37 +241,29 @@ def _one_writer(*targets: str | os.PathLike | None) -> Iterator[None]:
         yield
 
 
-def _overridden(
-    stored: Settings,
-    operators: Sequence[str] | None,
-    operator_options: Mapping[str, Mapping[str, Any]] | None,
-    tau: float | None,
-    bootstrap: int | None,
-    judge: str | None,
-    judge_options: Mapping[str, Any] | None,
-) -> Settings:
+def _overridden(stored: Settings, o: RescoreOptions) -> Settings:
     """The stored run's settings with what :func:`rescore` was given in their place (see its parameters)."""
     settings = replace(stored)
-    if operators is not None:
-        settings.operators = tuple(operators)
+    if o.operators is not None:
+        settings.operators = tuple(o.operators)
         # the stored options of operators left out do not apply (e.g. the offline profile's encoder paths)
         settings.operator_options = {
             k: v for k, v in stored.operator_options.items() if k in settings.operators
         }
-    for name, given in dict(operator_options or {}).items():
+    for name, given in dict(o.operator_options or {}).items():
         if not isinstance(given, Mapping):
             raise ValueError(f"operator_options[{name!r}] must be a mapping, got {given!r}")
         settings.operator_options = {
             **settings.operator_options,
             name: {**settings.operator_options.get(name, {}), **given},
         }
-    if tau is not None:
-        settings.tau = float(tau)
-    if bootstrap is not None:
-        settings.bootstrap = int(bootstrap)
-    if judge is not None or judge_options is not None:
-        settings.judge = judge or stored.judge
-        settings.judge_options = dict(judge_options or {})
+    if o.tau is not None:
+        settings.tau = float(o.tau)
+    if o.bootstrap is not None:
+        settings.bootstrap = int(o.bootstrap)
+    if o.judge is not None or o.judge_options is not None:
+        settings.judge = o.judge or stored.judge
+        settings.judge_options = dict(o.judge_options or {})
     return settings
 
 

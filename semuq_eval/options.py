@@ -1,0 +1,141 @@
+"""Options declared once: a pydantic model whose fields give a command's flags, their checks and the docs' table.
+
+A command's options are an :class:`Options` model; each field is declared with :func:`option` (its help text,
+how its flag's text is read, its bounds). :func:`add_options` adds one flag per field to an argparse parser (the
+help shows the default), :func:`parse_options` turns the parsed flags into the model (a value out of bounds is one
+line naming the flag), and :func:`options_table` writes the Markdown table the docs show. The function behind the
+command takes the model, so its options are not a long list of keywords written twice.
+
+Example
+-------
+>>> class Demo(Options):
+...     limit: int | None = option(None, "questions to read", ge=1)
+...     names: list[str] | None = option(None, "comma-separated names", parse="csv")
+>>> import argparse
+>>> parser = argparse.ArgumentParser()
+>>> add_options(parser, Demo)
+>>> parse_options(Demo, parser.parse_args(["--limit", "3", "--names", "a,b"]))
+Demo(limit=3, names=['a', 'b'])
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import types
+import typing
+from collections.abc import Callable
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from semuq_eval.jsonio import json_object
+
+__all__ = ["Options", "add_options", "option", "options_table", "parse_options"]
+
+Parse = Literal["csv", "json"]
+
+
+class Options(BaseModel):
+    """The base of every command's options: unknown fields are refused, values are checked on assignment."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+def option(
+    default: Any,
+    help: str,
+    *,
+    parse: Parse | None = None,
+    flag: str | None = None,
+    of: str | None = None,
+    **bounds: Any,
+) -> Any:
+    """A field of an :class:`Options` model: its default, its help text, how its flag's text is read (``csv``: a
+    comma-separated list; ``json``: a JSON object, ``of`` saying what it maps; by default the field's type), the
+    flag's name when it is not ``--<field>``, and pydantic bounds (``ge``, ``le``, ``gt``)."""
+    extra = {"parse": parse, "flag": flag, "of": of}
+    return Field(default, description=help, json_schema_extra=extra, **bounds)
+
+
+def _flag(name: str, info: Any) -> str:
+    return (info.json_schema_extra or {}).get("flag") or f"--{name}"
+
+
+def _base_type(annotation: Any) -> Any:
+    """The type of a field without ``None`` (``int | None`` -> ``int``)."""
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return args[0] if len(args) == 1 else str
+    return annotation
+
+
+def _reader(name: str, info: Any) -> Callable[[str], Any]:
+    """How the flag's text becomes a value (checked against the field's bounds later, by the model)."""
+    parse = (info.json_schema_extra or {}).get("parse")
+    if parse == "csv":
+        return lambda text: [item.strip() for item in text.split(",") if item.strip()]
+    if parse == "json":
+        return str  # read by parse_options, so that a bad object is the command's one line, not argparse's
+    kind = _base_type(info.annotation)
+    if kind in (int, float):
+
+        def number(text: str) -> Any:
+            try:
+                return kind(text)
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"expected a {kind.__name__}, got {text!r}") from None
+
+        return number
+    return str
+
+
+def add_options(parser: argparse.ArgumentParser, model: type[Options]) -> None:
+    """One flag per field of ``model`` (a boolean field is a switch); the help text ends with the default."""
+    for name, info in model.model_fields.items():
+        flag = _flag(name, info)
+        if _base_type(info.annotation) is bool:
+            parser.add_argument(flag, dest=name, action="store_true", help=info.description)
+            continue
+        shown = "" if info.default is None else f" (default {info.default})"
+        metavar = flag.lstrip("-").upper()
+        parser.add_argument(
+            flag, dest=name, metavar=metavar, type=_reader(name, info), help=f"{info.description}{shown}"
+        )
+
+
+def parse_options(model: type[Options], namespace: argparse.Namespace) -> Options:
+    """The model of the parsed flags (a flag not given keeps its default); ValueError in one line naming the flag
+    and the bound for a value the model refuses."""
+    given = {n: getattr(namespace, n) for n in model.model_fields if getattr(namespace, n, None) is not None}
+    for name, info in model.model_fields.items():
+        if name in given and (info.json_schema_extra or {}).get("parse") == "json":
+            given[name] = json_object(
+                given[name], _flag(name, info), (info.json_schema_extra or {}).get("of")
+            )
+    try:
+        return model(**given)
+    except ValidationError as err:
+        first = err.errors()[0]
+        name = str(first["loc"][0]) if first.get("loc") else ""
+        info = model.model_fields.get(name)
+        flag = _flag(name, info) if info is not None else name
+        raise ValueError(f"{flag}: {first['msg'].lower()}, got {first.get('input')!r}") from None
+
+
+def _bounds(info: Any) -> str:
+    """A field's bounds as text (``> 0, <= 1``), from its pydantic constraints."""
+    signs = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
+    found = [
+        f"{sign} {getattr(m, key)}" for m in info.metadata for key, sign in signs.items() if hasattr(m, key)
+    ]
+    return ", ".join(found)
+
+
+def options_table(model: type[Options]) -> str:
+    """The Markdown table of a model's options: flag, default, bounds and what it does (the docs show it)."""
+    rows = ["| option | default | bounds | what |", "|---|---|---|---|"]
+    for name, info in model.model_fields.items():
+        default = "" if info.default in (None, False) else f"`{json.dumps(info.default)}`"
+        rows.append(f"| `{_flag(name, info)}` | {default} | {_bounds(info)} | {info.description} |")
+    return "\n".join(rows)

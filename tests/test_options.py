@@ -1,0 +1,54 @@
+"""Options declared once (semuq_eval/options.py): one pydantic model gives the flags, their checks and the table."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from semuq_eval.options import Options, add_options, option, options_table, parse_options
+
+
+class Demo(Options):
+    limit: int | None = option(None, "questions to read", ge=1)
+    rate: float = option(0.5, "a share", gt=0, le=1, allow_inf_nan=False)
+    names: list[str] | None = option(None, "comma-separated names", parse="csv", flag="--only")
+    extra: dict | None = option(None, "JSON options", parse="json", of="option -> value")
+    force: bool = option(False, "replace what is there")
+
+
+def _parse(argv: list[str]) -> Demo:
+    parser = argparse.ArgumentParser()
+    add_options(parser, Demo)
+    return parse_options(Demo, parser.parse_args(argv))
+
+
+def test_flags_come_from_the_fields_with_their_defaults_and_readers():
+    assert _parse([]) == Demo()
+    got = _parse(["--limit", "3", "--rate", "0.25", "--only", "a, b,,c", "--extra", '{"k": 1}', "--force"])
+    assert got == Demo(limit=3, rate=0.25, names=["a", "b", "c"], extra={"k": 1}, force=True)
+
+
+@pytest.mark.parametrize(
+    "argv, line",
+    [
+        (["--limit", "0"], "--limit: input should be greater than or equal to 1, got 0"),
+        (["--rate", "nan"], "--rate: "),
+        (["--rate", "2"], "--rate: input should be less than or equal to 1, got 2.0"),
+        (["--extra", "[1]"], "--extra must be a JSON object of option -> value, got a list"),
+    ],
+)
+def test_a_refused_value_is_one_line_naming_the_flag(argv, line):
+    with pytest.raises(ValueError) as err:
+        _parse(argv)
+    assert line in str(err.value) and "\n" not in str(err.value)
+
+
+def test_the_table_lists_every_flag_with_its_default_and_bounds():
+    table = options_table(Demo).splitlines()
+    assert table[0] == "| option | default | bounds | what |" and len(table) == 2 + 5
+    assert "| `--rate` | `0.5` | > 0, <= 1 | a share |" in table and any(
+        r.startswith("| `--only` |") for r in table
+    )
+    with pytest.raises(ValueError):
+        Demo(unknown=1)  # a field that is not declared is refused
