@@ -32,8 +32,8 @@ import scipy.stats
 from semuq_eval.jsonio import finite_or_none
 from semuq_eval.judges import label_strategy_names
 
-if TYPE_CHECKING:  # type hints only: compute imports this module
-    from semuq_eval.leaderboard.compute import Leaderboard
+if TYPE_CHECKING:
+    from semuq_eval.leaderboard.board import Leaderboard
     from semuq_eval.leaderboard.runs import Section
 
 __all__ = ["across_judges", "judge_groups"]

@@ -19,8 +19,8 @@ from semuq_eval.jsonio import finite_or_none
 from semuq_eval.judges import label_strategy_names
 from semuq_eval.leaderboard.runs import Run, Section
 
-if TYPE_CHECKING:  # type hints only: compute imports this module
-    from semuq_eval.leaderboard.compute import LeaderboardConfig
+if TYPE_CHECKING:
+    from semuq_eval.leaderboard.board import LeaderboardConfig
 
 __all__ = ["cell_rows", "label_summary", "split_estimator"]
 

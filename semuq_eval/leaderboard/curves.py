@@ -23,7 +23,7 @@ from semuq_eval.leaderboard.headline import STRATEGY, columns
 from semuq_eval.metrics import CalibrationProtocol, auarc, calibrate
 
 if TYPE_CHECKING:
-    from semuq_eval.leaderboard.compute import Leaderboard
+    from semuq_eval.leaderboard.board import Leaderboard
 
 __all__ = ["curves", "rejection_curve", "reliability_bins"]
 

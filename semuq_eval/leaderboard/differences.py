@@ -20,8 +20,8 @@ import numpy as np
 from semuq_eval.judges import label_strategy_names
 from semuq_eval.metrics import Bootstrap, CalibrationProtocol, paired_difference
 
-if TYPE_CHECKING:  # type hints only: compute imports this module
-    from semuq_eval.leaderboard.compute import Leaderboard
+if TYPE_CHECKING:
+    from semuq_eval.leaderboard.board import Leaderboard
     from semuq_eval.leaderboard.runs import Section
 
 __all__ = ["comparisons", "llm_pairs"]

@@ -33,10 +33,11 @@ import numpy as np
 from semuq_eval.harness.reliability import MIN_VALID_SHARE
 from semuq_eval.jsonio import finite_or_none
 from semuq_eval.judges import label_strategy_names
+from semuq_eval.leaderboard.board import REFERENCE
 from semuq_eval.leaderboard.ranks import rank_intervals
 
-if TYPE_CHECKING:  # type hints only: compute imports this module
-    from semuq_eval.leaderboard.compute import Leaderboard
+if TYPE_CHECKING:
+    from semuq_eval.leaderboard.board import Leaderboard
     from semuq_eval.leaderboard.runs import Section
     from semuq_eval.metrics import Bootstrap
 
@@ -51,9 +52,6 @@ __all__ = [
     "metric_label",
 ]
 
-REFERENCE = "kle_heat@enc"
-"""The default reference estimator: the operator ``enc`` (the paper's trained question-conditioned bi-encoder;
-which weights it runs with is the runs' choice) with the fixed aggregator ``kle_heat``."""
 
 STRATEGY = "greedy"
 """The first headline's label strategy: the greedy answer's correctness (its accuracy is the LLM's accuracy);

@@ -23,8 +23,8 @@ from semuq_eval.leaderboard.ranks import rank_intervals
 from semuq_eval.leaderboard.runs import Run
 from semuq_eval.metrics import MetricResult, evaluate, resample
 
-if TYPE_CHECKING:  # type hints only: compute imports this module
-    from semuq_eval.leaderboard.compute import LeaderboardConfig
+if TYPE_CHECKING:
+    from semuq_eval.leaderboard.board import LeaderboardConfig
 
 __all__ = ["RunJob", "reusable", "run_figures"]
 
