@@ -53,8 +53,8 @@ class PromptedJudge(NamedByRegistry):
         Answers are cut to this many characters in the prompt.
     max_references : int, optional
         Show the judge at most this many reference aliases per question: the shortest distinct ones (distinct
-        after lower-casing and collapsing whitespace; ties in the dataset's order). TriviaQA lists dozens of
-        aliases per question, which makes the prompt several times longer than the rest of it; default: all.
+        after lower-casing and collapsing whitespace; ties in the dataset's order); default: all. TriviaQA lists
+        dozens of aliases for some questions: a cap keeps such prompts short.
     threshold : float, optional
         Label an answer correct when the judge's ``p_correct`` exceeds this (a verdict without a probability
         keeps its own label); default: the backend's own rule (``p > 0.5`` for the ``hf`` judge). The verdict
