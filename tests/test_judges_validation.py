@@ -207,7 +207,10 @@ def test_the_committed_validation_set_is_complete_and_split_by_its_rule():
 
 
 def test_the_choice_ranks_llm_judges_thresholds_and_panels_on_the_dev_half(tmp_path, capsys):
-    rows = [(f"q{n}", ["Paris"], "Paris" if n % 2 else "Lyon", n % 2) for n in range(12)]
+    # the string judge misses item 7 (another name of the city): the LLM judge does not
+    rows = [
+        (f"q{n}", ["Paris"], "Lutetia" if n == 7 else "Paris" if n % 2 else "Lyon", n % 2) for n in range(12)
+    ]
     folder = _folder(tmp_path, rows)
     items = [json.loads(line) for line in (folder / "items.jsonl").read_text().splitlines()]
     for item in items:
@@ -217,8 +220,12 @@ def test_the_choice_ranks_llm_judges_thresholds_and_panels_on_the_dev_half(tmp_p
     # an LLM judge whose p_correct separates right from wrong answers at 0.7, not at its own 0.5
     probs = {n: (0.8 if n % 2 else 0.6) for n in range(12)}
     verdicts = [{"id": n, "label": int(p > 0.5), "p_correct": p} for n, p in probs.items()]
-    validation._write_verdicts(folder, "slow", verdicts, {"judge": {"judge": "hf"}, "seconds_per_answer": 2.0})
-    validation._write_verdicts(folder, "fast", verdicts, {"judge": {"judge": "hf"}, "seconds_per_answer": 0.5})
+    validation._write_verdicts(
+        folder, "slow", verdicts, {"judge": {"judge": "hf"}, "seconds_per_answer": 2.0}
+    )
+    validation._write_verdicts(
+        folder, "fast", verdicts, {"judge": {"judge": "hf"}, "seconds_per_answer": 0.5}
+    )
     ranked = validation.candidates(folder)
     best = ranked[0]
     assert best["kappa"] == pytest.approx(1.0) and best["judge"] == "fast"  # a tie goes to the faster judge
@@ -226,6 +233,13 @@ def test_the_choice_ranks_llm_judges_thresholds_and_panels_on_the_dev_half(tmp_p
     own = next(c for c in ranked if c["judge"] == "fast" and c["threshold"] is None and c["panel"] is None)
     assert own["kappa"] == pytest.approx(0.0)  # everything called correct
     assert any(c["panel"] == "both with string-contains" for c in ranked)
+    partner = {i: v["label"] for i, v in validation.read_verdicts(folder, "string-contains")[0].items()}
+    dev = [i.id for i in validation.read_items(folder) if i.half == "dev"]
+    for c in ranked:  # no candidate is the string judge again
+        labels = validation.thresholded(validation.read_verdicts(folder, c["judge"])[0], c["threshold"])
+        if c["panel"]:
+            labels = {k: combine(v, partner[k], c["panel"].split()[0]) for k, v in labels.items()}
+        assert any(labels[k] != partner[k] for k in dev), c
     assert judge_command.main(["--validate", str(folder), "--choose", "--half", "test"]) == 0
     out = capsys.readouterr().out
     assert "chosen: fast" in out and "test half" in out

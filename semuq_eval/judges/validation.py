@@ -420,8 +420,9 @@ def candidates(
     """Every candidate second judge (PROTOCOL.md: an LLM judge, alone or in a panel with the string judge) with its
     accuracy and kappa on ``half`` (no interval: a choice ranks them), best first: each verdict set with
     probabilities (an LLM judge's) alone, with its own rule and with each threshold on its ``p_correct``, and in a
-    panel with ``partner`` (``both``, ``either``). A tie within :data:`TIE` of kappa goes to the faster judge
-    (``seconds_per_answer`` of the verdict sets it needs)."""
+    panel with ``partner`` (``both``, ``either``). A candidate that gives the partner's label on every item (a
+    panel whose LLM member says yes, or no, to everything) is the partner again and is left out. A tie within
+    :data:`TIE` of kappa goes to the faster judge (``seconds_per_answer`` of the verdict sets it needs)."""
     items = [i for i in read_items(folder) if half == "all" or i.half == half]
     sets = {n: read_verdicts(folder, n) for n in verdict_names(folder)}
     sets = {n: s for n, s in sets.items() if s[1].get("judge", {}).get("judge") != "panel"}
@@ -443,6 +444,8 @@ def candidates(
                 known = np.array([g is not None for g in got])
                 if not known.any():
                     continue  # no known label on this half: nothing to rank
+                if all(g == partner_labels[i.id] for g, i in zip(got, items, strict=True)):
+                    continue  # the partner's label on every item: the string judge again, not a second judge
                 j = np.array([0 if g is None else g for g in got])
                 accuracy, kappa = _rates(y[known], j[known], np.ones(int(known.sum())))
                 seconds = float(meta.get("seconds_per_answer") or 0.0)
