@@ -139,7 +139,12 @@ def _parser() -> CommandParser:
         choices=label_strategies.label_strategy_names(),
         help="for the AUROC table",
     )
-    parser.add_argument("--top", type=whole(1), default=15, help="estimators shown in the AUROC table")
+    parser.add_argument(
+        "--top",
+        type=whole(1),
+        default=15,
+        help="rows shown: estimators in the AUROC table, candidates with --choose",
+    )
     parser.add_argument(
         "--answers",
         default="all",
