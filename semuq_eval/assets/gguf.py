@@ -91,6 +91,14 @@ def convert_gguf_to_hf(
         plain.generation_config = model.generation_config
         out_dir.mkdir(parents=True, exist_ok=True)
         plain.save_pretrained(out_dir)
+        if (
+            tok.bos_token_id is not None
+            and tok("a")["input_ids"][:1] != [tok.bos_token_id]
+            and _adds_bos(gguf_path)
+        ):
+            tok.add_bos_token = (
+                True  # the GGUF says the model reads <bos> first (gemma); keep that in the folder
+            )
         tok.save_pretrained(out_dir)
         n_params = sum(p.numel() for p in plain.parameters())
         del plain
@@ -126,3 +134,11 @@ def convert_gguf_to_hf(
     gc.collect()
     info["seconds"] = round(time.perf_counter() - t0, 1)
     return info
+
+
+def _adds_bos(gguf_path: Path) -> bool:
+    """Whether the GGUF's tokenizer metadata asks for a <bos> token before every prompt."""
+    import gguf
+
+    field = gguf.GGUFReader(str(gguf_path)).fields.get("tokenizer.ggml.add_bos_token")
+    return bool(field is not None and field.parts[field.data[0]][0])
