@@ -91,15 +91,7 @@ def convert_gguf_to_hf(
         plain.generation_config = model.generation_config
         out_dir.mkdir(parents=True, exist_ok=True)
         plain.save_pretrained(out_dir)
-        if (
-            tok.bos_token_id is not None
-            and tok("a")["input_ids"][:1] != [tok.bos_token_id]
-            and _adds_bos(gguf_path)
-        ):
-            tok.add_bos_token = (
-                True  # the GGUF says the model reads <bos> first (gemma); keep that in the folder
-            )
-        tok.save_pretrained(out_dir)
+        _save_tokenizer(tok, gguf_path, out_dir)
         n_params = sum(p.numel() for p in plain.parameters())
         del plain
         gc.collect()
@@ -112,18 +104,7 @@ def convert_gguf_to_hf(
             "model_seconds": round(t_model, 1),
         }
         if check:
-            ids = tok("The capital of France is", return_tensors="pt")["input_ids"]
-            with torch.no_grad():
-                ref = model(ids).logits
-                reloaded = AutoModelForCausalLM.from_pretrained(out_dir, dtype=torch.float32)
-                got = reloaded(ids).logits
-            diff = float((ref - got).abs().max())
-            del reloaded
-            if not diff <= 1e-4:
-                raise AssetError(
-                    f"converted model disagrees with the GGUF model (max |logit diff| {diff:.3g})"
-                )
-            info["check_max_abs_logit_diff"] = diff
+            info["check_max_abs_logit_diff"] = _check_logits(model, tok, out_dir)
         try:
             import transformers
 
@@ -134,6 +115,34 @@ def convert_gguf_to_hf(
     gc.collect()
     info["seconds"] = round(time.perf_counter() - t0, 1)
     return info
+
+
+def _save_tokenizer(tok: Any, gguf_path: Path, out_dir: Path) -> None:
+    """Save the tokenizer, keeping the GGUF's "reads <bos> first" (gemma) that the converted tokenizer drops."""
+    if (
+        tok.bos_token_id is not None
+        and tok("a")["input_ids"][:1] != [tok.bos_token_id]
+        and _adds_bos(gguf_path)
+    ):
+        tok.add_bos_token = True
+    tok.save_pretrained(out_dir)
+
+
+def _check_logits(model: Any, tok: Any, out_dir: Path) -> float:
+    """Reload the saved folder; its logits on a short prompt must match the GGUF model's to 1e-4."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    ids = tok("The capital of France is", return_tensors="pt")["input_ids"]
+    with torch.no_grad():
+        ref = model(ids).logits
+        reloaded = AutoModelForCausalLM.from_pretrained(out_dir, dtype=torch.float32)
+        got = reloaded(ids).logits
+    diff = float((ref - got).abs().max())
+    del reloaded
+    if not diff <= 1e-4:
+        raise AssetError(f"converted model disagrees with the GGUF model (max |logit diff| {diff:.3g})")
+    return diff
 
 
 def _adds_bos(gguf_path: Path) -> bool:
