@@ -27,7 +27,6 @@ from semuq_eval.diagnose.diagnosis import diagnose
 from semuq_eval.diagnose.outputs import write_report
 from semuq_eval.diagnose.questions import load_questions
 from semuq_eval.diagnose.resolve import resolve_operators
-from semuq_eval.metrics import Bootstrap
 
 
 def main() -> None:
@@ -60,7 +59,7 @@ def main() -> None:
             questions=questions,
             operators=names,
             operator_options=options,
-            bootstrap=Bootstrap(1000),
+            bootstrap=1000,
             progress=False,
             checkpoint=checkpoint,
         )

@@ -33,7 +33,7 @@ from semuq_eval.jsonio import json_object
 
 __all__ = ["Options", "add_options", "option", "options_table", "parse_options"]
 
-Parse = Literal["csv", "json"]
+Parse = Literal["csv", "json", "many"]
 
 
 class Options(BaseModel):
@@ -95,13 +95,29 @@ def add_options(parser: argparse.ArgumentParser, model: type[Options]) -> None:
     for name, info in model.model_fields.items():
         flag = _flag(name, info)
         if _base_type(info.annotation) is bool:
-            parser.add_argument(flag, dest=name, action="store_true", help=info.description)
+            action = "store_false" if info.default is True else "store_true"
+            parser.add_argument(flag, dest=name, action=action, default=None, help=info.description)
             continue
-        shown = "" if info.default is None else f" (default {info.default})"
+        shown = "" if info.default in (None, []) else f" (default {_shown(info.default)})"
         metavar = flag.lstrip("-").upper()
-        parser.add_argument(
-            flag, dest=name, metavar=metavar, type=_reader(name, info), help=f"{info.description}{shown}"
+        extra: dict[str, Any] = (
+            {"nargs": "*"} if (info.json_schema_extra or {}).get("parse") == "many" else {}
         )
+        if typing.get_origin(_base_type(info.annotation)) is Literal:
+            extra["choices"] = list(typing.get_args(_base_type(info.annotation)))
+        parser.add_argument(
+            flag,
+            dest=name,
+            metavar=metavar,
+            type=_reader(name, info),
+            help=f"{info.description}{shown}",
+            **extra,
+        )
+
+
+def _shown(default: Any) -> str:
+    """A default as the help shows it (a list as its flag's text)."""
+    return ",".join(map(str, default)) if isinstance(default, (list, tuple)) else str(default)
 
 
 def parse_options(model: type[Options], namespace: argparse.Namespace) -> Options:
@@ -120,6 +136,8 @@ def parse_options(model: type[Options], namespace: argparse.Namespace) -> Option
         name = str(first["loc"][0]) if first.get("loc") else ""
         info = model.model_fields.get(name)
         flag = _flag(name, info) if info is not None else name
+        if first.get("type") == "value_error":  # a validator's own message, as it wrote it
+            raise ValueError(f"{flag}: {first['ctx']['error']}") from None
         raise ValueError(f"{flag}: {first['msg'].lower()}, got {first.get('input')!r}") from None
 
 
@@ -132,10 +150,17 @@ def _bounds(info: Any) -> str:
     return ", ".join(found)
 
 
+def _table_default(value: Any) -> str:
+    """A default as the table shows it: nothing for none, a switch or an empty list; a list as its flag's text."""
+    if value is None or isinstance(value, bool) or value == []:
+        return ""
+    return f"`{_shown(value)}`" if isinstance(value, (list, tuple)) else f"`{json.dumps(value)}`"
+
+
 def options_table(model: type[Options]) -> str:
     """The Markdown table of a model's options: flag, default, bounds and what it does (the docs show it)."""
     rows = ["| option | default | bounds | what |", "|---|---|---|---|"]
     for name, info in model.model_fields.items():
-        default = "" if info.default in (None, False) else f"`{json.dumps(info.default)}`"
+        default = _table_default(info.default)
         rows.append(f"| `{_flag(name, info)}` | {default} | {_bounds(info)} | {info.description} |")
     return "\n".join(rows)

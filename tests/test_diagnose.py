@@ -251,9 +251,9 @@ def test_diagnose_scores_every_pair_and_writes_the_report(store, tmp_path, tiny_
     enc = str(tiny_st_encoder)
     result = diagnose(
         store,
-        "enc,cos_ext,lexical",
+        operators="enc,cos_ext,lexical",
         operator_options={"enc": {"model": enc}, "cos_ext": {"model": enc}},
-        bootstrap=Bootstrap(200),
+        bootstrap=200,
         progress=False,
     )
     assert list(result["operators"]) == ["enc", "cos_ext", "lexical"]
@@ -296,7 +296,7 @@ def test_diagnose_scores_every_pair_and_writes_the_report(store, tmp_path, tiny_
 
 def test_diagnose_named_variant_beside_its_operator(store):
     variant = {"lex_jaccard": {"operator": "lexical", "measure": "jaccard"}}
-    result = diagnose(store, "lexical,lex_jaccard", operator_options=variant, progress=False)
+    result = diagnose(store, operators="lexical,lex_jaccard", operator_options=variant, progress=False)
     ood = result["traps"]["ood_syntax"]["results"]
     assert set(ood) == {"lexical", "lex_jaccard"}
     assert ood["lexical"]["mean"] != ood["lex_jaccard"]["mean"]
@@ -307,9 +307,9 @@ def test_paired_comparisons_are_the_difference_of_the_same_pairs(store, tmp_path
     options = {"enc": {"model": enc}, "enc_answer": {"operator": "enc", "model": enc, "pooling": "answer"}}
     result = diagnose(
         store,
-        "enc,enc_answer,lexical",
+        operators="enc,enc_answer,lexical",
         operator_options=options,
-        bootstrap=Bootstrap(200),
+        bootstrap=200,
         progress=False,
         compare=[("enc_answer", "enc"), ("lexical", "enc")],
     )
@@ -333,7 +333,7 @@ def test_paired_comparisons_are_the_difference_of_the_same_pairs(store, tmp_path
     table = text.split("## Paired differences")[1].split("## Examples")[0]
     assert " !" in table and " *" not in table  # 3 questions: small samples, flagged and never starred
     with pytest.raises(ValueError, match="not diagnosed"):
-        diagnose(store, "lexical", compare=[("lexical", "enc")], progress=False)
+        diagnose(store, operators="lexical", compare=[("lexical", "enc")], progress=False)
 
 
 def _without_run_details(result: dict) -> dict:
@@ -360,21 +360,21 @@ def test_a_stopped_diagnosis_resumes_from_its_per_operator_checkpoints(
     enc = str(tiny_st_encoder)
     kwargs = {
         "operator_options": {"enc": {"model": enc}},
-        "bootstrap": Bootstrap(100),
+        "bootstrap": 100,
         "progress": False,
         "compare": [("enc", "lexical")],
         "checkpoint": tmp_path / "ck",
     }
-    first = diagnose(store, "enc,lexical", **kwargs)
+    first = diagnose(store, operators="enc,lexical", **kwargs)
     assert scored == ["enc", "lexical"] and {p.name for p in (tmp_path / "ck").iterdir()} == {
         "enc.npz",
         "lexical.npz",
     }
     assert "resumed_from_checkpoint" not in first["timing"]
-    plain = diagnose(store, "enc,lexical", **{**kwargs, "checkpoint": None})
+    plain = diagnose(store, operators="enc,lexical", **{**kwargs, "checkpoint": None})
     assert _without_run_details(plain) == _without_run_details(first)  # a checkpoint changes no figure
     scored.clear()
-    again = diagnose(store, "enc,lexical", **kwargs)
+    again = diagnose(store, operators="enc,lexical", **kwargs)
     assert scored == [] and again["timing"]["resumed_from_checkpoint"] == ["enc", "lexical"]
     assert _without_run_details(again) == _without_run_details(first)  # localization and comparisons included
     assert again["timing"]["enc_s"] == first["timing"]["enc_s"]  # the time it took when measured
@@ -382,14 +382,16 @@ def test_a_stopped_diagnosis_resumes_from_its_per_operator_checkpoints(
     (tmp_path / "ck" / "lexical.npz").write_bytes(b"not a checkpoint")  # and a broken file
     scored.clear()
     with caplog.at_level("WARNING"):
-        resumed = diagnose(store, "enc,lexical", **kwargs)
+        resumed = diagnose(store, operators="enc,lexical", **kwargs)
     assert scored == ["enc", "lexical"] and "does not read" in caplog.text
     assert _without_run_details(resumed) == _without_run_details(first)
     scored.clear()
-    diagnose(store, "enc,lexical", **{**kwargs, "bootstrap": Bootstrap(100, seed=1)})  # other settings
+    diagnose(store, operators="enc,lexical", **{**kwargs, "bootstrap": 100, "seed": 1})  # other settings
     assert scored == ["enc", "lexical"]
     scored.clear()
-    diagnose(store, "lexical", **{**kwargs, "operator_options": None, "compare": [], "max_questions": 2})
+    diagnose(
+        store, operators="lexical", **{**kwargs, "operator_options": None, "compare": [], "max_questions": 2}
+    )
     assert scored == ["lexical"]  # other questions
     run = Diagnosis.prepare(load_questions(store))
     lexical = resolve_operators("lexical")["lexical"]
@@ -413,7 +415,7 @@ def test_diagnose_computes_no_token_extra_it_does_not_read(store, tiny_st_encode
 
         monkeypatch.setattr(cls, extra, counted)
     options = {"enc": {"model": str(tiny_st_encoder)}}
-    diagnose(store, "enc", operator_options=options, bootstrap=Bootstrap(50), progress=False)
+    diagnose(store, operators="enc", operator_options=options, bootstrap=50, progress=False)
     assert calls == ["token_weights"]  # localization's own call; no pair reads a token extra
     calls.clear()
     # docs handed out may feed any estimator: asked for, they carry every token extra
@@ -456,21 +458,21 @@ def test_checkpoints_tell_retrained_weights_apart(store, tmp_path, tiny_st_encod
 
 def test_diagnose_bad_input(store, tmp_path):
     with pytest.raises(ValueError, match="unknown operator"):
-        diagnose(store, "nope", progress=False)
+        diagnose(store, operators="nope", progress=False)
     with pytest.raises(ValueError, match="not among the operators"):
-        diagnose(store, "lexical", operator_options={"enc": {}}, progress=False)
+        diagnose(store, operators="lexical", operator_options={"enc": {}}, progress=False)
     old = write_store(tmp_path / "old", sample_labels=False)
     with pytest.raises(NoSampleLabelsError, match="--judge string"):
-        diagnose(old, "lexical", progress=False)
+        diagnose(old, operators="lexical", progress=False)
     from semuq_eval.judges import StringJudge
 
-    result = diagnose(old, "lexical", judge=StringJudge(), progress=False, bootstrap=Bootstrap(50))
+    result = diagnose(old, operators="lexical", judge=StringJudge(), progress=False, bootstrap=50)
     assert result["traps"]["ood_syntax"]["n_pairs"] == 2
     wrong = [(q, refs, g, 0, s, [0] * len(s)) for q, refs, g, _, s, _ in ROWS]
     with pytest.raises(ValueError, match="none of the 3 questions has a correct answer"):
-        diagnose(write_store(tmp_path / "wrong", wrong), "lexical", progress=False)
+        diagnose(write_store(tmp_path / "wrong", wrong), operators="lexical", progress=False)
     with pytest.raises(FileNotFoundError, match="not a semuq run store"):
-        diagnose(tmp_path, "lexical", progress=False)
+        diagnose(tmp_path, operators="lexical", progress=False)
 
 
 def test_cli_diagnose(store, tmp_path, capsys):
@@ -482,7 +484,7 @@ def test_cli_diagnose(store, tmp_path, capsys):
     assert {p.name for p in out.iterdir()} == {"diagnosis.json", "diagnosis.md", "diagnosis.png"}
     assert "# Operator diagnosis" in capsys.readouterr().out
     stopped = tmp_path / "stopped"  # a run killed after its first operator left only its checkpoint folder
-    diagnose(store, "lexical", bootstrap=Bootstrap(100), progress=False, checkpoint=stopped / "checkpoint")
+    diagnose(store, operators="lexical", bootstrap=100, progress=False, checkpoint=stopped / "checkpoint")
     argv = ["diagnose", str(store), "--operators", "lexical", "--output", str(stopped), "--bootstrap", "100"]
     assert cli_main(argv) == 0, capsys.readouterr().err
     assert {p.name for p in stopped.iterdir()} == {"diagnosis.json", "diagnosis.md", "diagnosis.png"}
@@ -688,8 +690,8 @@ def test_check_operator_with_minilm_on_the_frozen_store(real_asset, tmp_path):
 def test_an_operator_that_cannot_run_is_reported_and_the_others_run(store, tmp_path, capsys):
     result = diagnose(
         store,
-        "cos_int,lexical",  # a frozen-like store keeps no hidden states
-        bootstrap=Bootstrap(50),
+        operators="cos_int,lexical",  # a frozen-like store keeps no hidden states
+        bootstrap=50,
         progress=False,
     )
     assert "hidden states" in result["unavailable"]["cos_int"]

@@ -48,7 +48,9 @@ def test_the_readme_is_a_front_door():
 
 def test_the_option_tables_are_the_models_own():
     """Options are declared once: the docs' table of a command's options is generated from its model."""
+    from semuq_eval.diagnose.diagnosis import DiagnoseOptions
     from semuq_eval.harness.rescore import RescoreOptions
     from semuq_eval.options import options_table
 
-    assert options_table(RescoreOptions) in (ROOT / "docs" / "running.md").read_text(encoding="utf-8")
+    for model, page in ((RescoreOptions, "running.md"), (DiagnoseOptions, "diagnose.md")):
+        assert options_table(model) in (ROOT / "docs" / page).read_text(encoding="utf-8"), page

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from typing import Literal
 
 import pytest
+from pydantic import field_validator
 
 from semuq_eval.options import Options, add_options, option, options_table, parse_options
 
@@ -52,3 +54,36 @@ def test_the_table_lists_every_flag_with_its_default_and_bounds():
     )
     with pytest.raises(ValueError):
         Demo(unknown=1)  # a field that is not declared is refused
+
+
+class Switches(Options):
+    unit: Literal["word", "token"] = option("word", "the unit")
+    pairs: list[str] = option([], "A:B pairs", parse="many")
+    progress: bool = option(True, "no progress bars", flag="--no_progress")
+    seed: int = option(0, "the seed", ge=0)
+
+    @field_validator("pairs")
+    @classmethod
+    def _pairs(cls, value: list[str]) -> list[str]:
+        bad = [v for v in value if ":" not in v]
+        if bad:
+            raise ValueError(f"{bad[0]!r} is not A:B")
+        return value
+
+
+def test_switch_off_flags_word_lists_and_choices():
+    parser = argparse.ArgumentParser()
+    add_options(parser, Switches)
+    assert parse_options(Switches, parser.parse_args([])) == Switches()
+    got = parse_options(
+        Switches, parser.parse_args(["--no_progress", "--pairs", "a:b", "c:d", "--unit", "token"])
+    )
+    assert got == Switches(unit="token", pairs=["a:b", "c:d"], progress=False)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--unit", "byte"])  # a choice argparse refuses, listing the choices
+    with pytest.raises(ValueError) as err:
+        parse_options(Switches, parser.parse_args(["--pairs", "ab"]))
+    assert str(err.value) == "--pairs: 'ab' is not A:B"  # a validator's message as written
+    table = options_table(Switches).splitlines()
+    assert "| `--no_progress` |  |  | no progress bars |" in table  # a switch shows no default
+    assert "| `--seed` | `0` | >= 0 | the seed |" in table  # a zero default is shown

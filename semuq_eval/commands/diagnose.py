@@ -16,8 +16,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from semuq_eval.commands.arguments import CommandParser, json_object, whole
-from semuq_eval.metrics.bootstrap import MAX_RESAMPLES
+from semuq_eval.commands.arguments import CommandParser, json_object
+from semuq_eval.diagnose.diagnosis import DiagnoseOptions
+from semuq_eval.options import add_options, parse_options
 
 __all__ = ["main"]
 
@@ -40,13 +41,6 @@ def _rewriter(route: str, options: dict[str, Any]):
     raise ValueError(f"unknown rewrite route {route!r}; choose offline or llm")
 
 
-def _pair(spec: str) -> tuple[str, str]:
-    a, sep, b = spec.partition(":")
-    if not (sep and a and b):
-        raise ValueError(f"--compare {spec!r}: give two diagnosed operators as A:B, e.g. enc:enc_untrained")
-    return a, b
-
-
 def _parser() -> CommandParser:
     p = CommandParser(
         prog="semuq-eval diagnose",
@@ -54,15 +48,12 @@ def _parser() -> CommandParser:
         "of operators on run stores; writes diagnosis.json, diagnosis.md and diagnosis.png.",
     )
     p.add_argument("stores", nargs="+", help="run store folders (<output_path>/semuq/<task>/<run_id>)")
-    p.add_argument("--operators", default="enc,cos_ext,lexical", help="comma-separated operators")
-    p.add_argument("--operator_options", default=None, help='JSON, e.g. \'{"enc": {"model": "/path"}}\'')
     p.add_argument("--output", default="diagnosis", help="output folder (default ./diagnosis)")
     p.add_argument(
         "--force",
         action="store_true",
         help="write into an --output folder that holds other files than a diagnosis",
     )
-    p.add_argument("--labels", default="run", help="label set to read (default: the run's own labels)")
     p.add_argument(
         "--judge", default=None, help="label every answer now with this judge instead (e.g. string)"
     )
@@ -82,27 +73,7 @@ def _parser() -> CommandParser:
         help="judge deciding wrong-answer equivalence (default: string, contains); e.g. openai",
     )
     p.add_argument("--equivalence_judge_options", default=None, help="JSON options of --equivalence_judge")
-    p.add_argument("--token_unit", default="generator", choices=["generator", "encoder"])
-    p.add_argument("--max_questions", type=whole(1), default=None, help="first questions of each store only")
-    p.add_argument(
-        "--max_pairs_per_question",
-        type=whole(1),
-        default=None,
-        help="clustering: judge at most this many pairs per question and class",
-    )
-    p.add_argument(
-        "--bootstrap", type=whole(1, MAX_RESAMPLES), default=1000, help="bootstrap resamples (default 1000)"
-    )
-    p.add_argument("--seed", type=whole(0), default=0)
-    p.add_argument("--min_pairs", type=whole(1), default=30, help="fewer questions flag a small sample")
-    p.add_argument(
-        "--compare",
-        nargs="*",
-        default=[],
-        metavar="A:B",
-        help="paired differences A minus B of two diagnosed operators (e.g. enc:enc_untrained)",
-    )
-    p.add_argument("--no_progress", action="store_true")
+    add_options(p, DiagnoseOptions)
     return p
 
 
@@ -146,7 +117,6 @@ def _diagnose(args: argparse.Namespace, output: Path) -> Any:
     """The diagnosis the parsed arguments ask for."""
     from semuq_eval import judges
     from semuq_eval.diagnose.diagnosis import diagnose
-    from semuq_eval.metrics import Bootstrap
 
     judge = (
         judges.get(args.judge, **json_object(args.judge_options, "--judge_options")) if args.judge else None
@@ -157,19 +127,10 @@ def _diagnose(args: argparse.Namespace, output: Path) -> Any:
         equivalence = judges.get(args.equivalence_judge, **options)
     result = diagnose(
         args.stores,
-        args.operators,
-        operator_options=json_object(args.operator_options, "--operator_options"),
-        labels=args.labels,
+        parse_options(DiagnoseOptions, args),
         judge=judge,
         rewriter=_rewriter(args.rewrite, json_object(args.rewrite_options, "--rewrite_options")),
         equivalence_judge=equivalence,
-        max_questions=args.max_questions,
-        max_pairs_per_question=args.max_pairs_per_question,
-        token_unit=args.token_unit,
-        bootstrap=Bootstrap(args.bootstrap, seed=args.seed),
-        min_pairs=args.min_pairs,
-        progress=not args.no_progress,
-        compare=[_pair(c) for c in args.compare],
         checkpoint=output / CHECKPOINT,
     )
     return result

@@ -19,9 +19,10 @@ import time
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
+from pydantic import field_validator
 
 from semuq_eval.diagnose.checkpoint import Outcome, fingerprint, keep, resume
 from semuq_eval.diagnose.clustering import CLUSTER_GROUPS, clustering_pairs
@@ -39,8 +40,10 @@ from semuq_eval.diagnose.scoring import (
 from semuq_eval.diagnose.traps import TRAPS, PairSet, build_traps
 from semuq_eval.judges import Judge
 from semuq_eval.metrics import Bootstrap
+from semuq_eval.metrics.bootstrap import MAX_RESAMPLES
+from semuq_eval.options import Options, option
 
-__all__ = ["DIAGNOSE_FORMAT", "Diagnosis", "build_pair_sets", "diagnose"]
+__all__ = ["DIAGNOSE_FORMAT", "DiagnoseOptions", "Diagnosis", "build_pair_sets", "diagnose"]
 
 log = logging.getLogger(__name__)
 
@@ -77,24 +80,64 @@ def _examples(pair_set: PairSet, sims: np.ndarray | None, k: int = 2) -> list[di
     return out
 
 
+class DiagnoseOptions(Options):
+    """What ``diagnose`` measures and how (``semuq-eval diagnose``'s flags, docs/diagnose.md's table)."""
+
+    operators: list[str] = option(["enc", "cos_ext", "lexical"], "comma-separated operators", parse="csv")
+    operator_options: dict[str, Any] | None = option(
+        None,
+        'JSON {operator: {option: value}}, e.g. {"enc": {"model": "/path"}}',
+        parse="json",
+        of="operator name -> options",
+    )
+    labels: str = option("run", "label set to read (default: the run's own labels)")
+    max_questions: int | None = option(None, "first questions of each store only", ge=1)
+    max_pairs_per_question: int | None = option(
+        None, "clustering: judge at most this many pairs per question and class", ge=1
+    )
+    token_unit: Literal["generator", "encoder"] = option(
+        "generator", "tokens of the localization: generator or encoder"
+    )
+    bootstrap: int = option(1000, "bootstrap resamples", ge=1, le=MAX_RESAMPLES)
+    seed: int = option(0, "the bootstrap's seed", ge=0)
+    min_pairs: int = option(30, "fewer pairs (or answers) flag a figure as a small sample", ge=1)
+    compare: list[tuple[str, str]] = option(
+        [],
+        "paired differences A:B (A minus B) of two diagnosed operators, e.g. enc:enc_untrained",
+        parse="many",
+    )
+    progress: bool = option(True, "no progress bars", flag="--no_progress")
+
+    @field_validator("operators", mode="before")
+    @classmethod
+    def _names(cls, value: Any) -> Any:
+        """``"enc,lexical"`` as well as ``["enc", "lexical"]``."""
+        return [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else value
+
+    @field_validator("compare", mode="before")
+    @classmethod
+    def _pairs(cls, value: Any) -> Any:
+        """``"A:B"`` texts (the flag's) as ``(A, B)`` pairs."""
+        return [_pair(v) if isinstance(v, str) else v for v in value or []]
+
+
+def _pair(spec: str) -> tuple[str, str]:
+    a, sep, b = spec.partition(":")
+    if not (sep and a and b):
+        raise ValueError(f"{spec!r}: give two diagnosed operators as A:B, e.g. enc:enc_untrained")
+    return a, b
+
+
 def diagnose(
     stores: str | os.PathLike | Sequence[str | os.PathLike] | None = None,
-    operators: Sequence[str] | str = ("enc", "cos_ext", "lexical"),
+    options: DiagnoseOptions | None = None,
     *,
-    operator_options: Mapping[str, Mapping[str, Any]] | None = None,
     questions: Sequence[DiagnosticQuestion] | None = None,
-    labels: str = "run",
     judge: Judge | None = None,
     rewriter: FactRewriter | None = None,
     equivalence_judge: Judge | None = None,
-    max_questions: int | None = None,
-    max_pairs_per_question: int | None = None,
-    token_unit: str = "generator",
-    bootstrap: Bootstrap | None = None,
-    min_pairs: int = 30,
-    progress: bool = True,
-    compare: Sequence[tuple[str, str]] = (),
     checkpoint: str | os.PathLike | None = None,
+    **given: Any,
 ) -> dict[str, Any]:
     """Diagnose operators on run stores (module docstring); returns the JSON-safe result.
 
@@ -102,31 +145,20 @@ def diagnose(
     ----------
     stores : path-like or sequence of path-like, optional
         Run stores to read (or give ``questions``).
-    operators : sequence of str or str
-        Operator names (``"enc,cos_ext,lexical"`` works too).
-    operator_options : mapping, optional
-        ``{name: {option: value}}``, e.g. ``{"enc": {"model": "/path/to/encoder"}}``.
+    options : DiagnoseOptions, optional
+        What is measured and how (:class:`DiagnoseOptions`: ``operators``, ``operator_options``, ``labels``,
+        ``max_questions``, ``max_pairs_per_question``, ``token_unit``, ``bootstrap``, ``seed``, ``min_pairs``,
+        ``compare``, ``progress``); ``**given`` builds them instead (``diagnose(store, operators="lexical")``).
+        ``compare`` names operator pairs ``(a, b)``, both diagnosed: ``a`` minus ``b`` on every trap, the
+        clustering groups and localization, paired (:func:`~semuq_eval.diagnose.comparisons.paired_comparisons`).
     questions : sequence of DiagnosticQuestion, optional
         Already loaded questions (:func:`~semuq_eval.diagnose.questions.load_questions`).
-    labels, judge, max_questions
-        Which labels to read, or a judge to label the answers now; see :func:`load_questions`.
+    judge : Judge, optional
+        Label the answers now with this judge instead of reading ``labels``; see :func:`load_questions`.
     rewriter : FactRewriter, optional
         The context trap's rewrite route (default: offline substitution of a wrong sampled answer).
     equivalence_judge : Judge, optional
         Decides wrong-answer equivalence (default: the ``string`` judge, ``contains``).
-    max_pairs_per_question : int, optional
-        Cap on clustering pairs per question and group.
-    token_unit : {"generator", "encoder"}
-        Tokens of the localization (:mod:`~semuq_eval.diagnose.localization`).
-    bootstrap : Bootstrap, optional
-        Resamples of the intervals (default 1000, seed 0, 95%).
-    min_pairs : int
-        Fewer pairs (or answers) than this flag a figure as a small sample.
-    progress : bool
-        Progress bars (operators, encoders).
-    compare : sequence of (str, str)
-        Operator pairs ``(a, b)``, both among ``operators``: ``a`` minus ``b`` on every trap, the clustering
-        groups and localization, paired (:func:`~semuq_eval.diagnose.comparisons.paired_comparisons`).
     checkpoint : path-like, optional
         A folder that keeps each operator's outcome as soon as it is measured; a rerun on the same questions,
         weights and settings reads it back instead of scoring again, so a killed diagnosis resumes at the
@@ -149,32 +181,37 @@ def diagnose(
     Examples
     --------
     >>> from semuq_eval.diagnose.check_figures import frozen_store_path
-    >>> result = diagnose(frozen_store_path(), "lexical", max_questions=40, progress=False)
+    >>> result = diagnose(frozen_store_path(), operators="lexical", max_questions=40, progress=False)
     >>> sorted(result["traps"]) == sorted(["context", "autoregressive", "entailment", "ood_syntax"])
     True
     """
     from tqdm.auto import tqdm
 
+    o = options if options is not None else DiagnoseOptions(**given)
+    if options is not None and given:
+        raise TypeError("give diagnose() its options or keywords, not both")
     start = time.perf_counter()
-    built = resolve_operators(operators, operator_options, progress=progress)
-    _check_compare(built, compare)
+    built = resolve_operators(o.operators, o.operator_options, progress=o.progress)
+    _check_compare(built, o.compare)
     if questions is None:
-        questions = load_questions(_given(stores), labels=labels, judge=judge, max_questions=max_questions)
+        questions = load_questions(
+            _given(stores), labels=o.labels, judge=judge, max_questions=o.max_questions
+        )
     run = Diagnosis.prepare(
         questions,
         rewriter=rewriter,
         equivalence_judge=equivalence_judge,
-        max_pairs_per_question=max_pairs_per_question,
-        bootstrap=bootstrap or Bootstrap(),
-        min_pairs=min_pairs,
-        token_unit=token_unit,
+        max_pairs_per_question=o.max_pairs_per_question,
+        bootstrap=Bootstrap(o.bootstrap, seed=o.seed),
+        min_pairs=o.min_pairs,
+        token_unit=o.token_unit,
     )
-    for name, op in tqdm(built.items(), desc="diagnose operators", disable=not progress):
-        run.measure(name, op, (operator_options or {}).get(name), checkpoint=checkpoint)
+    for name, op in tqdm(built.items(), desc="diagnose operators", disable=not o.progress):
+        run.measure(name, op, (o.operator_options or {}).get(name), checkpoint=checkpoint)
     run.timing["total_s"] = time.perf_counter() - start
     paths = [str(s) for s in ([stores] if isinstance(stores, (str, os.PathLike)) else stores or [])]
-    labelled = "judged now: " + str(getattr(judge, "info", judge)) if judge is not None else labels
-    return run.result(paths, labelled, compare)
+    labelled = "judged now: " + str(getattr(judge, "info", judge)) if judge is not None else o.labels
+    return run.result(paths, labelled, o.compare)
 
 
 def _given(

@@ -39,7 +39,7 @@ def markdown(result: Mapping[str, Any]) -> str:
     --------
     >>> from semuq_eval.diagnose.diagnosis import diagnose
     >>> from semuq_eval.diagnose.check_figures import frozen_store_path
-    >>> text = markdown(diagnose(frozen_store_path(), "lexical", max_questions=40, progress=False))
+    >>> text = markdown(diagnose(frozen_store_path(), operators="lexical", max_questions=40, progress=False))
     >>> text.splitlines()[0]
     '# Operator diagnosis'
     """
