@@ -41,6 +41,13 @@ class Options(BaseModel):
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
+    def __init__(self, **given: Any) -> None:
+        """The options given as keywords (a function's ``**given``); ValueError in one line naming the field."""
+        try:
+            super().__init__(**given)
+        except ValidationError as err:
+            raise ValueError(_one_line(err, type(self), flags=False)) from None
+
 
 def option(
     default: Any,
@@ -49,12 +56,20 @@ def option(
     parse: Parse | None = None,
     flag: str | None = None,
     of: str | None = None,
+    const: Any = None,
+    cli: bool = True,
     **bounds: Any,
 ) -> Any:
-    """A field of an :class:`Options` model: its default, its help text, how its flag's text is read (``csv``: a
-    comma-separated list; ``json``: a JSON object, ``of`` saying what it maps; by default the field's type), the
-    flag's name when it is not ``--<field>``, and pydantic bounds (``ge``, ``le``, ``gt``)."""
-    extra = {"parse": parse, "flag": flag, "of": of}
+    """A field of an :class:`Options` model.
+
+    ``default`` and ``help``; ``parse``, how its flag's text is read (``csv``: a comma-separated list; ``many``:
+    words after the flag; ``json``: a JSON object, ``of`` saying what it maps; by default the field's type);
+    ``flag``, the flag when it is not ``--<field>`` (a boolean field defaulting to true is switched off by its
+    flag, e.g. ``--no_progress``); ``const``, the value of the flag given bare; ``cli=False`` for a field of the
+    function that is no flag of its command (left out of the parser and the table); pydantic bounds (``ge``,
+    ``le``, ``gt``).
+    """
+    extra = {"parse": parse, "flag": flag, "of": of, "const": const, "cli": cli}
     return Field(default, description=help, json_schema_extra=extra, **bounds)
 
 
@@ -92,19 +107,22 @@ def _reader(name: str, info: Any) -> Callable[[str], Any]:
 
 def add_options(parser: argparse.ArgumentParser, model: type[Options]) -> None:
     """One flag per field of ``model`` (a boolean field is a switch); the help text ends with the default."""
-    for name, info in model.model_fields.items():
+    for name, info in _flags(model):
         flag = _flag(name, info)
         if _base_type(info.annotation) is bool:
             action = "store_false" if info.default is True else "store_true"
             parser.add_argument(flag, dest=name, action=action, default=None, help=info.description)
             continue
-        shown = "" if info.default in (None, []) else f" (default {_shown(info.default)})"
+        shown = "" if info.default in (None, [], "") else f" (default {_shown(info.default)})"
         metavar = flag.lstrip("-").upper()
         extra: dict[str, Any] = (
             {"nargs": "*"} if (info.json_schema_extra or {}).get("parse") == "many" else {}
         )
+        if (info.json_schema_extra or {}).get("const") is not None:
+            extra.update(nargs="?", const=info.json_schema_extra["const"])
         if typing.get_origin(_base_type(info.annotation)) is Literal:
             extra["choices"] = list(typing.get_args(_base_type(info.annotation)))
+            metavar = None  # argparse shows the choices
         parser.add_argument(
             flag,
             dest=name,
@@ -115,6 +133,11 @@ def add_options(parser: argparse.ArgumentParser, model: type[Options]) -> None:
         )
 
 
+def _flags(model: type[Options]) -> list[tuple[str, Any]]:
+    """The fields of ``model`` that are flags of its command (not ``cli=False``)."""
+    return [(n, i) for n, i in model.model_fields.items() if (i.json_schema_extra or {}).get("cli", True)]
+
+
 def _shown(default: Any) -> str:
     """A default as the help shows it (a list as its flag's text)."""
     return ",".join(map(str, default)) if isinstance(default, (list, tuple)) else str(default)
@@ -123,22 +146,27 @@ def _shown(default: Any) -> str:
 def parse_options(model: type[Options], namespace: argparse.Namespace) -> Options:
     """The model of the parsed flags (a flag not given keeps its default); ValueError in one line naming the flag
     and the bound for a value the model refuses."""
-    given = {n: getattr(namespace, n) for n in model.model_fields if getattr(namespace, n, None) is not None}
+    given = {n: getattr(namespace, n) for n, _ in _flags(model) if getattr(namespace, n, None) is not None}
     for name, info in model.model_fields.items():
         if name in given and (info.json_schema_extra or {}).get("parse") == "json":
             given[name] = json_object(
                 given[name], _flag(name, info), (info.json_schema_extra or {}).get("of")
             )
     try:
-        return model(**given)
+        return model.model_validate(given)
     except ValidationError as err:
-        first = err.errors()[0]
-        name = str(first["loc"][0]) if first.get("loc") else ""
-        info = model.model_fields.get(name)
-        flag = _flag(name, info) if info is not None else name
-        if first.get("type") == "value_error":  # a validator's own message, as it wrote it
-            raise ValueError(f"{flag}: {first['ctx']['error']}") from None
-        raise ValueError(f"{flag}: {first['msg'].lower()}, got {first.get('input')!r}") from None
+        raise ValueError(_one_line(err, model, flags=True)) from None
+
+
+def _one_line(err: ValidationError, model: type[Options], *, flags: bool) -> str:
+    """The first refusal of ``err`` in one line, naming the flag (or the field) and the value refused."""
+    first = err.errors()[0]
+    name = str(first["loc"][0]) if first.get("loc") else ""
+    info = model.model_fields.get(name)
+    where = _flag(name, info) if flags and info is not None else name
+    if first.get("type") == "value_error":  # a validator's own message, as it wrote it
+        return f"{where}: {first['ctx']['error']}"
+    return f"{where}: {first['msg'].lower()}, got {first.get('input')!r}"
 
 
 def _bounds(info: Any) -> str:
@@ -160,7 +188,7 @@ def _table_default(value: Any) -> str:
 def options_table(model: type[Options]) -> str:
     """The Markdown table of a model's options: flag, default, bounds and what it does (the docs show it)."""
     rows = ["| option | default | bounds | what |", "|---|---|---|---|"]
-    for name, info in model.model_fields.items():
+    for name, info in _flags(model):
         default = _table_default(info.default)
         rows.append(f"| `{_flag(name, info)}` | {default} | {_bounds(info)} | {info.description} |")
     return "\n".join(rows)

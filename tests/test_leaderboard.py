@@ -568,7 +568,7 @@ def test_common_questions_also_keeps_each_runs_own_section_and_adds_a_shared_one
     with pytest.raises(SystemExit):
         main([*argv, "--common-questions", "some"])
     assert "invalid choice: 'some'" in capsys.readouterr().err
-    with pytest.raises(ValueError, match="common_questions must be"):
+    with pytest.raises(ValueError, match="common_questions: input should be"):
         build([str(a)], tmp_path / "x", common_questions=True)
 
 

@@ -26,10 +26,11 @@ from pathlib import Path
 from semuq_eval.commands.arguments import CommandParser, whole
 from semuq_eval.durable import WriteFailed, WriterBusy, writer_lock
 from semuq_eval.harness.record import RECORD_SUFFIX
-from semuq_eval.leaderboard.build import COMMON_QUESTIONS, build
+from semuq_eval.leaderboard.build import BuildOptions, build
 from semuq_eval.leaderboard.headline import REFERENCE
 from semuq_eval.metrics.bootstrap import MAX_RESAMPLES
 from semuq_eval.metrics.calibrators import MAX_BINS
+from semuq_eval.options import add_options, parse_options
 
 __all__ = ["main"]
 
@@ -56,7 +57,6 @@ def _parser() -> argparse.ArgumentParser:
         "that cannot be read), and the exit status is 1",
     )
     p.add_argument("--output", "-o", required=True, help="the folder to write")
-    p.add_argument("--labels", default="run", help="label sets, comma-separated: run (default), NAME, or all")
     p.add_argument(
         "--bootstrap", type=whole(1, MAX_RESAMPLES), default=1000, help="bootstrap resamples (default 1000)"
     )
@@ -100,30 +100,8 @@ def _parser() -> argparse.ArgumentParser:
         help="also compare operator OP with each BASE aggregator by aggregator (repeatable), e.g. a trained "
         "variant: --compare enc_nq:enc,cos_ext,lexical,cos_int",
     )
-    p.add_argument(
-        "--strict", action="store_true", help="refuse runs of a task that cannot share one section"
-    )
-    p.add_argument(
-        "--common-questions",
-        nargs="?",
-        const="only",
-        choices=COMMON_QUESTIONS,
-        help="runs of a task on different question sets (e.g. 400 and 150 questions): compare them on the "
-        "questions they all share instead of in separate sections; 'also' keeps the separate sections (each "
-        "LLM on all its questions) and adds a <task>#common section (default when given: only)",
-    )
-    p.add_argument("--on-duplicate", choices=("error", "latest"), default="error")
     p.add_argument("--jobs", "-j", type=whole(1), default=1, help="worker processes (default 1)")
-    p.add_argument(
-        "--header", default="", help="text (or @file) shown at the top of the Markdown and the page"
-    )
-    p.add_argument("--title", default="semuq-eval leaderboard")
-    p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
-    p.add_argument(
-        "--force",
-        action="store_true",
-        help="write into an --output folder that holds other files than an earlier leaderboard",
-    )
+    add_options(p, BuildOptions)
     return p
 
 
@@ -158,13 +136,20 @@ def main(argv: list[str] | None = None) -> int:
     from semuq_eval.leaderboard.runs import LeaderboardInputError
 
     args = _parser().parse_args(argv)
-    header = args.header
-    if header.startswith("@"):
+    try:
+        options = parse_options(BuildOptions, args)
+    except ValueError as err:
+        print(f"semuq-eval leaderboard: {err}", file=sys.stderr)
+        return 2
+    if options.header.startswith("@"):
         try:
-            header = Path(header[1:]).read_text(encoding="utf-8")
+            options.header = Path(options.header[1:]).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as err:
             print(f"semuq-eval leaderboard: --header {args.header}: cannot read it ({err})", file=sys.stderr)
             return 2
+    options.command = "semuq-eval leaderboard " + " ".join(
+        shlex.quote(a) for a in (argv if argv is not None else sys.argv[2:])
+    )
     try:
         metrics, headline_metric = _metrics(args)
         config = LeaderboardConfig(
@@ -183,22 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         with writer_lock(args.output, "leaderboard"):  # one writer per board folder
             if (Path(args.output) / "leaderboard.json").is_file():
                 print(f"semuq-eval leaderboard: replacing the leaderboard in {args.output}")
-            document = build(
-                args.inputs,
-                args.output,
-                add=args.add,
-                labels=tuple(s.strip() for s in args.labels.split(",") if s.strip()),
-                strict=args.strict,
-                on_duplicate=args.on_duplicate,
-                common_questions=args.common_questions,
-                config=config,
-                header=header,
-                title=args.title,
-                plots=not args.no_plots,
-                force=args.force,
-                command="semuq-eval leaderboard "
-                + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[2:])),
-            )
+            document = build(args.inputs, args.output, options, add=args.add, config=config)
     except (WriteFailed, WriterBusy):
         raise  # one line and exit 1 at the `semuq-eval` boundary
     except (LeaderboardInputError, ValueError, KeyError, FileExistsError, OSError) as err:

@@ -13,38 +13,65 @@ import difflib
 import logging
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 
 from semuq_eval.durable import UNFINISHED, clean_temporary, is_temporary
 from semuq_eval.durable import unfinished as writing_unfinished
 from semuq_eval.jsonio import read_json
+from semuq_eval.options import Options, option
 
-__all__ = ["COMMON_QUESTIONS", "build"]
+if TYPE_CHECKING:
+    from semuq_eval.leaderboard.compute import LeaderboardConfig
+
+__all__ = ["BuildOptions", "build"]
 
 log = logging.getLogger("semuq_eval.leaderboard")
+
+
+class BuildOptions(Options):
+    """How :func:`build` groups the runs and what it writes (``semuq-eval leaderboard``'s flags)."""
+
+    labels: tuple[str, ...] = option(
+        ("run",), "label sets, comma-separated: run (the run's own judge), NAME, or all", parse="csv"
+    )
+    strict: bool = option(False, "refuse runs of a task that cannot share one section")
+    on_duplicate: Literal["error", "latest"] = option(
+        "error", "two runs of one LLM in a section: an error, or the latest wins", flag="--on-duplicate"
+    )
+    common_questions: Literal["only", "also"] | None = option(
+        None,
+        "runs of a task on different question sets: compare them on the questions they all share instead of in "
+        "separate sections; 'also' keeps the separate sections and adds a <task>#common section (bare: only)",
+        flag="--common-questions",
+        const="only",
+    )
+    header: str = option("", "text (or @file) shown at the top of the Markdown and the page")
+    title: str = option("semuq-eval leaderboard", "the pages' title")
+    plots: bool = option(True, "skip the PNG plots", flag="--no-plots")
+    force: bool = option(
+        False, "write into an --output folder that holds other files than an earlier leaderboard"
+    )
+    created: str | None = option(None, "a fixed build time (golden files); default now", cli=False)
+    command: str = option("", "the command line shown on the pages", cli=False)
 
 
 def build(
     inputs: list[str],
     output: str | Path,
+    options: BuildOptions | None = None,
     *,
     add: Sequence[str] = (),
-    labels: tuple[str, ...] = ("run",),
-    strict: bool = False,
-    on_duplicate: str = "error",
-    common_questions: str | None = None,
-    config=None,
-    header: str = "",
-    title: str = "semuq-eval leaderboard",
-    plots: bool = True,
-    created: str | None = None,
-    command: str = "",
+    config: LeaderboardConfig | None = None,
     relative_to: str | Path | None = None,
-    force: bool = False,
+    **given: Any,
 ) -> dict:
     """Build a leaderboard folder from run stores (paths or globs); returns the ``leaderboard.json`` document.
 
     Parameters
     ----------
+    options : BuildOptions, optional
+        The options below (:class:`BuildOptions`); ``**given`` builds them instead (``build(inputs, out,
+        plots=False)``).
     inputs : list of str
         Run store directories, breakdown JSON files, run records (``*.jsonl.gz``), or globs of them. A run
         record that cannot be read is listed in the document's ``skipped`` and the others are used.
@@ -84,7 +111,8 @@ def build(
     ...
     semuq_eval.leaderboard.runs.LeaderboardInputError: '/nonexistent/*' matches no run store (a directory with manifest.json or breakdown.json), no breakdown JSON file and no run record
     """
-    from semuq_eval.leaderboard.compute import LeaderboardConfig, compute
+    from semuq_eval.leaderboard.compute import LeaderboardConfig as Config
+    from semuq_eval.leaderboard.compute import compute
     from semuq_eval.leaderboard.discovery import expand_inputs
     from semuq_eval.leaderboard.html import write_html
     from semuq_eval.leaderboard.loading import load_runs
@@ -92,8 +120,11 @@ def build(
     from semuq_eval.leaderboard.plots import plot_all
     from semuq_eval.leaderboard.write import to_document, write_csv, write_headline_csv, write_json_document
 
-    output = Path(output)
-    _check_output(output, force)
+    o = options if options is not None else BuildOptions(**given)
+    if options is not None and given:
+        raise TypeError("give build() its options or keywords, not both")
+    output, labels, config = Path(output), o.labels, config or Config()
+    _check_output(output, o.force)
     skipped: list[dict[str, str]] = []
     paths = expand_inputs(inputs, skipped)
     for entry in skipped:
@@ -104,22 +135,22 @@ def build(
         runs += _joining(expand_inputs(add), runs, labels, skipped)
     for entry in skipped[unfinished:]:
         log.warning("leaderboard: left out a run record: %s", entry["reason"])
-    _check_reference((config or LeaderboardConfig()).reference, runs)
-    sections = _sections(runs, common_questions, strict=strict, on_duplicate=on_duplicate)
-    board = compute(sections, config or LeaderboardConfig())
+    _check_reference(config.reference, runs)
+    sections = _sections(runs, o.common_questions, strict=o.strict, on_duplicate=o.on_duplicate)
+    board = compute(sections, config)
     output.mkdir(parents=True, exist_ok=True)
     clean_temporary(output)
     document = to_document(
-        board, inputs=inputs, created=created, relative_to=relative_to or output, skipped=skipped
+        board, inputs=inputs, created=o.created, relative_to=relative_to or output, skipped=skipped
     )
     # every file replaced whole; the folder marked unfinished until the page, its last file, lands
     with writing_unfinished(output):
         write_json_document(document, output / "leaderboard.json")
         write_csv(document, output / "leaderboard.csv")
         write_headline_csv(document, output / "headline.csv")
-        write_markdown(document, output / "leaderboard.md", header=header, command=command, title=title)
-        figures = plot_all(document, output) if plots else []
-        write_html(document, output / "index.html", header=header, plots=figures, title=title)
+        write_markdown(document, output / "leaderboard.md", header=o.header, command=o.command, title=o.title)
+        figures = plot_all(document, output) if o.plots else []
+        write_html(document, output / "index.html", header=o.header, plots=figures, title=o.title)
     return document
 
 
@@ -163,19 +194,11 @@ def _joining(paths: list[Path], runs: list, labels: tuple[str, ...], skipped: li
     return joining
 
 
-COMMON_QUESTIONS = ("only", "also")
-"""The ``--common-questions`` modes (:func:`build`)."""
-
-
 def _sections(runs: list, common_questions: str | None, **grouping) -> list:
     """The runs grouped into sections under a ``common_questions`` mode (:func:`build`)."""
     from semuq_eval.leaderboard.sections import common_questions as restrict
     from semuq_eval.leaderboard.sections import group_sections
 
-    if common_questions not in (None, *COMMON_QUESTIONS):
-        raise ValueError(
-            f"common_questions must be None or one of {COMMON_QUESTIONS}, got {common_questions!r}"
-        )
     if common_questions is None:
         return group_sections(runs, **grouping)
     shared, restricted = restrict(runs)
