@@ -426,7 +426,7 @@ def test_no_command_exits_0_when_it_cannot_write_its_output(store, tmp_path, cap
 
 def test_run_exits_1_when_its_store_cannot_be_written(tmp_path, capsys, monkeypatch):
     from semuq_eval.commands.run import _report_write_failures
-    from semuq_eval.harness.run import WRITE_FAILURES, finish_run
+    from semuq_eval.harness.run import WRITE_FAILURES, RunFacts, finish_run
     from semuq_eval.harness.settings import Settings
     from semuq_eval.harness.store import RunStore
 
@@ -441,7 +441,7 @@ def test_run_exits_1_when_its_store_cannot_be_written(tmp_path, capsys, monkeypa
             for i in range(40)
         ]
         with contextlib.suppress(Exception):
-            finish_run(items, settings, task="semuq_toy", operators={}, judge={}, store=store, strict=False)
+            finish_run(items, settings, RunFacts("semuq_toy", {}, {}), store=store, strict=False)
         failures = list(WRITE_FAILURES)
     assert failures and all("semuq_toy: cannot write" in f and str(disk) in f for f in failures)
     assert _report_write_failures(failures) == 1

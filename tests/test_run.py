@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from semuq_eval.harness import Doc, RunStore, Settings, finish_run, process_docs
+from semuq_eval.harness import Doc, RunFacts, RunStore, Settings, finish_run, process_docs
 from semuq_eval.judges import StringJudge
 from semuq_eval.models.generation import Generation
 
@@ -25,10 +25,9 @@ def _items(settings: Settings) -> list[dict]:
     return process_docs(_docs(), settings, judge=StringJudge()).items
 
 
-def _finish(items, settings, store, **kwargs) -> dict:
-    return finish_run(
-        items, settings, task="t", operators={}, judge={"judge": "string"}, store=store, **kwargs
-    )
+def _finish(items, settings, store, label_set="run", **kwargs) -> dict:
+    facts = RunFacts("t", {}, {"judge": "string"}, label_set=label_set)
+    return finish_run(items, settings, facts, store=store, **kwargs)
 
 
 def test_the_breakdown_scores_and_record_are_written_into_the_store(tmp_path):

@@ -13,7 +13,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from semuq_eval.commands.arguments import CommandParser, json_object, number, whole
+from semuq_eval.commands.arguments import CommandParser
+from semuq_eval.diagnose.check import CheckOptions
+from semuq_eval.options import add_options, parse_options
 
 __all__ = ["main"]
 
@@ -31,18 +33,6 @@ def main(argv: list[str]) -> int:
     p.add_argument(
         "--write-baseline", "--write_baseline", dest="write_baseline", default=None, help="record one here"
     )
-    p.add_argument(
-        "--operator_options", default=None, help="JSON options of the operator, e.g. '{\"batch_size\": 16}'"
-    )
-    p.add_argument("--store", default=None, help="run store to use (default: the frozen store shipped)")
-    p.add_argument(
-        "--tolerance",
-        type=number(0),
-        default=None,
-        help="absolute tolerance (default: baseline's, else 0.02)",
-    )
-    p.add_argument("--estimators", default=None, help="comma-separated estimators whose AUROC is tracked")
-    p.add_argument("--max_questions", type=whole(1), default=None)
     p.add_argument("--report", default=None, help="also write the report as JSON here")
     p.add_argument(
         "--force", action="store_true", help="replace an existing --write-baseline or --report file"
@@ -55,7 +45,7 @@ def main(argv: list[str]) -> int:
         "the same weights on the same store are read back, not computed",
     )
     p.add_argument("--no_cache", action="store_true", help="compute the figures every time")
-    p.add_argument("--no_progress", action="store_true")
+    add_options(p, CheckOptions)
     args = p.parse_args(argv)
     for flag, path in (("--write-baseline", args.write_baseline), ("--report", args.report)):
         if path and Path(path).exists() and not args.force:  # a committed baseline is the user's
@@ -68,20 +58,9 @@ def main(argv: list[str]) -> int:
     from semuq_eval.jsonio import write_json
 
     try:
-        report = check_operator(
-            args.model,
-            args.baseline,
-            operator_options=json_object(args.operator_options, "--operator_options"),
-            store=args.store,
-            tolerance=args.tolerance,
-            estimators=[s.strip() for s in args.estimators.split(",") if s.strip()]
-            if args.estimators
-            else None,
-            write_baseline=args.write_baseline,
-            max_questions=args.max_questions,
-            progress=not args.no_progress,
-            cache=False if args.no_cache else (args.cache or True),
-        )
+        options = parse_options(CheckOptions, args)
+        options.cache = False if args.no_cache else (Path(args.cache) if args.cache else True)
+        report = check_operator(args.model, args.baseline, options, write_baseline=args.write_baseline)
     except (ValueError, FileNotFoundError, KeyError, RuntimeError) as err:
         print(f"semuq-eval check-operator: {err}", file=sys.stderr)
         return 2

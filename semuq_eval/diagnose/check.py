@@ -22,7 +22,7 @@ Examples
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -33,10 +33,12 @@ from semuq_eval.diagnose.check_figures import BETTER, frozen_store_path
 from semuq_eval.harness.schemas import OperatorBaseline, check_line
 from semuq_eval.harness.store import open_store
 from semuq_eval.jsonio import read_json, write_json
+from semuq_eval.options import Options, option
 
 __all__ = [
     "BASELINE_FORMAT",
     "DEFAULT_TOLERANCE",
+    "CheckOptions",
     "CheckReport",
     "FigureCheck",
     "check_operator",
@@ -172,18 +174,41 @@ def _compare(
     return rows
 
 
+class CheckOptions(Options):
+    """How ``check_operator`` measures (``semuq-eval check-operator``'s flags)."""
+
+    operator_options: dict[str, Any] | None = option(
+        None, 'JSON options of the operator, e.g. {"batch_size": 16}', parse="json", of="option -> value"
+    )
+    store: Path | None = option(
+        None, "a run store with per-sample labels (default: the frozen store shipped)"
+    )
+    tolerance: float | None = option(
+        None, "absolute tolerance of figures without their own (default: the baseline's, else 0.02)", ge=0
+    )
+    estimators: list[str] | None = option(
+        None,
+        "comma-separated estimators whose AUROC is tracked (default kle_heat, cos, cae of the operator)",
+        parse="csv",
+    )
+    max_questions: int | None = option(
+        None, "the store's first questions only (recorded in the baseline; a check uses the baseline's)", ge=1
+    )
+    progress: bool = option(True, "no progress bars", flag="--no_progress")
+    cache: Path | bool = option(
+        True,
+        "where unchanged weights' figures are kept (True: the asset cache; False: computed every time)",
+        cli=False,
+    )
+
+
 def check_operator(
     model: str,
     baseline: str | os.PathLike | None = None,
+    options: CheckOptions | None = None,
     *,
-    operator_options: Mapping[str, Any] | None = None,
-    store: str | os.PathLike | None = None,
-    tolerance: float | None = None,
-    estimators: Sequence[str] | None = None,
     write_baseline: str | os.PathLike | None = None,
-    max_questions: int | None = None,
-    progress: bool = True,
-    cache: str | os.PathLike | None | bool = True,
+    **given: Any,
 ) -> CheckReport:
     """Check an operator against a baseline (module docstring), or record one.
 
@@ -193,23 +218,11 @@ def check_operator(
         An ``enc`` model (folder or hub id), an operator name, or ``name:MODEL``.
     baseline : path-like, optional
         The baseline JSON to compare with.
-    operator_options : mapping, optional
-        Options of the operator (e.g. ``{"batch_size": 16}``).
-    store : path-like, optional
-        A run store with per-sample labels (default: the frozen store shipped with the package).
-    tolerance : float, optional
-        Absolute tolerance of figures without their own (default: the baseline's, else 0.02).
-    estimators : sequence of str, optional
-        The estimators whose AUROC is tracked (default ``kle_heat@OP``, ``cos@OP``, ``cae@OP``, where valid).
+    options : CheckOptions, optional
+        How it measures (:class:`CheckOptions`: ``operator_options``, ``store``, ``tolerance``, ``estimators``,
+        ``max_questions``, ``progress``, ``cache``); ``**given`` builds them instead.
     write_baseline : path-like, optional
         Record the current figures as a baseline there (the report then compares with nothing and is ok).
-    max_questions : int, optional
-        Use the store's first questions only (recorded in the baseline; a check uses the baseline's).
-    progress : bool
-        Progress bars.
-    cache : path-like or bool
-        Where the figures of an operator whose weights did not change are kept (:func:`cached_figures`; True:
-        ``<asset cache>/check-operator``, False: computed every time).
 
     Returns
     -------
@@ -222,6 +235,10 @@ def check_operator(
     ValueError
         A malformed baseline, an unknown operator or estimator, or neither ``baseline`` nor ``write_baseline``.
     """
+    o = options if options is not None else CheckOptions(**given)
+    if options is not None and given:
+        raise TypeError("give check_operator() its options or keywords, not both")
+    max_questions, estimators = o.max_questions, o.estimators
     if baseline is None and write_baseline is None:
         raise ValueError("give a baseline to check against, or write_baseline to record one")
     base = None if baseline is None else _read_baseline(Path(baseline))
@@ -231,23 +248,24 @@ def check_operator(
         if estimators is None:
             est = sorted({k.split(".")[1] for k in base.get("figures", {}) if k.startswith("auroc.")})
             estimators = est or None
-    store = Path(store) if store is not None else frozen_store_path()
-    name, options = operator_from_spec(model, operator_options)
+    store = o.store if o.store is not None else frozen_store_path()
+    name, built = operator_from_spec(model, o.operator_options)
     fingerprint = open_store(store).fingerprint()
     figures = figure_cache.cached_figures(
         name,
-        options,
+        built,
         store,
         fingerprint,
         estimators=estimators,
         max_questions=max_questions,
-        progress=progress,
-        cache=cache,
+        progress=o.progress,
+        cache=o.cache,
     )
+    tolerance = o.tolerance
     tol = float(tolerance if tolerance is not None else (base or {}).get("tolerance", DEFAULT_TOLERANCE))
     if not tol >= 0:
         raise ValueError(f"tolerance must be >= 0, got {tol}")
-    operator = {"spec": model, "name": name, "options": {k: str(v) for k, v in options.items()}}
+    operator = {"spec": model, "name": name, "options": {k: str(v) for k, v in built.items()}}
     report = CheckReport(operator, str(store), figures=figures)
     if base is not None:
         report.baseline_path = str(baseline)

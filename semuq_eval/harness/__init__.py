@@ -15,7 +15,7 @@ from semuq_eval.harness.doc import Doc
 from semuq_eval.harness.estimators import Estimator, OperatorSpec, score_doc, valid_estimators
 from semuq_eval.harness.pipeline import PipelineOutput, process_docs
 from semuq_eval.harness.rescore import rescore
-from semuq_eval.harness.run import finish_run
+from semuq_eval.harness.run import RunFacts, finish_run
 from semuq_eval.harness.settings import Settings
 from semuq_eval.harness.store import RunStore, open_store
 
@@ -27,6 +27,7 @@ __all__ = [
     "RunStore",
     "Settings",
     "breakdown_table",
+    "RunFacts",
     "finish_run",
     "valid_estimators",
     "open_store",

@@ -35,7 +35,7 @@ from semuq_eval.harness.breakdown import FORMAT as BREAKDOWN_FORMAT
 from semuq_eval.harness.doc import Doc
 from semuq_eval.harness.label_sets import RUN_LABELS, read_label_set, slice_samples
 from semuq_eval.harness.pipeline import process_docs
-from semuq_eval.harness.run import finish_run
+from semuq_eval.harness.run import RunFacts, finish_run
 from semuq_eval.harness.settings import Settings, stored_settings
 from semuq_eval.harness.store import MANIFEST, STORE_FORMAT, RunStore, open_store
 from semuq_eval.jsonio import write_json
@@ -155,20 +155,13 @@ def rescore(store_path: str | os.PathLike, options: RescoreOptions | None = None
         if o.store_output is not None:
             ablated = docs if n < stored.n_samples else None
             store = _new_store(manifest, store_path, Path(o.store_output), settings, ablated)
-        breakdown = finish_run(
-            out.items,
-            settings,
-            task=manifest.get("task", ""),
-            operators=out.operator_runs,
-            judge=judge_info,
-            store=store,
-            label_set=label_set,
-            extra={
-                "rescored_from": str(store_path),
-                "stored_n_samples": stored.n_samples,
-                **({"generator": manifest["generator"]} if manifest.get("generator") else {}),
-            },
-        )
+        extra = {
+            "rescored_from": str(store_path),
+            "stored_n_samples": stored.n_samples,
+            **({"generator": manifest["generator"]} if manifest.get("generator") else {}),
+        }
+        facts = RunFacts(manifest.get("task", ""), out.operator_runs, judge_info, label_set, extra)
+        breakdown = finish_run(out.items, settings, facts, store=store)
         if output_path is not None:
             write_json(output_path, breakdown)
         return breakdown

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from semuq_eval.harness.breakdown import summarize
@@ -25,7 +26,7 @@ from semuq_eval.harness.record import RECORD_NAME, build_record, write_record
 from semuq_eval.harness.settings import Settings
 from semuq_eval.harness.store import RunStore
 
-__all__ = ["WRITE_FAILURES", "finish_run"]
+__all__ = ["WRITE_FAILURES", "RunFacts", "finish_run"]
 
 log = logging.getLogger(__name__)
 
@@ -34,16 +35,24 @@ WRITE_FAILURES: list[str] = []
 losing lm-eval's own results, so ``semuq-eval run`` reads this list after lm-eval returns and exits non-zero."""
 
 
+@dataclass(frozen=True)
+class RunFacts:
+    """What a run's breakdown records besides its items and settings (:func:`~semuq_eval.harness.breakdown.summarize`):
+    the task, the operators run, the judge, the label set scored and extra fields."""
+
+    task: str
+    operators: Mapping[str, Any]
+    judge: Mapping[str, Any]
+    label_set: str = "run"
+    extra: Mapping[str, Any] | None = None
+
+
 def finish_run(
     items: Sequence[Mapping[str, Any]],
     settings: Settings,
+    facts: RunFacts,
     *,
-    task: str,
-    operators: Mapping[str, Any],
-    judge: Mapping[str, Any],
     store: RunStore | None = None,
-    label_set: str = "run",
-    extra: Mapping[str, Any] | None = None,
     strict: bool = True,
 ) -> dict:
     """The breakdown of a run's ``items`` (all its questions), written into ``store`` when one is given.
@@ -55,16 +64,23 @@ def finish_run(
     settings : Settings
         The run's settings: metrics, bootstrap, ``store`` (False: ``breakdown.json`` only, no ``scores.jsonl``
         nor run record).
-    task, operators, judge, label_set, extra
-        What the breakdown records (:func:`~semuq_eval.harness.breakdown.summarize`).
+    facts : RunFacts
+        What the breakdown records besides the items and settings.
     store : RunStore, optional
         Where the run's files go (None: nothing is written).
     strict : bool
         Raise when a file cannot be written (default). False logs an error, adds it to :data:`WRITE_FAILURES`
         and still returns the breakdown: lm-eval's task keeps its results, and ``semuq-eval run`` exits non-zero.
     """
+    task = facts.task
     breakdown = summarize(
-        items, settings, task=task, operators=operators, judge=judge, label_set=label_set, extra=extra
+        items,
+        settings,
+        task=task,
+        operators=facts.operators,
+        judge=facts.judge,
+        label_set=facts.label_set,
+        extra=facts.extra,
     )
     if store is None:
         return breakdown

@@ -55,7 +55,7 @@ from semuq_eval.harness.doc import Doc
 from semuq_eval.harness.operator_runs import OperatorRun, merge_operator_runs
 from semuq_eval.harness.overlap import warn_training_overlap
 from semuq_eval.harness.pipeline import process_docs
-from semuq_eval.harness.run import WRITE_FAILURES, finish_run
+from semuq_eval.harness.run import WRITE_FAILURES, RunFacts, finish_run
 from semuq_eval.harness.settings import Settings
 from semuq_eval.harness.store import RunStore
 from semuq_eval.logs import share_lm_eval_logging
@@ -404,17 +404,15 @@ class SemuqTask(ConfigurableTask):
                 "the full semuq breakdown is not written",
                 self.config.task,
             )
+        extra = {
+            "generation_kwargs": deepcopy(self.config.generation_kwargs),
+            "decoding": self._decoding_record(),
+            **({"generator": deepcopy(self.generator)} if self.generator else {}),
+        }
         return finish_run(
             items,
             self.settings,
-            task=self.config.task,
-            operators=self.operator_runs,
-            judge=self.judge.info,
+            RunFacts(self.config.task, self.operator_runs, self.judge.info, extra=extra),
             store=self.store if self._writes_outputs(warn=False) else None,
-            extra={
-                "generation_kwargs": deepcopy(self.config.generation_kwargs),
-                "decoding": self._decoding_record(),
-                **({"generator": deepcopy(self.generator)} if self.generator else {}),
-            },
             strict=False,
         )
