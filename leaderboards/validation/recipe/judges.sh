@@ -34,7 +34,9 @@ for entry in $JUDGES; do
             > "${TMPDIR:-/tmp}/$name.server.log" 2>&1 &
         server=$!
         for _ in $(seq 120); do grep -q "^http" "${TMPDIR:-/tmp}/$name.server.log" && break; sleep 1; done
-        grep -q "^http" "${TMPDIR:-/tmp}/$name.server.log" || { echo "$name: the server did not start" >&2; exit 1; }
+        if ! grep -q "^http" "${TMPDIR:-/tmp}/$name.server.log" || ! kill -0 "$server" 2>/dev/null; then
+            echo "$name: the server did not start (${TMPDIR:-/tmp}/$name.server.log)" >&2; exit 1
+        fi
         judge=openai
         args="base_url=http://127.0.0.1:$PORT/v1,model=$model,endpoint=chat,concurrency=$SLOTS,prompt=$prompt"
     else
