@@ -54,3 +54,11 @@ def test_the_option_tables_are_the_models_own():
 
     for model, page in ((RescoreOptions, "running.md"), (DiagnoseOptions, "diagnose.md")):
         assert options_table(model) in (ROOT / "docs" / page).read_text(encoding="utf-8"), page
+
+
+def test_the_judges_table_is_the_committed_verdicts():
+    """docs/judges.md's table of the judges on the validation set's test half is what the verdicts give."""
+    from semuq_eval.judges.validation import markdown_table
+
+    table = markdown_table(ROOT / "leaderboards" / "validation", half="test")
+    assert table in (ROOT / "docs" / "judges.md").read_text(encoding="utf-8")
