@@ -6,7 +6,11 @@
 #   Qwen2.5-Coder-1.5B-Instruct: leaderboards/reproduction/transfer/runs/*-800-1200.tar.xz
 #   gemma-3-270m, Qwen2.5-Coder-0.5B-Instruct: leaderboards/offline/common/*-800-1200.tar.xz (recipe/generate-common.sh)
 #   1. each store is rescored with the board's operators into WORK/stores (one already there is kept: resumable);
-#   2. when JUDGE_ARGS is set, the second judge labels it (label set LABELS; JUDGE_ANSWERS greedy or all);
+#   2. when JUDGE_ARGS is set, the second judge labels it (label set LABELS; JUDGE_ANSWERS greedy or all; with PANEL
+#      both / either, LABELS is that panel of the run's string judge and the judge, whose own set is LABELS-alone);
+#      the chosen second judge (docs/judges.md): a llama.cpp server of Qwen2.5-Coder-1.5B-Instruct
+#      (python -m semuq_eval.models.llamacpp qwen2.5-coder-1.5b-instruct --port 8091 --slots 4), then
+#      LABELS=llm PANEL=either JUDGE=openai JUDGE_ARGS=base_url=http://127.0.0.1:8091/v1,model=qwen2.5-coder-1.5b-instruct,endpoint=chat,concurrency=4,threshold=0.9
 #   3. its run record is written to RECORDS/<task>.<run_id>.jsonl.gz (with every label set of the store).
 # Then the board is built from RECORDS into OUTPUT, under the run's string judge and every label set in LABELS.
 # Usage, from anywhere: bash leaderboards/common/recipe/build.sh   (the variables below can be set in the environment)
@@ -23,6 +27,7 @@ LABELS=${LABELS:-}                          # the second judge's label set name 
 JUDGE=${JUDGE:-hf}
 JUDGE_ARGS=${JUDGE_ARGS:-}                  # e.g. model=/path/to/judge,prompt=reference_match,batch_size=8
 JUDGE_ANSWERS=${JUDGE_ANSWERS:-greedy}
+PANEL=${PANEL:-}                            # both / either: LABELS is the panel of the run's string judge and the judge
 MODELS=${MODELS:-${SEMUQ_EVAL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/semuq-eval}/models}
 read -ra SEMUQ <<< "${SEMUQ:-semuq-eval}"
 
@@ -55,10 +60,16 @@ JSON
                     echo "rescored in $((SECONDS - start)) s"
                 fi
                 if [ -n "$LABELS" ] && [ -n "$JUDGE_ARGS" ] && [ ! -f "$target/labels/$LABELS.json" ]; then
-                    echo "judge $target"; start=$SECONDS
-                    "${SEMUQ[@]}" judge "$target" --judge "$JUDGE" --judge_args "$JUDGE_ARGS" --name "$LABELS" \
-                        --answers "$JUDGE_ANSWERS" > "$target.judge.log"
-                    echo "judged in $((SECONDS - start)) s"
+                    alone=$LABELS; [ -n "$PANEL" ] && alone=$LABELS-alone
+                    if [ ! -f "$target/labels/$alone.json" ]; then
+                        echo "judge $target"; start=$SECONDS
+                        "${SEMUQ[@]}" judge "$target" --judge "$JUDGE" --judge_args "$JUDGE_ARGS" --name "$alone" \
+                            --answers "$JUDGE_ANSWERS" > "$target.judge.log"
+                        echo "judged in $((SECONDS - start)) s"
+                    fi
+                    if [ -n "$PANEL" ]; then
+                        "${SEMUQ[@]}" judge "$target" --panel "run,$alone" --rule "$PANEL" --name "$LABELS" > /dev/null
+                    fi
                 fi
                 "${SEMUQ[@]}" export-record "$target" --force --output "$RECORDS/$task.$run_id.jsonl.gz"
             done
