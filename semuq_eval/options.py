@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from semuq_eval.jsonio import json_object
 
-__all__ = ["Options", "add_options", "option", "options_table", "parse_options"]
+__all__ = ["OptionError", "Options", "add_options", "option", "options_table", "parse_options"]
 
 Parse = Literal["csv", "json", "many"]
 
@@ -42,11 +42,23 @@ class Options(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
     def __init__(self, **given: Any) -> None:
-        """The options given as keywords (a function's ``**given``); ValueError in one line naming the field."""
+        """The options given as keywords (a function's ``**given``); OptionError in one line naming the field."""
         try:
             super().__init__(**given)
         except ValidationError as err:
-            raise ValueError(_one_line(err, type(self), flags=False)) from None
+            first = err.errors()[0]
+            field = str(first["loc"][0]) if first.get("loc") else ""
+            if first.get("type") == "value_error":  # a validator's own message, as it wrote it
+                raise OptionError(field, str(first["ctx"]["error"])) from None
+            raise OptionError(field, f"{first['msg'].lower()}, got {first.get('input')!r}") from None
+
+
+class OptionError(ValueError):
+    """An option refused: the field and why, in one line (``"<field>: <why>"``)."""
+
+    def __init__(self, field: str, why: str) -> None:
+        super().__init__(f"{field}: {why}")
+        self.field, self.why = field, why
 
 
 def option(
@@ -153,20 +165,10 @@ def parse_options(model: type[Options], namespace: argparse.Namespace) -> Option
                 given[name], _flag(name, info), (info.json_schema_extra or {}).get("of")
             )
     try:
-        return model.model_validate(given)
-    except ValidationError as err:
-        raise ValueError(_one_line(err, model, flags=True)) from None
-
-
-def _one_line(err: ValidationError, model: type[Options], *, flags: bool) -> str:
-    """The first refusal of ``err`` in one line, naming the flag (or the field) and the value refused."""
-    first = err.errors()[0]
-    name = str(first["loc"][0]) if first.get("loc") else ""
-    info = model.model_fields.get(name)
-    where = _flag(name, info) if flags and info is not None else name
-    if first.get("type") == "value_error":  # a validator's own message, as it wrote it
-        return f"{where}: {first['ctx']['error']}"
-    return f"{where}: {first['msg'].lower()}, got {first.get('input')!r}"
+        return model(**given)
+    except OptionError as err:
+        info = model.model_fields.get(err.field)
+        raise ValueError(f"{_flag(err.field, info) if info is not None else err.field}: {err.why}") from None
 
 
 def _bounds(info: Any) -> str:
