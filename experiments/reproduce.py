@@ -373,7 +373,7 @@ def diagnose_all(
         start, load = time.perf_counter(), _load()
         result = diagnose(
             [str(s) for s in stores],
-            wanted,
+            operators=wanted,
             operator_options={k: v for k, v in options.items() if k in wanted},
             max_questions=args.max_diagnose_questions,
             compare=compare,

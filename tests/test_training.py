@@ -82,7 +82,7 @@ def qa_rows(n: int, *, offset: int = 0) -> list[tuple[str, list[tuple[str, int]]
 
 def lq(i: int, labels: tuple[int | None, ...], answers: tuple[str, ...] | None = None, store: str = "s"):
     answers = answers or tuple(f"answer {k} to {i}" for k in range(len(labels)))
-    return LabelledQuestion.of_texts(store, i, f"question {i}?", answers, labels)
+    return LabelledQuestion(store, Doc.of_texts(f"question {i}?", answers, doc_id=i), labels)
 
 
 def sep_format(question: str, answer: str) -> str:

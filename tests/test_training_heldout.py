@@ -12,6 +12,7 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from semuq_eval.commands import main as cli_main
+from semuq_eval.harness.doc import Doc
 from semuq_eval.operators.encoder import EncoderOperator
 from semuq_eval.training import recipe
 from semuq_eval.training.config import TrainingConfig
@@ -48,10 +49,12 @@ def held_rows(n: int):
 
 
 def test_heldout_docs_keep_the_questions_with_a_greedy_verdict():
-    q = LabelledQuestion.of_texts("f", 0, "Q?", ("a", "b"), (1, 0), greedy="a", greedy_label=1)
-    no_verdict = LabelledQuestion.of_texts("f", 1, "R?", ("a", "b"), (1, 0), greedy="a", greedy_label=None)
-    no_greedy = LabelledQuestion.of_texts("f", 2, "S?", ("a", "b"), (1, 0))
-    one_answer = LabelledQuestion.of_texts("f", 3, "T?", ("a",), (1,), greedy="a", greedy_label=0)
+    q = LabelledQuestion("f", Doc.of_texts("Q?", ("a", "b"), doc_id=0, greedy="a"), (1, 0), greedy_label=1)
+    no_verdict = LabelledQuestion(
+        "f", Doc.of_texts("R?", ("a", "b"), doc_id=1, greedy="a"), (1, 0), greedy_label=None
+    )
+    no_greedy = LabelledQuestion("f", Doc.of_texts("S?", ("a", "b"), doc_id=2), (1, 0))
+    one_answer = LabelledQuestion("f", Doc.of_texts("T?", ("a",), doc_id=3, greedy="a"), (1,), greedy_label=0)
     docs, correct = heldout_docs([q, no_verdict, no_greedy, one_answer])
     assert [d.question for d in docs] == ["Q?"] and correct.tolist() == [1]
     assert [d.greedy.text for d in docs] == ["a"] and [g.text for g in docs[0].samples] == ["a", "b"]

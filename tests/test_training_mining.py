@@ -16,6 +16,7 @@ import pytest
 import torch
 
 from semuq_eval.commands import main as cli_main
+from semuq_eval.harness.doc import Doc
 from semuq_eval.operators.encoder import EncoderOperator, pooling_mode
 from semuq_eval.operators.pooling import AnswerMeanPooling, answer_mask
 from semuq_eval.training import recipe
@@ -128,7 +129,7 @@ def test_train_data_command_exports_and_counts(tmp_path, capsys):
 def test_guided_answers_join_their_questions_positives_without_echoes_or_incorrect_ones(tmp_path):
     natural = read_store(write_store(tmp_path / "n" / "llm", natural_rows(3))).questions
     guided = read_store(write_store(tmp_path / "g" / "llm", guided_rows(3), task="x")).questions
-    extra = LabelledQuestion.of_texts("g", 9, "A question nobody asked?", ("x",), (1,))
+    extra = LabelledQuestion("g", Doc.of_texts("A question nobody asked?", ("x",), doc_id=9), (1,))
     mined, counts = mine(natural, [*guided, extra])
     assert counts["added_guided"] == 6 and counts["guided_echo"] == 3 and counts["guided_incorrect"] == 3
     assert counts["guided_unmatched"] == 1
@@ -144,13 +145,15 @@ def test_guided_answers_join_their_questions_positives_without_echoes_or_incorre
 
 
 def test_references_come_raw_and_as_a_sentence_with_wrong_answers_rendered_alike():
-    q = LabelledQuestion.of_texts(
+    q = LabelledQuestion(
         "s",
-        0,
-        "Who?",
-        ("It was Author.", "Writer", "A long wrong sentence about a writer."),
+        Doc.of_texts(
+            "Who?",
+            ("It was Author.", "Writer", "A long wrong sentence about a writer."),
+            doc_id=0,
+            references=("Author", "A."),
+        ),
         (1, 0, 0),
-        references=("Author", "A."),
     )
     (both,), counts = mine([q], positives="both")
     added = list(zip(both.answers[3:], both.labels[3:], both.origins[3:], strict=True))
@@ -170,13 +173,19 @@ def test_references_come_raw_and_as_a_sentence_with_wrong_answers_rendered_alike
 
 
 def test_fact_swaps_make_a_negative_of_a_correct_answer_and_a_positive_of_a_wrong_one():
-    q = LabelledQuestion.of_texts(
+    q = LabelledQuestion(
         "s",
-        0,
-        "Who wrote Hamlet?",
-        ("It was written by William Shakespeare.", "Well, it was written by Christopher Marlowe.", "Marlowe"),
+        Doc.of_texts(
+            "Who wrote Hamlet?",
+            (
+                "It was written by William Shakespeare.",
+                "Well, it was written by Christopher Marlowe.",
+                "Marlowe",
+            ),
+            doc_id=0,
+            references=("William Shakespeare", "Shakespeare"),
+        ),
         (1, 0, 0),
-        references=("William Shakespeare", "Shakespeare"),
     )
     (m,), counts = mine([q], fact_swap=True)
     added = list(zip(m.answers[3:], m.labels[3:], m.origins[3:], strict=True))
@@ -190,13 +199,15 @@ def test_fact_swaps_make_a_negative_of_a_correct_answer_and_a_positive_of_a_wron
 
 
 def test_the_negative_is_always_written_in_the_positives_style():
-    q = LabelledQuestion.of_texts(
+    q = LabelledQuestion(
         "s",
-        0,
-        "Who?",
-        ("It was Author.", "Author did it.", "Writer!", "It was Writer, I think."),
+        Doc.of_texts(
+            "Who?",
+            ("It was Author.", "Author did it.", "Writer!", "It was Writer, I think."),
+            doc_id=0,
+            references=("Author",),
+        ),
         (1, 1, 0, 0),
-        references=("Author",),
     )
     (m,), _ = mine([q], positives="both")
     kept, counts = filter_questions([m])
@@ -218,16 +229,17 @@ def test_the_negative_is_always_written_in_the_positives_style():
 
 
 def test_a_question_whose_positives_have_no_negative_in_their_style_is_left_out():
-    q = LabelledQuestion.of_texts(
+    q = LabelledQuestion(
         "s",
-        0,
-        "Who?",
-        ("Author", "The answer is Author."),
+        Doc.of_texts("Who?", ("Author", "The answer is Author."), doc_id=0),
         (1, 1),
         origins=("reference", "reference_sentence"),
     )
-    q = LabelledQuestion.of_texts(
-        "s", 0, "Who?", (*q.answers, "It was Writer."), (1, 1, 0), origins=(*q.origins, "sample")
+    q = LabelledQuestion(
+        "s",
+        Doc.of_texts("Who?", (*q.answers, "It was Writer."), doc_id=0),
+        (1, 1, 0),
+        origins=(*q.origins, "sample"),
     )
     kept, counts = filter_questions([q])
     assert not kept and counts["no_negative_in_style"] == 1

@@ -62,8 +62,10 @@ def clustering_pairs(
     Examples
     --------
     >>> from semuq_eval.diagnose.questions import DiagnosticQuestion
-    >>> q = DiagnosticQuestion.of_texts("0:0", "Capital of France?", ["Paris"], "Paris", 1,
-    ...     ["Madrid", "It is Madrid.", "Paris.", "It is Paris!", "Rome"], [0, 0, 1, 1, 0])
+    >>> from semuq_eval.harness.doc import Doc
+    >>> doc = Doc.of_texts("Capital of France?", ["Madrid", "It is Madrid.", "Paris.", "It is Paris!", "Rome"],
+    ...                    greedy="Paris", references=["Paris"])
+    >>> q = DiagnosticQuestion("0:0", doc, 1, [0, 0, 1, 1, 0])
     >>> groups = clustering_pairs([q])
     >>> [(p.a, p.b) for p in groups["incorrect_equivalent"].pairs]
     [('Madrid', 'It is Madrid.')]

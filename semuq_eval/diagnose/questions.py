@@ -21,7 +21,6 @@ from semuq_eval.harness.doc import Doc
 from semuq_eval.harness.label_sets import RUN_LABELS, label_docs, read_label_set
 from semuq_eval.harness.store import open_store
 from semuq_eval.judges import Judge, as_label
-from semuq_eval.models.generation import Generation
 
 __all__ = ["DiagnosticQuestion", "NoSampleLabelsError", "load_questions"]
 
@@ -42,7 +41,8 @@ class DiagnosticQuestion:
 
     Examples
     --------
-    >>> q = DiagnosticQuestion.of_texts("0:0", "Capital of France?", ["Paris"], "Paris", 1, ["Rome", "Paris"], [0, 1])
+    >>> doc = Doc.of_texts("Capital of France?", ["Rome", "Paris"], greedy="Paris", references=["Paris"])
+    >>> q = DiagnosticQuestion("0:0", doc, 1, [0, 1])
     >>> q.samples, q.correct_samples(), q.doc.greedy.text
     (['Rome', 'Paris'], [1], 'Paris')
     """
@@ -51,28 +51,6 @@ class DiagnosticQuestion:
     doc: Doc
     greedy_label: int | None
     sample_labels: list[int | None]
-
-    @classmethod
-    def of_texts(
-        cls,
-        uid: str,
-        question: str,
-        references: Sequence[str],
-        greedy: str,
-        greedy_label: int | None,
-        samples: Sequence[str],
-        sample_labels: Sequence[int | None],
-        doc_id: int = 0,
-    ) -> DiagnosticQuestion:
-        """A question given by its texts alone (no token spans, no hidden vectors)."""
-        doc = Doc(
-            doc_id=doc_id,
-            question=question,
-            references=list(references),
-            greedy=Generation(greedy, greedy=True),
-            samples=[Generation(t) for t in samples],
-        )
-        return cls(uid, doc, greedy_label, list(sample_labels))
 
     @property
     def doc_id(self) -> int:

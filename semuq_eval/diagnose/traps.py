@@ -119,8 +119,9 @@ def context_pairs(questions: Sequence[DiagnosticQuestion], rewriter: FactRewrite
     Examples
     --------
     >>> from semuq_eval.diagnose.questions import DiagnosticQuestion
-    >>> q = DiagnosticQuestion.of_texts("0:0", "Capital of France?", ["Paris"], "It is Paris.", 1,
-    ...                        ["It is Lyon.", "Paris"], [0, 1])
+    >>> from semuq_eval.harness.doc import Doc
+    >>> doc = Doc.of_texts("Capital of France?", ["It is Lyon.", "Paris"], greedy="It is Paris.", references=["Paris"])
+    >>> q = DiagnosticQuestion("0:0", doc, 1, [0, 1])
     >>> ps = context_pairs([q])
     >>> [(p.a, p.b) for p in ps.pairs]
     [('It is Paris.', 'It is Lyon.')]
@@ -172,8 +173,10 @@ def autoregressive_pairs(questions: Sequence[DiagnosticQuestion], n_words: int =
     Examples
     --------
     >>> from semuq_eval.diagnose.questions import DiagnosticQuestion
-    >>> q = DiagnosticQuestion.of_texts("0:0", "Who played the Joker?", ["Heath Ledger"], "Heath Ledger", 1,
-    ...     ["Heath Ledger played the role in the film.", "Jack Nicholson played the role in the film!"], [1, 0])
+    >>> from semuq_eval.harness.doc import Doc
+    >>> doc = Doc.of_texts("Who played the Joker?", ["Heath Ledger played the role in the film.",
+    ...                    "Jack Nicholson played the role in the film!"], greedy="Heath Ledger", references=["Heath Ledger"])
+    >>> q = DiagnosticQuestion("0:0", doc, 1, [1, 0])
     >>> [p.b for p in autoregressive_pairs([q]).pairs]
     ['Jack Nicholson played the role in the film!']
     """
@@ -216,8 +219,10 @@ def entailment_pairs(questions: Sequence[DiagnosticQuestion]) -> PairSet:
     Examples
     --------
     >>> from semuq_eval.diagnose.questions import DiagnosticQuestion
-    >>> q = DiagnosticQuestion.of_texts("0:0", "Who wrote it?", ["Darwin"], "Darwin", 1,
-    ...     ["Charles Darwin wrote it in 1859.", "Darwin.", "It was Darwin.", "Wallace"], [1, 1, 1, 0])
+    >>> from semuq_eval.harness.doc import Doc
+    >>> doc = Doc.of_texts("Who wrote it?", ["Charles Darwin wrote it in 1859.", "Darwin.", "It was Darwin.", "Wallace"],
+    ...                    greedy="Darwin", references=["Darwin"])
+    >>> q = DiagnosticQuestion("0:0", doc, 1, [1, 1, 1, 0])
     >>> [(p.a, p.b) for p in entailment_pairs([q]).pairs]
     [('Darwin.', 'Charles Darwin wrote it in 1859.')]
     """
@@ -255,8 +260,10 @@ def ood_syntax_pairs(questions: Sequence[DiagnosticQuestion]) -> PairSet:
     Examples
     --------
     >>> from semuq_eval.diagnose.questions import DiagnosticQuestion
-    >>> q = DiagnosticQuestion.of_texts("0:0", "Capital of France?", ["Paris", "City of Light"],
-    ...                        "The capital of France is Paris.", 1, [], [])
+    >>> from semuq_eval.harness.doc import Doc
+    >>> doc = Doc.of_texts("Capital of France?", [], greedy="The capital of France is Paris.",
+    ...                    references=["Paris", "City of Light"])
+    >>> q = DiagnosticQuestion("0:0", doc, 1, [])
     >>> [(p.a, p.b) for p in ood_syntax_pairs([q]).pairs]
     [('The capital of France is Paris.', 'Paris')]
     """

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,7 +13,10 @@ from semuq_eval.models.generation import Generation
 from semuq_eval.models.reflexive import SIGNALS as REFLEXIVE_SIGNALS
 from semuq_eval.models.reflexive import reflexive_approximation, reflexive_signal
 
-__all__ = ["Doc"]
+__all__ = ["NO_GREEDY", "Doc"]
+
+NO_GREEDY = "no greedy answer stored"
+"""The ``error`` of the placeholder greedy answer of a question whose source kept none."""
 
 _TOKEN_ARRAYS = {"token_entropies": "entropies", "token_logprobs": "log-probabilities"}
 
@@ -42,6 +46,36 @@ class Doc:
     extras: dict[str, dict[str, Any]] = field(default_factory=dict)
     unavailable: dict[str, str] = field(default_factory=dict)
     truncated: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def of_texts(
+        cls,
+        question: str,
+        samples: Sequence[str],
+        *,
+        greedy: str | None = None,
+        references: Sequence[str] = (),
+        doc_id: int = 0,
+    ) -> Doc:
+        """A question given by its texts alone (a training-data file, a test): no tokens, no hidden vectors.
+        Without ``greedy`` the greedy answer is an empty placeholder whose ``error`` is :data:`NO_GREEDY`.
+
+        Examples
+        --------
+        >>> d = Doc.of_texts("Capital of France?", ["Paris", "Lyon"], greedy="Paris", references=["Paris"])
+        >>> d.greedy.text, [g.text for g in d.samples]
+        ('Paris', ['Paris', 'Lyon'])
+        """
+        no_greedy = greedy is None
+        return cls(
+            doc_id=doc_id,
+            question=question,
+            references=list(references),
+            greedy=Generation(
+                "" if no_greedy else greedy, greedy=True, error=NO_GREEDY if no_greedy else None
+            ),
+            samples=[Generation(t) for t in samples],
+        )
 
     def signal(self, name: str) -> tuple[Any, str | None]:
         """``(value, None)`` for a signal read from the generating model's answers (origin ``answers``,

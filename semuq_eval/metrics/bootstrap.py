@@ -209,7 +209,7 @@ def _metric_values(metric: Metric, u: np.ndarray, y: np.ndarray, protocol: Calib
 
 
 def _refit_resampled(
-    metric: Metric, u: np.ndarray, y: np.ndarray, plan: tuple[np.ndarray, np.ndarray], protocol
+    metric: Metric, u: np.ndarray, plan: tuple[np.ndarray, np.ndarray], *, y: np.ndarray, protocol
 ) -> np.ndarray:
     """(R,) values of a calibrated metric with the calibrator refitted in every resample.
 
@@ -252,22 +252,22 @@ def _score(
     mask: np.ndarray,
     counts: np.ndarray,
     protocol: CalibrationProtocol,
-    u: np.ndarray | None = None,
-    plan: tuple[np.ndarray, np.ndarray] | None = None,
+    refit: tuple[np.ndarray, tuple[np.ndarray, np.ndarray]] | None = None,
     memo: dict[str, tuple[np.ndarray, np.ndarray]] | None = None,
 ) -> tuple[float, np.ndarray]:
     """Point estimate (all masked-in questions once) and the (R,) resampled values.
 
-    With ``plan`` (a calibrated metric under ``refit="per_resample"``) the resampled values
-    refit the calibrator on ``u`` (NaN = left out); otherwise they reweight ``values``. ``memo`` holds the
+    With ``refit = (u, plan)`` (a calibrated metric under ``refit="per_resample"``) the resampled values
+    refit the calibrator on ``u`` (NaN = left out) in the resamples of ``plan``; otherwise they reweight
+    ``values``. ``memo`` holds the
     weighted values of the metrics already scored on the same score (:func:`_weighted`).
     """
     filled = np.where(mask, values, 0.0)
     if metric.calibrated:
         kwargs = {"n_bins": protocol.n_bins}
         point = metric.weighted(filled, y, mask[None].astype(np.float64), **kwargs)[0]
-        if plan is not None:
-            return float(point), _refit_resampled(metric, u, y, plan, protocol)
+        if refit is not None:
+            return float(point), _refit_resampled(metric, *refit, y=y, protocol=protocol)
         return float(point), metric.weighted(filled, y, counts if mask.all() else counts * mask, **kwargs)
     point, resampled = _weighted(metric, filled, y, mask, counts, {} if memo is None else memo)
     return float(point[0]), resampled
@@ -385,7 +385,7 @@ def _resample(
     mask = valid & np.isfinite(values)
     counts = bootstrap.counts(len(y))
     plan = _refit_plan([m], bootstrap, protocol, len(y))
-    point, resampled = _score(m, values, y, mask, counts, protocol, u, plan, memo)
+    point, resampled = _score(m, values, y, mask, counts, protocol, None if plan is None else (u, plan), memo)
     low, high = bootstrap.interval(resampled)
     result = MetricResult(
         metric=m.name,
@@ -512,8 +512,10 @@ def paired_difference(
     counts = bootstrap.counts(len(ua))
     plan = _refit_plan([m], bootstrap, protocol, len(ua))
     both = valid_a & valid_b
-    point_a, res_a = _score(m, va, ya, mask, counts, protocol, np.where(both, ua, np.nan), plan)
-    point_b, res_b = _score(m, vb, yb, mask, counts, protocol, np.where(both, ub, np.nan), plan)
+    refit_a = None if plan is None else (np.where(both, ua, np.nan), plan)
+    refit_b = None if plan is None else (np.where(both, ub, np.nan), plan)
+    point_a, res_a = _score(m, va, ya, mask, counts, protocol, refit_a)
+    point_b, res_b = _score(m, vb, yb, mask, counts, protocol, refit_b)
     diff, low, high, p_value = bootstrap.paired(point_a, point_b, res_a, res_b)
     return PairedDifference(
         metric,

@@ -58,25 +58,33 @@ This module imports numpy only (no torch).
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
-__all__ = ["Generation", "as_generation"]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
-_FIELDS = (
-    "token_ids",
-    "token_logprobs",
-    "token_entropies",
-    "seq_logprob",
-    "token_offsets",
-    "hidden",
-    "greedy",
-    "approximate",
-    "error",
-    "source",
-    "reflexive",
-)
+__all__ = ["Generation", "GenerationFields", "as_generation"]
+
+
+class GenerationFields(TypedDict, total=False):
+    """The fields of a :class:`Generation` besides its text (the module docstring's table), each optional."""
+
+    token_ids: Any
+    token_logprobs: Any
+    token_entropies: Any
+    seq_logprob: float | None
+    token_offsets: Any
+    hidden: Any
+    greedy: bool
+    approximate: dict[str, str] | None
+    error: str | None
+    source: dict[str, Any] | None
+    reflexive: dict[str, dict[str, Any]] | None
+
+
+_FIELDS = tuple(GenerationFields.__annotations__)
 
 
 def _array(x: Any, dtype, shape_tail: tuple[int, ...] = ()) -> np.ndarray | None:
@@ -103,35 +111,26 @@ class Generation(str):
     source: dict[str, Any] | None
     reflexive: dict[str, dict[str, Any]] | None
 
-    def __new__(
-        cls,
-        text: str = "",
-        *,
-        token_ids: Any = None,
-        token_logprobs: Any = None,
-        token_entropies: Any = None,
-        seq_logprob: float | None = None,
-        token_offsets: Any = None,
-        hidden: Any = None,
-        greedy: bool = False,
-        approximate: dict[str, str] | None = None,
-        error: str | None = None,
-        source: dict[str, Any] | None = None,
-        reflexive: dict[str, dict[str, Any]] | None = None,
-    ) -> Generation:
+    def __new__(cls, text: str = "", **fields: Unpack[GenerationFields]) -> Generation:
+        unknown = sorted(set(fields) - set(_FIELDS))
+        if unknown:
+            raise TypeError(f"Generation got unknown field(s) {unknown}; the fields are {list(_FIELDS)}")
         obj = super().__new__(cls, text)
-        obj.token_ids = _array(token_ids, np.int64)
-        obj.token_logprobs = _array(token_logprobs, np.float32)
-        obj.token_entropies = _array(token_entropies, np.float32)
-        obj.token_offsets = _array(token_offsets, np.int64, (2,))
-        obj.hidden = _array(hidden, np.float32)
+        obj.token_ids = _array(fields.get("token_ids"), np.int64)
+        obj.token_logprobs = _array(fields.get("token_logprobs"), np.float32)
+        obj.token_entropies = _array(fields.get("token_entropies"), np.float32)
+        obj.token_offsets = _array(fields.get("token_offsets"), np.int64, (2,))
+        obj.hidden = _array(fields.get("hidden"), np.float32)
+        seq_logprob = fields.get("seq_logprob")
         if seq_logprob is None and obj.token_logprobs is not None:
             seq_logprob = float(np.sum(obj.token_logprobs, dtype=np.float64))
         obj.seq_logprob = None if seq_logprob is None else float(seq_logprob)
-        obj.greedy = bool(greedy)
-        obj.approximate = {str(k): str(v) for k, v in (approximate or {}).items()}
+        obj.greedy = bool(fields.get("greedy", False))
+        obj.approximate = {str(k): str(v) for k, v in (fields.get("approximate") or {}).items()}
+        error = fields.get("error")
         obj.error = None if error is None else str(error)
-        obj.source = source
+        obj.source = fields.get("source")
+        reflexive = fields.get("reflexive")
         obj.reflexive = None if reflexive is None else {str(k): dict(v) for k, v in reflexive.items()}
         obj._check()
         return obj

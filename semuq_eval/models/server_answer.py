@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import codecs
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -30,7 +30,7 @@ from semuq_eval.models.generation import Generation
 from semuq_eval.models.topk import topk_entropies, topk_method
 from semuq_eval.openai_replies import MalformedLogprobs, TokenLogprobs, choice_text, read_logprobs
 
-__all__ = ["MAX_SKIP", "answer_from_choice", "answer_from_tokens", "cut_at_stop", "token_spans"]
+__all__ = ["MAX_SKIP", "KeptTokens", "answer_from_choice", "answer_from_tokens", "cut_at_stop", "token_spans"]
 
 MAX_SKIP = 4
 """Characters a token may have to skip to find its text in the reply (characters no token spelled)."""
@@ -147,11 +147,11 @@ def answer_from_choice(
         return text_only(f"the tokens of {field} do not spell the reply's text")
     kept = [i for i, (start, _) in enumerate(spans) if start < len(text)]
     offsets = np.array([(spans[i][0], min(spans[i][1], len(text))) for i in kept], dtype=np.int64)
+    tokens = KeptTokens(
+        text, offsets.reshape(len(kept), 2), [parsed.logprobs[i] for i in kept], [parsed.top[i] for i in kept]
+    )
     return answer_from_tokens(
-        text,
-        offsets.reshape(len(kept), 2),
-        [parsed.logprobs[i] for i in kept],
-        [parsed.top[i] for i in kept],
+        tokens,
         top_k=top_k,
         greedy=greedy,
         where=field,
@@ -159,17 +159,28 @@ def answer_from_choice(
     )
 
 
+class KeptTokens(NamedTuple):
+    """An answer's text and the tokens an engine reported for it, cut to the answer.
+
+    ``offsets``: (T, 2) spans of the kept tokens in ``text``; ``logprobs``: the log-probability of each;
+    ``top``: each one's ``{alternative: logprob}`` (alternatives as text or token ids); ``token_ids``: their ids,
+    when the engine gives them (servers give text only).
+    """
+
+    text: str
+    offsets: np.ndarray
+    logprobs: Sequence[float]
+    top: Sequence[Mapping[Any, float]]
+    token_ids: Sequence[int] | None = None
+
+
 def answer_from_tokens(
-    text: str,
-    offsets: np.ndarray,
-    logprobs: Sequence[float],
-    top: Sequence[Mapping[Any, float]],
+    tokens: KeptTokens,
     *,
     top_k: int,
     greedy: bool,
     where: str,
     source: Mapping[str, Any] | None = None,
-    token_ids: Sequence[int] | None = None,
 ) -> Generation:
     """The `Generation` of an answer's kept tokens with the log-probabilities an engine reported for them.
 
@@ -180,24 +191,22 @@ def answer_from_tokens(
 
     Parameters
     ----------
-    text : the answer text.
-    offsets : (T, 2) spans of the kept tokens in ``text``.
-    logprobs : the log-probability of each kept token.
-    top : each kept token's ``{alternative: logprob}`` (alternatives as text or token ids).
+    tokens : the answer's text and kept tokens.
     top_k : alternatives asked per token (0: none; no entropies).
     greedy : the answer was decoded greedily.
     where : the answer's place in the reply, for messages.
     source : `Generation.source`.
-    token_ids : the kept tokens' ids, when the engine gives them (servers give text only).
 
     Examples
     --------
     >>> import math
-    >>> g = answer_from_tokens("ab", np.array([[0, 1], [1, 2]]), [-0.1, -0.2],
-    ...                        [{"a": -0.1, "b": -2.4}, {"b": -0.2, "c": -1.7}], top_k=2, greedy=True, where="x")
+    >>> kept = KeptTokens("ab", np.array([[0, 1], [1, 2]]), [-0.1, -0.2],
+    ...                   [{"a": -0.1, "b": -2.4}, {"b": -0.2, "c": -1.7}])
+    >>> g = answer_from_tokens(kept, top_k=2, greedy=True, where="x")
     >>> round(g.seq_logprob, 3), g.approximate
     (-0.3, {'token_entropies': 'topk_renormalized(k=2)'})
     """
+    text, offsets, logprobs, top, token_ids = tokens
     logprobs_arr = np.asarray(logprobs, dtype=np.float64)
     ids = None if token_ids is None else np.asarray(token_ids, dtype=np.int64)
     entropies, approximate, error = None, {}, None

@@ -49,7 +49,7 @@ from semuq_eval.models.generation import Generation
 from semuq_eval.models.journal import GenerationJournal, journal_key, open_journal, restore_groups
 from semuq_eval.models.planning import PromptGroup, deliver, group_requests
 from semuq_eval.models.reflexive import check_model
-from semuq_eval.models.server_answer import answer_from_tokens
+from semuq_eval.models.server_answer import KeptTokens, answer_from_tokens
 from semuq_eval.models.token_spans import align_answer, hflm_postprocess
 from semuq_eval.models.topk import topk_method
 
@@ -285,17 +285,15 @@ class SemuqVLLM(VLLM):
                 source=self.source,
             )
         kept = [int(i) for i in aligned.token_idx]
-        return answer_from_tokens(
+        tokens = KeptTokens(
             aligned.text,
             aligned.token_offsets,
             [steps[i][ids[i]].logprob for i in kept],
             [{t: lp.logprob for t, lp in steps[i].items()} for i in kept],
-            top_k=self.options.top_logprobs,
-            greedy=greedy,
-            where=where,
-            source=self.source,
-            token_ids=aligned.token_ids,
+            aligned.token_ids,
         )
+        top_k = self.options.top_logprobs
+        return answer_from_tokens(tokens, top_k=top_k, greedy=greedy, where=where, source=self.source)
 
     # -- hidden states (hidden=true) ------------------------------------------------------------------------------
     def _add_hidden(self, prompts: list[list[int]], answers: list[list[Generation]]) -> None:

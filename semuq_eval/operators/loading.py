@@ -17,6 +17,7 @@ from tqdm.auto import tqdm
 from semuq_eval.durable import check_finished
 from semuq_eval.local_models import local_revision
 from semuq_eval.operators.base import PROGRESS_MIN_BATCHES, TextOperator
+from semuq_eval.options import Options, option
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
@@ -123,9 +124,22 @@ def batches(order: list[int], batch_size: int, *, progress: bool, desc: str):
         yield order[start : start + batch_size]
 
 
+class ModelOptions(Options):
+    """The options every model-backed text operator takes (:class:`ModelTextOperator`), declared once."""
+
+    max_length: int | None = option(None, "tokens read per input (default: the model's limit)", ge=1)
+    batch_size: int | None = option(None, "inputs per forward pass (default: the operator's)", ge=1)
+    device: str | None = option(None, "torch device (default: CUDA when available)")
+    dtype: str = option("auto", "torch dtype; auto: fp16 on GPU, fp32 elsewhere")
+    revision: str | None = option(None, "the model's hub revision")
+    trust_remote_code: bool = option(False, "run the model repository's own code")
+    dedup: bool = option(True, "compare identical answers once")
+    progress: bool = option(True, "show a bar on long loops")
+
+
 class ModelTextOperator(TextOperator):
     """A text operator backed by a transformers model loaded on first use: the options shared by the NLI
-    operators and the sentence encoders, declared here once (theirs forward ``**options``).
+    operators and the sentence encoders are :class:`ModelOptions` (theirs forward ``**options``).
 
     ``model`` is a hub id, a local path, or an already loaded model (used where it is: no device or dtype
     is applied). ``max_length`` (tokens, at least ``min_length``) defaults to the model's limit;
@@ -137,31 +151,23 @@ class ModelTextOperator(TextOperator):
     min_length: int = 4
     default_batch_size: int = 32
 
-    def __init__(
-        self,
-        model: str | os.PathLike | Any,
-        *,
-        max_length: int | None = None,
-        batch_size: int | None = None,
-        device: str | None = None,
-        dtype: str = "auto",
-        revision: str | None = None,
-        trust_remote_code: bool = False,
-        dedup: bool = True,
-        progress: bool = True,
-    ) -> None:
-        super().__init__(dedup=dedup)
-        if max_length is not None and max_length < self.min_length:
-            raise ValueError(f"max_length must be at least {self.min_length} tokens, got {max_length}")
+    def __init__(self, model: str | os.PathLike | Any, **options: Any) -> None:
+        unknown = sorted(set(options) - set(ModelOptions.model_fields))
+        if unknown:
+            raise TypeError(f"{type(self).__name__} got unknown option(s) {unknown}")
+        o = ModelOptions(**options)
+        super().__init__(dedup=o.dedup)
+        if o.max_length is not None and o.max_length < self.min_length:
+            raise ValueError(f"max_length must be at least {self.min_length} tokens, got {o.max_length}")
         in_memory = not isinstance(model, (str, os.PathLike))
         self.model = model if in_memory else model_id(model)
-        self.max_length = max_length
-        self.batch_size = self.default_batch_size if batch_size is None else batch_size
-        self.device = None if in_memory else resolve_device(device)
-        self.dtype = None if in_memory else resolve_dtype(dtype, self.device)
-        self.revision = revision
-        self.trust_remote_code = trust_remote_code
-        self.progress = progress
+        self.max_length = o.max_length
+        self.batch_size = self.default_batch_size if o.batch_size is None else o.batch_size
+        self.device = None if in_memory else resolve_device(o.device)
+        self.dtype = None if in_memory else resolve_dtype(o.dtype, self.device)
+        self.revision = o.revision
+        self.trust_remote_code = o.trust_remote_code
+        self.progress = o.progress
         self._loaded: tuple | None = None
         self._local_revision: str | None = None
 

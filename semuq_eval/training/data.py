@@ -20,7 +20,9 @@ Examples
 --------
 >>> import tempfile, os
 >>> from semuq_eval.training.stores import LabelledQuestion, StoreData
->>> q = LabelledQuestion.of_texts("s", 3, "Capital of France?", ("Paris", "Lyon"), (1, 0), references=("Paris",))
+>>> from semuq_eval.harness.doc import Doc
+>>> doc = Doc.of_texts("Capital of France?", ("Paris", "Lyon"), doc_id=3, references=("Paris",))
+>>> q = LabelledQuestion("s", doc, (1, 0))
 >>> path = os.path.join(tempfile.mkdtemp(), "x.jsonl.gz")
 >>> write_training_file(path, StoreData("s", {"task": "semuq_nqopen_train"}, [q]))
 1
@@ -36,6 +38,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from semuq_eval.harness.doc import Doc
 from semuq_eval.harness.label_sets import RUN_LABELS
 from semuq_eval.harness.schemas import TrainingHeader, TrainingQuestion, check_line
 from semuq_eval.jsonio import read_jsonl_gz, write_jsonl_gz
@@ -113,14 +116,16 @@ def _question(path: Path, number: int, obj: Mapping[str, Any]) -> LabelledQuesti
         raise ValueError(
             f"{path}:{number}: {len(obj['answers'])} answers but {len(obj['labels'])} labels (one verdict per answer)"
         )
-    return LabelledQuestion.of_texts(
+    return LabelledQuestion(
         str(path),
-        obj["doc_id"],
-        obj["question"],
-        tuple(obj["answers"]),
+        Doc.of_texts(
+            obj["question"],
+            tuple(obj["answers"]),
+            doc_id=obj["doc_id"],
+            references=tuple(obj["references"]),
+            greedy=obj.get("greedy"),
+        ),
         tuple(None if v is None else int(v) for v in obj["labels"]),
-        references=tuple(obj["references"]),
-        greedy=obj.get("greedy"),
         greedy_label=as_label(obj.get("greedy_label")),
     )
 

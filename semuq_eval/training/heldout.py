@@ -14,9 +14,8 @@ App. B, recorded in the card).
 Examples
 --------
 >>> from semuq_eval.training.stores import LabelledQuestion
->>> q = LabelledQuestion.of_texts(
-...     "f", 0, "Capital of France?", ("Paris", "Lyon"), (1, 0), greedy="Paris", greedy_label=1
-... )
+>>> doc = Doc.of_texts("Capital of France?", ("Paris", "Lyon"), greedy="Paris")
+>>> q = LabelledQuestion("f", doc, (1, 0), greedy_label=1)
 >>> [d.question for d in heldout_docs([q])[0]]
 ['Capital of France?']
 >>> [e.name for e in selection_estimators()][:2]

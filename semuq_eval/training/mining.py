@@ -31,8 +31,9 @@ With ``positives="references"`` the LLM's own correct samples are not positives 
 
 Examples
 --------
->>> q = LabelledQuestion.of_texts("s", 0, "Capital of France?", ("The capital is Paris.", "Lyon"), (1, 0),
-...                      references=("Paris",))
+>>> from semuq_eval.harness.doc import Doc
+>>> doc = Doc.of_texts("Capital of France?", ("The capital is Paris.", "Lyon"), references=("Paris",))
+>>> q = LabelledQuestion("s", doc, (1, 0))
 >>> mined, counts = mine([q], positives="both", fact_swap=True)
 >>> mined[0].origins
 ('sample', 'sample', 'reference', 'reference_sentence', 'wrong', 'wrong_sentence', 'swapped')

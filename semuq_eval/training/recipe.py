@@ -185,7 +185,6 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
     train_seconds = time.perf_counter() - started
     model = trainer.model
     scores_final = evaluator(model)
-    final = float(scores_final[METRIC])
     per_epoch = _history(trainer.state.log_history, checkpoints.timings())
     pooling_used = pooling_mode(model)
     use_mean_pooling(model)  # the folder keeps the standard module; the card records the variant
@@ -206,7 +205,7 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
         ),
         "deviations_from_paper": _deviations(config, replay, heldout is not None),
         "validation": _validation_record(
-            config, replay, before, final, per_epoch, best, heldout, scores_before, scores_final
+            config, replay, per_epoch, best, heldout, scores_before, scores_final
         ),
         "timing": _timing(per_epoch, train_seconds, len(data.train), model, resume_from),
         **_provenance(config),
@@ -425,8 +424,6 @@ def _training_arguments(
 def _validation_record(
     config: TrainingConfig,
     replay: bool,
-    before: float,
-    final: float,
     per_epoch: list[dict[str, Any]],
     best: Mapping[str, Any] | None,
     heldout: Any,
@@ -439,11 +436,11 @@ def _validation_record(
         "metric": "triplet accuracy: share of validation triplets with cos(anchor, positive) > "
         "cos(anchor, negative); up to val_triplets_per_question distinct hard-negative triplets per "
         "validation question, drawn once",
-        "before_training": before,
+        "before_training": float(scores_before[METRIC]),
         "per_epoch": per_epoch,
         "best_epoch": best["epoch"] if best else None,
         "best_accuracy": best["accuracy"] if best else None,
-        "final_accuracy": final,
+        "final_accuracy": float(scores_final[METRIC]),
         **(
             {
                 "heldout_auroc": {

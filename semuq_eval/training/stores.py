@@ -8,7 +8,7 @@ expands the ``--stores`` arguments (store folders, output folders holding stores
 
 Examples
 --------
->>> q = LabelledQuestion.of_texts("s", 0, "Capital of France?", ("Paris", "Lyon"), (1, 0))
+>>> q = LabelledQuestion("s", Doc.of_texts("Capital of France?", ("Paris", "Lyon")), (1, 0))
 >>> q.key, q.answers, q.greedy
 ('capital of france?', ('Paris', 'Lyon'), None)
 """
@@ -25,7 +25,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from semuq_eval.harness.doc import Doc
+from semuq_eval.harness.doc import NO_GREEDY, Doc
 from semuq_eval.harness.label_sets import RUN_LABELS, read_label_set
 from semuq_eval.harness.store import MANIFEST, StoreReader, open_store
 from semuq_eval.models.generation import Generation
@@ -42,9 +42,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-NO_GREEDY = "no greedy answer stored"
-"""The ``error`` of the placeholder greedy answer of a question whose source kept none."""
 
 DEFAULT_TRAINING_TASK = "semuq_nqopen_train"
 """The training set of the paper's recipe (App. C: NQ-Open, kept apart from every evaluation set)."""
@@ -75,29 +72,9 @@ class LabelledQuestion:
     greedy_label: int | None = None
     origins: tuple[str, ...] = ()
 
-    @classmethod
-    def of_texts(
-        cls,
-        store: str,
-        doc_id: int,
-        question: str,
-        answers: Sequence[str],
-        labels: Sequence[int | None],
-        *,
-        references: Sequence[str] = (),
-        greedy: str | None = None,
-        greedy_label: int | None = None,
-        origins: Sequence[str] = (),
-    ) -> LabelledQuestion:
-        """A question given by its texts alone (a training-data file keeps no more)."""
-        doc = Doc(
-            doc_id=doc_id,
-            question=question,
-            references=list(references),
-            greedy=Generation(greedy or "", greedy=True, error=None if greedy is not None else NO_GREEDY),
-            samples=[Generation(a) for a in answers],
-        )
-        return cls(store, doc, tuple(labels), greedy_label, tuple(origins))
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "labels", tuple(self.labels))
+        object.__setattr__(self, "origins", tuple(self.origins))
 
     @property
     def doc_id(self) -> int:

@@ -17,7 +17,8 @@ selected on the same metric) and stay fixed across epochs.
 
 Examples
 --------
->>> qs = [LabelledQuestion.of_texts("s", i, f"q{i}?", ("a", "b", "c"), (1, 1, 0)) for i in range(4)]
+>>> from semuq_eval.harness.doc import Doc
+>>> qs = [LabelledQuestion("s", Doc.of_texts(f"q{i}?", ("a", "b", "c"), doc_id=i), (1, 1, 0)) for i in range(4)]
 >>> kept, counts = filter_questions(qs)
 >>> counts["kept"], len(kept[0].positives), len(kept[0].negatives)
 (4, 2, 1)
@@ -97,8 +98,9 @@ def filter_questions(questions: Sequence[LabelledQuestion]) -> tuple[list[Traini
 
     Examples
     --------
-    >>> qs = [LabelledQuestion.of_texts("s", 0, "q?", ("a", "a", ""), (1, 1, 0)),
-    ...       LabelledQuestion.of_texts("s", 1, "r?", ("x", "y", "z"), (1, 0, None))]
+    >>> from semuq_eval.harness.doc import Doc
+    >>> qs = [LabelledQuestion("s", Doc.of_texts("q?", ("a", "a", ""), doc_id=0), (1, 1, 0)),
+    ...       LabelledQuestion("s", Doc.of_texts("r?", ("x", "y", "z"), doc_id=1), (1, 0, None))]
     >>> kept, counts = filter_questions(qs)
     >>> len(kept), counts["no_incorrect"], counts["fewer_than_2_correct"], counts["empty_answers"]
     (0, 1, 1, 1)
@@ -155,8 +157,9 @@ def split_by_question(
 
     Examples
     --------
-    >>> qs = [TrainingQuestion(LabelledQuestion.of_texts("s", i, f"q{i % 5}", ("a", "b", "c"), (1, 1, 0)), (0, 1), (2,))
-    ...       for i in range(10)]
+    >>> from semuq_eval.harness.doc import Doc
+    >>> docs = [Doc.of_texts(f"q{i % 5}", ("a", "b", "c"), doc_id=i) for i in range(10)]
+    >>> qs = [TrainingQuestion(LabelledQuestion("s", d, (1, 1, 0)), (0, 1), (2,)) for d in docs]
     >>> train, val = split_by_question(qs, 0.2, seed=0)
     >>> len(train), len(val), {q.source.key for q in train} & {q.source.key for q in val}
     (8, 2, set())
@@ -223,8 +226,9 @@ class TripletSampler:
 
     Examples
     --------
-    >>> qs = [TrainingQuestion(LabelledQuestion.of_texts("s", i, f"q{i}?", ("a", "b", "c", "d"), (1, 1, 1, 0)),
-    ...                        (0, 1, 2), (3,)) for i in range(3)]
+    >>> from semuq_eval.harness.doc import Doc
+    >>> docs = [Doc.of_texts(f"q{i}?", ("a", "b", "c", "d"), doc_id=i) for i in range(3)]
+    >>> qs = [TrainingQuestion(LabelledQuestion("s", d, (1, 1, 1, 0)), (0, 1, 2), (3,)) for d in docs]
     >>> s = TripletSampler(qs, seed=1, format_fn=lambda q, a: a)
     >>> len(s.epoch_rows(0)), sorted(s.epoch_rows(0)[0])
     (3, ['anchor', 'negative', 'positive'])
@@ -316,7 +320,8 @@ def validation_triplets(
 
     Examples
     --------
-    >>> q = TrainingQuestion(LabelledQuestion.of_texts("s", 0, "q?", ("a", "b", "c"), (1, 1, 0)), (0, 1), (2,))
+    >>> from semuq_eval.harness.doc import Doc
+    >>> q = TrainingQuestion(LabelledQuestion("s", Doc.of_texts("q?", ("a", "b", "c")), (1, 1, 0)), (0, 1), (2,))
     >>> validation_triplets([q], seed=0, format_fn=lambda q, a: a, per_question=5)
     (['b', 'a'], ['a', 'b'], ['c', 'c'])
     """
