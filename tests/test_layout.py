@@ -144,3 +144,22 @@ def test_no_function_of_the_package_is_longer_than_the_limit():
                 if lines >= MAX_FUNCTION_LINES:
                     long[f"{path.relative_to(ROOT)}:{node.name}"] = lines
     assert long == {}
+
+
+MAX_PARAMETERS = 8
+
+
+def test_no_function_of_the_package_takes_more_than_eight_parameters():
+    """A function of many options takes an options model (:mod:`semuq_eval.options`) instead of a long list of
+    keywords; a record of many fields declares them once (a dataclass, a ``TypedDict`` of ``**fields``). Counted:
+    every named parameter but ``self`` / ``cls``."""
+    wide = {}
+    for path in sorted((ROOT / "semuq_eval").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                args = node.args
+                names = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+                names = [n for n in names if n not in ("self", "cls")]
+                if len(names) > MAX_PARAMETERS:
+                    wide[f"{path.relative_to(ROOT)}:{node.lineno}:{node.name}"] = len(names)
+    assert wide == {}

@@ -46,9 +46,8 @@ def alias_vllm(site_packages: Path | None = None) -> Path | None:
         return None
     root = Path(site_packages or sysconfig.get_paths()["purelib"])
     info = root / f"vllm-{cpu}+cpu.dist-info"
-    staging = (
-        root / f".{info.name}.{os.getpid()}.tmp"
-    )  # written whole, then renamed: never half a distribution
+    # written whole, then renamed: never half a distribution
+    staging = root / f".{info.name}.{os.getpid()}.tmp"
     staging.mkdir()
     files = {
         "METADATA": (

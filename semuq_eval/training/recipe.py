@@ -24,7 +24,6 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict
@@ -278,7 +277,7 @@ def _provenance(config: TrainingConfig) -> dict[str, Any]:
     return {
         "seed": config.seed,
         "config": {k: v for k, v in asdict(config).items() if k not in ("command",)},
-        "command": list(config.command) or list(sys.argv),
+        "command": list(config.command),
         "versions": package_versions(),
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "environment": {"HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE")},
