@@ -1,6 +1,6 @@
 """Time ``semuq-eval check-operator`` as a CI step runs it: a new process, the shipped ``enc`` against a baseline
 on the shipped frozen store, with its figures computed (``--no_cache``, the old path) and read back (an unchanged
-operator, the figures cache of :func:`semuq_eval.diagnose.figure_cache.cached_figures`).
+operator, the figures cache of :func:`semuq_eval.diagnose.value_cache.cached_values`).
 
     .venv/bin/python -m bench.check_operator              # median of 3 of each, the shipped enc
     .venv/bin/python -m bench.check_operator --repeats 5 --model lexical

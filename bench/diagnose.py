@@ -22,7 +22,7 @@ import os
 import tempfile
 import time
 
-from semuq_eval.diagnose.check_figures import frozen_store_path
+from semuq_eval.diagnose.check_values import frozen_store_path
 from semuq_eval.diagnose.diagnosis import diagnose
 from semuq_eval.diagnose.outputs import write_report
 from semuq_eval.diagnose.questions import load_questions

@@ -128,9 +128,9 @@ def main() -> None:
     from semuq_eval.leaderboard.compute import LeaderboardConfig, compute
     from semuq_eval.leaderboard.discovery import expand_inputs
     from semuq_eval.leaderboard.html import write_html
-    from semuq_eval.leaderboard.loading import load_runs
     from semuq_eval.leaderboard.markdown import write_markdown
     from semuq_eval.leaderboard.plots import plot_all
+    from semuq_eval.leaderboard.read_run import load_runs
     from semuq_eval.leaderboard.sections import group_sections
     from semuq_eval.leaderboard.write import to_document, write_csv, write_headline_csv, write_json_document
 

@@ -493,7 +493,7 @@ def heldout_questions(files: Sequence[str]) -> tuple[list[Any], list[dict[str, A
     from dataclasses import replace
 
     from semuq_eval.judges.strategies import majority_label
-    from semuq_eval.training.data import read_training_file
+    from semuq_eval.training.data_files import read_training_file
 
     docs, labels = [], []
     for path in files:

@@ -17,7 +17,7 @@ import sys
 __all__ = ["ENV", "WATCHED", "enabled", "install"]
 
 ENV = "SEMUQ_EVAL_LM_EVAL_PLUGIN"
-WATCHED = ("lm_eval.models", "lm_eval.tasks.manager")
+WATCHED = ("lm_eval.models", "lm_eval.tasks.manager", "lm_eval._cli.run")
 _OFF = ("0", "false", "no", "off")
 _MARK = "__semuq_eval_lm_eval_hook__"
 _warned = False

@@ -15,6 +15,9 @@ find neither. :mod:`semuq_eval._lm_eval_hook` (armed at start-up by ``semuq_eval
   lm-eval's built-ins; unless a folder already given is, or contains, the semuq folder (``semuq-eval run``
   prepends it; ``--include_path "$(semuq-eval tasks-dir)"``): lm-eval would index it twice and warn that
   every semuq task overrides itself. ``include_defaults=False`` asks for exactly the given folders.
+- ``lm_eval._cli.run``: the ``run`` command's ``Run._execute`` is wrapped in :func:`semuq_eval.context.lm_eval_cli`
+  with its parsed ``--output_path`` and ``--model``: the run's output folder (the semuq store and the generation
+  journal go under it) and the model the settings are checked against come from lm-eval's parsed arguments.
 
 An error here never stops lm-eval: ``TaskManager`` then runs as if the hook were off, and the first error
 is logged as a warning. ``SEMUQ_EVAL_LM_EVAL_PLUGIN=0`` turns all of it off, also when set after start-up.
@@ -29,7 +32,7 @@ from pathlib import Path
 
 from semuq_eval._lm_eval_hook import enabled, warn_once
 
-__all__ = ["on_import"]
+__all__ = ["on_import", "patch_cli_run"]
 
 _MARK = "__semuq_eval_lm_eval_plugin__"
 _tasks_dir: str | None = None
@@ -91,7 +94,31 @@ def _patch_task_manager(module) -> None:
     cls.__init__ = __init__
 
 
-_ON_IMPORT = {"lm_eval.models": _register_models, "lm_eval.tasks.manager": _patch_task_manager}
+def patch_cli_run(module) -> None:
+    """Wrap ``module.Run._execute`` (lm-eval's ``run`` command) in :func:`semuq_eval.context.lm_eval_cli`
+    (idempotent; ``semuq-eval run`` calls it too, so that it works with the hook turned off)."""
+    cls = module.Run
+    execute = cls.__dict__["_execute"]
+    function = execute.__func__ if isinstance(execute, staticmethod) else execute
+    if getattr(function, _MARK, False):
+        return
+
+    @functools.wraps(function)
+    def _execute(args, *rest, **kwargs):
+        from semuq_eval.context import lm_eval_cli
+
+        with lm_eval_cli(getattr(args, "output_path", None), getattr(args, "model", None)):
+            return function(args, *rest, **kwargs)
+
+    setattr(_execute, _MARK, True)
+    cls._execute = staticmethod(_execute) if isinstance(execute, staticmethod) else _execute
+
+
+_ON_IMPORT = {
+    "lm_eval.models": _register_models,
+    "lm_eval.tasks.manager": _patch_task_manager,
+    "lm_eval._cli.run": patch_cli_run,
+}
 
 
 def on_import(name: str, module) -> None:

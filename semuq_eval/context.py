@@ -4,9 +4,10 @@ Resolved in one place (:meth:`RunContext.resolve`), once per task (run store, br
 (generation journal):
 
 - **output directory**: an explicit value (task metadata ``output_dir``, model argument ``journal``) >
-  ``$SEMUQ_OUTPUT_DIR`` > lm-eval's ``--output_path``, read from the command line lm-eval parses (``lm_eval``'s,
-  or the one ``semuq-eval run`` hands to lm-eval's CLI) > none (nothing written). lm-eval accepts a ``.json``
-  file for ``--output_path``: its folder is used.
+  ``$SEMUQ_OUTPUT_DIR`` > lm-eval's ``--output_path`` while lm-eval's command line runs (``lm_eval``'s, or the
+  one ``semuq-eval run`` hands over: :func:`lm_eval_cli` holds the parsed value for the run) > none (nothing
+  written; ``lm_eval.simple_evaluate`` takes metadata ``output_dir``). lm-eval accepts a ``.json`` file for
+  ``--output_path``: its folder is used.
 - **run id**: metadata ``run_id``, else :func:`model_slug` of the model the run's model arguments name
   (``pretrained``, else ``gguf``, else a served ``model``: `semuq_eval.harness.task.run_model`), so that every LLM
   gets its own folder and ``semuq-eval demo``, ``semuq-eval run`` and ``lm_eval`` with the same model write the same
@@ -17,43 +18,62 @@ Resolved in one place (:meth:`RunContext.resolve`), once per task (run store, br
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
-import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from semuq_eval.distributed import process_group
 
-__all__ = ["OUTPUT_ENV", "RunContext", "model_from_argv", "model_slug", "resolve_output_dir", "safe_name"]
+__all__ = [
+    "OUTPUT_ENV",
+    "RunContext",
+    "cli_model",
+    "lm_eval_cli",
+    "model_slug",
+    "resolve_output_dir",
+    "safe_name",
+]
 
 OUTPUT_ENV = "SEMUQ_OUTPUT_DIR"
 
-
-def _argv_value(argv: list[str], flag: str, *aliases: str) -> str | None:
-    for i, arg in enumerate(argv):
-        if arg in (flag, *aliases) and i + 1 < len(argv):
-            return argv[i + 1]
-        if arg.startswith(f"{flag}="):
-            return arg.split("=", 1)[1]
-    return None
+_cli: tuple[str | None, str | None] = (
+    None,
+    None,
+)  # (--output_path, --model) of the lm-eval CLI run in progress
 
 
-def model_from_argv(argv: list[str] | None = None) -> str | None:
-    """The lm-eval model named by ``--model`` on the command line lm-eval parses (None: not named there, e.g. a
-    model object handed to ``simple_evaluate``).
+@contextlib.contextmanager
+def lm_eval_cli(output_path: str | os.PathLike | None, model: str | None) -> Iterator[None]:
+    """While lm-eval's command line runs: its parsed ``--output_path`` (the run's output directory unless an
+    explicit value or ``$SEMUQ_OUTPUT_DIR`` says otherwise) and ``--model`` (checked against the settings before
+    anything is generated). The lm-eval hook (:mod:`semuq_eval._lm_eval_plugin`) and ``semuq-eval run`` open it.
 
     Examples
     --------
-    >>> model_from_argv(["lm_eval", "--model", "hf", "--tasks", "semuq_triviaqa"])
-    'hf'
+    >>> with lm_eval_cli("results/run.json", "semuq-hf"):
+    ...     resolve_output_dir(), cli_model()
+    (PosixPath('results'), 'semuq-hf')
+    >>> cli_model() is None
+    True
     """
-    return _argv_value(sys.argv if argv is None else argv, "--model")
+    global _cli
+    saved, _cli = _cli, (None if output_path is None else os.fspath(output_path), model)
+    try:
+        yield
+    finally:
+        _cli = saved
 
 
-def resolve_output_dir(
-    explicit: str | os.PathLike | None = None, *, argv: list[str] | None = None
-) -> Path | None:
+def cli_model() -> str | None:
+    """The lm-eval model named by ``--model`` of the lm-eval command line that is running (None: none is, e.g. a
+    model handed to ``simple_evaluate``)."""
+    return _cli[1]
+
+
+def resolve_output_dir(explicit: str | os.PathLike | None = None) -> Path | None:
     """The run's output directory (module docstring), or None when the run writes nothing.
 
     Examples
@@ -61,9 +81,7 @@ def resolve_output_dir(
     >>> resolve_output_dir("results/run.json")
     PosixPath('results')
     """
-    out = explicit or os.environ.get(OUTPUT_ENV)
-    if not out:
-        out = _argv_value(sys.argv if argv is None else argv, "--output_path", "-o")
+    out = explicit or os.environ.get(OUTPUT_ENV) or _cli[0]
     if not out:
         return None
     out = str(out)

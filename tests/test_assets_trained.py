@@ -12,7 +12,7 @@ import pytest
 from semuq_eval import assets
 from semuq_eval.assets import ASSETS, Asset, AssetError, trained
 from semuq_eval.assets import cache as asset_cache
-from semuq_eval.training.data import export_store
+from semuq_eval.training.data_files import export_store
 from semuq_eval.training.shipped import build_trained_operator
 from tests.fixtures.tiny_encoders import (  # noqa: F401  (pytest fixtures)
     tiny_st_encoder,

@@ -18,8 +18,7 @@ import pytest
 from semuq_eval import signals
 from semuq_eval.commands import main as cli_main
 from semuq_eval.diagnose.check import check_operator, operator_from_spec
-from semuq_eval.diagnose.check_figures import compute_figures, frozen_store_path
-from semuq_eval.diagnose.clustering import clustering_pairs
+from semuq_eval.diagnose.check_values import compute_values, frozen_store_path
 from semuq_eval.diagnose.diagnosis import Diagnosis, diagnose
 from semuq_eval.diagnose.freeze import freeze_store
 from semuq_eval.diagnose.localization import hit_and_chance, localization
@@ -30,6 +29,7 @@ from semuq_eval.diagnose.rewrite import LLMRewriter, RewriteRequest, SampleSubst
 from semuq_eval.diagnose.scoring import difference_with_ci, mean_with_ci
 from semuq_eval.diagnose.spans import alias_spans, last_words
 from semuq_eval.diagnose.traps import build_traps
+from semuq_eval.diagnose.wrong_clusters import clustering_pairs
 from semuq_eval.harness.store import open_store
 from semuq_eval.metrics import Bootstrap
 from semuq_eval.models.generation import Generation
@@ -426,10 +426,10 @@ def test_diagnose_computes_no_token_extra_it_does_not_read(store, tiny_st_encode
     with_offsets = [d for d in docs["enc"] if d.greedy.token_offsets is not None]
     assert with_offsets and all("token_similarity" in d.extras["enc"] for d in with_offsets)
     calls.clear()  # check-operator: only the extras its tracked estimators read
-    compute_figures("enc", options["enc"], store, n_resamples=20, progress=False)  # kle_heat, cos, cae: none
+    compute_values("enc", options["enc"], store, n_resamples=20, progress=False)  # kle_heat, cos, cae: none
     assert calls == ["token_weights"]
     calls.clear()
-    compute_figures("enc", options["enc"], store, estimators=["te_enc@enc"], n_resamples=20, progress=False)
+    compute_values("enc", options["enc"], store, estimators=["te_enc@enc"], n_resamples=20, progress=False)
     assert calls == ["token_weights", "token_weights"]
 
 
@@ -758,16 +758,16 @@ def test_clustering_cap_bounds_the_judged_pairs(questions):
 def test_check_operator_reads_unchanged_figures_back_from_its_cache(store, tmp_path, monkeypatch):
     """A second check of the same weights on the same store reads the figures back; other weights, another store
     or a damaged copy compute them."""
-    from semuq_eval.diagnose import figure_cache
+    from semuq_eval.diagnose import value_cache
 
     cache = tmp_path / "cache"
     path = tmp_path / "base.json"
     first = check_operator("lexical", write_baseline=path, store=store, progress=False, cache=cache)
     (kept,) = cache.glob("*.json")
     computed = []
-    original = figure_cache.compute_figures
+    original = value_cache.compute_values
     monkeypatch.setattr(
-        figure_cache, "compute_figures", lambda *a, **k: computed.append(a) or original(*a, **k)
+        value_cache, "compute_values", lambda *a, **k: computed.append(a) or original(*a, **k)
     )
     again = check_operator("lexical", path, store=store, progress=False, cache=cache)
     assert computed == [] and again.ok and again.figures == first.figures
@@ -791,7 +791,7 @@ def test_a_cache_that_cannot_be_written_costs_time_not_the_check(store, tmp_path
     blocked = tmp_path / "a-file"
     blocked.write_text("not a folder")
     path = tmp_path / "base.json"
-    with caplog.at_level("WARNING", logger="semuq_eval.diagnose.figure_cache"):
+    with caplog.at_level("WARNING", logger="semuq_eval.diagnose.value_cache"):
         report = check_operator("lexical", write_baseline=path, store=store, progress=False, cache=blocked)
     assert report.ok and path.is_file() and blocked.read_text() == "not a folder"
     (warning,) = [r.message for r in caplog.records if "not kept in the cache" in r.message]

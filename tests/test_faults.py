@@ -426,7 +426,7 @@ def test_no_command_exits_0_when_it_cannot_write_its_output(store, tmp_path, cap
 
 def test_run_exits_1_when_its_store_cannot_be_written(tmp_path, capsys, monkeypatch):
     from semuq_eval.commands.run import _report_write_failures
-    from semuq_eval.harness.run import WRITE_FAILURES, RunFacts, finish_run
+    from semuq_eval.harness.finish import WRITE_FAILURES, RunFacts, finish_run
     from semuq_eval.harness.settings import Settings
     from semuq_eval.harness.store import RunStore
 

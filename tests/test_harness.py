@@ -10,7 +10,7 @@ import pytest
 from lm_eval.api.instance import Instance
 
 from semuq_eval import judges
-from semuq_eval.context import RunContext, model_slug, resolve_output_dir
+from semuq_eval.context import OUTPUT_ENV, RunContext, lm_eval_cli, model_slug, resolve_output_dir
 from semuq_eval.harness import Doc, OperatorSpec, process_docs, rescore, score_doc, valid_estimators
 from semuq_eval.harness.operator_runs import operator_spec
 from semuq_eval.harness.settings import Settings
@@ -299,9 +299,14 @@ def test_judge_registry_and_batched_labels():
 
 def test_run_context():
     assert resolve_output_dir("res/x.json") == resolve_output_dir("res")
-    assert resolve_output_dir(None, argv=["lm_eval", "--output_path", "res"]).name == "res"
-    assert resolve_output_dir(None, argv=["lm_eval", "--output_path=res/x.json"]).name == "res"
-    assert resolve_output_dir(None, argv=["lm_eval"]) is None
+    # lm-eval's --output_path counts while its command line runs, after an explicit value and $SEMUQ_OUTPUT_DIR
+    assert resolve_output_dir(None) is None
+    with lm_eval_cli("res/x.json", "semuq-hf"):
+        assert resolve_output_dir(None).name == "res" and resolve_output_dir("other").name == "other"
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv(OUTPUT_ENV, "from-env")
+            assert resolve_output_dir(None).name == "from-env"
+    assert resolve_output_dir(None) is None
     # one slug per model, whether it is named by a hub id or by its local folder
     assert model_slug("/root/.cache/semuq-eval/models/smollm2-135m-instruct") == "smollm2-135m-instruct"
     assert model_slug("HuggingFaceTB/SmolLM2-135M-Instruct") == "HuggingFaceTB__SmolLM2-135M-Instruct"
@@ -584,7 +589,7 @@ def test_rescore_with_fewer_operators_drops_their_options(tmp_path):
 
 
 def test_named_operator_variant_scores_beside_its_operator_and_rescore_writes_a_store(tmp_path):
-    from semuq_eval.leaderboard.loading import load_run
+    from semuq_eval.leaderboard.read_run import load_run
 
     run_tasks(CannedLM(white_box=True), tmp_path)
     source = tmp_path / "out" / "semuq" / "semuq_triviaqa_dpr"

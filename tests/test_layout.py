@@ -163,3 +163,26 @@ def test_no_function_of_the_package_takes_more_than_eight_parameters():
                 if len(names) > MAX_PARAMETERS:
                     wide[f"{path.relative_to(ROOT)}:{node.lineno}:{node.name}"] = len(names)
     assert wide == {}
+
+
+def test_no_module_reads_the_command_line_outside_the_commands():
+    """The commands parse the command line; everything else is given its values (lm-eval's parsed ``--output_path``
+    reaches the run context through :func:`semuq_eval.context.lm_eval_cli`, not through ``sys.argv``)."""
+    readers = []
+    for path in sorted((ROOT / "semuq_eval").rglob("*.py")):
+        if path.parent.name == "commands":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr == "argv"
+                and getattr(node.value, "id", "") == "sys"
+            ):
+                readers.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+            if (
+                isinstance(node, ast.ImportFrom)
+                and node.module == "sys"
+                and any(a.name == "argv" for a in node.names)
+            ):
+                readers.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert readers == []

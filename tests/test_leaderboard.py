@@ -29,7 +29,7 @@ from semuq_eval.leaderboard import (
 from semuq_eval.leaderboard.build import build
 from semuq_eval.leaderboard.compute import compute
 from semuq_eval.leaderboard.discovery import expand_inputs
-from semuq_eval.leaderboard.loading import load_run
+from semuq_eval.leaderboard.read_run import load_run
 from semuq_eval.leaderboard.schema import read_document
 from semuq_eval.leaderboard.sections import common_questions
 from semuq_eval.metrics import Bootstrap, auroc, paired_difference
@@ -106,7 +106,7 @@ def test_golden_json(golden_build):
 def test_the_json_keeps_run_facts_once_and_reads_back_as_the_records(golden_build, tmp_path):
     """leaderboard.json's run tables: a row names its run by index (no section, LLM, label set or task
     repeated, no aggregator / operator / accuracy), and read_document gives back the very records the writers
-    used; a version 1 board still reads; an unknown format and an edited record are clear errors."""
+    used; another format (version 1 among them) and an edited record are clear errors."""
     from semuq_eval.leaderboard.schema import CELL_COLUMNS, RANK_COLUMNS
     from semuq_eval.leaderboard.write import write_json_document
 
@@ -120,14 +120,10 @@ def test_the_json_keeps_run_facts_once_and_reads_back_as_the_records(golden_buil
     text = (out / "leaderboard.json").read_text()
     one_line = [line for line in text.splitlines() if line.startswith("[")]  # a run-table row per line
     assert len(one_line) == len(doc["cells"]) + len(doc["ranks"]["llms"]) + len(doc["ranks"]["estimators"])
-    old = {**raw, "format": "semuq-leaderboard/1", "cells": doc["cells"], "ranks": doc["ranks"]}
-    old["headline"] = raw["headline"]["greedy"]
-    write_json(tmp_path / "v1.json", old)
-    v1 = read_document(tmp_path / "v1.json")
-    assert v1["cells"] == doc["cells"] and v1["headline"] == {"greedy": raw["headline"]["greedy"]}
-    write_json(tmp_path / "v0.json", {**raw, "format": "semuq-leaderboard/0"})
-    with pytest.raises(ValueError, match=r"v0.json: format 'semuq-leaderboard/0' is not a leaderboard"):
-        read_document(tmp_path / "v0.json")
+    for old in ("semuq-leaderboard/0", "semuq-leaderboard/1"):
+        write_json(tmp_path / "old.json", {**raw, "format": old})
+        with pytest.raises(ValueError, match=rf"old.json: format '{old}' is not a leaderboard this version reads"):
+            read_document(tmp_path / "old.json")
     edited = {**doc, "cells": [{**doc["cells"][0], "llm": "someone else"}, *doc["cells"][1:]]}
     with pytest.raises(ValueError, match=r"cells: no run \('semuq_toy_a', 'someone else'\)"):
         write_json_document(edited, tmp_path / "edited.json")

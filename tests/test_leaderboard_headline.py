@@ -15,7 +15,7 @@ from semuq_eval.leaderboard.build import build
 from semuq_eval.leaderboard.compute import LeaderboardConfig, compute
 from semuq_eval.leaderboard.curves import rejection_curve, reliability_bins
 from semuq_eval.leaderboard.discovery import expand_inputs
-from semuq_eval.leaderboard.loading import load_runs
+from semuq_eval.leaderboard.read_run import load_runs
 from semuq_eval.leaderboard.schema import read_document
 from semuq_eval.leaderboard.sections import group_sections
 from semuq_eval.metrics import Bootstrap, CalibrationProtocol, auarc, auroc, calibrate, ece

@@ -30,7 +30,7 @@ from semuq_eval.jsonio import read_jsonl, write_jsonl
 from semuq_eval.leaderboard import LeaderboardConfig, LeaderboardInputError, group_sections, load_runs
 from semuq_eval.leaderboard.build import build
 from semuq_eval.leaderboard.compute import compute
-from semuq_eval.leaderboard.loading import load_run
+from semuq_eval.leaderboard.read_run import load_run
 from semuq_eval.leaderboard.schema import read_document
 
 STORES = Path(__file__).parent / "fixtures" / "leaderboard" / "stores"

@@ -198,9 +198,10 @@ def test_semuq_eval_run_refuses_a_stock_model_before_loading_it():
     )
 
 
-def test_the_task_refuses_a_stock_model_named_on_the_command_line(tmp_path, monkeypatch):
-    monkeypatch.setattr("sys.argv", ["lm_eval", "--model", "hf", "--tasks", "semuq_triviaqa_dpr"])
-    with pytest.raises(ValueError, match="--model hf cannot answer"):
+def test_the_task_refuses_a_stock_model_named_on_the_command_line(tmp_path):
+    from semuq_eval.context import lm_eval_cli
+
+    with lm_eval_cli(None, "hf"), pytest.raises(ValueError, match="--model hf cannot answer"):
         run_tasks(CannedLM(), tmp_path, reflexive=["p_true"])
 
 
@@ -233,8 +234,10 @@ def gpt2_dir(tmp_path_factory):
 def hf(gpt2_dir):
     from semuq_eval.models.hf import SemuqHFLM
 
+    threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    return SemuqHFLM(pretrained=gpt2_dir, device="cpu", batch_size=2, journal="off")
+    yield SemuqHFLM(pretrained=gpt2_dir, device="cpu", batch_size=2, journal="off")
+    torch.set_num_threads(threads)
 
 
 @contextmanager

@@ -30,7 +30,7 @@ def test_the_reproduction_trains_selects_rescores_and_reports(
     monkeypatch,
     tiny_st_encoder,  # noqa: F811
 ):
-    from semuq_eval.training.data import export_store
+    from semuq_eval.training.data_files import export_store
     from tests.fixtures.tiny_harness import canned_run
 
     data = tmp_path / "data"
@@ -220,7 +220,7 @@ def test_criteria_count_reliable_cells_only_and_read_the_paired_diagnosis():
 
 
 def test_heldout_questions_keep_each_answer_its_verdict_and_the_greedy_label(tmp_path):
-    from semuq_eval.training.data import export_store
+    from semuq_eval.training.data_files import export_store
 
     rows = [
         ("Q0?", ["A0"], [("A0.", 1), ("A0 it is.", 1), ("B0.", 0)]),

@@ -60,7 +60,7 @@ def test_a_store_that_cannot_be_written_raises_or_warns_and_keeps_the_breakdown(
     store = RunStore(tmp_path / "file" / "store")
     with pytest.raises(OSError):
         _finish(items, settings, store)
-    with caplog.at_level(logging.WARNING, logger="semuq_eval.harness.run"):
+    with caplog.at_level(logging.WARNING, logger="semuq_eval.harness.finish"):
         breakdown = _finish(items, settings, store, strict=False)
     assert breakdown["n_docs"] == 2
     assert "t: could not write the breakdown or record to" in caplog.text

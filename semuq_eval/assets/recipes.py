@@ -164,9 +164,9 @@ def _recipe_trained_operator(b: _Build) -> None:
 
 
 def _recipe_compact_operator(b: _Build) -> None:
-    from semuq_eval.assets.build import prepare  # build imports this module
     from semuq_eval.assets.catalogue import ASSETS
     from semuq_eval.assets.delta import build_from_compact
+    from semuq_eval.assets.prepare import prepare  # build imports this module
     from semuq_eval.assets.trained import compact_path
 
     base = b.asset.params["base"]  # an asset name or a folder

@@ -11,10 +11,10 @@ import sys
 import time
 from pathlib import Path
 
-from semuq_eval.assets.build import prepare
 from semuq_eval.assets.cache import cache_dir, status
 from semuq_eval.assets.catalogue import ASSETS, _resolve_names
 from semuq_eval.assets.errors import AssetError
+from semuq_eval.assets.prepare import prepare
 from semuq_eval.assets.progress import _human, _log
 from semuq_eval.commands.arguments import CommandParser
 from semuq_eval.training.shipped import build_trained_operator

@@ -106,7 +106,7 @@ def parser() -> argparse.ArgumentParser:
 
 def _load(path: str, label_set: str, strategy: str):
     from semuq_eval.judges import label_strategy_names
-    from semuq_eval.leaderboard.loading import load_run
+    from semuq_eval.leaderboard.read_run import load_run
 
     if strategy not in label_strategy_names():
         raise ValueError(f"--strategy {strategy!r}: known strategies {label_strategy_names()}")

@@ -3,7 +3,8 @@ registered.
 
 lm-eval 0.4.13 has no plugin discovery, so :func:`run_lm_eval` imports the plugin's models (registering
 them lazily) and prepends the shipped task folder to ``--include_path`` before handing over to lm-eval's
-``HarnessCLI``, whose command line is the one the run context reads ``--output_path`` from
+``HarnessCLI``, whose ``run`` command it wraps as the lm-eval hook does
+(:func:`semuq_eval._lm_eval_plugin.patch_cli_run`): the parsed ``--output_path`` is the run's output folder
 (:mod:`semuq_eval.context`).
 
 Data parallelism: ``accelerate launch --multi_gpu --num_processes K -m semuq_eval run ...`` (or
@@ -22,7 +23,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from semuq_eval.harness.run import WRITE_FAILURES
+from semuq_eval.harness.finish import WRITE_FAILURES
 from semuq_eval.jsonio import loads
 from semuq_eval.logs import share_lm_eval_logging
 from semuq_eval.task_files import tasks_dir
@@ -146,10 +147,14 @@ def run_lm_eval(argv: list[str]) -> int:
     "semuq_triviaqa", "--limit", "5", "--output_path", "out"])`` writes lm-eval's results and the semuq
     breakdown under ``out/``.
     """
+    import lm_eval._cli.run
     from lm_eval._cli import HarnessCLI
     from lm_eval.utils import setup_logging
 
     import semuq_eval.models  # noqa: F401  (registers semuq-hf, semuq-hf-multimodal and semuq-api)
+    from semuq_eval._lm_eval_plugin import patch_cli_run
+
+    patch_cli_run(lm_eval._cli.run)
 
     setup_logging()
     share_lm_eval_logging()

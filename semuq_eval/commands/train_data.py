@@ -1,6 +1,6 @@
 """``semuq-eval train-data``: keep an operator's training data as compact files, and count what they hold.
 
-``export STORE... --output F`` writes a run store's labelled answers (text only, :mod:`semuq_eval.training.data`)
+``export STORE... --output F`` writes a run store's labelled answers (text only, :mod:`semuq_eval.training.data_files`)
 to ``F`` (one store) or to ``F/<task>.<run id>.jsonl.gz`` (several); ``stats FILE_OR_STORE...`` prints how many questions
 each holds and how many the paper's rule keeps (App. C), before any training.
 
@@ -46,7 +46,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from semuq_eval.training.data import TRAINING_DATA_SUFFIX, export_store
+    from semuq_eval.training.data_files import TRAINING_DATA_SUFFIX, export_store
 
     output = Path(args.output)
     several = len(args.stores) > 1
@@ -74,7 +74,7 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _stats(args: argparse.Namespace) -> int:
-    from semuq_eval.training.data import is_training_file, read_training_file
+    from semuq_eval.training.data_files import is_training_file, read_training_file
     from semuq_eval.training.stores import read_store
     from semuq_eval.training.triplets import filter_questions
 

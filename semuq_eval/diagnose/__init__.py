@@ -15,8 +15,8 @@ module                 concept
 ``comparisons``        paired differences between two operators on the same pairs and answers
 ``diagnosis``          :class:`Diagnosis` in steps, :func:`diagnose`: all of the above for many operators
 ``outputs``            JSON + Markdown + plot
-``check_figures``      the figures an operator check tracks, computed on a run store
-``figure_cache``       those figures kept between checks of unchanged weights
+``check_values``      the figures an operator check tracks, computed on a run store
+``value_cache``       those figures kept between checks of unchanged weights
 ``check``              :func:`check_operator`: tracked figures vs a baseline
 ``freeze``             the frozen run store the check reads
 ``pytest_plugin``      the ``semuq_check_operator`` fixture
@@ -29,7 +29,7 @@ The commands ``semuq-eval diagnose`` and ``check-operator`` are :mod:`semuq_eval
 from __future__ import annotations
 
 from semuq_eval.diagnose.check import CheckReport, check_operator
-from semuq_eval.diagnose.check_figures import frozen_store_path
+from semuq_eval.diagnose.check_values import frozen_store_path
 from semuq_eval.diagnose.diagnosis import diagnose
 from semuq_eval.diagnose.outputs import write_report
 from semuq_eval.diagnose.questions import DiagnosticQuestion, load_questions

@@ -3,7 +3,7 @@
 ``check_operator(MODEL, baseline=PATH)`` builds the operator (an ``enc`` model path or hub id, or an operator
 name / ``name:model``), runs the diagnosis (:func:`~semuq_eval.diagnose.diagnosis.diagnose`) and the pipeline
 (AUROC of the tracked estimators under greedy and majority labels) on the frozen store shipped in
-``semuq_eval/diagnose/data/`` (or ``store=``), and compares every tracked figure (:mod:`~semuq_eval.diagnose.check_figures`) with the baseline.
+``semuq_eval/diagnose/data/`` (or ``store=``), and compares every tracked figure (:mod:`~semuq_eval.diagnose.check_values`) with the baseline.
 
 A figure *regresses* when it moves in the bad direction by more than its tolerance (absolute; the baseline's
 own per-figure ``tolerance``, else the check's). A tracked figure that is missing or undefined now fails too,
@@ -28,8 +28,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from semuq_eval.diagnose import figure_cache
-from semuq_eval.diagnose.check_figures import BETTER, frozen_store_path
+from semuq_eval.diagnose import value_cache
+from semuq_eval.diagnose.check_values import BETTER, frozen_store_path
 from semuq_eval.harness.schemas import OperatorBaseline, check_line
 from semuq_eval.harness.store import open_store
 from semuq_eval.jsonio import read_json, write_json
@@ -40,7 +40,7 @@ __all__ = [
     "DEFAULT_TOLERANCE",
     "CheckOptions",
     "CheckReport",
-    "FigureCheck",
+    "ValueCheck",
     "check_operator",
     "operator_from_spec",
 ]
@@ -79,7 +79,7 @@ def operator_from_spec(spec: str, options: Mapping[str, Any] | None = None) -> t
 
 
 @dataclass(frozen=True)
-class FigureCheck:
+class ValueCheck:
     """One tracked figure: baseline vs current value, the tolerance, and the verdict.
 
     ``status``: ``ok`` (within tolerance), ``improved`` (better by more than the tolerance), ``regressed``,
@@ -107,7 +107,7 @@ class CheckReport:
 
     operator: dict[str, Any]
     store: str
-    rows: list[FigureCheck] = field(default_factory=list)
+    rows: list[ValueCheck] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     baseline_path: str | None = None
     figures: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -117,7 +117,7 @@ class CheckReport:
         return not self.problems and not any(r.status in ("regressed", "missing") for r in self.rows)
 
     @property
-    def regressions(self) -> list[FigureCheck]:
+    def regressions(self) -> list[ValueCheck]:
         return [r for r in self.rows if r.status in ("regressed", "missing")]
 
     def summary(self) -> str:
@@ -150,7 +150,7 @@ class CheckReport:
 
 def _compare(
     figures: Mapping[str, Mapping[str, Any]], baseline: Mapping[str, Any], tolerance: float
-) -> list[FigureCheck]:
+) -> list[ValueCheck]:
     rows = []
     tracked = baseline.get("figures") or {}
     for key, base in tracked.items():
@@ -165,11 +165,11 @@ def _compare(
         else:
             gain = (cur - b) if better == "higher" else (b - cur)
             status = "regressed" if gain < -tol else ("improved" if gain > tol else "ok")
-        rows.append(FigureCheck(key, b, cur, tol, better, status))
+        rows.append(ValueCheck(key, b, cur, tol, better, status))
     for key, fig in figures.items():
         if key not in tracked:
             rows.append(
-                FigureCheck(key, None, fig.get("value"), tolerance, fig.get("better", "higher"), "new")
+                ValueCheck(key, None, fig.get("value"), tolerance, fig.get("better", "higher"), "new")
             )
     return rows
 
@@ -251,7 +251,7 @@ def check_operator(
     store = o.store if o.store is not None else frozen_store_path()
     name, built = operator_from_spec(model, o.operator_options)
     fingerprint = open_store(store).fingerprint()
-    figures = figure_cache.cached_figures(
+    figures = value_cache.cached_values(
         name,
         built,
         store,
@@ -287,7 +287,7 @@ def check_operator(
         _write_baseline(write_baseline, record)
         if base is None:
             report.rows = [
-                FigureCheck(k, None, f["value"], tol, f["better"], "new") for k, f in figures.items()
+                ValueCheck(k, None, f["value"], tol, f["better"], "new") for k, f in figures.items()
             ]
     return report
 

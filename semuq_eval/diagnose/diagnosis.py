@@ -1,7 +1,7 @@
 """``diagnose``: the four traps, wrong-answer clustering and token localization of any set of operators.
 
 A :class:`Diagnosis` is built in steps: :meth:`Diagnosis.prepare` builds every pair set once from the questions
-(:mod:`~semuq_eval.diagnose.traps`, :mod:`~semuq_eval.diagnose.clustering`); :meth:`Diagnosis.measure` scores one
+(:mod:`~semuq_eval.diagnose.traps`, :mod:`~semuq_eval.diagnose.wrong_clusters`); :meth:`Diagnosis.measure` scores one
 operator on all of them in one batched call (:func:`~semuq_eval.diagnose.scoring.score_diagnostics`) and, when the
 operator yields token weights, measures token localization (:mod:`~semuq_eval.diagnose.localization`), handing back
 the pipeline docs it scored (what ``check-operator`` scores estimators on without a second pass);
@@ -25,7 +25,6 @@ import numpy as np
 from pydantic import field_validator
 
 from semuq_eval.diagnose.checkpoint import Outcome, fingerprint, keep, resume
-from semuq_eval.diagnose.clustering import CLUSTER_GROUPS, clustering_pairs
 from semuq_eval.diagnose.comparisons import paired_comparisons
 from semuq_eval.diagnose.localization import localization
 from semuq_eval.diagnose.questions import DiagnosticQuestion, load_questions
@@ -38,6 +37,7 @@ from semuq_eval.diagnose.scoring import (
     score_diagnostics,
 )
 from semuq_eval.diagnose.traps import TRAPS, PairSet, build_traps
+from semuq_eval.diagnose.wrong_clusters import CLUSTER_GROUPS, clustering_pairs
 from semuq_eval.judges import Judge
 from semuq_eval.metrics import Bootstrap
 from semuq_eval.metrics.bootstrap import MAX_RESAMPLES
@@ -180,7 +180,7 @@ def diagnose(
 
     Examples
     --------
-    >>> from semuq_eval.diagnose.check_figures import frozen_store_path
+    >>> from semuq_eval.diagnose.check_values import frozen_store_path
     >>> result = diagnose(frozen_store_path(), operators="lexical", max_questions=40, progress=False)
     >>> sorted(result["traps"]) == sorted(["context", "autoregressive", "entailment", "ood_syntax"])
     True

@@ -38,7 +38,7 @@ def markdown(result: Mapping[str, Any]) -> str:
     Examples
     --------
     >>> from semuq_eval.diagnose.diagnosis import diagnose
-    >>> from semuq_eval.diagnose.check_figures import frozen_store_path
+    >>> from semuq_eval.diagnose.check_values import frozen_store_path
     >>> text = markdown(diagnose(frozen_store_path(), operators="lexical", max_questions=40, progress=False))
     >>> text.splitlines()[0]
     '# Operator diagnosis'

@@ -147,7 +147,7 @@ def load_questions(
 
     Examples
     --------
-    >>> from semuq_eval.diagnose.check_figures import frozen_store_path
+    >>> from semuq_eval.diagnose.check_values import frozen_store_path
     >>> qs = load_questions(frozen_store_path(), max_questions=3)
     >>> len(qs), len(qs[0].samples) == len(qs[0].sample_labels)
     (3, True)

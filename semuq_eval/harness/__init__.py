@@ -13,9 +13,9 @@ from __future__ import annotations
 from semuq_eval.harness.breakdown import breakdown_table, summarize
 from semuq_eval.harness.doc import Doc
 from semuq_eval.harness.estimators import Estimator, OperatorSpec, score_doc, valid_estimators
+from semuq_eval.harness.finish import RunFacts, finish_run
 from semuq_eval.harness.pipeline import PipelineOutput, process_docs
 from semuq_eval.harness.rescore import rescore
-from semuq_eval.harness.run import RunFacts, finish_run
 from semuq_eval.harness.settings import Settings
 from semuq_eval.harness.store import RunStore, open_store
 

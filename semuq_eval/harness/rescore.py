@@ -16,7 +16,7 @@ named variant (:func:`semuq_eval.operators.resolve`)::
             store_output="rescored/semuq/semuq_webquestions/gemma-3-270m")
 
 ``store_output`` writes a complete run store there (answers and hidden vectors copied, the new scores and
-breakdown, written by :func:`~semuq_eval.harness.run.finish_run` as a run's are), which every store reader
+breakdown, written by :func:`~semuq_eval.harness.finish.finish_run` as a run's are), which every store reader
 takes: ``semuq-eval leaderboard``, ``diagnose``, ``judge``. The command is :mod:`semuq_eval.commands.rescore`.
 """
 
@@ -33,9 +33,9 @@ from typing import Any
 from semuq_eval.durable import writer_lock
 from semuq_eval.harness.breakdown import FORMAT as BREAKDOWN_FORMAT
 from semuq_eval.harness.doc import Doc
+from semuq_eval.harness.finish import RunFacts, finish_run
 from semuq_eval.harness.label_sets import RUN_LABELS, read_label_set, slice_samples
 from semuq_eval.harness.pipeline import process_docs
-from semuq_eval.harness.run import RunFacts, finish_run
 from semuq_eval.harness.settings import Settings, stored_settings
 from semuq_eval.harness.store import MANIFEST, STORE_FORMAT, RunStore, open_store
 from semuq_eval.jsonio import write_json

@@ -171,7 +171,7 @@ class RecordQuestion(BaseModel):
 
 
 class TrainingHeader(BaseModel):
-    """Line 1 of a training-data file (:mod:`semuq_eval.training.data`): its format and provenance."""
+    """Line 1 of a training-data file (:mod:`semuq_eval.training.data_files`): its format and provenance."""
 
     model_config = ConfigDict(extra="allow", strict=True)
 
@@ -197,7 +197,7 @@ class TrainingQuestion(BaseModel):
 Tolerance = Annotated[StrictFloat, Field(ge=0, allow_inf_nan=False)] | Annotated[StrictInt, Field(ge=0)]
 
 
-class BaselineFigure(BaseModel):
+class BaselineValue(BaseModel):
     """One tracked figure of an operator baseline: its value (null: undefined), which way is better, and
     optionally its own tolerance."""
 
@@ -214,7 +214,7 @@ class OperatorBaseline(BaseModel):
     model_config = ConfigDict(extra="allow", strict=True)
 
     format: Literal["semuq-operator-baseline/1"]
-    figures: dict[str, BaselineFigure]
+    figures: dict[str, BaselineValue]
     max_questions: Count | None = None
     tolerance: Tolerance | None = None
     store_fingerprint: StrictStr | None = None

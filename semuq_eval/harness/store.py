@@ -15,7 +15,7 @@ says otherwise). Files (no pickle anywhere):
                                "greedy": Generation.to_record(include_hidden=False), "samples": [...]}``
 ``hidden.rank<R>.npz``         hidden vectors of rank R (``np.savez``; load with ``allow_pickle=False``):
                                ``d<doc_id>.greedy`` (d,) and ``d<doc_id>.samples`` (N, d)
-``scores.jsonl``               one item per question (rank 0, :func:`~semuq_eval.harness.run.finish_run`): labels (one per label
+``scores.jsonl``               one item per question (rank 0, :func:`~semuq_eval.harness.finish.finish_run`): labels (one per label
                                strategy), every estimator's score (null = unavailable) and the reasons
 ``breakdown.json``             the full breakdown (:mod:`semuq_eval.harness.breakdown`)
 ``record.jsonl.gz``            the run record: labels and scores, text only (:mod:`semuq_eval.harness.record`)

@@ -24,14 +24,14 @@ refused when the task is built if the command line names it (``--model``), else 
 without the follow-ups.
 
 The task is an adapter between lm-eval's instances and the pipeline's docs; a run goes down the path of
-:mod:`semuq_eval.harness.run`. The run context (output folder, run id, rank) and the run store are resolved once,
+:mod:`semuq_eval.harness.finish`. The run context (output folder, run id, rank) and the run store are resolved once,
 when lm-eval builds the task. lm-eval then calls :meth:`SemuqTask.apply_filters` once per rank, on all of the
 rank's instances: it builds one :class:`~semuq_eval.harness.doc.Doc` per question (the greedy answer and EXACTLY
 N samples: lm-eval's data-parallel padding repeats a rank's last request, and the extra responses are dropped and
 counted), runs the pipeline on all of them at once (:func:`~semuq_eval.harness.pipeline.process_docs`: operators
 batched, scores, labels), starts the run store with the rank's answers, and leaves each question's JSON-safe
 item as the filtered response of its sampled request. ``process_results`` only hands that item on; the first
-aggregation call finishes the run on all items (:func:`~semuq_eval.harness.run.finish_run`: AUROC / ECE with
+aggregation call finishes the run on all items (:func:`~semuq_eval.harness.finish.finish_run`: AUROC / ECE with
 CIs, ``breakdown.json``, ``scores.jsonl``, the run record), and every aggregation call returns one summary
 scalar of it for lm-eval's table.
 """
@@ -48,14 +48,14 @@ from typing import Any
 from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
 
-from semuq_eval.context import RunContext, model_from_argv
+from semuq_eval.context import RunContext, cli_model
 from semuq_eval.distributed import all_gather_object, process_group
 from semuq_eval.harness.breakdown import summary_keys, summary_scalars
 from semuq_eval.harness.doc import Doc
+from semuq_eval.harness.finish import WRITE_FAILURES, RunFacts, finish_run
 from semuq_eval.harness.operator_runs import OperatorRun, merge_operator_runs
 from semuq_eval.harness.overlap import warn_training_overlap
 from semuq_eval.harness.pipeline import process_docs
-from semuq_eval.harness.run import WRITE_FAILURES, RunFacts, finish_run
 from semuq_eval.harness.settings import Settings
 from semuq_eval.harness.store import RunStore
 from semuq_eval.logs import share_lm_eval_logging
@@ -169,7 +169,7 @@ class SemuqTask(ConfigurableTask):
         super().__init__(data_dir=data_dir, cache_dir=cache_dir, download_mode=download_mode, config=config)
         share_lm_eval_logging()  # plain `lm_eval` runs show semuq-eval's INFO lines (where the breakdown went)
         self.settings = Settings.from_metadata(self.config.metadata)
-        check_model(self.settings.reflexive, model_from_argv())
+        check_model(self.settings.reflexive, cli_model())
         self.judge = self.settings.make_judge()
         # a trained operator (enc) that was trained on this run's LLM or dataset: warn once, before generating
         llm = run_model(self.config.metadata)
@@ -396,7 +396,7 @@ class SemuqTask(ConfigurableTask):
         }
 
     def _finish(self, items: list[dict]) -> dict:
-        """The run finished on all items (:func:`~semuq_eval.harness.run.finish_run`), written by the process
+        """The run finished on all items (:func:`~semuq_eval.harness.finish.finish_run`), written by the process
         that writes the outputs; a store that cannot be written costs a warning, never lm-eval's results."""
         if self.store is None:
             log.warning(

@@ -258,7 +258,7 @@ def _rates(y: np.ndarray, j: np.ndarray, w: np.ndarray) -> tuple[float, float | 
     return observed, None if expected >= 1.0 - 1e-12 else (observed - expected) / (1 - expected)
 
 
-def _group_figures(
+def _group_values(
     y: np.ndarray, j: np.ndarray, questions: np.ndarray, counts: np.ndarray, n_unknown: int
 ) -> dict[str, Any]:
     """Accuracy, kappa (with percentile intervals over the resampled questions' counts) and the confusion matrix
@@ -298,7 +298,7 @@ def validation_report(
     seed: int = 0,
 ) -> dict[str, Any]:
     """A judge's agreement with the annotation on one half (``dev``, ``test`` or ``all``): ``{"all": figures,
-    "kind": {...}, "llm": {...}, "set": {...}}``, figures as in :func:`_group_figures`; items the judge left
+    "kind": {...}, "llm": {...}, "set": {...}}``, figures as in :func:`_group_values`; items the judge left
     unknown are counted (``n_unknown``) and left out. ``labels``: the judge's label per item id."""
     if half not in HALVES:
         raise ValueError(f"half {half!r}: choose one of {', '.join(HALVES)}")
@@ -320,7 +320,7 @@ def validation_report(
         y = np.array([i.label for i in sub])
         j = np.array([int(labels[i.id]) for i in sub])
         q = np.array([index[i.question_id] for i in sub], dtype=int)
-        return _group_figures(y, j, q, counts, len(group) - len(sub))
+        return _group_values(y, j, q, counts, len(group) - len(sub))
 
     report: dict[str, Any] = {"half": half, "n_resamples": n_resamples, "seed": seed, "all": figures(chosen)}
     for facet in ("kind", "llm", "set"):

@@ -115,9 +115,9 @@ def build(
     from semuq_eval.leaderboard.compute import compute
     from semuq_eval.leaderboard.discovery import expand_inputs
     from semuq_eval.leaderboard.html import write_html
-    from semuq_eval.leaderboard.loading import load_runs
     from semuq_eval.leaderboard.markdown import write_markdown
     from semuq_eval.leaderboard.plots import plot_all
+    from semuq_eval.leaderboard.read_run import load_runs
     from semuq_eval.leaderboard.write import to_document, write_csv, write_headline_csv, write_json_document
 
     o = options if options is not None else BuildOptions(**given)
@@ -176,7 +176,7 @@ def _check_reference(reference: str, runs: list) -> None:
 def _joining(paths: list[Path], runs: list, labels: tuple[str, ...], skipped: list[dict[str, str]]) -> list:
     """The runs of the records ``paths`` that fit a section of ``runs`` (:func:`build`'s ``add``); the others
     are listed in ``skipped`` with the reason, one line each."""
-    from semuq_eval.leaderboard.loading import load_runs
+    from semuq_eval.leaderboard.read_run import load_runs
     from semuq_eval.leaderboard.runs import LeaderboardInputError
     from semuq_eval.leaderboard.sections import check_join, group_sections
 

@@ -79,7 +79,7 @@ def _status(
 
 
 def cell_rows(section: Section, run: Run, figures: Mapping | None, config: LeaderboardConfig) -> list[dict]:
-    """Every cell of one run in its section: from its figures (:func:`.run_figures.run_figures`), or from the
+    """Every cell of one run in its section: from its figures (:func:`.run_cells.run_cells`), or from the
     run's breakdown when it has no per-question scores (``figures`` None)."""
     rows = []
     strategies = label_strategy_names()

@@ -4,7 +4,7 @@ Within a section (:mod:`semuq_eval.leaderboard.sections`) every run holds the sa
 so :meth:`Bootstrap.counts` gives every LLM and every estimator the **same** resampled question sets:
 resample r draws the same questions for every LLM. That makes three things valid:
 
-- **cells** (:mod:`.cells`, computed run by run in worker processes by :mod:`.run_figures`): per (task, LLM,
+- **cells** (:mod:`.cells`, computed run by run in worker processes by :mod:`.run_cells`): per (task, LLM,
   estimator, label strategy) every metric (AUROC, ECE, PRR and AUARC by default) with 95% CIs, n, the correct /
   incorrect counts, the LLM's accuracy, and the run's own small-sample flag
   (:func:`semuq_eval.harness.reliability.assess` with the run's ``min_minority``);
@@ -39,7 +39,7 @@ from semuq_eval.leaderboard.curves import curves
 from semuq_eval.leaderboard.differences import comparisons, llm_pairs
 from semuq_eval.leaderboard.headline import headline
 from semuq_eval.leaderboard.ranks import estimator_ranks, llm_ranks
-from semuq_eval.leaderboard.run_figures import RunJob, reusable, run_figures
+from semuq_eval.leaderboard.run_cells import RunJob, reusable, run_cells
 from semuq_eval.leaderboard.runs import Run, Section
 from semuq_eval.metrics import DEFAULT_METRICS, check_metrics
 
@@ -120,9 +120,9 @@ def compute(sections: Sequence[Section], config: LeaderboardConfig | None = None
             "fork" if "fork" in multiprocessing.get_all_start_methods() else None
         )
         with ProcessPoolExecutor(max_workers=config.jobs, mp_context=context) as pool:
-            results = list(pool.map(run_figures, todo, chunksize=max(1, len(todo) // (4 * config.jobs))))
+            results = list(pool.map(run_cells, todo, chunksize=max(1, len(todo) // (4 * config.jobs))))
     else:
-        results = [run_figures(j) for j in todo]
+        results = [run_cells(j) for j in todo]
     figures: dict[tuple[str, str], dict] = {}
     it = iter(results)
     for section, run, job in jobs:

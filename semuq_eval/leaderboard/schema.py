@@ -2,11 +2,9 @@
 
 A reader checks ``format`` first; a change that removes or renames a field bumps the version, an added
 field does not, so a field marked *optional* below may be absent from a version-2 document. Numbers that are
-undefined (NaN) are ``null``. Version 2 and version 1 differ in two places: in version 2 ``headline`` holds one
-table per label strategy (version 1: the greedy table alone), and ``cells`` and ``ranks`` are run tables
-(version 1: lists of objects that repeat their run's section, task, label set and LLM, and each cell its
-aggregator, operator and accuracy). :func:`read_document` reads both versions into the records every writer and
-test uses (:func:`decode`); :func:`encode` gives the file's shape. The document::
+undefined (NaN) are ``null``. ``cells`` and ``ranks`` are run tables: each row names its run by index instead
+of repeating its section, task, label set and LLM. :func:`read_document` reads the file into the records every
+writer and test uses (:func:`decode`); :func:`encode` gives the file's shape. The document::
 
     {
       "format": "semuq-leaderboard/2",
@@ -130,7 +128,6 @@ __all__ = [
 
 FORMAT = "semuq-leaderboard/2"
 SCHEMA_DOC = "semuq_eval/leaderboard/schema.py"
-_FORMAT_1 = "semuq-leaderboard/1"
 
 CELL_FIELDS = (
     "section",
@@ -254,19 +251,9 @@ def encode(document: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def decode(document: Mapping[str, Any]) -> dict[str, Any]:
-    """The records of a ``leaderboard.json`` document (any version): run tables back to lists of records
-    (:data:`CELL_FIELDS`, :data:`RANK_FIELDS`), version 1's greedy headline as ``{"greedy": table}``.
-
-    Examples
-    --------
-    >>> decode({"format": "semuq-leaderboard/1", "headline": {"strategy": "greedy", "rows": []}})["headline"]
-    {'greedy': {'strategy': 'greedy', 'rows': []}}
-    """
+    """The records of a ``leaderboard.json`` document: run tables back to lists of records (:data:`CELL_FIELDS`,
+    :data:`RANK_FIELDS`); :func:`encode`'s example shows the round trip."""
     out = dict(document)
-    if document.get("format") == _FORMAT_1:
-        headline = document.get("headline")
-        out["headline"] = {headline["strategy"]: headline} if headline else {}
-        return out
     runs = list(document.get("runs") or [])
     for path, (fields, _) in RUN_TABLES.items():
         table = _at(document, path)
@@ -283,13 +270,11 @@ def decode(document: Mapping[str, Any]) -> dict[str, Any]:
 
 def read_document(path: str | Path) -> dict[str, Any]:
     """The ``leaderboard.json`` at ``path`` as records (:func:`decode`); ValueError naming the file when it is
-    not a leaderboard of a known version."""
+    not a leaderboard of this version's format (:data:`FORMAT`)."""
     document = read_json(path)
     found = document.get("format") if isinstance(document, dict) else None
-    if found not in (FORMAT, _FORMAT_1):
-        raise ValueError(
-            f"{path}: format {found!r} is not a leaderboard this version reads ({FORMAT}, {_FORMAT_1})"
-        )
+    if found != FORMAT:
+        raise ValueError(f"{path}: format {found!r} is not a leaderboard this version reads ({FORMAT})")
     return decode(document)
 
 

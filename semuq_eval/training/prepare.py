@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from semuq_eval.training.config import GUIDED_TASK, TrainingConfig
-from semuq_eval.training.data import is_training_file, read_training_file
+from semuq_eval.training.data_files import is_training_file, read_training_file
 from semuq_eval.training.mining import mine
 from semuq_eval.training.stores import (
     DEFAULT_TRAINING_TASK,
@@ -119,7 +119,7 @@ def prepare_data(config: TrainingConfig) -> TrainingData:
 def read_sources(
     patterns: Sequence[str], task: str | None, labels: str, *, llm: str | None = None
 ) -> list[StoreData]:
-    """The labelled questions of run stores and training-data files (:mod:`semuq_eval.training.data`).
+    """The labelled questions of run stores and training-data files (:mod:`semuq_eval.training.data_files`).
 
     ``patterns`` may mix both (paths or globs): a ``.jsonl.gz`` file is read as training data, anything else
     as in :func:`~semuq_eval.training.stores.find_stores` (folders searched for stores of ``task``). A file of

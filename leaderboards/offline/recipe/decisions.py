@@ -27,7 +27,7 @@ from semuq_eval.decisions import (
     split_questions,
 )
 from semuq_eval.harness.reliability import MIN_MINORITY
-from semuq_eval.leaderboard.loading import load_run
+from semuq_eval.leaderboard.read_run import load_run
 from semuq_eval.metrics import Bootstrap, evaluate, paired_difference
 
 REFERENCE = "kle_heat@enc_trained"

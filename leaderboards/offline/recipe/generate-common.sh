@@ -2,7 +2,9 @@
 # The offline board's common questions (issue 57): an LLM's answers to questions 800-1199 of WebQuestions, TriviaQA
 # (DPR test) and NQ-Open test, the transfer test's settings (N = 10 + greedy, 32 tokens, scored at generation time
 # with `lexical` only; the board's operators are applied by rescoring, recipe/regenerate.sh). SmolLM2's and
-# Qwen2.5-Coder-1.5B's answers to them are the reproduction's and the transfer test's; this makes the others'.
+# Qwen2.5-Coder-1.5B's answers to them are the reproduction's and the transfer test's; this makes gemma-3-270m's.
+# Qwen2.5-Coder-0.5B-Instruct (a GGUF asset, as its 1.5B sibling) is generated through llama.cpp by the transfer
+# test's recipe with ARCHIVE=leaderboards/offline/common (its header gives the command).
 # The engine is semuq-vllm (vLLM's CPU build: `.ci/setup` installs it), float32 as the first 100 questions' runs,
 # no chat template for a base model (CHAT=1 for an instruct model), no hidden states (cos_int unavailable, as for
 # Qwen through llama.cpp).

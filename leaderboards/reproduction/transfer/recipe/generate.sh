@@ -5,7 +5,8 @@
 # default questions 800-1199 of WebQuestions, TriviaQA (DPR test) and NQ-Open test (the plan's test), then questions
 # 0-99 of each (the questions the offline board's three LLMs share).
 # Each finished store is kept, without its journal, as KEEP says:
-#   archive (default)  ../runs/<llm>-<set>-<first>-<end>.tar.xz (text only: the server gives no hidden states);
+#   archive (default)  ARCHIVE/<llm>-<set>-<first>-<end>.tar.xz (text only: the server gives no hidden states;
+#                      ARCHIVE defaults to ../runs; the common board's LLMs: ARCHIVE=leaderboards/offline/common);
 #   training-data      DATA/<natural|guided>-<first>-<end>.jsonl.gz (`semuq-eval train-data export`: the labelled
 #                      answers an operator is trained on; guided for a *_guided task), as ../PLAN-trained-on-qwen.md.
 # Either is committed. A run whose output exists is skipped; a killed run resumes from its generation journal in RUNS
@@ -13,9 +14,11 @@
 # reply broke the protocol) is run again, up to three times, asking only for what the journal lacks; it is kept
 # only complete (a run still failing is named at the end, and the others go on).
 # Between sessions on different machines: `generate.sh --save-journals` keeps each unfinished run's journal as
-# ../runs/<name>.journal.jsonl.gz (commit it); a later run on a fresh machine starts from it.
+# ARCHIVE/<name>.journal.jsonl.gz (commit it); a later run on a fresh machine starts from it.
 # Usage, from anywhere: bash leaderboards/reproduction/transfer/recipe/generate.sh   (LLM=, RUNS_LIST=, RUNS=, KEEP=,
-# DATA= to change; THREADS=1 leaves a core to another job)
+# ARCHIVE=, DATA= to change; THREADS=1 leaves a core to another job). Qwen2.5-Coder-0.5B-Instruct on the common board:
+#   LLM=qwen2.5-coder-0.5b-instruct ARCHIVE=leaderboards/offline/common THREADS=1 \
+#   RUNS_LIST="semuq_webquestions:800:400 semuq_triviaqa_dpr:800:400 semuq_nqopen:800:400" bash .../generate.sh
 set -euo pipefail
 cd "$(dirname "$0")/../../../.."
 LLM=${LLM:-qwen2.5-coder-1.5b-instruct}
@@ -24,7 +27,7 @@ semuq_webquestions:0:100 semuq_triviaqa_dpr:0:100 semuq_nqopen:0:100"}
 RUNS=${RUNS:-${TMPDIR:-/tmp}/semuq-transfer-runs}
 THREADS=${THREADS:-2}
 TIMEOUT=${TIMEOUT:-600}  # seconds per request: eleven slots share two cores, and other work slows them further
-ARCHIVE=leaderboards/reproduction/transfer/runs
+ARCHIVE=${ARCHIVE:-leaderboards/reproduction/transfer/runs}
 KEEP=${KEEP:-archive}
 DATA=${DATA:-leaderboards/reproduction/transfer/training_data}
 case $KEEP in archive|training-data) ;; *) echo "generate.sh: KEEP must be archive or training-data, not $KEEP" >&2; exit 2;; esac

@@ -50,7 +50,7 @@ def chunk_names(kind: str, first: int, last: int) -> list[str]:
 
 def read_chunks(folder: Path, names: Sequence[str]) -> list[LabelledQuestion]:
     """The labelled questions of ``names`` in ``folder``; every chunk must be there."""
-    from semuq_eval.training.data import read_training_file
+    from semuq_eval.training.data_files import read_training_file
 
     missing = [name for name in names if not (folder / name).is_file()]
     if missing:

@@ -22,7 +22,7 @@ from typing import Any
 from semuq_eval.harness.store import open_store
 from semuq_eval.jsonio import finite_or_none
 
-__all__ = ["BETTER", "FROZEN_STORE", "compute_figures", "frozen_store_path", "tracked_estimators"]
+__all__ = ["BETTER", "FROZEN_STORE", "compute_values", "frozen_store_path", "tracked_estimators"]
 
 FROZEN_STORE = "smollm2-webquestions"
 """The frozen store shipped with the package (``semuq_eval/diagnose/data/<name>``)."""
@@ -101,7 +101,7 @@ def tracked_estimators(name: str, n_samples: int, wanted: Sequence[str] | None) 
     return list(wanted)
 
 
-def compute_figures(
+def compute_values(
     name: str,
     options: Mapping[str, Any],
     store: str | os.PathLike,

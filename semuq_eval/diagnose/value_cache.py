@@ -12,18 +12,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from semuq_eval.diagnose.check_figures import compute_figures, tracked_estimators
+from semuq_eval.diagnose.check_values import compute_values, tracked_estimators
 from semuq_eval.harness.store import open_store
 from semuq_eval.jsonio import read_json, write_json
 
-__all__ = ["FIGURES_CACHE_FORMAT", "cached_figures"]
+__all__ = ["VALUES_CACHE_FORMAT", "cached_values"]
 
 log = logging.getLogger(__name__)
 
-FIGURES_CACHE_FORMAT = "semuq-check-figures/1"
+VALUES_CACHE_FORMAT = "semuq-check-figures/1"
 
 
-def cached_figures(
+def cached_values(
     name: str,
     options: Mapping[str, Any],
     store: str | os.PathLike,
@@ -34,7 +34,7 @@ def cached_figures(
     progress: bool = True,
     cache: str | os.PathLike | None | bool = True,
 ) -> dict[str, dict[str, Any]]:
-    """:func:`compute_figures`, read back from ``cache`` when the same operator (:func:`_identity`: the registered
+    """:func:`compute_values`, read back from ``cache`` when the same operator (:func:`_identity`: the registered
     operator, its model folder and the revision of its weights, and its options) was checked on the same store
     (``fingerprint``) with the same estimators, questions, version and code before. The figures are deterministic (seeded bootstrap), so a cached copy is the
     same figures; the key holds the package's code too. An operator whose weights cannot be told apart (no
@@ -44,7 +44,7 @@ def cached_figures(
     folder = _cache_folder(cache)
     identity = _identity(name, options) if folder is not None else None
     if identity is None:
-        return compute_figures(
+        return compute_values(
             name, options, store, estimators=estimators, max_questions=max_questions, progress=progress
         )
     key_source = {
@@ -61,14 +61,14 @@ def cached_figures(
         kept = read_json(path) if path.is_file() else None
     except (OSError, ValueError):
         kept = None  # a damaged copy is computed again and replaced
-    if isinstance(kept, dict) and kept.get("format") == FIGURES_CACHE_FORMAT and kept.get("key") == key:
+    if isinstance(kept, dict) and kept.get("format") == VALUES_CACHE_FORMAT and kept.get("key") == key:
         return kept["figures"]
-    figures = compute_figures(
+    figures = compute_values(
         name, options, store, estimators=estimators, max_questions=max_questions, progress=progress
     )
     try:  # the cache only saves time: a folder that cannot be written costs the next check its time, nothing else
         folder.mkdir(parents=True, exist_ok=True)
-        write_json(path, {"format": FIGURES_CACHE_FORMAT, "key": key, "of": key_source, "figures": figures})
+        write_json(path, {"format": VALUES_CACHE_FORMAT, "key": key, "of": key_source, "figures": figures})
     except OSError as err:
         log.warning("check-operator: the figures were not kept in the cache %s (%s)", folder, err)
     return figures
@@ -93,7 +93,7 @@ def _identity(name: str, options: Mapping[str, Any]) -> dict[str, Any] | None:
 def _tracked(
     name: str, store: str | os.PathLike, estimators: Sequence[str] | None, max_questions: int | None
 ) -> list[str]:
-    """The estimators whose AUROC :func:`compute_figures` tracks (the defaults resolved), in order."""
+    """The estimators whose AUROC :func:`compute_values` tracks (the defaults resolved), in order."""
     docs = open_store(store).docs(hidden=False)[:max_questions]
     n_samples = max((len(d.samples) for d in docs), default=0)
     return sorted(tracked_estimators(name, n_samples, estimators)) if n_samples else []

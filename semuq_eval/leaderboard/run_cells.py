@@ -26,7 +26,7 @@ from semuq_eval.metrics import MetricResult, evaluate, resample
 if TYPE_CHECKING:
     from semuq_eval.leaderboard.board import LeaderboardConfig
 
-__all__ = ["RunJob", "reusable", "run_figures"]
+__all__ = ["RunJob", "reusable", "run_cells"]
 
 
 @dataclass
@@ -80,7 +80,7 @@ def _result_dict(result: MetricResult | Mapping[str, Any], n_resamples: int, min
     return d
 
 
-def run_figures(job: RunJob) -> dict[str, Any]:
+def run_cells(job: RunJob) -> dict[str, Any]:
     """A run's cells and its AUROC resamples, per label strategy and estimator."""
     config = job.config
     bootstrap, protocol = config.bootstrap, config.protocol
