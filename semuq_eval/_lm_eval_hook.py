@@ -4,7 +4,8 @@
 interpreter start, unless ``SEMUQ_EVAL_LM_EVAL_PLUGIN`` is ``0``, ``false``, ``no`` or ``off``. Importing it
 only puts :class:`_LmEvalFinder` first in ``sys.meta_path``: it answers every import but the modules in
 ``WATCHED`` with one set lookup. Once one of those has executed, :mod:`semuq_eval._lm_eval_plugin`
-registers semuq-eval there (what and why: that module); after both, the finder removes itself.
+registers semuq-eval there (what and why: that module); once the models and the task manager are done, the
+finder removes itself (lm-eval's command line imports its ``run`` command before both, so it is seen in time).
 
 Every Python program pays for this module (and compiles it when bytecode caching is off), so it stays small
 and imports nothing (``os`` and ``sys`` are loaded before site-packages). It never raises: errors are
@@ -17,7 +18,8 @@ import sys
 __all__ = ["ENV", "WATCHED", "enabled", "install"]
 
 ENV = "SEMUQ_EVAL_LM_EVAL_PLUGIN"
-WATCHED = ("lm_eval.models", "lm_eval.tasks.manager", "lm_eval._cli.run")
+WATCHED = ("lm_eval._cli.run", "lm_eval.models", "lm_eval.tasks.manager")
+_LAST = frozenset(WATCHED[1:])  # the finder stays until these are done
 _OFF = ("0", "false", "no", "off")
 _MARK = "__semuq_eval_lm_eval_hook__"
 _warned = False
@@ -123,7 +125,7 @@ class _LmEvalFinder:
 
     def done(self, name):
         self.pending.discard(name)
-        if not self.pending:
+        if not self.pending & _LAST:
             try:
                 sys.meta_path.remove(self)
             except ValueError:
@@ -140,7 +142,7 @@ def install():
         if module is not None and not getattr(getattr(module, "__spec__", None), "_initializing", False):
             finder.pending.discard(name)
             _run(name, module)
-    if finder.pending:
+    if finder.pending & _LAST:
         sys.meta_path.insert(0, finder)
 
 
