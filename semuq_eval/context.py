@@ -39,10 +39,8 @@ __all__ = [
 
 OUTPUT_ENV = "SEMUQ_OUTPUT_DIR"
 
-_cli: tuple[str | None, str | None] = (
-    None,
-    None,
-)  # (--output_path, --model) of the lm-eval CLI run in progress
+# (--output_path, --model) of the lm-eval command line that is running
+_cli: tuple[str | None, str | None] = (None, None)
 
 
 @contextlib.contextmanager
