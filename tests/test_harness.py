@@ -14,8 +14,9 @@ from semuq_eval.context import OUTPUT_ENV, RunContext, lm_eval_cli, model_slug, 
 from semuq_eval.harness import Doc, OperatorSpec, process_docs, rescore, score_doc, valid_estimators
 from semuq_eval.harness.operator_runs import operator_spec
 from semuq_eval.harness.settings import Settings
+from semuq_eval.harness.step import docs_from_instances
 from semuq_eval.harness.store import open_store
-from semuq_eval.harness.task import docs_from_instances, references_of
+from semuq_eval.harness.task import references_of
 from semuq_eval.judges import StringJudge, label_answers, majority_label, normalize
 from semuq_eval.models.generation import Generation
 from tests.fixtures.tiny_harness import (

@@ -9,8 +9,8 @@ Every way of scoring goes down the same path:
    metrics with CIs per estimator and label strategy), then ``scores.jsonl``, ``breakdown.json`` and the run
    record in the store.
 
-The lm-eval task (:mod:`~semuq_eval.harness.task`) runs steps 1 and 2 on each rank when lm-eval applies the
-filters, and step 3 on rank 0 with the items lm-eval gathered; ``rescore`` (:mod:`~semuq_eval.harness.rescore`)
+The lm-eval task's run step (:mod:`~semuq_eval.harness.step`) runs steps 1 and 2 on each rank when lm-eval
+applies the filters, and step 3 on rank 0 with every rank's items; ``rescore`` (:mod:`~semuq_eval.harness.rescore`)
 runs the three in a row on a stored run.
 """
 

@@ -23,17 +23,11 @@ the follow-up prompts, the question filled in and ``{answer}`` left open, under 
 refused when the task is built if the command line names it (``--model``), else when its answers come back
 without the follow-ups.
 
-The task is an adapter between lm-eval's instances and the pipeline's docs; a run goes down the path of
-:mod:`semuq_eval.harness.finish`. The run context (output folder, run id, rank) and the run store are resolved once,
-when lm-eval builds the task. lm-eval then calls :meth:`SemuqTask.apply_filters` once per rank, on all of the
-rank's instances: it builds one :class:`~semuq_eval.harness.doc.Doc` per question (the greedy answer and EXACTLY
-N samples: lm-eval's data-parallel padding repeats a rank's last request, and the extra responses are dropped and
-counted), runs the pipeline on all of them at once (:func:`~semuq_eval.harness.pipeline.process_docs`: operators
-batched, scores, labels), starts the run store with the rank's answers, and leaves each question's JSON-safe
-item as the filtered response of its sampled request. ``process_results`` only hands that item on; the first
-aggregation call finishes the run on all items (:func:`~semuq_eval.harness.finish.finish_run`: AUROC / ECE with
-CIs, ``breakdown.json``, ``scores.jsonl``, the run record), and every aggregation call returns one summary
-scalar of it for lm-eval's table.
+The run context (output folder, run id, rank) and the run store are resolved once, when lm-eval builds the task.
+The run itself is the task's one filter ensemble, :class:`~semuq_eval.harness.step.RunStep`: lm-eval applies it
+to all of a rank's instances after generation (the pipeline, the run store, the finished breakdown).
+``process_results`` only hands each question's item on, and every aggregation returns one summary scalar of the
+step's breakdown for lm-eval's table.
 """
 
 from __future__ import annotations
@@ -41,7 +35,6 @@ from __future__ import annotations
 import functools
 import logging
 import math
-from collections.abc import Callable, Iterable
 from copy import deepcopy
 from typing import Any
 
@@ -49,25 +42,19 @@ from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
 
 from semuq_eval.context import RunContext, cli_model
-from semuq_eval.distributed import all_gather_object, process_group
 from semuq_eval.harness.breakdown import summary_keys, summary_scalars
-from semuq_eval.harness.doc import Doc
-from semuq_eval.harness.finish import WRITE_FAILURES, RunFacts, finish_run
-from semuq_eval.harness.operator_runs import OperatorRun, merge_operator_runs
 from semuq_eval.harness.overlap import warn_training_overlap
-from semuq_eval.harness.pipeline import process_docs
 from semuq_eval.harness.settings import Settings
+from semuq_eval.harness.step import RunStep
 from semuq_eval.harness.store import RunStore
 from semuq_eval.logs import share_lm_eval_logging
-from semuq_eval.models.generation import Generation, as_generation
-from semuq_eval.models.reflexive import REFLEXIVE_KEY, REFLEXIVE_MODELS, check_model, templates
+from semuq_eval.models.reflexive import REFLEXIVE_KEY, check_model, templates
 from semuq_eval.writes import check_writable
 
-__all__ = ["SemuqTask", "docs_from_instances", "references_of"]
+__all__ = ["SemuqTask", "references_of"]
 
 log = logging.getLogger(__name__)
 
-MODEL_KEYS = ("pretrained", "model", "gguf", "revision", "dtype", "base_url", "tokenizer")
 RUN_MODEL_KEYS = ("pretrained", "gguf", "model")
 """The model arguments that name the LLM, in order: its run id (`semuq_eval.context.model_slug`) comes from the
 first one given: ``pretrained`` (semuq-hf, semuq-vllm, hf, vllm), ``gguf`` (semuq-llamacpp), ``model`` (semuq-api
@@ -94,8 +81,6 @@ def run_model(metadata: dict | None) -> str | None:
 """The model_args (which lm-eval merges into the task metadata) that name the LLM under test in the store."""
 
 GREEDY_KEYS = ("until", "max_gen_toks")
-FILTER = "none"
-"""The filter name lm-eval reads the filtered responses under (the task has no filter ensembles)."""
 
 
 def references_of(target: Any) -> list[str]:
@@ -122,44 +107,6 @@ def references_of(target: Any) -> list[str]:
     return out
 
 
-def docs_from_instances(
-    instances: Iterable[Instance],
-    n_samples: int,
-    question_of: Callable[[dict], str],
-    references_of: Callable[[dict], list[str]],
-    key_of: Callable[[dict], str | None],
-) -> list[tuple[Doc, Instance | None, Instance | None]]:
-    """One :class:`Doc` per question of lm-eval's instances, with its greedy and sampled instance.
-
-    The greedy answer is the first response of request idx 0; the samples are the FIRST ``n_samples``
-    responses of request idx 1. lm-eval's data-parallel padding repeats a rank's last request, so that
-    question receives extra responses: they are dropped and counted in ``Doc.n_extra_responses``.
-    """
-    by_doc: dict[int, dict[int, Instance]] = {}
-    for inst in instances:
-        by_doc.setdefault(inst.doc_id, {})[inst.idx] = inst
-    out = []
-    for doc_id in sorted(by_doc):
-        greedy_inst, sample_inst = by_doc[doc_id].get(0), by_doc[doc_id].get(1)
-        raw = (greedy_inst or sample_inst).doc
-        g_resps = list(greedy_inst.resps) if greedy_inst is not None else []
-        s_resps = list(sample_inst.resps) if sample_inst is not None else []
-        extra = max(0, len(g_resps) - 1) + max(0, len(s_resps) - n_samples)
-        if extra:
-            log.info("doc %s: %d extra responses (data-parallel padding) dropped", doc_id, extra)
-        doc = Doc(
-            doc_id=doc_id,
-            question=question_of(raw),
-            references=references_of(raw),
-            greedy=as_generation(g_resps[0], greedy=True) if g_resps else Generation("", greedy=True),
-            samples=[as_generation(x, greedy=False) for x in s_resps[:n_samples]],
-            key=key_of(raw),
-            n_extra_responses=extra,
-        )
-        out.append((doc, greedy_inst, sample_inst))
-    return out
-
-
 class SemuqTask(ConfigurableTask):
     """See the module docstring."""
 
@@ -183,17 +130,16 @@ class SemuqTask(ConfigurableTask):
         if root is not None:  # before any answer is generated: an hour of answers needs somewhere to go
             check_writable(root, f"{self.config.task}: the run store folder")
         self.store = None if root is None else RunStore(root, rank=self.run_context.rank)
-        self._filters = []  # apply_filters below replaces lm-eval's filter ensembles
-        self.operator_runs: dict[str, OperatorRun] = {}
+        self.step = RunStep(self)
+        self._filters = [self.step]  # lm-eval's apply_filters runs the step (harness/step.py)
         self._summary_cache: dict[tuple, dict] = {}
-        self.generator: dict[str, Any] | None = None  # what generated the answers (Generation.source)
-        self._dp_rank, self._dp_world = 0, 1  # lm-eval's split of the questions (build_all_requests)
+        self.dp_rank, self.dp_world = 0, 1  # lm-eval's split of the questions (build_all_requests)
 
     def build_all_requests(self, *args, **kwargs) -> None:
         # remember how lm-eval split the questions: world_size > 1 means data parallelism (this rank holds
         # 1 / world_size of them); world_size 1 in a multi-process group means every process holds them all
-        self._dp_rank = int(kwargs.get("rank", 0) or 0)
-        self._dp_world = int(kwargs.get("world_size", 1) or 1)
+        self.dp_rank = int(kwargs.get("rank", 0) or 0)
+        self.dp_world = int(kwargs.get("world_size", 1) or 1)
         return super().build_all_requests(*args, **kwargs)
 
     # -- requests -----------------------------------------------------------------------------------
@@ -274,89 +220,16 @@ class SemuqTask(ConfigurableTask):
             log.warning(
                 "%s: doc %s: no references (%s: %s); its answers get no label",
                 self.config.task,
-                self._doc_key(doc) or str(doc.get("question", "?"))[:60],
+                self.doc_key(doc) or str(doc.get("question", "?"))[:60],
                 type(err).__name__,
                 err,
             )
             return []
 
-    def _doc_key(self, doc: dict) -> str | None:
+    def doc_key(self, doc: dict) -> str | None:
+        """The dataset's own id of a question (its ``id`` or ``question_id``), or None."""
         v = doc.get("id", doc.get("question_id"))
         return None if v is None else str(v)
-
-    # -- the pipeline, once per rank ------------------------------------------------------------------
-    def apply_filters(self):
-        triples = docs_from_instances(
-            self._instances, self.settings.n_samples, self.question_of, self.references_of, self._doc_key
-        )
-        docs = [doc for doc, _, _ in triples]
-        if self.settings.reflexive and docs and all(d.greedy.reflexive is None for d in docs):
-            raise RuntimeError(
-                f"{self.config.task}: metadata reflexive {list(self.settings.reflexive)}: the model returned no "
-                f"answers to the reflexive follow-ups; use {' or '.join(REFLEXIVE_MODELS)}"
-            )
-        self.generator = next(
-            (g.source for d in docs for g in (d.greedy, *d.samples) if g.source is not None), None
-        )
-        result = process_docs(docs, self.settings, judge=self.judge)
-        self.operator_runs = self._gather_operator_runs(result.operator_runs)
-        for (doc, greedy_inst, sample_inst), item in zip(triples, result.items, strict=True):
-            if greedy_inst is not None:
-                greedy_inst.filtered_resps[FILTER] = [doc.greedy]
-            if sample_inst is not None:
-                sample_inst.filtered_resps[FILTER] = item
-        if self.store is not None and self.settings.store and self._writes_outputs():
-            try:
-                metadata = self.config.metadata or {}
-                model = {k: metadata[k] for k in MODEL_KEYS if metadata.get(k) is not None}
-                self.store.begin(
-                    self.config.task,
-                    self.settings.as_dict(),
-                    world_size=self._dp_world,
-                    model=model,
-                    generator=self.generator,
-                )
-                self.store.write_generations(docs, hidden=self.settings.store_hidden)
-            except OSError as err:
-                WRITE_FAILURES.append(" ".join(f"{self.config.task}: {err}".split()))
-                log.error(
-                    "%s: could not write the run store in %s (%s)", self.config.task, self.store.root, err
-                )
-        return None
-
-    def _gather_operator_runs(self, runs: dict[str, OperatorRun]) -> dict[str, OperatorRun]:
-        """Every rank's operator runs merged (summed cost, max wall time, per-rank values) under data
-        parallelism; this rank's runs otherwise. Collective: lm-eval calls apply_filters on every rank."""
-        if self._dp_world <= 1:
-            return runs
-        group = process_group()
-        if group is None or group[1] != self._dp_world:
-            log.warning(
-                "%s: lm-eval split the questions over %d ranks but no matching torch.distributed "
-                "process group is initialized: the operator cost reported is rank %d's only",
-                self.config.task,
-                self._dp_world,
-                self._dp_rank,
-            )
-            return runs
-        return merge_operator_runs(all_gather_object(runs))
-
-    def _writes_outputs(self, warn: bool = True) -> bool:
-        """False on the processes other than 0 of a multi-process launch that lm-eval did not split (the
-        model is not data-parallel, e.g. lm-eval's `hf` on CPU): each process evaluates every question, and
-        only process 0 writes the run store and the breakdown (the others would write the same files)."""
-        group = process_group()
-        if self._dp_world > 1 or group is None or group[1] <= 1:
-            return True
-        if group[0] == 0 and warn:
-            log.warning(
-                "%s: %d processes, but the model did not split the questions among them (it is not "
-                "data-parallel on this device): every process evaluates every question; process 0 "
-                "writes the outputs. On CPU, use --model semuq-hf for data parallelism.",
-                self.config.task,
-                group[1],
-            )
-        return group[0] == 0
 
     # -- per question -------------------------------------------------------------------------------
     def process_results(self, doc: dict, results: list) -> dict[str, Any]:
@@ -377,13 +250,17 @@ class SemuqTask(ConfigurableTask):
         return summary_keys(self.settings)
 
     def _aggregate(self, key: str, items: list[dict]) -> float:
-        fingerprint = (len(items), tuple(it["doc_id"] for it in items))
+        """One summary scalar of the run the step finished; of ``items`` finished anew (nothing written) if
+        lm-eval aggregates other items than the step's."""
+        fingerprint = tuple(it["doc_id"] for it in items)
         if fingerprint not in self._summary_cache:
-            self._summary_cache[fingerprint] = self._finish(items)
-        value = summary_scalars(self._summary_cache[fingerprint]).get(key, math.nan)
-        return float(value)
+            step = self.step
+            finished = step.breakdown is not None and fingerprint == step.doc_ids
+            self._summary_cache[fingerprint] = step.breakdown if finished else step.finish(items)
+        return float(summary_scalars(self._summary_cache[fingerprint]).get(key, math.nan))
 
-    def _decoding_record(self) -> dict[str, Any]:
+    def decoding_record(self) -> dict[str, Any]:
+        """The run's decoding, as the breakdown records it."""
         from semuq_eval.models.decoding import NEUTRAL_DECODING
 
         greedy, sampled = self.decoding()
@@ -394,25 +271,3 @@ class SemuqTask(ConfigurableTask):
             "note": "semuq-hf / semuq-hf-multimodal pass every other decoding option at its neutral value, so the "
             "model's generation_config cannot change the decoding; other lm-eval models apply their own defaults",
         }
-
-    def _finish(self, items: list[dict]) -> dict:
-        """The run finished on all items (:func:`~semuq_eval.harness.finish.finish_run`), written by the process
-        that writes the outputs; a store that cannot be written costs a warning, never lm-eval's results."""
-        if self.store is None:
-            log.warning(
-                "%s: no output directory (set --output_path, metadata output_dir or $SEMUQ_OUTPUT_DIR); "
-                "the full semuq breakdown is not written",
-                self.config.task,
-            )
-        extra = {
-            "generation_kwargs": deepcopy(self.config.generation_kwargs),
-            "decoding": self._decoding_record(),
-            **({"generator": deepcopy(self.generator)} if self.generator else {}),
-        }
-        return finish_run(
-            items,
-            self.settings,
-            RunFacts(self.config.task, self.operator_runs, self.judge.info, extra=extra),
-            store=self.store if self._writes_outputs(warn=False) else None,
-            strict=False,
-        )
