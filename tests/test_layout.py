@@ -186,3 +186,55 @@ def test_no_module_reads_the_command_line_outside_the_commands():
             ):
                 readers.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert readers == []
+
+
+def _classes_with_fields(*wanted: str) -> dict[str, set[str]]:
+    """``{"module.py:Class": fields}`` of the package's classes that declare every field of ``wanted``."""
+    found = {}
+    for path in sorted((ROOT / "semuq_eval").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                fields = {
+                    n.target.id for n in node.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)
+                }
+                if set(wanted) <= fields:
+                    found[f"{path.relative_to(ROOT / 'semuq_eval')}:{node.name}"] = fields
+    return found
+
+
+def test_one_class_holds_a_question_and_its_answers():
+    """:class:`~semuq_eval.harness.doc.Doc` is the one per-question type; training and diagnosis read it through
+    thin views (a ``doc`` field and its labels, no second constructor); the rest are file-line schemas."""
+    holders = {**_classes_with_fields("question", "samples"), **_classes_with_fields("question", "answers")}
+    assert {k for k in holders if not k.startswith("harness/schemas.py:")} == {"harness/doc.py:Doc"}
+    views = _classes_with_fields("doc")
+    assert set(views) == {"training/stores.py:LabelledQuestion", "diagnose/questions.py:DiagnosticQuestion"}
+    for name, fields in views.items():
+        assert not fields & {"question", "samples", "answers", "references"}, name
+    for path in ("training/stores.py", "diagnose/questions.py"):
+        tree = ast.parse((ROOT / "semuq_eval" / path).read_text(encoding="utf-8"))
+        constructors = [
+            f.name
+            for c in ast.walk(tree)
+            if isinstance(c, ast.ClassDef) and f"{path}:{c.name}" in views
+            for f in c.body
+            if isinstance(f, ast.FunctionDef)
+            and any(isinstance(d, ast.Name) and d.id in ("classmethod", "staticmethod") for d in f.decorator_list)
+        ]
+        assert constructors == [], (path, constructors)
+
+
+def test_one_module_writes_the_compact_record_format():
+    """Run records and training data are one format (:mod:`semuq_eval.harness.record`): one module writes gzip JSON
+    lines, and besides it only the converter of the former training-data format reads them."""
+    package = ROOT / "semuq_eval"
+
+    def callers(name: str) -> set[str]:
+        return {
+            str(p.relative_to(package))
+            for p in sorted(package.rglob("*.py"))
+            if p.name != "jsonio.py" and re.search(rf"\b{name}\(", p.read_text(encoding="utf-8"))
+        }
+
+    assert callers("write_jsonl_gz") == {"harness/record.py"}
+    assert callers("read_jsonl_gz") == {"harness/record.py", "training/data_files.py"}

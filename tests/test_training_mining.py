@@ -17,11 +17,18 @@ import torch
 
 from semuq_eval.commands import main as cli_main
 from semuq_eval.harness.doc import Doc
+from semuq_eval.harness.record import read_record
 from semuq_eval.operators.encoder import EncoderOperator, pooling_mode
 from semuq_eval.operators.pooling import AnswerMeanPooling, answer_mask
 from semuq_eval.training import recipe
 from semuq_eval.training.config import TrainingConfig
-from semuq_eval.training.data_files import export_store, read_training_file, write_training_file
+from semuq_eval.training.data_files import (
+    TRAINING_DATA_FORMAT,
+    convert_training_file,
+    export_store,
+    read_training_file,
+    write_training_file,
+)
 from semuq_eval.training.mining import ECHO, mine, style_of
 from semuq_eval.training.prepare import TooFewQuestionsError, prepare_data, read_sources
 from semuq_eval.training.stores import LabelledQuestion, StoreData, read_store
@@ -49,8 +56,10 @@ def test_export_keeps_questions_references_answers_and_verdicts_and_reads_back(t
     ]
     assert data.questions[1].references == ("Author 1", "A. 1")
     lines = [json.loads(x) for x in gzip.open(out, "rt", encoding="utf-8")]
-    assert lines[0]["format"] == "semuq-training-data/1" and lines[0]["n_questions"] == 3
-    assert lines[1]["greedy"] == "It was Author 0." and lines[1]["greedy_label"] == 1
+    assert lines[0]["format"] == "semuq-run-record/1" and lines[0]["n_questions"] == 3
+    assert lines[0]["estimators"] == [] and lines[0]["provenance"]["note"] == "questions 0-2"
+    assert lines[1]["texts"]["greedy"] == "It was Author 0." and lines[1]["labels"]["run"]["greedy"] == 1
+    assert read_record(out).questions[2]["texts"]["references"] == list(original.questions[2].references)
     assert "hidden" not in json.dumps(lines)  # text only
 
 
@@ -75,7 +84,7 @@ def test_export_never_replaces_a_file_without_force_and_the_same_data_writes_the
         (b"not gzip at all", "not a gzip-compressed"),
         (
             gzip.compress(b'{"format": "other/1"}\n'),
-            ":1: field format: input should be 'semuq-training-data/1'",
+            ":1: field format: input should be 'semuq-run-record/1'",
         ),
         (
             gzip.compress(b'{"format": "semuq-training-data/1", "provenance": {}}\n{"doc_id": 0'),
@@ -103,6 +112,57 @@ def test_a_broken_training_file_is_refused_naming_the_file_and_line(tmp_path, co
     with pytest.raises(ValueError, match=message) as err:
         read_training_file(path)
     assert str(path) in str(err.value)
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _former_training_files() -> list[Path]:
+    """Every committed file of the former training-data format (the shipped data and the transfer's)."""
+    found = []
+    for path in sorted(REPO.glob("**/*.jsonl.gz")):
+        if ".venv" in path.parts or "build" in path.parts:
+            continue
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            if json.loads(f.readline()).get("format") == TRAINING_DATA_FORMAT:
+                found.append(path)
+    return found
+
+
+def test_the_committed_training_files_convert_to_run_records_that_read_back_the_same(tmp_path):
+    files = _former_training_files()
+    assert len(files) >= 40  # the shipped SmolLM2 data and the transfer's Qwen data
+    for path in files:
+        raw = [json.loads(x) for x in gzip.open(path, "rt", encoding="utf-8")]
+        data = read_training_file(path)
+        assert [
+            (q.doc_id, q.question, list(q.references), q.greedy, list(q.answers)) for q in data.questions
+        ] == [
+            (o["doc_id"], o["question"], o["references"], o.get("greedy"), o["answers"]) for o in raw[1:]
+        ], path
+        assert [list(q.labels) for q in data.questions] == [o["labels"] for o in raw[1:]], path
+        assert [q.greedy_label for q in data.questions] == [o.get("greedy_label") for o in raw[1:]], path
+        kept = {k: v for k, v in raw[0]["provenance"].items() if k != "n_questions"}
+        assert {k: v for k, v in data.provenance.items() if k not in ("path", "n_questions")} == kept
+        converted = tmp_path / path.name
+        write_training_file(converted, data)
+        assert read_record(converted).questions == convert_training_file(path).questions
+        again = read_training_file(converted)
+        assert [(q.question, q.answers, q.labels, q.greedy, q.greedy_label) for q in again.questions] == [
+            (q.question, q.answers, q.labels, q.greedy, q.greedy_label) for q in data.questions
+        ], path
+
+
+def test_a_record_without_texts_is_refused_as_training_data(tmp_path):
+    from semuq_eval.harness.record import write_record
+    from semuq_eval.training.data_files import training_record
+
+    doc = Doc.of_texts("Capital of France?", ("Paris", "Lyon"), doc_id=3, references=("Paris",))
+    record = training_record(StoreData("s", {"task": "t", "llm": "m"}, [LabelledQuestion("s", doc, (1, 0))]))
+    del record.questions[0]["texts"]
+    path = write_record(tmp_path / "r.jsonl.gz", record)
+    with pytest.raises(ValueError, match=r"r\.jsonl\.gz:2: record t/m: field 'texts' is missing"):
+        read_training_file(path)
 
 
 def test_train_data_command_exports_and_counts(tmp_path, capsys):

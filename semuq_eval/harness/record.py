@@ -13,11 +13,15 @@ Format ``semuq-run-record/1``; line 1 is the manifest, every other line one ques
     {"format": "semuq-run-record/1", "task": str, "llm": str, "model": {...}, "n_samples": int,
      "n_questions": int, "question_set": str, "estimators": [str], "label_sets": {name: judge info},
      "judge", "label_set", "operators": {name: {"kind", "status", "info"}}, "decoding", "generation_kwargs",
-     "settings", "seeds", "unavailable", "created"[, "approximate", "generator"]}
+     "settings", "seeds", "unavailable", "created"[, "approximate", "generator", "provenance"]}
     {"doc_id": int, "id": str | null, "question_hash": str, "scores": [float | null, ...],
-     "labels": {label set: {"greedy": 1 | 0 | null, "majority": 1 | 0 | null, "samples": [1 | 0 | null]}}}
+     "labels": {label set: {"greedy": 1 | 0 | null, "majority": 1 | 0 | null, "samples": [1 | 0 | null]}}
+     [, "texts": {"question": str, "references": [str], "greedy": str | null, "answers": [str]}]}
 
-``scores`` follow ``estimators``; a label set that did not label a question is absent from its ``labels``.
+``scores`` follow ``estimators``; a label set that did not label a question is absent from its ``labels``, but
+the manifest's ``label_set`` (the run's own, ``run``) labels every question. ``texts`` are kept by the records
+that training reads (:mod:`semuq_eval.training.data_files`: no scores, one label set, the provenance of the
+store they were exported from); a leaderboard's records leave them out.
 ``question_hash`` is :func:`question_hash` of the question's text; ``question_set`` hashes the doc ids, ids
 and question hashes together (:func:`question_set_hash`), so two records hold the same questions exactly when
 their ``question_set`` agree. Nothing depends on the machine or the time of writing (the operators' costs
@@ -33,6 +37,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from semuq_eval.harness.doc import NO_GREEDY, Doc
 from semuq_eval.harness.label_sets import RUN_LABELS, label_set_names, read_label_set
 from semuq_eval.harness.schemas import RecordHeader, RecordQuestion, check_line
 from semuq_eval.harness.store import BREAKDOWN, SCORES, open_store
@@ -45,10 +50,12 @@ __all__ = [
     "RECORD_SUFFIX",
     "RunRecord",
     "build_record",
+    "doc_of_texts",
     "question_hash",
     "question_set_hash",
     "read_record",
     "record_from_store",
+    "record_texts",
     "write_record",
 ]
 
@@ -215,19 +222,64 @@ def write_record(path: str | os.PathLike, record: RunRecord) -> Path:
     return write_jsonl_gz(path, [dict(record), *record.questions])
 
 
-def _check_question(obj: Mapping[str, Any], n_estimators: int, n_samples: int) -> str | None:
-    """What the schema cannot say of a sound question line: one score per estimator, the run's label set, at most
-    N sample labels; None when it holds."""
+def _check_question(obj: Mapping[str, Any], header: Mapping[str, Any]) -> str | None:
+    """What the schema cannot say of a sound question line: one score per estimator, the record's label set, at
+    most N sample labels, one label per kept answer; None when it holds."""
+    n_estimators, n_samples, own = (
+        len(header["estimators"]),
+        header["n_samples"],
+        header.get("label_set", RUN_LABELS),
+    )
     if len(obj["scores"]) != n_estimators:
         return f"field 'scores' must be a list of {n_estimators} numbers or nulls (one per estimator)"
-    if RUN_LABELS not in obj["labels"]:
-        return f"field 'labels' must be an object with the {RUN_LABELS!r} label set"
+    if own not in obj["labels"]:
+        return f"field 'labels' must be an object with the {own!r} label set"
     for name, per in obj["labels"].items():
         if len(per["samples"]) > n_samples:
             return (
                 f"field 'labels.{name}.samples' must be a list of at most N = {n_samples} labels 1, 0 or null"
             )
+    texts = obj.get("texts")
+    if texts is not None and len(texts["answers"]) != len(obj["labels"][own]["samples"]):
+        n_answers, n_labels = len(texts["answers"]), len(obj["labels"][own]["samples"])
+        return f"field 'texts.answers' holds {n_answers} answers but labels.{own}.samples {n_labels} labels"
     return None
+
+
+def record_texts(doc: Doc) -> dict[str, Any]:
+    """A question's ``texts`` as a record keeps them (the greedy answer None when the source kept none).
+
+    Examples
+    --------
+    >>> record_texts(Doc.of_texts("Capital?", ("Paris",), references=("Paris",)))
+    {'question': 'Capital?', 'references': ['Paris'], 'greedy': None, 'answers': ['Paris']}
+    """
+    greedy = None if doc.greedy.error == NO_GREEDY else str(doc.greedy.text or "")
+    return {
+        "question": str(doc.question),
+        "references": [str(r) for r in doc.references],
+        "greedy": greedy,
+        "answers": [str(g.text or "") for g in doc.samples],
+    }
+
+
+def doc_of_texts(question: Mapping[str, Any]) -> Doc:
+    """The :class:`~semuq_eval.harness.doc.Doc` of a record's question line that keeps its ``texts``.
+
+    Examples
+    --------
+    >>> line = {"doc_id": 4, "texts": {"question": "Capital?", "references": [], "answers": ["Paris"]}}
+    >>> doc_of_texts(line).samples[0].text
+    'Paris'
+    """
+    texts = question["texts"]
+    return Doc.of_texts(
+        texts["question"],
+        tuple(texts["answers"]),
+        doc_id=question["doc_id"],
+        references=tuple(texts["references"]),
+        greedy=texts.get("greedy"),
+    )
 
 
 def read_record(path: str | os.PathLike) -> RunRecord:
@@ -255,10 +307,10 @@ def read_record(path: str | os.PathLike) -> RunRecord:
     number, header = next(parsed, (1, {}))
     check_line(RecordHeader, header, path, number)
     where = f"record {header['task']}/{header['llm']}"
-    questions, n_estimators = [], len(header["estimators"])
+    questions = []
     for number, obj in parsed:
         check_line(RecordQuestion, obj, path, number, record=where)
-        problem = _check_question(obj, n_estimators, header["n_samples"])
+        problem = _check_question(obj, header)
         if problem is not None:
             raise ValueError(f"{path}:{number}: {where}: {problem}")
         questions.append(obj)

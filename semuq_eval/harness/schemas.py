@@ -32,9 +32,10 @@ __all__ = [
     "OperatorBaseline",
     "RecordHeader",
     "RecordQuestion",
+    "RecordTexts",
     "ScoresLine",
     "TrainingHeader",
-    "TrainingQuestion",
+    "TrainingLine",
     "check_line",
 ]
 
@@ -146,6 +147,8 @@ class RecordHeader(BaseModel):
     estimators: list[StrictStr]
     label_sets: dict[str, Any]
     operators: dict[str, Any]
+    label_set: StrictStr = "run"
+    provenance: dict[str, Any] | None = None
 
 
 class RecordLabels(BaseModel):
@@ -158,8 +161,21 @@ class RecordLabels(BaseModel):
     samples: list[Verdict]
 
 
+class RecordTexts(BaseModel):
+    """A question's texts in a run record that keeps them (training data): the question, its references, the
+    greedy answer (null when none was kept) and the sampled answers."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    question: StrictStr
+    references: list[StrictStr]
+    greedy: StrictStr | None = None
+    answers: list[StrictStr]
+
+
 class RecordQuestion(BaseModel):
-    """A question line of a run record: its scores (one per estimator of the header) and its labels per label set."""
+    """A question line of a run record: its scores (one per estimator of the header), its labels per label set
+    and, in a record that keeps them, its texts."""
 
     model_config = ConfigDict(extra="allow", strict=True)
 
@@ -168,10 +184,12 @@ class RecordQuestion(BaseModel):
     question_hash: StrictStr
     scores: list[Score]
     labels: dict[str, RecordLabels]
+    texts: RecordTexts | None = None
 
 
 class TrainingHeader(BaseModel):
-    """Line 1 of a training-data file (:mod:`semuq_eval.training.data_files`): its format and provenance."""
+    """Line 1 of a file of the former training-data format (:mod:`semuq_eval.training.data_files` converts it to a
+    run record): its format and provenance."""
 
     model_config = ConfigDict(extra="allow", strict=True)
 
@@ -179,9 +197,9 @@ class TrainingHeader(BaseModel):
     provenance: dict[str, Any]
 
 
-class TrainingQuestion(BaseModel):
-    """A question line of a training-data file: the LLM's answers with one verdict each, its references and its
-    greedy answer with its verdict."""
+class TrainingLine(BaseModel):
+    """A question line of the former training-data format: the LLM's answers with one verdict each, its references
+    and its greedy answer with its verdict."""
 
     model_config = ConfigDict(extra="allow", strict=True)
 

@@ -1,20 +1,16 @@
-"""Training data kept in the repository: a run store's labelled answers as one compact, text-only file.
+"""Training data kept in the repository: a run store's labelled answers as a run record that keeps its texts.
 
 A run store holds hidden vectors, token log-probabilities and every estimator's score (megabytes per hundred
 questions), and it lives on the machine that generated it. Operator training needs none of that: only each
-question, its references, its sampled answers and their verdicts. :func:`export_store` writes exactly that as
-gzip JSON lines, small enough to commit (about 1 MB per 3,000 questions at N = 10), and :func:`read_training_file`
-reads it back as the same :class:`~semuq_eval.training.stores.StoreData` a store gives, so ``train-operator``
-takes either (``--stores out/ data/*.jsonl.gz``).
+question, its references, its sampled answers and their verdicts. :func:`export_store` writes exactly that as a
+run record (:mod:`semuq_eval.harness.record`) with ``texts`` and no scores: one label set (the one exported), the
+provenance of the store in the manifest's ``provenance``, small enough to commit (about 1 MB per 3,000 questions
+at N = 10). :func:`read_training_file` reads it back as the same :class:`~semuq_eval.training.stores.StoreData` a
+store gives, so ``train-operator`` takes either (``--stores out/ data/*.jsonl.gz``).
 
-Format ``semuq-training-data/1``; line 1 is the header, every other line one question::
-
-    {"format": "semuq-training-data/1", "provenance": {"task", "dataset", "split", "llm", "n_samples",
-     "decoding", "label_set", "judge", "source", "exported", "note", ...}, "n_questions": int}
-    {"doc_id": int, "question": str, "references": [str], "greedy": str, "greedy_label": 1 | 0 | null,
-     "answers": [str], "labels": [1 | 0 | null]}
-
-The file is written with a fixed gzip header (no name, mtime 0), so the same store exports to the same bytes.
+Files of the former format ``semuq-training-data/1`` (a header ``{"format", "provenance", "n_questions"}``, then
+``{"doc_id", "question", "references", "greedy", "greedy_label", "answers", "labels"}`` per question) are read
+through one converter, :func:`convert_training_file`, into the same record.
 
 Examples
 --------
@@ -40,21 +36,34 @@ from typing import Any
 
 from semuq_eval.harness.doc import Doc
 from semuq_eval.harness.label_sets import RUN_LABELS
-from semuq_eval.harness.schemas import TrainingHeader, TrainingQuestion, check_line
-from semuq_eval.jsonio import read_jsonl_gz, write_jsonl_gz
+from semuq_eval.harness.record import (
+    RECORD_FORMAT,
+    RunRecord,
+    doc_of_texts,
+    question_hash,
+    question_set_hash,
+    read_record,
+    record_texts,
+    write_record,
+)
+from semuq_eval.harness.schemas import TrainingHeader, TrainingLine, check_line
+from semuq_eval.jsonio import json_safe, read_jsonl_gz
 from semuq_eval.judges.base import as_label
 from semuq_eval.training.stores import LabelledQuestion, StoreData, read_store
 
 __all__ = [
     "TRAINING_DATA_FORMAT",
     "TRAINING_DATA_SUFFIX",
+    "convert_training_file",
     "export_store",
     "is_training_file",
     "read_training_file",
+    "training_record",
     "write_training_file",
 ]
 
 TRAINING_DATA_FORMAT = "semuq-training-data/1"
+"""The former format of training-data files, read through :func:`convert_training_file`."""
 TRAINING_DATA_SUFFIX = ".jsonl.gz"
 
 
@@ -63,71 +72,115 @@ def is_training_file(path: str | os.PathLike) -> bool:
     return str(path).endswith(TRAINING_DATA_SUFFIX) and Path(path).is_file()
 
 
-def write_training_file(path: str | os.PathLike, data: StoreData) -> int:
-    """Write ``data`` (questions and provenance) to ``path`` atomically; returns the number of questions."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    lines = [
+def training_record(data: StoreData) -> RunRecord:
+    """The run record of ``data``: its questions' texts and verdicts under its label set, its provenance."""
+    provenance = {k: v for k, v in data.provenance.items() if k != "path"}
+    label_set = str(provenance.get("label_set") or RUN_LABELS)
+    questions = [
         {
-            "format": TRAINING_DATA_FORMAT,
-            "provenance": dict(data.provenance),
-            "n_questions": len(data.questions),
+            "doc_id": q.doc_id,
+            "id": None,
+            "question_hash": question_hash(q.question),
+            "scores": [],
+            "labels": {
+                label_set: {"greedy": as_label(q.greedy_label), "samples": [as_label(v) for v in q.labels]}
+            },
+            "texts": record_texts(q.doc),
         }
+        for q in data.questions
     ]
-    for q in data.questions:
-        lines.append(
-            {
-                "doc_id": q.doc_id,
-                "question": q.question,
-                "references": list(q.references),
-                "greedy": q.greedy,
-                "greedy_label": as_label(q.greedy_label),
-                "answers": list(q.answers),
-                "labels": [as_label(v) for v in q.labels],
-            }
-        )
-    write_jsonl_gz(path, lines)
+    n_samples = max([int(provenance.get("n_samples") or 0), *(len(q.labels) for q in data.questions)])
+    header = {
+        "format": RECORD_FORMAT,
+        "task": str(provenance.get("task") or ""),
+        "llm": str(provenance.get("llm") or ""),
+        "model": {},
+        "n_samples": n_samples,
+        "n_questions": len(questions),
+        "question_set": question_set_hash(questions),
+        "estimators": [],
+        "label_sets": {label_set: dict(provenance.get("judge") or {})},
+        "operators": {},
+        "label_set": label_set,
+        "provenance": provenance,
+    }
+    return RunRecord(json_safe(header), json_safe(questions))
+
+
+def write_training_file(path: str | os.PathLike, data: StoreData) -> int:
+    """Write ``data`` (questions and provenance) to ``path`` as a run record, atomically; returns the number of
+    questions."""
+    write_record(path, training_record(data))
     return len(data.questions)
 
 
 def read_training_file(path: str | os.PathLike) -> StoreData:
-    """The questions and provenance of a training-data file.
+    """The questions and provenance of a training-data file (a run record with texts, or the former format).
 
     Raises
     ------
     ValueError
-        Naming the file and line: not gzip, not JSON, another format, or a record whose fields are missing or
-        of the wrong type (``answers`` and ``labels`` of different lengths, a label other than 1 / 0 / null).
+        Naming the file and line: not gzip, not JSON, another format, a record whose fields are missing or of the
+        wrong type (answers and labels of different lengths, a label other than 1 / 0 / null), or a run record
+        that keeps no texts (a leaderboard's record: training needs the answers).
     """
     path = Path(path)
-    records = read_jsonl_gz(path, "training-data file")
-    number, header = next(records, (1, {}))
-    check_line(TrainingHeader, header, path, number)
-    data = StoreData(str(path), {**header["provenance"], "path": str(path)})
-    for number, obj in records:
-        data.questions.append(_question(path, number, obj))
+    _, header = next(read_jsonl_gz(path, "training-data file"), (1, {}))
+    old = isinstance(header, Mapping) and header.get("format") == TRAINING_DATA_FORMAT
+    record = convert_training_file(path) if old else read_record(path)
+    own = record.get("label_set", RUN_LABELS)
+    data = StoreData(str(path), {**(record.get("provenance") or {}), "path": str(path)})
+    for number, q in enumerate(record.questions, start=2):
+        if q.get("texts") is None:
+            raise ValueError(
+                f"{path}:{number}: record {record['task']}/{record['llm']}: field 'texts' is missing: training "
+                "reads the answers' texts (export a store with `semuq-eval train-data`)"
+            )
+        labels = q["labels"][own]
+        data.questions.append(
+            LabelledQuestion(
+                str(path),
+                doc_of_texts(q),
+                tuple(as_label(v) for v in labels["samples"]),
+                greedy_label=as_label(labels.get("greedy")),
+            )
+        )
     data.provenance["n_questions"] = len(data.questions)
     return data
 
 
-def _question(path: Path, number: int, obj: Mapping[str, Any]) -> LabelledQuestion:
-    check_line(TrainingQuestion, obj, path, number)
-    if len(obj["labels"]) != len(obj["answers"]):
-        raise ValueError(
-            f"{path}:{number}: {len(obj['answers'])} answers but {len(obj['labels'])} labels (one verdict per answer)"
-        )
-    return LabelledQuestion(
-        str(path),
-        Doc.of_texts(
+def convert_training_file(path: str | os.PathLike) -> RunRecord:
+    """The run record of a file of the former format ``semuq-training-data/1``, checked line by line.
+
+    Raises
+    ------
+    ValueError
+        Naming the file and line, as :func:`read_training_file`.
+    """
+    path = Path(path)
+    lines = read_jsonl_gz(path, "training-data file")
+    number, header = next(lines, (1, {}))
+    check_line(TrainingHeader, header, path, number)
+    data = StoreData(str(path), dict(header["provenance"]))
+    for number, obj in lines:
+        check_line(TrainingLine, obj, path, number)
+        if len(obj["labels"]) != len(obj["answers"]):
+            raise ValueError(
+                f"{path}:{number}: {len(obj['answers'])} answers but {len(obj['labels'])} labels (one verdict per "
+                "answer)"
+            )
+        doc = Doc.of_texts(
             obj["question"],
             tuple(obj["answers"]),
             doc_id=obj["doc_id"],
             references=tuple(obj["references"]),
             greedy=obj.get("greedy"),
-        ),
-        tuple(None if v is None else int(v) for v in obj["labels"]),
-        greedy_label=as_label(obj.get("greedy_label")),
-    )
+        )
+        labels = tuple(as_label(v) for v in obj["labels"])
+        data.questions.append(
+            LabelledQuestion(str(path), doc, labels, greedy_label=as_label(obj.get("greedy_label")))
+        )
+    return training_record(data)
 
 
 def export_store(
