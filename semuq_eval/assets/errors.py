@@ -1,6 +1,6 @@
 """The two exceptions of ``semuq-eval assets``.
 
-Kept apart so that every step (download, unpacking, recipes, conversion) can raise them without
+Kept apart so that every step (download, unpacking, builders, conversion) can raise them without
 importing the others.
 """
 

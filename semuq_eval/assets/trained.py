@@ -1,12 +1,12 @@
 """The shipped trained operator: its compact form in the package, and the recipe and data it is retrained from.
 
 The operator ships as a weight delta from its base (:mod:`semuq_eval.assets.delta`) in ``compact/<name>/``
-(package data): an asset of recipe ``compact-operator`` decodes it onto the base asset in seconds, the same bytes
-on every machine (the delta pins them). The full fine-tune it encodes is the asset of recipe ``trained-operator``
+(package data): an asset of builder ``compact-operator`` decodes it onto the base asset in seconds, the same bytes
+on every machine (the delta pins them). The full fine-tune it encodes is the asset of builder ``trained-operator``
 named by the compact asset's ``full`` parameter, rebuilt by training:
 
-An asset of recipe ``trained-operator`` names a recipe file under ``training_data/`` (package data, so it ships in
-the wheel with the data it reads). The recipe says which training-data files to train on, which reference-guided
+An asset of builder ``trained-operator`` names a training recipe file under ``training_data/`` (package data, so
+it ships in the wheel with the data it reads). The recipe says which training-data files to train on, which reference-guided
 files to add, which held-out files select the epoch, the backbone (an asset name, prepared first) and the
 ``train-operator`` options::
 
@@ -99,9 +99,9 @@ def trained_pooling(name: str) -> str:
     from semuq_eval.assets.catalogue import ASSETS
 
     asset = ASSETS.get(name)
-    if asset is not None and asset.recipe == "compact-operator":
+    if asset is not None and asset.builder == "compact-operator":
         asset = ASSETS.get(asset.params["full"])  # the compact form pools as the fine-tune it encodes
-    if asset is None or asset.recipe != "trained-operator":
+    if asset is None or asset.builder != "trained-operator":
         raise KeyError(f"{name!r} is not a trained operator asset")
     return str(load_recipe(recipe_path(asset))["options"].get("pooling", "all"))
 
