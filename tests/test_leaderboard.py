@@ -611,6 +611,8 @@ def test_label_sets(tmp_path):
     runs = load_runs(stores, ("run", "flipped"))
     sections = group_sections(runs)
     assert sorted(s.label_set for s in sections) == ["flipped", "run"]
+    # sections that differ only in their judge are named by their label set
+    assert sorted(s.id for s in sections) == ["semuq_toy_a:flipped", "semuq_toy_a:run"]
     board = compute(sections, LeaderboardConfig(n_resamples=50))
     run_cell = next(
         c

@@ -266,7 +266,7 @@ def group_sections(
             n_questions = len(members[0].doc_ids) if paired else int(members[0].breakdown.get("n_docs") or 0)
             sections.append(
                 Section(
-                    id=f"{task}" if len(indices) == 1 else f"{task}#{j + 1}",
+                    id=_section_id(task, j, [groups[i][1][0].label_set for i in indices], fields),
                     task=task,
                     runs=sorted(members, key=lambda r: r.llm),
                     n_questions=n_questions,
@@ -280,3 +280,13 @@ def group_sections(
                 )
             )
     return sections
+
+
+def _section_id(task: str, j: int, label_sets: Sequence[str], fields: Sequence[str]) -> str:
+    """The ``j``-th section of ``task``: the task alone; ``task:label_set`` when its sections differ only in their
+    judge, one label set each; else ``task#j`` (from 1)."""
+    if len(label_sets) == 1:
+        return task
+    if list(fields) == ["judge"] and len(set(label_sets)) == len(label_sets):
+        return f"{task}:{label_sets[j]}"
+    return f"{task}#{j + 1}"
