@@ -195,7 +195,9 @@ def _classes_with_fields(*wanted: str) -> dict[str, set[str]]:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ClassDef):
                 fields = {
-                    n.target.id for n in node.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)
+                    n.target.id
+                    for n in node.body
+                    if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)
                 }
                 if set(wanted) <= fields:
                     found[f"{path.relative_to(ROOT / 'semuq_eval')}:{node.name}"] = fields
@@ -219,7 +221,9 @@ def test_one_class_holds_a_question_and_its_answers():
             if isinstance(c, ast.ClassDef) and f"{path}:{c.name}" in views
             for f in c.body
             if isinstance(f, ast.FunctionDef)
-            and any(isinstance(d, ast.Name) and d.id in ("classmethod", "staticmethod") for d in f.decorator_list)
+            and any(
+                isinstance(d, ast.Name) and d.id in ("classmethod", "staticmethod") for d in f.decorator_list
+            )
         ]
         assert constructors == [], (path, constructors)
 

@@ -122,7 +122,9 @@ def test_the_json_keeps_run_facts_once_and_reads_back_as_the_records(golden_buil
     assert len(one_line) == len(doc["cells"]) + len(doc["ranks"]["llms"]) + len(doc["ranks"]["estimators"])
     for old in ("semuq-leaderboard/0", "semuq-leaderboard/1"):
         write_json(tmp_path / "old.json", {**raw, "format": old})
-        with pytest.raises(ValueError, match=rf"old.json: format '{old}' is not a leaderboard this version reads"):
+        with pytest.raises(
+            ValueError, match=rf"old.json: format '{old}' is not a leaderboard this version reads"
+        ):
             read_document(tmp_path / "old.json")
     edited = {**doc, "cells": [{**doc["cells"][0], "llm": "someone else"}, *doc["cells"][1:]]}
     with pytest.raises(ValueError, match=r"cells: no run \('semuq_toy_a', 'someone else'\)"):

@@ -356,9 +356,7 @@ class TestRefitPerResample:
             warnings.simplefilter("ignore", RuntimeWarning)
             expected = slow_refit_ece(u, correct, b, protocol)
         plan = (b.counts(n), b.folds(n, protocol))
-        got = M.bootstrap._refit_resampled(
-            M.get("ece"), u, plan, y=correct.astype(float), protocol=protocol
-        )
+        got = M.bootstrap._refit_resampled(M.get("ece"), u, plan, y=correct.astype(float), protocol=protocol)
         np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
         np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12)
         r = M.evaluate({"u": u}, correct, metrics=["ece"], bootstrap=b, protocol=protocol)["u"]["ece"]
@@ -371,7 +369,11 @@ class TestRefitPerResample:
         b = M.Bootstrap(n_resamples=20, seed=0)
         expected = slow_refit_ece(u, correct, b, protocol)
         got = M.bootstrap._refit_resampled(
-            M.get("ece"), u, (b.counts(150), b.folds(150, protocol)), y=correct.astype(float), protocol=protocol
+            M.get("ece"),
+            u,
+            (b.counts(150), b.folds(150, protocol)),
+            y=correct.astype(float),
+            protocol=protocol,
         )
         np.testing.assert_allclose(got, expected, rtol=0, atol=1e-6)
 

@@ -15,12 +15,12 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+from semuq_eval.assets.builders import _BUILDERS, OperatorTrainer, _Build
 from semuq_eval.assets.cache import _asset_dir, _check, _dir_size, _root, _write_manifest
 from semuq_eval.assets.catalogue import ASSETS, Asset, _resolve_names
 from semuq_eval.assets.errors import AssetError, ChecksumError
 from semuq_eval.assets.fetch import _lock, _Session
 from semuq_eval.assets.progress import _human, _log
-from semuq_eval.assets.builders import _BUILDERS, OperatorTrainer, _Build
 
 
 def _replace_dir(new: Path, final: Path) -> None:
