@@ -366,10 +366,11 @@ def test_a_stopped_diagnosis_resumes_from_its_per_operator_checkpoints(
         "checkpoint": tmp_path / "ck",
     }
     first = diagnose(store, operators="enc,lexical", **kwargs)
-    assert scored == ["enc", "lexical"] and {p.name for p in (tmp_path / "ck").iterdir()} == {
-        "enc.npz",
-        "lexical.npz",
-    }
+    journal = tmp_path / "ck" / "diagnosis.jsonl"  # one entry per operator, in the folder's journal
+    assert scored == ["enc", "lexical"] and [json.loads(x)["key"].split(":")[0] for x in journal.open()] == [
+        "enc",
+        "lexical",
+    ]
     assert "resumed_from_checkpoint" not in first["timing"]
     plain = diagnose(store, operators="enc,lexical", **{**kwargs, "checkpoint": None})
     assert _without_run_details(plain) == _without_run_details(first)  # a checkpoint changes no figure
@@ -378,12 +379,16 @@ def test_a_stopped_diagnosis_resumes_from_its_per_operator_checkpoints(
     assert scored == [] and again["timing"]["resumed_from_checkpoint"] == ["enc", "lexical"]
     assert _without_run_details(again) == _without_run_details(first)  # localization and comparisons included
     assert again["timing"]["enc_s"] == first["timing"]["enc_s"]  # the time it took when measured
-    (tmp_path / "ck" / "enc.npz").unlink()  # killed while scoring enc: lexical is kept
-    (tmp_path / "ck" / "lexical.npz").write_bytes(b"not a checkpoint")  # and a broken file
+    enc_line, lexical_line = journal.read_text().splitlines()
+    broken = json.loads(lexical_line)
+    broken["value"]["sims"] = {"trap:context": "not base64 of floats!"}
+    # killed while writing enc's entry (a line cut short), and an entry that does not decode
+    journal.write_text(json.dumps(broken) + "\n" + enc_line[: len(enc_line) // 2])
     scored.clear()
     with caplog.at_level("WARNING"):
         resumed = diagnose(store, operators="enc,lexical", **kwargs)
     assert scored == ["enc", "lexical"] and "does not read" in caplog.text
+    assert "unreadable journal line(s) of the diagnosis skipped" in caplog.text
     assert _without_run_details(resumed) == _without_run_details(first)
     scored.clear()
     diagnose(store, operators="enc,lexical", **{**kwargs, "bootstrap": 100, "seed": 1})  # other settings

@@ -6,7 +6,7 @@ layer and the layers below):
 
 0. base: ``semuq_eval`` (the version), ``registry`` (the one registry shape), ``jsonio``, ``cell_text``,
    ``distributed``, ``context``, ``logs``, ``openai_client`` and ``openai_replies`` (the transport to OpenAI-compatible servers and the reading of their replies, shared by
-   a judge and a model), ``local_models`` (a local model folder's revision), ``task_files`` (the shipped task YAMLs), ``scratch`` (scratch folders a later run can clean), ``writes`` (where a command may write), ``durable`` (how every file is written: whole or not at all, one writer at a time), ``signals`` (what an estimator reads besides its matrix), ``assets`` (the asset cache and its builders; the trained operator's training is
+   a judge and a model), ``local_models`` (a local model folder's revision), ``task_files`` (the shipped task YAMLs), ``scratch`` (scratch folders a later run can clean), ``writes`` (where a command may write), ``durable`` (how every file is written: whole or not at all, one writer at a time), ``journal`` (the one resume mechanism), ``signals`` (what an estimator reads besides its matrix), ``assets`` (the asset cache and its builders; the trained operator's training is
    passed in) and ``data`` (QA sets, read from the assets);
 1. the math: ``aggregators``, ``metrics``, ``decisions`` (calibrators, thresholds, combinations of scores);
 2. ``operators`` (their matrix kinds come from ``aggregators``; the trained operator's record is
@@ -55,6 +55,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "scratch",
                 "writes",
                 "durable",
+                "journal",
                 "signals",
                 "assets",
                 "data",

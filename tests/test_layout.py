@@ -242,3 +242,19 @@ def test_one_module_writes_the_compact_record_format():
 
     assert callers("write_jsonl_gz") == {"harness/record.py"}
     assert callers("read_jsonl_gz") == {"harness/record.py", "training/data_files.py"}
+
+
+def test_one_resume_mechanism_serves_generation_training_and_diagnosis():
+    """Every long job resumes through :mod:`semuq_eval.journal`: it alone appends to a file, and the generation
+    journal, the training's epoch checkpoints and the diagnosis's checkpoints are built on it."""
+    package = ROOT / "semuq_eval"
+    appenders = {
+        str(p.relative_to(package))
+        for p in sorted(package.rglob("*.py"))
+        if p.name != "jsonio.py" and re.search(r"\bappend_jsonl\(", p.read_text(encoding="utf-8"))
+    }
+    assert appenders == {"journal.py"}
+    for module in ("models/journal.py", "training/checkpoints.py", "diagnose/checkpoint.py"):
+        text = (package / module).read_text(encoding="utf-8")
+        assert "from semuq_eval.journal import Journal" in text, module
+        assert "replace_file" not in text and "np.savez" not in text, module  # no second way to keep progress

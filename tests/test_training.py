@@ -12,6 +12,8 @@ import itertools
 import json
 import logging
 import math
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -528,7 +530,9 @@ def test_a_killed_training_resumes_after_its_last_saved_epoch(
     assert not saved.exists()  # removed once the operator is saved
 
 
+@pytest.mark.subprocess
 def test_checkpoints_of_another_training_or_a_live_process_are_not_resumed(tmp_path):
+    from semuq_eval.durable import WriterBusy
     from semuq_eval.training.checkpoints import EpochCheckpoints
 
     mine = EpochCheckpoints(tmp_path / "enc", "same data and options")
@@ -539,9 +543,19 @@ def test_checkpoints_of_another_training_or_a_live_process_are_not_resumed(tmp_p
     assert mine.open() == str(mine.folder / "checkpoint-4")
     assert EpochCheckpoints(tmp_path / "enc", "other options").open() is None
     assert not list(mine.folder.glob("checkpoint-*"))  # a different training's checkpoints are discarded
-    (mine.folder / "owner.json").write_text(json.dumps({"pid": 1, "fingerprint": "same data and options"}))
-    with pytest.raises(FileExistsError, match="process 1 is training into this folder"):
-        mine.open()
+    code = (  # another process training into the folder: it holds the folder's journal
+        "import sys, time; from pathlib import Path; from semuq_eval.training.checkpoints import EpochCheckpoints\n"
+        f"EpochCheckpoints(Path({str(tmp_path / 'other')!r}), 'same data and options').open()\n"
+        "print('training', flush=True); time.sleep(600)\n"
+    )
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "training"
+        with pytest.raises(WriterBusy, match=f"PID {child.pid}.*is writing this training"):
+            EpochCheckpoints(tmp_path / "other", "same data and options").open()
+    finally:
+        child.kill()
+        child.wait()
 
 
 def test_without_early_stopping_every_epoch_runs_and_the_last_is_kept(train_store, tiny_st_encoder, tmp_path):  # noqa: F811

@@ -3,14 +3,15 @@
 A diagnosis of several trained encoders on thousands of pairs takes an hour or more on a CPU; without
 checkpoints a run stopped near its end starts again from nothing. With a checkpoint folder,
 :func:`~semuq_eval.diagnose.diagnosis.diagnose` keeps each operator's outcome as soon as it is measured
-(``<operator>.npz``: the similarity of every pair and, for an operator with token weights, the localization),
-and a rerun reads it back instead of scoring again.
+(an entry of the folder's journal, ``diagnosis.jsonl``, :mod:`semuq_eval.journal`: the similarity of every pair
+and, for an operator with token weights, the localization), and a rerun reads it back instead of scoring again.
 
 An outcome is read back only when its fingerprint matches: a SHA-256 over the operator's identity (its
 ``info``, which for a local model includes the weights' revision), its options, the settings that change
 the figures (token unit, bootstrap, ``min_pairs``) and every text, label, token offset and hidden vector of
 the questions and pairs. Anything else (another store, retrained weights, a different rewrite) scores
-again and replaces the file. A file that does not read is reported in the log and scored again.
+again and adds an entry. A line cut short by a kill, or an entry that does not read, is reported in the log and
+scored again.
 
 Examples
 --------
@@ -18,7 +19,7 @@ Examples
 >>> folder = Path(tempfile.mkdtemp())
 >>> sims = {"trap:context": np.array([0.5, np.nan])}
 >>> keep(folder, "lexical", "f" * 64, Outcome(sims, {}, {"operator": "lexical"}, 1.5)).name
-'lexical.npz'
+'diagnosis.jsonl'
 >>> float(resume(folder, "lexical", "f" * 64).sims["trap:context"][0])
 0.5
 >>> resume(folder, "lexical", "0" * 64) is None  # other questions, weights or settings
@@ -31,7 +32,6 @@ import hashlib
 import json
 import logging
 import os
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,13 +40,14 @@ from typing import Any
 import numpy as np
 
 from semuq_eval.diagnose.localization import Localization
-from semuq_eval.durable import replace_file
+from semuq_eval.journal import Journal, decode_array, encode_array
 
 __all__ = ["Outcome", "fingerprint", "keep", "resume"]
 
 log = logging.getLogger(__name__)
 
-_SIMS = "sims:"
+JOURNAL = "diagnosis.jsonl"
+"""The journal in a checkpoint folder: one entry per operator outcome (:mod:`semuq_eval.journal`)."""
 
 
 @dataclass
@@ -95,51 +96,53 @@ def fingerprint(
     return h.hexdigest()
 
 
-def _path(folder: str | os.PathLike, name: str) -> Path:
-    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
-    return Path(folder) / f"{safe}.npz"
+def _journal(folder: str | os.PathLike) -> Journal:
+    return Journal(Path(folder) / JOURNAL, "diagnosis")
 
 
 def keep(folder: str | os.PathLike, name: str, key: str, outcome: Outcome) -> Path:
-    """Write ``outcome`` of operator ``name`` under fingerprint ``key`` (atomically: a run killed while
-    writing leaves the previous file or none)."""
-    path = _path(folder, name)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Append ``outcome`` of operator ``name`` under fingerprint ``key`` to the folder's journal (flushed: a run
+    killed while writing leaves the entries before it)."""
     loc = outcome.located
-    meta = {
-        "operator": name,
-        "fingerprint": key,
+    value = {
         "unavailable": outcome.unavailable,
-        "info": outcome.info,
+        "info": json.loads(json.dumps(outcome.info, default=str)),
         "seconds": outcome.seconds,
-        "located": None if loc is None else {**loc.as_dict(), "hits": loc.hits, "uids": loc.uids},
+        "located": None
+        if loc is None
+        else {**loc.as_dict(), "hits": encode_array(loc.hits), "uids": loc.uids},
+        "sims": {k: encode_array(v) for k, v in outcome.sims.items()},
     }
-    arrays = {_SIMS + k: np.asarray(v, dtype=np.float64) for k, v in outcome.sims.items()}
-    return replace_file(path, lambda fh: np.savez(fh, meta=np.array(json.dumps(meta, default=str)), **arrays))
+    journal = _journal(folder)
+    journal.add([(f"{name}:{key}", value)])
+    return journal.path
 
 
 def resume(folder: str | os.PathLike, name: str, key: str) -> Outcome | None:
     """The kept outcome of operator ``name`` when its fingerprint is ``key``; None when there is none, it
-    was measured on something else, or the file does not read (logged)."""
-    path = _path(folder, name)
-    if not path.is_file():
+    was measured on something else, or the entry does not read (logged)."""
+    if not (Path(folder) / JOURNAL).is_file():
+        return None
+    value = _journal(folder).get(f"{name}:{key}")
+    if value is None:
         return None
     try:
-        with np.load(path, allow_pickle=False) as data:
-            meta = json.loads(str(data["meta"]))
-            if meta.get("operator") != name or meta.get("fingerprint") != key:
-                return None
-            sims = {k[len(_SIMS) :]: data[k] for k in data.files if k.startswith(_SIMS)}
-        located = meta["located"]
+        located = value["located"]
         return Outcome(
-            sims,
-            {str(k): int(v) for k, v in meta["unavailable"].items()},
-            dict(meta["info"]),
-            float(meta["seconds"]),
-            None if located is None else Localization.from_dict(located),
+            {str(k): decode_array(v) for k, v in value["sims"].items()},
+            {str(k): int(v) for k, v in value["unavailable"].items()},
+            dict(value["info"]),
+            float(value["seconds"]),
+            None
+            if located is None
+            else Localization.from_dict({**located, "hits": decode_array(located["hits"])}),
         )
-    except Exception as err:  # a broken checkpoint costs a rescoring, never the run
+    except Exception as err:  # a broken entry costs a rescoring, never the run
         log.warning(
-            "diagnose: checkpoint %s does not read (%s: %s); scoring again", path, type(err).__name__, err
+            "diagnose: the journal entry of %s in %s does not read (%s: %s); scoring again",
+            name,
+            Path(folder) / JOURNAL,
+            type(err).__name__,
+            err,
         )
         return None

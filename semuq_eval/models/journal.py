@@ -24,7 +24,6 @@ short by the kill is skipped with a warning; the prompt is generated again.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import logging
@@ -36,8 +35,7 @@ from typing import Any
 import numpy as np
 
 from semuq_eval.context import RunContext
-from semuq_eval.durable import hold_writer_lock
-from semuq_eval.jsonio import append_jsonl, parse_jsonl
+from semuq_eval.journal import Journal, decode_array, encode_array
 from semuq_eval.models.generation import Generation
 
 __all__ = ["GenerationJournal", "journal_key", "open_journal", "restore_groups"]
@@ -82,62 +80,44 @@ def journal_key(
 def _encode(gen: Generation) -> dict[str, Any]:
     rec = gen.to_record(include_hidden=False)
     if gen.hidden is not None:
-        rec["hidden_f32"] = base64.b64encode(gen.hidden.astype("<f4").tobytes()).decode("ascii")
+        rec["hidden_f32"] = encode_array(gen.hidden, "<f4")
     return rec
 
 
 def _decode(rec: dict[str, Any]) -> Generation:
     gen = Generation.from_record(rec)
     if rec.get("hidden_f32") is not None:
-        gen.hidden = np.frombuffer(base64.b64decode(rec["hidden_f32"]), dtype="<f4").astype(np.float32)
+        gen.hidden = decode_array(rec["hidden_f32"], "<f4").astype(np.float32)
     return gen
 
 
 class GenerationJournal:
-    """One rank's append-only journal in ``directory``; lookups see every rank's file."""
+    """One rank's generation journal in ``directory`` (a :class:`~semuq_eval.journal.Journal`); lookups see every
+    rank's file."""
 
     def __init__(self, directory: str | os.PathLike, rank: int = 0) -> None:
         self.directory = Path(directory)
-        self.path = self.directory / f"rank{int(rank)}.jsonl"
-        hold_writer_lock(self.path, "generation journal")  # two runs appending one journal would mix answers
-        self._entries: dict[str, list[dict[str, Any]]] = {}
-        for path in sorted(self.directory.glob("rank*.jsonl")):
-            self._read(path)
-
-    def _read(self, path: Path) -> None:
-        lines = path.read_text(encoding="utf-8").splitlines()
-        used = 0
-        for _, entry in parse_jsonl(lines, str(path), on_error="skip"):
-            if isinstance(entry.get("key"), str) and isinstance(entry.get("generations"), list):
-                self._entries[entry["key"]] = entry["generations"]
-                used += 1
-        skipped = sum(1 for line in lines if line.strip()) - used
-        if skipped:
-            log.warning(
-                "%s: %d unreadable journal line(s) skipped (a run killed while writing?); "
-                "their prompts are generated again",
-                path,
-                skipped,
-            )
+        self._journal = Journal(
+            self.directory / f"rank{int(rank)}.jsonl",
+            "generation journal",
+            also=sorted(self.directory.glob("rank*.jsonl")),
+            field="generations",
+        )
+        self.path = self._journal.path
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._journal)
 
     def get(self, key: str, n_answers: int) -> list[Generation] | None:
         """The stored answers of ``key``, or None when absent or not ``n_answers`` long."""
-        records = self._entries.get(key)
-        if records is None or len(records) != n_answers:
+        records = self._journal.get(key)
+        if not isinstance(records, list) or len(records) != n_answers:
             return None
         return [_decode(r) for r in records]
 
     def add(self, entries: Iterable[tuple[str, Sequence[Generation]]]) -> None:
         """Append answers and flush, so that they survive the process being killed."""
-        lines = []
-        for key, gens in entries:
-            records = [_encode(g) for g in gens]
-            self._entries[key] = records
-            lines.append({"key": key, "generations": records})
-        append_jsonl(self.path, lines, durable=True)
+        self._journal.add((key, [_encode(g) for g in gens]) for key, gens in entries)
 
 
 def restore_groups(

@@ -3,9 +3,10 @@
 Training the operator on a CPU is a long job that a kill or a reboot can cut short. The trainer saves its whole state after every epoch
 (weights, optimizer, schedule, random generators, the early-stopping counter) into
 ``<output parent>/.<output name>.checkpoints/``; running the same training again resumes after the last saved
-epoch, and a finished training removes the folder. A fingerprint of the options and of the prepared data guards
-the folder: checkpoints of a different training are discarded, never resumed, and a folder a live process is
-training into is refused.
+epoch, and a finished training removes the folder. A fingerprint of the options and of the prepared data, kept in
+the folder's journal (:mod:`semuq_eval.journal`, the resume mechanism of every long job), guards the folder:
+checkpoints of a different training are discarded, never resumed, and a folder a live process is training into
+is refused (the journal's writer lock).
 """
 
 from __future__ import annotations
@@ -13,21 +14,22 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import shutil
 from collections.abc import Iterable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from semuq_eval.durable import replace_file
-from semuq_eval.scratch import process_gone
+from semuq_eval.journal import Journal
 from semuq_eval.training.config import TrainingConfig
 from semuq_eval.training.prepare import TrainingData
 
 __all__ = ["EpochCheckpoints", "fingerprint"]
 
 log = logging.getLogger(__name__)
+
+JOURNAL = "journal.jsonl"
+"""The journal in the checkpoint folder: the training's fingerprint and each epoch's time."""
 
 _NOT_TRAINING = ("output", "overwrite", "progress", "command", "device")
 """Options that do not change the trained weights, so a resumed run may differ in them."""
@@ -64,7 +66,8 @@ def _question_bytes(question: Any, positives: Iterable[int], negatives: Iterable
 
 
 class EpochCheckpoints:
-    """The checkpoint folder of the training that writes ``output``.
+    """The checkpoint folder of the training that writes ``output``: the trainer's ``checkpoint-<step>`` folders
+    and a journal (:mod:`semuq_eval.journal`) of the training's fingerprint and each epoch's training time.
 
     Examples
     --------
@@ -75,40 +78,32 @@ class EpochCheckpoints:
     def __init__(self, output: Path, fingerprint: str) -> None:
         self.folder = output.parent / f".{output.name}.checkpoints"
         self.fingerprint = fingerprint
-
-    @property
-    def _owner(self) -> Path:
-        return self.folder / "owner.json"
-
-    @property
-    def _timings(self) -> Path:
-        return self.folder / "epoch_timings.json"
+        self._journal: Journal | None = None
 
     def open(self) -> str | None:
         """Claim the folder for this process; return the checkpoint to resume from (None: start afresh).
 
         Raises
         ------
-        FileExistsError
+        semuq_eval.durable.WriterBusy
             A live process is training into the folder (the command prints it as one line).
         """
-        owner = self._read(self._owner, {})
-        pid = owner.get("pid")
-        if isinstance(pid, int) and pid != os.getpid() and not process_gone(pid):
-            raise FileExistsError(
-                f"{self.folder}: process {pid} is training into this folder; wait for it or stop it"
-            )
+        self.folder.mkdir(parents=True, exist_ok=True)
+        journal = Journal(self.folder / JOURNAL, "training")
         last = self._last_complete()
-        if last is not None and owner.get("fingerprint") != self.fingerprint:
+        if last is not None and journal.get("fingerprint") != self.fingerprint:
             log.warning(
                 "%s: checkpoints of a different training (options or data differ); starting afresh",
                 self.folder,
             )
             last = None
         if last is None:
-            shutil.rmtree(self.folder, ignore_errors=True)
-        self.folder.mkdir(parents=True, exist_ok=True)
-        replace_file(self._owner, json.dumps({"pid": os.getpid(), "fingerprint": self.fingerprint}))
+            for path in self.folder.glob("checkpoint-*"):
+                shutil.rmtree(path, ignore_errors=True)
+            journal.path.unlink(missing_ok=True)
+            journal = Journal(journal.path, "training")
+        journal.add([("fingerprint", self.fingerprint)])
+        self._journal = journal
         if last is not None:
             log.info("resuming the training from %s", last)
         return last
@@ -124,21 +119,17 @@ class EpochCheckpoints:
         return str(self.folder / f"checkpoint-{max(steps)}") if steps else None
 
     def timings(self) -> list[dict[str, float]]:
-        """The epochs' training times saved so far (one entry per epoch, the latest run of each)."""
-        return list(self._read(self._timings, []))
+        """The epochs' training times saved so far (one entry per epoch, the latest run of each), by epoch."""
+        journal = self._journal
+        epochs = sorted(int(k.split(":", 1)[1]) for k in journal or () if k.startswith("epoch:"))
+        return [{"epoch": e, "train_seconds": float(journal.get(f"epoch:{e}"))} for e in epochs]
 
     def save_timing(self, epoch: int, seconds: float) -> None:
         """Record epoch ``epoch``'s training time, replacing an earlier run of the same epoch."""
-        kept = [t for t in self.timings() if t["epoch"] != epoch]
-        replace_file(self._timings, json.dumps([*kept, {"epoch": epoch, "train_seconds": seconds}]))
+        if self._journal is None:
+            raise RuntimeError(f"{self.folder}: open() the checkpoints before saving a timing")
+        self._journal.add([(f"epoch:{int(epoch)}", float(seconds))])
 
     def remove(self) -> None:
         """Remove the folder once the trained operator is saved."""
         shutil.rmtree(self.folder, ignore_errors=True)
-
-    @staticmethod
-    def _read(path: Path, default: Any) -> Any:
-        try:
-            return json.loads(path.read_text())
-        except (OSError, ValueError):
-            return default
