@@ -30,6 +30,7 @@ from semuq_eval.diagnose.scoring import difference_with_ci, mean_with_ci
 from semuq_eval.diagnose.spans import alias_spans, last_words
 from semuq_eval.diagnose.traps import build_traps
 from semuq_eval.diagnose.wrong_clusters import clustering_pairs
+from semuq_eval.harness.record import read_record
 from semuq_eval.harness.store import open_store
 from semuq_eval.metrics import Bootstrap
 from semuq_eval.models.generation import Generation
@@ -646,35 +647,69 @@ def test_pytest_plugin(store, tmp_path, pytester):
 
 # ---------------------------------------------------------------------------------------------- freezing
 def test_freeze_store_round_trip(store, tmp_path):
-    dest = tmp_path / "frozen"
+    dest = tmp_path / "frozen.jsonl.gz"
     frozen = freeze_store(store, dest, max_questions=2, source_name="hand-made")
     assert frozen["n_questions"] == 2 and frozen["source"] == "hand-made"
-    assert {p.name for p in dest.iterdir()} == {"manifest.json", "generations.rank0.jsonl", "scores.jsonl"}
+    record = read_record(dest)  # the one compact format: a run record that keeps its texts
+    assert record["provenance"]["label_set"] == "run" and record["estimators"] == []
     a, b = load_questions(store)[:2], load_questions(dest)
     assert [(q.question, q.greedy, q.samples, q.sample_labels, q.greedy_label) for q in a] == [
         (q.question, q.greedy, q.samples, q.sample_labels, q.greedy_label) for q in b
     ]
     assert np.array_equal(a[0].greedy_offsets, b[0].greedy_offsets)
-    line = json.loads((dest / "generations.rank0.jsonl").read_text().splitlines()[0])
-    assert set(line["samples"][0]) == {"text", "greedy"}  # no log-probs, ids or hidden vectors
-    assert json.loads((dest / "manifest.json").read_text())["frozen"]["label_set"] == "run"
-    freeze_store(store, tmp_path / "again", max_questions=2, source_name="hand-made")
-    assert open_store(dest).fingerprint() == open_store(tmp_path / "again").fingerprint()  # reproducible
+    assert set(record.questions[0]["texts"]) == {
+        "question",
+        "references",
+        "greedy",
+        "answers",
+        "greedy_offsets",
+    }
+    freeze_store(store, tmp_path / "again.jsonl.gz", max_questions=2, source_name="hand-made")
+    assert dest.read_bytes() == (tmp_path / "again.jsonl.gz").read_bytes()  # reproducible
     with pytest.raises(ValueError, match="per-sample verdicts"):
-        freeze_store(write_store(tmp_path / "old", sample_labels=False), tmp_path / "f2")
+        freeze_store(write_store(tmp_path / "old", sample_labels=False), tmp_path / "f2.jsonl.gz")
+
+
+def test_a_store_and_its_frozen_record_give_the_same_figures_and_accept_the_same_baseline(store, tmp_path):
+    """The check on a frozen record measures what it measured on the store it was frozen from; a store frozen in
+    the former format (a store folder with ``frozen`` provenance) converts to a record that a baseline recorded on
+    the store still matches."""
+    record = tmp_path / "frozen.jsonl.gz"
+    freeze_store(store, record)
+    on_store = check_operator("lexical", write_baseline=tmp_path / "s.json", store=store, progress=False)
+    on_record = check_operator("lexical", write_baseline=tmp_path / "r.json", store=record, progress=False)
+    assert on_store.figures == on_record.figures
+    again = check_operator("lexical", tmp_path / "s.json", store=record, progress=False)
+    assert not again.ok and "another store" in again.problems[0]  # a plain store: no alias
+    former = tmp_path / "former"  # the former frozen format: a store folder whose manifest says it was frozen
+    shutil.copytree(store, former)
+    manifest = json.loads((former / "manifest.json").read_text())
+    (former / "manifest.json").write_text(
+        json.dumps({**manifest, "frozen": {"source": "a run", "label_set": "run"}})
+    )
+    check_operator("lexical", write_baseline=tmp_path / "f.json", store=former, progress=False)
+    freeze_store(former, tmp_path / "converted.jsonl.gz")
+    assert read_record(tmp_path / "converted.jsonl.gz")["provenance"]["source"] == "a run"
+    converted = check_operator(
+        "lexical", tmp_path / "f.json", store=tmp_path / "converted.jsonl.gz", progress=False
+    )
+    assert converted.ok and not converted.problems, converted.summary()
 
 
 # ---------------------------------------------------------------------------------------------- real
 @pytest.mark.real
-def test_shipped_frozen_store_is_small_real_and_labelled():
+def test_shipped_frozen_record_is_small_real_and_labelled():
     path = frozen_store_path()
-    size = sum(f.stat().st_size for f in path.iterdir())
-    assert size < 5_000_000
+    assert path.name.endswith(".jsonl.gz") and path.stat().st_size < 1_000_000
     qs = load_questions(path)
     assert len(qs) >= 200
     assert all(len(q.samples) == len(q.sample_labels) >= 10 for q in qs)
     assert sum(q.greedy_label == 1 for q in qs) >= 30 and sum(q.greedy_label == 0 for q in qs) >= 30
-    assert not any(p.suffix == ".npz" for p in path.iterdir())
+    assert sum(q.greedy_offsets is not None for q in qs) >= 200  # the generator's tokens, for localization
+    # converted from the store shipped before: baselines recorded on it still match
+    assert read_record(path)["provenance"]["former_store_fingerprint"] == (
+        "14f26ebb361fc0f33fcf3cd511c5dcc6c79a9a14db1528ba72a806f59e750921"
+    )
 
 
 @pytest.mark.real

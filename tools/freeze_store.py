@@ -1,10 +1,10 @@
-"""Build the frozen run store that ``semuq-eval check-operator`` ships with, from a real run store.
+"""Build the frozen run record that ``semuq-eval check-operator`` ships with, from a real run store.
 
     .venv/bin/python -m tools.freeze_store /work/runs/smollm2-webquestions/semuq/semuq_webquestions/smollm2-135m-instruct
 
-writes ``semuq_eval/diagnose/data/smollm2-webquestions/`` (questions, references, answer texts, the greedy
-answer's token offsets, the run's labels with every sample's verdict; no hidden states, log-probs or token ids:
-see :func:`semuq_eval.diagnose.freeze.freeze_store`). The same source gives the same files byte for byte.
+writes ``semuq_eval/diagnose/data/smollm2-webquestions.jsonl.gz`` (a run record that keeps its texts: questions,
+references, answer texts, the greedy answer's token offsets, the run's labels with every sample's verdict; no hidden states, log-probs or token ids:
+see :func:`semuq_eval.diagnose.freeze.freeze_store`). The same source gives the same bytes.
 ``--limit`` keeps the first questions; ``--dest`` writes elsewhere.
 """
 
@@ -16,9 +16,11 @@ from pathlib import Path
 
 from semuq_eval.diagnose.check_values import FROZEN_STORE
 from semuq_eval.diagnose.freeze import freeze_store
-from semuq_eval.harness.store import open_store
+from semuq_eval.harness.record import record_fingerprint
 
-DEFAULT_DEST = Path(__file__).resolve().parents[1] / "semuq_eval" / "diagnose" / "data" / FROZEN_STORE
+DEFAULT_DEST = (
+    Path(__file__).resolve().parents[1] / "semuq_eval" / "diagnose" / "data" / f"{FROZEN_STORE}.jsonl.gz"
+)
 
 
 def main() -> None:
@@ -33,9 +35,8 @@ def main() -> None:
         args.source, args.dest, max_questions=args.limit, labels=args.labels, source_name=args.name
     )
     dest = Path(args.dest)
-    size = sum(f.stat().st_size for f in dest.iterdir())
     print(json.dumps(frozen, indent=1))
-    print(f"{dest}: {size / 1e6:.2f} MB, fingerprint {open_store(dest).fingerprint()[:16]}")
+    print(f"{dest}: {dest.stat().st_size / 1e6:.2f} MB, fingerprint {record_fingerprint(dest)[:16]}")
 
 
 if __name__ == "__main__":

@@ -47,7 +47,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "check-operator": (
         "semuq_eval.commands.check_operator:main",
-        "CI check: an operator's trap scores and AUROC on a frozen store vs a baseline",
+        "CI check: an operator's trap scores and AUROC on a frozen record vs a baseline",
     ),
     "train-data": (
         "semuq_eval.commands.train_data:main",

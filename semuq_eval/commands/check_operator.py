@@ -1,4 +1,4 @@
-"""``semuq-eval check-operator``: an operator's trap scores and AUROC on a frozen store vs a baseline (CI).
+"""``semuq-eval check-operator``: an operator's trap scores and AUROC on a frozen record vs a baseline (CI).
 
 Examples
 --------
@@ -25,7 +25,7 @@ def main(argv: list[str]) -> int:
     p = CommandParser(
         prog="semuq-eval check-operator",
         description="Recompute an operator's trap scores, localization and estimator AUROC on a small frozen run "
-        "store and compare them with a baseline: exit 0 when none regressed beyond the tolerance, 1 when one did, "
+        "record and compare them with a baseline: exit 0 when none regressed beyond the tolerance, 1 when one did, "
         "2 on bad input.",
     )
     p.add_argument("model", help="an enc model folder or hub id, an operator name (lexical), or name:MODEL")

@@ -18,7 +18,7 @@ module                 concept
 ``check_values``      the figures an operator check tracks, computed on a run store
 ``value_cache``       those figures kept between checks of unchanged weights
 ``check``              :func:`check_operator`: tracked figures vs a baseline
-``freeze``             the frozen run store the check reads
+``freeze``             the frozen run record the check reads
 ``pytest_plugin``      the ``semuq_check_operator`` fixture
 =====================  ======================================================================
 

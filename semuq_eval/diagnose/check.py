@@ -1,13 +1,13 @@
-"""Operator checks for CI: recompute tracked figures on a small frozen run store, compare with a baseline.
+"""Operator checks for CI: recompute tracked figures on a small frozen run record, compare with a baseline.
 
 ``check_operator(MODEL, baseline=PATH)`` builds the operator (an ``enc`` model path or hub id, or an operator
 name / ``name:model``), runs the diagnosis (:func:`~semuq_eval.diagnose.diagnosis.diagnose`) and the pipeline
-(AUROC of the tracked estimators under greedy and majority labels) on the frozen store shipped in
-``semuq_eval/diagnose/data/`` (or ``store=``), and compares every tracked figure (:mod:`~semuq_eval.diagnose.check_values`) with the baseline.
+(AUROC of the tracked estimators under greedy and majority labels) on the frozen record shipped in
+``semuq_eval/diagnose/data/`` (or ``store=``: a run store or a record that keeps its texts), and compares every tracked figure (:mod:`~semuq_eval.diagnose.check_values`) with the baseline.
 
 A figure *regresses* when it moves in the bad direction by more than its tolerance (absolute; the baseline's
 own per-figure ``tolerance``, else the check's). A tracked figure that is missing or undefined now fails too,
-as does a baseline recorded on another frozen store (its fingerprint differs): record it again with
+as does a baseline recorded on another frozen record or store (its fingerprint differs): record it again with
 ``--write-baseline``. :class:`CheckReport` says which, with ``.ok``.
 
 Examples
@@ -29,9 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from semuq_eval.diagnose import value_cache
-from semuq_eval.diagnose.check_values import BETTER, frozen_store_path
+from semuq_eval.diagnose.check_values import BETTER, fingerprints, frozen_store_path
 from semuq_eval.harness.schemas import OperatorBaseline, check_line
-from semuq_eval.harness.store import open_store
 from semuq_eval.jsonio import read_json, write_json
 from semuq_eval.options import Options, option
 
@@ -181,7 +180,8 @@ class CheckOptions(Options):
         None, 'JSON options of the operator, e.g. {"batch_size": 16}', parse="json", of="option -> value"
     )
     store: Path | None = option(
-        None, "a run store with per-sample labels (default: the frozen store shipped)"
+        None,
+        "a run store with per-sample labels, or a record that keeps its texts (default: the frozen record shipped)",
     )
     tolerance: float | None = option(
         None, "absolute tolerance of figures without their own (default: the baseline's, else 0.02)", ge=0
@@ -250,7 +250,7 @@ def check_operator(
             estimators = est or None
     store = o.store if o.store is not None else frozen_store_path()
     name, built = operator_from_spec(model, o.operator_options)
-    fingerprint = open_store(store).fingerprint()
+    fingerprint, same = fingerprints(store)
     figures = value_cache.cached_values(
         name,
         built,
@@ -270,7 +270,7 @@ def check_operator(
     if base is not None:
         report.baseline_path = str(baseline)
         report.rows = _compare(figures, base, tol)
-        if base.get("store_fingerprint") not in (None, fingerprint):
+        if base.get("store_fingerprint") not in (None, *same):
             report.problems.append(
                 f"the baseline was recorded on another store (fingerprint {str(base.get('store_fingerprint'))[:12]}, "
                 f"this store {fingerprint[:12]}): its figures are not comparable; record it again with --write-baseline"

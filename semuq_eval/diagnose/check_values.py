@@ -7,7 +7,7 @@ label strategy (scored as a run scores them).
 - ``clustering.incorrect_equivalent`` and ``clustering.gap`` (higher is better);
 - ``localization.hit_rate`` (operators with token weights; higher is better);
 - ``auroc.<estimator>.<strategy>`` (higher is better), by default ``kle_heat@OP``, ``cos@OP`` and ``cae@OP`` where
-  valid (estimators needing log-probabilities, such as ``se``, have no input in a frozen store).
+  valid (estimators needing log-probabilities, such as ``se``, have no input in a frozen record).
 """
 
 from __future__ import annotations
@@ -19,13 +19,21 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from semuq_eval.harness.record import RECORD_SUFFIX, read_record, record_fingerprint
 from semuq_eval.harness.store import open_store
 from semuq_eval.jsonio import finite_or_none
 
-__all__ = ["BETTER", "FROZEN_STORE", "compute_values", "frozen_store_path", "tracked_estimators"]
+__all__ = [
+    "BETTER",
+    "FROZEN_STORE",
+    "compute_values",
+    "fingerprints",
+    "frozen_store_path",
+    "tracked_estimators",
+]
 
 FROZEN_STORE = "smollm2-webquestions"
-"""The frozen store shipped with the package (``semuq_eval/diagnose/data/<name>``)."""
+"""The frozen record shipped with the package (``semuq_eval/diagnose/data/<name>.jsonl.gz``)."""
 
 BETTER = {
     "trap.context": "lower",
@@ -39,19 +47,35 @@ BETTER = {
 
 
 def frozen_store_path(name: str = FROZEN_STORE) -> Path:
-    """The folder of a frozen store shipped in ``semuq_eval/diagnose/data/``.
+    """The frozen record (a run record that keeps its texts) shipped in ``semuq_eval/diagnose/data/``.
 
     Raises
     ------
     FileNotFoundError
-        When the package holds no such store (the message lists the ones it has).
+        When the package holds no such record (the message lists the ones it has).
     """
     root = Path(str(resources.files("semuq_eval.diagnose") / "data"))
-    path = root / name
-    if not open_store(path).is_store:
-        have = sorted(p.name for p in root.iterdir() if open_store(p).is_store) if root.is_dir() else []
-        raise FileNotFoundError(f"no frozen store {name!r} in {root}; shipped: {have}")
+    path = root / f"{name}{RECORD_SUFFIX}"
+    if not path.is_file():
+        have = (
+            sorted(p.name[: -len(RECORD_SUFFIX)] for p in root.glob(f"*{RECORD_SUFFIX}"))
+            if root.is_dir()
+            else []
+        )
+        raise FileNotFoundError(f"no frozen record {name!r} in {root}; shipped: {have}")
     return path
+
+
+def fingerprints(source: str | os.PathLike) -> tuple[str, set[str]]:
+    """The fingerprint of a run store or record the check reads, and the ones a baseline may hold for the same
+    answers and labels (a frozen record's ``former_store_fingerprint``: the store it was frozen from)."""
+    path = Path(source)
+    if not (path.is_file() and path.name.endswith(RECORD_SUFFIX)):
+        fingerprint = open_store(path).fingerprint()
+        return fingerprint, {fingerprint}
+    fingerprint = record_fingerprint(path)
+    former = (read_record(path).get("provenance") or {}).get("former_store_fingerprint")
+    return fingerprint, {fingerprint, *([former] if isinstance(former, str) else [])}
 
 
 def _put_auroc(

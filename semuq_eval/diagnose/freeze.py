@@ -1,16 +1,19 @@
-"""Freeze a real run store into the small, JSON-only store that ``check-operator`` reads.
+"""Freeze a real run store into the small, text-only run record that ``check-operator`` reads.
 
-:func:`freeze_store` keeps what the diagnostics and the operator checks read and drops the rest:
+:func:`freeze_store` keeps what the diagnostics and the operator checks read and drops the rest, in the one compact
+format (:mod:`semuq_eval.harness.record`, a record that keeps its texts):
 
-- per question: ``doc_id``, ``id``, ``question``, ``references``; the greedy answer's text and the generating
-  model's token offsets (token localization on the generator's tokens); every sampled answer's text;
-- the labels of one label set: greedy, majority and the verdict on every sample (``scores.jsonl``, with the
-  estimator scores emptied: the check recomputes the ones it tracks);
-- dropped: hidden vectors (``hidden.rank*.npz``), token ids, log-probabilities and entropies, the breakdown.
+- per question: ``doc_id``, ``id``, the question, its references, the greedy answer's text and the generating
+  model's token spans in it (token localization on the generator's tokens), every sampled answer's text;
+- the labels of one label set: greedy, majority and the verdict on every sample (no estimator scores: the check
+  recomputes the ones it tracks);
+- dropped: hidden vectors, token ids, log-probabilities and entropies, the breakdown.
 
-The manifest keeps the source run's settings (with ``store_hidden`` false) and adds ``frozen``: where it came
-from, the label set and its judge, which questions, and the package version, so ``tools/freeze_store.py``
-reproduces it byte for byte from the same source.
+The header's ``provenance`` says where it came from, the label set and its judge, which questions and the package
+version, so ``tools/freeze_store.py`` reproduces it byte for byte from the same source. Frozen from a store that
+was itself frozen (the format check-operator shipped before), it keeps that store's provenance and fingerprint
+(``former_store_fingerprint``): a baseline recorded on the store still matches the record, which holds the same
+texts and labels.
 """
 
 from __future__ import annotations
@@ -20,9 +23,56 @@ from pathlib import Path
 from typing import Any
 
 from semuq_eval.harness.label_sets import RUN_LABELS, read_label_set
-from semuq_eval.harness.store import STORE_FORMAT, RunStore, open_store
+from semuq_eval.harness.record import (
+    RECORD_FORMAT,
+    RunRecord,
+    question_hash,
+    question_set_hash,
+    record_texts,
+    write_record,
+)
+from semuq_eval.harness.store import StoreReader, open_store
+from semuq_eval.jsonio import json_safe
 
 __all__ = ["freeze_store"]
+
+
+def _question(d: Any, lab: dict[str, Any], labels: str) -> dict[str, Any]:
+    return {
+        "doc_id": int(d.doc_id),
+        "id": d.key,
+        "question_hash": question_hash(d.question),
+        "scores": [],
+        "labels": {
+            labels: {"greedy": lab["greedy"], "majority": lab["majority"], "samples": list(lab["samples"])}
+        },
+        "texts": record_texts(d, offsets=True),
+    }
+
+
+def _provenance(
+    reader: StoreReader, source: Path, labels: str, judge: Any, questions: list, name: str | None
+):
+    from semuq_eval import __version__
+
+    settings = reader.manifest.get("settings") or {}
+    former = reader.manifest.get("frozen")
+    provenance = {
+        "source": name or str(source),
+        "task": reader.manifest.get("task"),
+        "run_id": source.name,
+        "decoding": (reader.breakdown() or {}).get("decoding"),
+        "label_set": labels,
+        "judge": judge,
+        "n_questions": len(questions),
+        "doc_ids": [questions[0]["doc_id"], questions[-1]["doc_id"]] if questions else [],
+        "n_samples": settings.get("n_samples"),
+        "kept": "question, references, answer texts, the greedy answer's token offsets, labels",
+        "semuq_eval_version": __version__,
+    }
+    if isinstance(former, dict):  # a store frozen before: its provenance, and the fingerprint baselines hold
+        provenance = {**former, "former_store_fingerprint": reader.fingerprint()}
+    return provenance
 
 
 def freeze_store(
@@ -33,14 +83,14 @@ def freeze_store(
     labels: str = RUN_LABELS,
     source_name: str | None = None,
 ) -> dict[str, Any]:
-    """Write the frozen copy of run store ``source`` into ``dest``; returns its ``frozen`` provenance.
+    """Write the frozen record of run store ``source`` to ``dest`` (a ``.jsonl.gz`` file); returns its provenance.
 
     Parameters
     ----------
     source : path-like
         A finished run store with per-sample labels (``sample_labels`` in ``scores.jsonl``, or ``labels``).
     dest : path-like
-        The folder to write (its store files are replaced).
+        The record file to write (replaced whole).
     max_questions : int, optional
         Keep the first questions only (by doc id).
     labels : str
@@ -53,15 +103,13 @@ def freeze_store(
     ValueError
         When the source's label set lacks per-sample verdicts.
     """
-    from semuq_eval import __version__
-
-    source, dest = Path(source), Path(dest)
+    source = Path(source)
     reader = open_store(source)
-    manifest, docs = reader.manifest, reader.docs(hidden=False)
+    docs = reader.docs(hidden=False)
     if max_questions is not None:
         docs = docs[: int(max_questions)]
     label_set = read_label_set(source, labels)
-    gens, items = [], []
+    questions = []
     for d in docs:
         lab = label_set.records.get(d.doc_id)
         if lab is None or len(lab.get("samples") or []) != len(d.samples):
@@ -69,52 +117,22 @@ def freeze_store(
                 f"{source}: label set {labels!r} has no per-sample verdicts for doc {d.doc_id}; "
                 "freeze a store written with per-sample labels (or write a label set with `semuq-eval judge`)"
             )
-        g = d.greedy
-        gens.append(
-            {
-                "doc_id": int(d.doc_id),
-                "id": d.key,
-                "question": d.question,
-                "references": list(d.references),
-                "n_extra_responses": int(d.n_extra_responses),
-                "greedy": {
-                    "text": g.text,
-                    "greedy": True,
-                    "token_offsets": None if g.token_offsets is None else g.token_offsets.tolist(),
-                },
-                "samples": [{"text": s.text, "greedy": False} for s in d.samples],
-            }
-        )
-        items.append(
-            {
-                "doc_id": int(d.doc_id),
-                "id": d.key,
-                "scores": {},
-                "reasons": {},
-                "labels": {"greedy": lab["greedy"], "majority": lab["majority"]},
-                "sample_labels": list(lab["samples"]),
-                "n_missing_verdicts": int(lab.get("n_missing_verdicts", 0)),
-                "n_samples": len(d.samples),
-                "n_extra_responses": int(d.n_extra_responses),
-                "problems": [],
-            }
-        )
-    settings = dict(manifest.get("settings") or {})
-    settings["store_hidden"] = False
-    decoding = (reader.breakdown() or {}).get("decoding")
-    frozen = {
-        "source": source_name or str(source),
-        "task": manifest.get("task"),
-        "run_id": source.name,
-        "decoding": decoding,
+        questions.append(_question(d, lab, labels))
+    provenance = _provenance(reader, source, labels, label_set.judge, questions, source_name)
+    n_samples = reader.manifest["settings"].get("n_samples")
+    header = {
+        "format": RECORD_FORMAT,
+        "task": str(reader.manifest.get("task") or ""),
+        "llm": str(provenance.get("run_id") or source.name),
+        "model": {},
+        "n_samples": int(n_samples or max((len(q["texts"]["answers"]) for q in questions), default=0)),
+        "n_questions": len(questions),
+        "question_set": question_set_hash(questions),
+        "estimators": [],
+        "label_sets": {labels: label_set.judge},
+        "operators": {},
         "label_set": labels,
-        "judge": label_set.judge,
-        "n_questions": len(gens),
-        "doc_ids": [gens[0]["doc_id"], gens[-1]["doc_id"]] if gens else [],
-        "n_samples": settings.get("n_samples"),
-        "kept": "question, references, answer texts, the greedy answer's token offsets, labels",
-        "semuq_eval_version": __version__,
+        "provenance": provenance,
     }
-    manifest = {"format": STORE_FORMAT, "task": manifest.get("task"), "settings": settings, "frozen": frozen}
-    RunStore(dest).write_as_is(manifest, gens, items)
-    return frozen
+    write_record(dest, RunRecord(json_safe(header), json_safe(questions)))
+    return provenance

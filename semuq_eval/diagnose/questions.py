@@ -1,6 +1,7 @@
 """The questions a diagnosis reads: answers from run stores, with a correctness label on every answer.
 
-:func:`load_questions` reads one or more run stores (:func:`~semuq_eval.harness.store.open_store`) and a label
+:func:`load_questions` reads one or more run stores (:func:`~semuq_eval.harness.store.open_store`), or run records
+that keep their texts (check-operator's frozen record, :mod:`~semuq_eval.diagnose.freeze`), and a label
 set of each (:func:`~semuq_eval.harness.label_sets.read_label_set`; ``"run"``: the run's own judge), or labels
 every answer now with a judge (``judge=``: e.g. the offline ``string`` judge for a store written before
 per-sample labels were kept). Every diagnostic needs the verdict on each SAMPLED answer, not only the greedy
@@ -19,6 +20,7 @@ import numpy as np
 
 from semuq_eval.harness.doc import Doc
 from semuq_eval.harness.label_sets import RUN_LABELS, label_docs, read_label_set
+from semuq_eval.harness.record import RECORD_SUFFIX, doc_of_texts, read_record
 from semuq_eval.harness.store import open_store
 from semuq_eval.judges import Judge, as_label
 
@@ -114,6 +116,27 @@ def _labels_of(store: Path, docs: Sequence[Doc], labels: str, judge: Judge | Non
     return label_set.records
 
 
+def _record_questions(path: Path, labels: str, judge: Judge | None, max_questions: int | None):
+    """The docs of a run record that keeps its texts, and their labels (``labels``; ``"run"`` reads the record's
+    own label set)."""
+    record = read_record(path)
+    chosen = record.get("label_set", RUN_LABELS) if labels == RUN_LABELS else labels
+    lines = record.questions[: int(max_questions)] if max_questions is not None else record.questions
+    if any(q.get("texts") is None for q in lines):
+        raise ValueError(
+            f"{path}: a run record without texts (a leaderboard's record) holds no answers to diagnose"
+        )
+    docs = [doc_of_texts(q) for q in lines]
+    if judge is not None:
+        return docs, _labels_of(path, docs, labels, judge)
+    missing = [q["doc_id"] for q in lines if chosen not in q["labels"]]
+    if missing:
+        raise FileNotFoundError(
+            f"{path}: no label set {chosen!r} for doc {missing[0]} ({len(missing)} questions)"
+        )
+    return docs, {q["doc_id"]: q["labels"][chosen] for q in lines}
+
+
 def load_questions(
     stores: str | os.PathLike | Sequence[str | os.PathLike],
     *,
@@ -126,7 +149,7 @@ def load_questions(
     Parameters
     ----------
     stores : path-like or sequence of path-like
-        Run store directories (``<output_path>/semuq/<task>/<run_id>``).
+        Run store directories (``<output_path>/semuq/<task>/<run_id>``) or run record files that keep their texts.
     labels : str
         The label set to read (default ``"run"``: the labels of the run's own judge).
     judge : Judge, optional
@@ -157,10 +180,13 @@ def load_questions(
     out: list[DiagnosticQuestion] = []
     for k, store in enumerate(stores):
         store = Path(store)
-        docs = open_store(store).docs()
-        if max_questions is not None:
-            docs = docs[: int(max_questions)]
-        by_doc = _labels_of(store, docs, labels, judge)
+        if store.is_file() and store.name.endswith(RECORD_SUFFIX):
+            docs, by_doc = _record_questions(store, labels, judge, max_questions)
+        else:
+            docs = open_store(store).docs()
+            if max_questions is not None:
+                docs = docs[: int(max_questions)]
+            by_doc = _labels_of(store, docs, labels, judge)
         for d in docs:
             lab = by_doc.get(d.doc_id)
             if lab is None:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from semuq_eval.diagnose.check_values import compute_values, tracked_estimators
-from semuq_eval.harness.store import open_store
+from semuq_eval.diagnose.questions import load_questions
 from semuq_eval.jsonio import read_json, write_json
 
 __all__ = ["VALUES_CACHE_FORMAT", "cached_values"]
@@ -94,8 +94,7 @@ def _tracked(
     name: str, store: str | os.PathLike, estimators: Sequence[str] | None, max_questions: int | None
 ) -> list[str]:
     """The estimators whose AUROC :func:`compute_values` tracks (the defaults resolved), in order."""
-    docs = open_store(store).docs(hidden=False)[:max_questions]
-    n_samples = max((len(d.samples) for d in docs), default=0)
+    n_samples = max((len(q.samples) for q in load_questions(store, max_questions=max_questions)), default=0)
     return sorted(tracked_estimators(name, n_samples, estimators)) if n_samples else []
 
 

@@ -16,12 +16,14 @@ Format ``semuq-run-record/1``; line 1 is the manifest, every other line one ques
      "settings", "seeds", "unavailable", "created"[, "approximate", "generator", "provenance"]}
     {"doc_id": int, "id": str | null, "question_hash": str, "scores": [float | null, ...],
      "labels": {label set: {"greedy": 1 | 0 | null, "majority": 1 | 0 | null, "samples": [1 | 0 | null]}}
-     [, "texts": {"question": str, "references": [str], "greedy": str | null, "answers": [str]}]}
+     [, "texts": {"question": str, "references": [str], "greedy": str | null, "answers": [str]
+                 [, "greedy_offsets": [[int, int]]]}]}
 
 ``scores`` follow ``estimators``; a label set that did not label a question is absent from its ``labels``, but
 the manifest's ``label_set`` (the run's own, ``run``) labels every question. ``texts`` are kept by the records
 that training reads (:mod:`semuq_eval.training.data_files`: no scores, one label set, the provenance of the
-store they were exported from); a leaderboard's records leave them out.
+store they were exported from) and by check-operator's frozen record (:mod:`semuq_eval.diagnose.freeze`, with the
+greedy answer's token spans); a leaderboard's records leave them out.
 ``question_hash`` is :func:`question_hash` of the question's text; ``question_set`` hashes the doc ids, ids
 and question hashes together (:func:`question_set_hash`), so two records hold the same questions exactly when
 their ``question_set`` agree. Nothing depends on the machine or the time of writing (the operators' costs
@@ -36,6 +38,8 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from semuq_eval.harness.doc import NO_GREEDY, Doc
 from semuq_eval.harness.label_sets import RUN_LABELS, label_set_names, read_label_set
@@ -54,6 +58,7 @@ __all__ = [
     "question_hash",
     "question_set_hash",
     "read_record",
+    "record_fingerprint",
     "record_from_store",
     "record_texts",
     "write_record",
@@ -246,8 +251,9 @@ def _check_question(obj: Mapping[str, Any], header: Mapping[str, Any]) -> str | 
     return None
 
 
-def record_texts(doc: Doc) -> dict[str, Any]:
-    """A question's ``texts`` as a record keeps them (the greedy answer None when the source kept none).
+def record_texts(doc: Doc, *, offsets: bool = False) -> dict[str, Any]:
+    """A question's ``texts`` as a record keeps them (the greedy answer None when the source kept none); with
+    ``offsets``, the greedy answer's token spans too, where the source has them.
 
     Examples
     --------
@@ -255,12 +261,15 @@ def record_texts(doc: Doc) -> dict[str, Any]:
     {'question': 'Capital?', 'references': ['Paris'], 'greedy': None, 'answers': ['Paris']}
     """
     greedy = None if doc.greedy.error == NO_GREEDY else str(doc.greedy.text or "")
-    return {
+    texts = {
         "question": str(doc.question),
         "references": [str(r) for r in doc.references],
         "greedy": greedy,
         "answers": [str(g.text or "") for g in doc.samples],
     }
+    if offsets and doc.greedy.token_offsets is not None:
+        texts["greedy_offsets"] = np.asarray(doc.greedy.token_offsets, dtype=np.int64).tolist()
+    return texts
 
 
 def doc_of_texts(question: Mapping[str, Any]) -> Doc:
@@ -273,13 +282,22 @@ def doc_of_texts(question: Mapping[str, Any]) -> Doc:
     'Paris'
     """
     texts = question["texts"]
-    return Doc.of_texts(
+    doc = Doc.of_texts(
         texts["question"],
         tuple(texts["answers"]),
         doc_id=question["doc_id"],
         references=tuple(texts["references"]),
         greedy=texts.get("greedy"),
     )
+    doc.key = question.get("id")
+    if texts.get("greedy_offsets") is not None:
+        doc.greedy.token_offsets = np.asarray(texts["greedy_offsets"], dtype=np.int64).reshape(-1, 2)
+    return doc
+
+
+def record_fingerprint(path: str | os.PathLike) -> str:
+    """sha256 of a record file's bytes (a record's bytes are deterministic: the same content, the same digest)."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def read_record(path: str | os.PathLike) -> RunRecord:

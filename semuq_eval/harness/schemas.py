@@ -162,8 +162,9 @@ class RecordLabels(BaseModel):
 
 
 class RecordTexts(BaseModel):
-    """A question's texts in a run record that keeps them (training data): the question, its references, the
-    greedy answer (null when none was kept) and the sampled answers."""
+    """A question's texts in a run record that keeps them (training data, check-operator's frozen record): the
+    question, its references, the greedy answer (null when none was kept), the sampled answers and, where kept,
+    the generating model's token spans in the greedy answer (``[start, end)`` characters, for localization)."""
 
     model_config = ConfigDict(extra="allow", strict=True)
 
@@ -171,6 +172,7 @@ class RecordTexts(BaseModel):
     references: list[StrictStr]
     greedy: StrictStr | None = None
     answers: list[StrictStr]
+    greedy_offsets: list[Annotated[list[Count], Field(min_length=2, max_length=2)]] | None = None
 
 
 class RecordQuestion(BaseModel):

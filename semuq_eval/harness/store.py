@@ -84,7 +84,7 @@ class RunStore:
         self.root = Path(root)
         self.rank = int(rank)
         self.manifest: dict[str, Any] | None = None
-        """The manifest :meth:`begin` (or :meth:`write_as_is`) wrote."""
+        """The manifest :meth:`begin` wrote."""
 
     def begin(
         self,
@@ -156,23 +156,6 @@ class RunStore:
     def write_scores(self, items: Iterable[Mapping[str, Any]]) -> None:
         """``scores.jsonl``: one item per question, in doc order."""
         write_jsonl(self.root / SCORES, sorted(items, key=lambda x: x["doc_id"]))
-
-    def write_as_is(
-        self,
-        manifest: Mapping[str, Any],
-        generations: Sequence[Mapping[str, Any]],
-        items: Sequence[Mapping[str, Any]],
-    ) -> None:
-        """A whole single-rank store from lines already in their stored form (a frozen store keeps only some
-        fields of each answer): every rank's answers and hidden vectors go first."""
-        self.mark_unfinished()
-        for old in [*self.root.glob(GENERATIONS_GLOB), *self.root.glob(HIDDEN_GLOB)]:
-            old.unlink()
-        write_json(self.root / MANIFEST, manifest)
-        self.manifest = dict(manifest)
-        write_jsonl(self.root / f"generations.rank{self.rank}.jsonl", generations)
-        write_jsonl(self.root / SCORES, items)
-        self.mark_finished()
 
     def write_breakdown(self, breakdown: Mapping[str, Any], name: str = BREAKDOWN) -> Path:
         """The breakdown as ``name`` in the store directory; returns its path. ``breakdown.json`` is a store's
