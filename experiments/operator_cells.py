@@ -42,12 +42,15 @@ class Cell:
     diffs: np.ndarray  # per resample, NaN where undefined
 
 
-def cells(record: RunRecord, a: str, b: str, aggregators: Sequence[str] = AGGREGATORS) -> list[Cell]:
-    """The reliable cells of one record for operators ``a`` and ``b``, with their resampled differences."""
+def cells(
+    record: RunRecord, a: str, b: str, aggregators: Sequence[str] = AGGREGATORS, label_set: str = "run"
+) -> list[Cell]:
+    """The reliable cells of one record for operators ``a`` and ``b`` under ``label_set``, with their resampled
+    differences."""
     index = {e: i for i, e in enumerate(record["estimators"])}
     out = []
     for strategy in STRATEGIES:
-        y = labels(record, strategy)
+        y = labels(record, strategy, label_set)
         for agg in aggregators:
             ea, eb = f"{agg}@{a}", f"{agg}@{b}"
             if ea not in index or eb not in index:
@@ -65,9 +68,12 @@ def cells(record: RunRecord, a: str, b: str, aggregators: Sequence[str] = AGGREG
     return out
 
 
-def labels(record: RunRecord, strategy: str) -> np.ndarray:
-    """The run's labels under ``strategy`` (NaN where a question has no verdict)."""
-    values = [(q["labels"].get("run") or {}).get(strategy) for q in record.questions]
+def labels(record: RunRecord, strategy: str, label_set: str = "run") -> np.ndarray:
+    """The labels of ``label_set`` (default: the run's judge) under ``strategy`` (NaN where a question has no
+    verdict)."""
+    if label_set not in record["label_sets"] and label_set != "run":
+        raise ValueError(f"run {record['llm']} ({record['task']}) has no label set {label_set!r}")
+    values = [(q["labels"].get(label_set) or {}).get(strategy) for q in record.questions]
     return np.array([np.nan if v is None else float(v) for v in values])
 
 
@@ -143,11 +149,11 @@ def check_operators(records: Sequence[RunRecord], names: Sequence[str]) -> None:
             )
 
 
-def class_counts(record: RunRecord) -> str:
+def class_counts(record: RunRecord, label_set: str = "run") -> str:
     """``greedy c / i, majority c / i``: the correct and incorrect answers under each label strategy."""
     parts = []
     for strategy in STRATEGIES:
-        y = labels(record, strategy)
+        y = labels(record, strategy, label_set)
         parts.append(f"{strategy} {int((y == 1).sum())} / {int((y == 0).sum())}")
     return ", ".join(parts)
 

@@ -5,6 +5,7 @@ leaderboard's comparisons, the diagnosis and the report with its selection and m
 from __future__ import annotations
 
 import importlib
+import json
 import shutil
 import subprocess
 import tarfile
@@ -103,7 +104,8 @@ def test_the_reproduction_trains_selects_rescores_and_reports(
     diagnosis = read_json(report / "diagnosis" / "training-llm" / "diagnosis.json")
     assert "enc_trained_answer_pooling vs enc_answer_pooling" in diagnosis["comparisons"]
     assert f"{selected} vs cos_ext" in diagnosis["comparisons"]
-    kept = {p.stem for p in (work / "diagnosis-checkpoint" / "training-llm").iterdir()}
+    journal = work / "diagnosis-checkpoint" / "training-llm" / "diagnosis.jsonl"
+    kept = {json.loads(line)["key"].split(":")[0] for line in journal.read_text().splitlines()}
     assert set(ops) <= kept  # each operator's outcome kept as it came: a killed diagnosis resumes there
     assert "Paired differences, trained minus untrained" in text
     criteria = text.split("## 0. What must show")[1].split("## 1.")[0]
