@@ -635,6 +635,11 @@ def test_label_sets(tmp_path):
         and c["strategy"] == "greedy"
     )
     assert math.isclose(flip_cell["value"], 1 - run_cell["value"])  # flipped labels mirror AUROC
+    # one headline per judge: the run's first, then the flipped set's, each over its own sections only
+    assert list(board.headline) == ["greedy", "majority", "greedy:flipped", "majority:flipped"]
+    assert board.headline["greedy"]["columns"] == ["semuq_toy_a:run"]
+    assert board.headline["greedy:flipped"]["columns"] == ["semuq_toy_a:flipped"]
+    assert board.headline["greedy:flipped"]["label_set"] == "flipped"
     assert flip_cell["source"] == "computed"
     majority = [c for c in board.cells if c["label_set"] == "flipped" and c["strategy"] == "majority"]
     assert all(c["status"] == "undefined" for c in majority)
@@ -680,8 +685,19 @@ def test_rankings_across_judges_rank_llms_under_every_label_set_and_show_disagre
         assert r["mean_rank"] == pytest.approx((2 * r["ranks"]["run"] + r["ranks"]["flipped"]) / 3)
     alpha = [r["mean_rank"] for r in group["estimator_ranks"] if r["llm"] == "llm-alpha"]
     assert alpha == sorted(alpha) and len(alpha) >= 5
+    # the judges' labels of the same answers: the copy agrees on every one (kappa 1), the flipped set on none
+    kappas = {(a["llm"], a["label_set_a"], a["label_set_b"]): a for a in group["label_agreement"]}
+    assert len(kappas) == 6
+    for (_, a, b), row in kappas.items():
+        same = (a, b) == ("run", "same")
+        assert row["n"] == 60 and row["observed"] == (1.0 if same else 0.0)
+        if same:
+            assert row["kappa"] == pytest.approx(1.0)
+        else:  # no agreement: below chance, as far below as the classes' balance allows
+            assert row["kappa"] < 0 and row["confusion"][0][0] == row["confusion"][1][1] == 0
     assert not [g for g in board.across_judges if g["strategy"] == "majority"]  # no majority labels: nothing
     text = "\n".join(across_judges_markdown(board.across_judges))
+    assert "llm-alpha (run vs same): kappa 1.00, agree 1.00 on 60 answers" in text
     assert "## Rankings across judges" in text and "run vs flipped: tau -1.00 (2 LLMs)" in text
     assert "Best mean estimator ranks over the label sets, llm-alpha:" in text
     from semuq_eval.leaderboard.html import render_html

@@ -17,6 +17,8 @@ and each label strategy:
   LLM, between their rankings of the estimators (AUROC; 1 = the same order, 0 = unrelated, -1 = reversed).
 - **Estimators**, per LLM: each estimator's AUROC rank under each label set and its mean rank over them
   (``estimator_ranks``, best first): the estimators a user can trust whichever judge is right.
+- **Labels**, per LLM and every two label sets: how often the judges agree on the same answers, as Cohen's kappa
+  and the confusion matrix (``label_agreement``, :func:`~semuq_eval.judges.agreement.agreement`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import scipy.stats
 
 from semuq_eval.jsonio import finite_or_none
 from semuq_eval.judges import label_strategy_names
+from semuq_eval.judges.agreement import agreement as label_agreement
 
 if TYPE_CHECKING:
     from semuq_eval.leaderboard.board import Leaderboard
@@ -135,6 +138,24 @@ def _estimator_agreement(
     return agreement, ranked
 
 
+def _label_agreement(group: Sequence[Section], llms: Sequence[str], strategy: str) -> list[dict[str, Any]]:
+    """Per LLM and every two label sets of ``group``: Cohen's kappa of their labels of the same answers."""
+    out = []
+    for llm in llms:
+        by_set = {}
+        for s in group:
+            run = next(r for r in s.runs if r.llm == llm)
+            values = run.labels.get(strategy)
+            if values is not None and run.doc_ids is not None:
+                by_set[s.label_set] = dict(zip(np.asarray(run.doc_ids).tolist(), values, strict=True))
+        for a, b in combinations(by_set, 2):
+            ids = [i for i in by_set[a] if i in by_set[b]]
+            x, y = ([None if np.isnan(by_set[k][i]) else int(by_set[k][i]) for i in ids] for k in (a, b))
+            row = label_agreement(x, y)
+            out.append({"llm": llm, "label_set_a": a, "label_set_b": b, **row})
+    return out
+
+
 def across_judges(board: Leaderboard, figures: Mapping, resampled: Mapping) -> list[dict[str, Any]]:
     """The rankings across judges of a computed board (module docstring): one entry per group of sections and
     label strategy. ``figures`` are the runs' figures (AUROC resamples of every estimator), ``resampled`` the
@@ -170,6 +191,9 @@ def across_judges(board: Leaderboard, figures: Mapping, resampled: Mapping) -> l
                     "agreement": agreement,
                     "estimator_agreement": estimator_agreement,
                     "estimator_ranks": estimator_ranks,
+                    "label_agreement": _label_agreement(
+                        [s for s in group if s.label_set in per], llms, strategy
+                    ),
                 }
             )
     return out

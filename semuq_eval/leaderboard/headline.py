@@ -7,7 +7,9 @@ each LLM would reward the LLM whose many estimators happened to get lucky, so th
 question-conditioned operator ``enc``, the paper's trained operator, with the fixed ``kle_heat`` aggregator),
 under the greedy labels (:data:`STRATEGY`: is the answer the LLM would give correct?), and beside it the same table under the
 majority-vote labels (is the answer most of its N samples agree on correct?): :func:`headline` gives one table
-per registered label strategy (:func:`~semuq_eval.judges.label_strategy_names`), each ranked on its own labels.
+per registered label strategy (:func:`~semuq_eval.judges.label_strategy_names`), each ranked on its own labels. A
+board built under several label sets (``--labels run,llm``: a second judge) has these tables under each judge, the
+run's first (keys ``greedy``, ``majority``, then ``greedy:llm``, ...; each table names its ``label_set``).
 
 A column is a task's section (:func:`columns`: its ``#common`` section when its LLMs ran different question
 sets). Each cell is the board's own figure, nothing recomputed: the reference estimator's AUROC cell (CI, correct /
@@ -178,7 +180,17 @@ def headline(
     >>> [(s, [(row["llm"], round(row["mean"]["value"], 3)) for row in h["rows"]]) for s, h in board.headline.items()]
     [('greedy', [('b', 0.905), ('a', 0.599)]), ('majority', [('a', 0.401), ('b', 0.095)])]
     """
-    return {strategy: _table(board, resampled, strategy) for strategy in label_strategy_names()}
+    label_sets = sorted({s.label_set for s in columns(board.sections)}, key=lambda name: name != "run")
+    if len(label_sets) <= 1:
+        return {strategy: _table(board, resampled, strategy) for strategy in label_strategy_names()}
+    return {  # one headline per judge: the run's first, then each other label set's
+        (strategy if i == 0 else f"{strategy}:{label_set}"): {
+            **_table(board, resampled, strategy, label_set),
+            "label_set": label_set,
+        }
+        for i, label_set in enumerate(label_sets)
+        for strategy in label_strategy_names()
+    }
 
 
 def _section_ranks(
@@ -206,17 +218,20 @@ def _section_ranks(
 
 
 def _table(
-    board: Leaderboard, resampled: Mapping[tuple[str, str], Mapping[tuple[str, str], tuple]], strategy: str
+    board: Leaderboard,
+    resampled: Mapping[tuple[str, str], Mapping[tuple[str, str], tuple]],
+    strategy: str,
+    label_set: str | None = None,
 ) -> dict[str, Any]:
-    """One headline table: the reference estimator's figure of the headline metric under ``strategy`` labels
-    (:func:`headline`)."""
+    """One headline table: the reference estimator's figure of the headline metric under ``strategy`` labels, on
+    the sections of ``label_set`` (every section when None) (:func:`headline`)."""
     from semuq_eval.metrics import get
 
     config = board.config
     reference, bootstrap, metric = config.reference, config.bootstrap, config.headline_metric
     sign = 1.0 if get(metric).higher_is_better else -1.0
     label = get(metric).label
-    sections = columns(board.sections)
+    sections = [s for s in columns(board.sections) if label_set is None or s.label_set == label_set]
     ids = [s.id for s in sections]
     llms = list(dict.fromkeys(r.llm for s in sections for r in s.runs))
     at = {

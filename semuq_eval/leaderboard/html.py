@@ -183,6 +183,12 @@ def _headline_table(headline: Mapping[str, Any], table_id: str, best: bool) -> s
     return f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
 
 
+def _labels(table: Mapping[str, Any]) -> str:
+    """A headline table's labels: ``greedy``, or ``greedy, label set llm`` on a board of several judges."""
+    name = str(table["strategy"])
+    return f"{name}, label set {table['label_set']}" if table.get("label_set") else name
+
+
 def _headline_html(document: Mapping[str, Any], plots: Sequence[str]) -> str:
     """The headline block: per label strategy (greedy first) the reference table and its rule, then the
     optimistic tables and the headline's pictures."""
@@ -191,12 +197,12 @@ def _headline_html(document: Mapping[str, Any], plots: Sequence[str]) -> str:
         return ""
     imgs = "".join(f'<img src="{html.escape(p)}" alt="{html.escape(p)}">' for p in plots)
     ids = [
-        "" if i == 0 else "-" + re.sub(r"[^a-z0-9]+", "-", str(t["strategy"]).lower())
+        "" if i == 0 else "-" + re.sub(r"[^a-z0-9]+", "-", _labels(t).lower()).strip("-")
         for i, t in enumerate(tables)
     ]
     reference = "".join(
         f"<h2>Headline: {html.escape(str(t['reference']))} for every LLM "
-        f"({html.escape(str(t['strategy']))} labels)</h2>"
+        f"({html.escape(_labels(t))} labels)</h2>"
         + _headline_table(t, "headline" + suffix, best=False)
         + f'<p class="rule">Rule: {_inline(str(t["rule"]))}. A cell: {html.escape(metric_label(t))} [95% CI]'
         f" (correct/incorrect answers), <span class=flag>!</span> = small sample, accuracy under "
@@ -205,7 +211,7 @@ def _headline_html(document: Mapping[str, Any], plots: Sequence[str]) -> str:
         for t, suffix in zip(tables, ids, strict=True)
     )
     best = "".join(
-        f"<p>{html.escape(str(t['strategy']))} labels</p>" + _headline_table(t, "best" + suffix, best=True)
+        f"<p>{html.escape(_labels(t))} labels</p>" + _headline_table(t, "best" + suffix, best=True)
         for t, suffix in zip(tables, ids, strict=True)
     )
     return (
@@ -246,10 +252,16 @@ def _across_judges_html(groups: Sequence[Mapping[str, Any]]) -> str:
             f"{'n/a' if a['kendall_tau'] is None else format(a['kendall_tau'], '.2f')}"
             for a in g["agreement"]
         )
+        kappas = "; ".join(
+            f"{a['llm']} ({a['label_set_a']} vs {a['label_set_b']}): "
+            f"{'n/a' if a['kappa'] is None else format(a['kappa'], '.2f')} on {a['n']} answers"
+            for a in g.get("label_agreement") or []
+        )
         out.append(
             f"<h3>{html.escape(str(g['task']))}, {html.escape(str(g['strategy']))} labels: "
             f"{html.escape(str(g['estimator']))}</h3><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody>"
             f"</table><p>LLM order: {html.escape(taus)}</p>"
+            + (f"<p>Labels, Cohen's kappa: {html.escape(kappas)}</p>" if kappas else "")
         )
     return "".join(out)
 

@@ -271,10 +271,20 @@ def across_judges_markdown(groups: Sequence[Mapping[str, Any]]) -> list[str]:
             f"{a['n_estimators']} estimators"
             for a in g["estimator_agreement"]
         ]
+        kappas = [
+            f"{a['llm']} ({a['label_set_a']} vs {a['label_set_b']}): kappa {_num(a['kappa'])}, agree "
+            f"{_num(a['observed'])} on {a['n']} answers, confusion {a['confusion']}"
+            for a in g.get("label_agreement") or []
+        ]
         lines += [
             "",
             "LLM order: " + "; ".join(taus) + ".",
             "Estimator order: " + "; ".join(per_llm) + ".",
+            *(
+                ["Labels (Cohen's kappa; confusion [[0/0, 0/1], [1/0, 1/1]]): " + "; ".join(kappas) + "."]
+                if kappas
+                else []
+            ),
             "",
         ]
         best: dict[str, list] = {}
@@ -308,6 +318,11 @@ def _others(document: Mapping[str, Any]) -> str:
     return f" {names}: `leaderboard.csv` and `index.html`."
 
 
+def _judge(headline: Mapping[str, Any]) -> str:
+    """``, label set NAME`` for a board's headline under one of several judges; empty otherwise."""
+    return f", label set `{headline['label_set']}`" if headline.get("label_set") else ""
+
+
 def _headline_markdown(headline: Mapping[str, Any]) -> list[str]:
     """One label strategy's headline tables (reference estimator, then the optimistic best per task), Markdown
     lines."""
@@ -315,7 +330,7 @@ def _headline_markdown(headline: Mapping[str, Any]) -> list[str]:
         return []
     columns, strategy, label = headline["columns"], headline["strategy"], metric_label(headline)
     lines = [
-        f"## Headline: `{headline['reference']}` for every LLM ({strategy} labels)",
+        f"## Headline: `{headline['reference']}` for every LLM ({strategy} labels{_judge(headline)})",
         "",
         f"Rule: {headline['rule']}. A cell: {label} [95% CI] (correct/incorrect answers), `!` = small sample, "
         f"the accuracy under {strategy} labels, the rank (1 = best {label}) and its 95% bootstrap interval.",
@@ -328,7 +343,7 @@ def _headline_markdown(headline: Mapping[str, Any]) -> list[str]:
     lines += _table(["LLM", *columns, "mean"], rows)
     lines += [
         "",
-        f"### Optimistic: each LLM's best estimator per task ({strategy} labels)",
+        f"### Optimistic: each LLM's best estimator per task ({strategy} labels{_judge(headline)})",
         "",
         f"The best of many noisy {label}s, biased in its favour: not a ranking (the table above is)."
         if label != "AUROC"

@@ -43,7 +43,7 @@ writer and test uses (:func:`decode`); :func:`encode` gives the file's shape. Th
       "ranks": {"llms": {"columns": RANK_COLUMNS, "rows": [...]},          # run tables of RANKs
                 "estimators": {"columns": RANK_COLUMNS, "rows": [...]}},
       "heatmap": [{"strategy", "aggregator", "operator", "mean_auroc", "n_cells"}],
-      "headline": {strategy: {"reference", ["metric",] "strategy", "rule", "columns": [section ids],
+      "headline": {strategy: {"reference", ["metric",] "strategy", ["label_set",] "rule", "columns": [section ids],
                               "rows": [{"llm", "cells": {section id: HCELL + RANKS},
                                         "mean": HCELL + RANKS + {"n_tasks"}}],
                               "best": [{"llm", "cells": {section id: HCELL + {"estimator"}}}]}},
@@ -56,7 +56,9 @@ writer and test uses (:func:`decode`); :func:`encode` gives the file's shape. Th
                          "agreement": [{"label_set_a", "label_set_b", "kendall_tau", "n_llms"}],
                          "estimator_agreement": [{"llm", "label_set_a", "label_set_b", "kendall_tau",
                                                   "n_estimators"}],
-                         "estimator_ranks": [{"llm", "estimator", "ranks": {label set: rank}, "mean_rank"}]}]
+                         "estimator_ranks": [{"llm", "estimator", "ranks": {label set: rank}, "mean_rank"}],
+                         "label_agreement": [{"llm", "label_set_a", "label_set_b", "n", "n_skipped",  # optional
+                                              "confusion", "observed", "kappa", "note"}]}]
     }
 
 A CELL is one figure: one metric of one estimator for one LLM on one task under one label strategy
@@ -80,7 +82,9 @@ the ``n_resamples`` resamples that ranked it.
 ``headline`` (:mod:`.headline`) holds one table per label strategy (``greedy``, then ``majority``), each with
 one row per LLM: ``reference`` is the estimator every cell reads (``settings.reference``, fixed before the LLMs
 are ranked), ``metric`` the metric it shows and ranks by when not AUROC (``--headline-metric``; absent: AUROC),
-``strategy`` its labels; ``columns``
+``strategy`` its labels; on a board of several label sets (judges), one table per strategy under each, keyed
+``strategy`` for the run's own and ``strategy:label_set`` for the others, each naming its ``label_set`` (its
+``headline.csv`` rows have the strategy ``strategy:label_set``); ``columns``
 one section per task (:func:`.headline.columns`: the ``#common`` one when the task's LLMs ran different question
 sets). HCELL is ``{"value", "ci_low", "ci_high", "n_correct",
 "n_incorrect", "accuracy", "reliable", "status", "note"}``: the reference estimator's AUROC cell under the
@@ -316,7 +320,7 @@ def headline_records(headline: Mapping[str, Mapping[str, Any]]) -> list[dict[str
     """
     out = []
     for table in headline.values():
-        strategy = table["strategy"]
+        strategy = table["strategy"] + (f":{table['label_set']}" if table.get("label_set") else "")
         for row in table.get("rows", []):
             for column in [*table["columns"], "mean"]:
                 cell = row["mean"] if column == "mean" else row["cells"].get(column)

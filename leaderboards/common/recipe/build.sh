@@ -13,7 +13,8 @@
 #      LABELS=llm PANEL=either JUDGE=openai JUDGE_ARGS=base_url=http://127.0.0.1:8091/v1,model=qwen2.5-coder-1.5b-instruct,endpoint=chat,concurrency=4,threshold=0.9
 #   3. its run record is written to RECORDS/<task>.<run_id>.jsonl.gz (with every label set of the store).
 # Then the board is built from RECORDS into OUTPUT, under the run's string judge and every label set in LABELS.
-# Usage, from anywhere: bash leaderboards/common/recipe/build.sh   (the variables below can be set in the environment)
+# Usage, from anywhere: bash leaderboards/common/recipe/build.sh   (the variables below can be set in the environment;
+# extra arguments go to `semuq-eval leaderboard`, e.g. --no-plots)
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 RUNS=${RUNS:-}
@@ -81,4 +82,5 @@ fi
 "${SEMUQ[@]}" leaderboard "$RECORDS/*.jsonl.gz" --output "$OUTPUT" --force --labels "run${LABELS:+,$LABELS}" \
     --reference kle_heat@enc_trained --metrics auroc,ece,prr,auarc \
     --compare enc_trained:enc_answer_pooling,enc,cos_ext,lexical,cos_int \
-    --header @leaderboards/common/recipe/HEADER.md --title "semuq-eval common board (tiny CPU models, questions 800-1199)" --jobs 2
+    --header @leaderboards/common/recipe/HEADER.md --title "semuq-eval common board (tiny CPU models, questions 800-1199)" --jobs 2 \
+    "$@"
