@@ -43,13 +43,18 @@ class Cell:
 
 
 def cells(
-    record: RunRecord, a: str, b: str, aggregators: Sequence[str] = AGGREGATORS, label_set: str = "run"
+    record: RunRecord,
+    a: str,
+    b: str,
+    aggregators: Sequence[str] = AGGREGATORS,
+    label_set: str = "run",
+    strategies: Sequence[str] = STRATEGIES,
 ) -> list[Cell]:
-    """The reliable cells of one record for operators ``a`` and ``b`` under ``label_set``, with their resampled
-    differences."""
+    """The reliable cells of one record for operators ``a`` and ``b`` under ``label_set`` and ``strategies``, with
+    their resampled differences."""
     index = {e: i for i, e in enumerate(record["estimators"])}
     out = []
-    for strategy in STRATEGIES:
+    for strategy in strategies:
         y = labels(record, strategy, label_set)
         for agg in aggregators:
             ea, eb = f"{agg}@{a}", f"{agg}@{b}"

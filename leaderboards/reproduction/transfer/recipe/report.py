@@ -92,6 +92,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--labels", default="run", help="the label set to count under (default: the run's judge)"
     )
     parser.add_argument("--names", help="role=operator,...: the operators' names in these records")
+    parser.add_argument(
+        "--strategies",
+        default="greedy,majority",
+        help="the label strategies whose cells count (default both)",
+    )
     args = parser.parse_args(argv)
     try:
         rename(args.names)
@@ -106,6 +111,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.labels != "run":
         judge = json.dumps(test[0]["label_sets"].get(args.labels), sort_keys=True)
         print(f"Labels: the records' label set `{args.labels}` ({judge}), not the run's string judge.")
+    if args.strategies != "greedy,majority":
+        print(f"Cells: the {args.strategies} labels' only.")
     if args.weights:
         print(f"The shipped `enc` built for this scoring: model.safetensors sha256 `{args.weights}`.")
     print("\nCounts per run and label strategy (correct / incorrect answers):\n")
@@ -126,7 +133,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             found = [
                 c
                 for r in records
-                for c in cells(r, name("shipped", r["llm"]), name(other, r["llm"]), label_set=args.labels)
+                for c in cells(
+                    r,
+                    name("shipped", r["llm"]),
+                    name(other, r["llm"]),
+                    label_set=args.labels,
+                    strategies=args.strategies.split(","),
+                )
             ]
             s = summary(found)
             who = records[0]["llm"]
