@@ -24,6 +24,7 @@ True
 from __future__ import annotations
 
 import base64
+import contextlib
 import logging
 import os
 from collections.abc import Iterable, Iterator
@@ -32,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from semuq_eval.durable import hold_writer_lock
+from semuq_eval.durable import hold_writer_lock, writer_lock
 from semuq_eval.jsonio import append_jsonl, parse_jsonl
 
 __all__ = ["Journal", "decode_array", "encode_array"]
@@ -44,7 +45,9 @@ class Journal:
     """The journal at ``path`` (created on the first entry); ``what`` names the job in messages.
 
     ``also`` are other journals of the same job to read (another rank's file), never appended to; ``field`` is
-    the name of each line's value.
+    the name of each line's value. ``hold`` keeps the writer lock for the rest of the process (a job that appends
+    for as long as it runs); without it the lock is taken for each append only, so nothing stays beside a journal
+    a failed job leaves to resume from.
 
     Raises
     ------
@@ -59,10 +62,12 @@ class Journal:
         *,
         also: Iterable[str | os.PathLike] = (),
         field: str = "value",
+        hold: bool = True,
     ) -> None:
         self.path = Path(path)
-        self.what, self.field = what, field
-        hold_writer_lock(self.path, what)  # two processes appending one journal would mix their work
+        self.what, self.field, self.hold = what, field, hold
+        if hold:
+            hold_writer_lock(self.path, what)  # two processes appending one journal would mix their work
         self._entries: dict[str, Any] = {}
         for other in also:
             if Path(other) != self.path:
@@ -107,7 +112,8 @@ class Journal:
             The disk refused the write (the file is cut back to what it held).
         """
         lines = [{"key": key, self.field: value} for key, value in entries]
-        append_jsonl(self.path, lines, durable=True)
+        with contextlib.nullcontext() if self.hold else writer_lock(self.path, self.what):
+            append_jsonl(self.path, lines, durable=True)
         self._entries.update((line["key"], line[self.field]) for line in lines)
 
 

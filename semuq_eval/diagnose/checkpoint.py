@@ -97,7 +97,7 @@ def fingerprint(
 
 
 def _journal(folder: str | os.PathLike) -> Journal:
-    return Journal(Path(folder) / JOURNAL, "diagnosis")
+    return Journal(Path(folder) / JOURNAL, "diagnosis", hold=False)
 
 
 def keep(folder: str | os.PathLike, name: str, key: str, outcome: Outcome) -> Path:
