@@ -69,20 +69,26 @@ def slim_lm_eval(wheel: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.gpu_wheelhouse", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.gpu_wheelhouse", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--out", default=".whl", help="the folder of wheels (default .whl, ignored by git)")
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(exist_ok=True)
     missing = [name for name in CARRIED if _installed(name) is None]
     if missing:
-        print(f"error: not installed in this venv (run bash .ci/setup first): {', '.join(missing)}", file=sys.stderr)
+        print(
+            f"error: not installed in this venv (run bash .ci/setup first): {', '.join(missing)}",
+            file=sys.stderr,
+        )
         return 2
     for name in CARRIED:
         pin = f"{name}=={_installed(name)}"
         if not _download(pin, out):  # published as a source archive only: build its (pure Python) wheel here
             built = subprocess.run(
-                [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), pin], capture_output=True
+                [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), pin],
+                capture_output=True,
             )
             if built.returncode != 0:
                 print(f"error: no wheel for {pin}: {built.stderr.decode()[-500:]}", file=sys.stderr)

@@ -34,7 +34,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from semuq_eval.harness.doc import Doc
 from semuq_eval.harness.label_sets import RUN_LABELS
 from semuq_eval.harness.record import (
     RECORD_FORMAT,
@@ -169,13 +168,7 @@ def convert_training_file(path: str | os.PathLike) -> RunRecord:
                 f"{path}:{number}: {len(obj['answers'])} answers but {len(obj['labels'])} labels (one verdict per "
                 "answer)"
             )
-        doc = Doc.of_texts(
-            obj["question"],
-            tuple(obj["answers"]),
-            doc_id=obj["doc_id"],
-            references=tuple(obj["references"]),
-            greedy=obj.get("greedy"),
-        )
+        doc = doc_of_texts({"doc_id": obj["doc_id"], "texts": obj})  # the former line holds the same texts
         labels = tuple(as_label(v) for v in obj["labels"])
         data.questions.append(
             LabelledQuestion(str(path), doc, labels, greedy_label=as_label(obj.get("greedy_label")))
