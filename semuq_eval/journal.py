@@ -1,8 +1,8 @@
 """The journal: the one resume mechanism of every long job (generation, training, diagnosis).
 
 A journal is an append-only JSON-lines file of keyed entries, ``{"key": ..., "value": ...}`` (the generation
-journal's lines name their value ``generations``), each flushed to disk
-as soon as its work is done, so that a job killed half-way and started again does only what the journal lacks.
+journal's lines name their value ``generations``), each flushed to disk as soon as its work is done, so that a job
+killed half-way and started again does only what the journal lacks.
 A later entry for the same key wins. A line cut short by the kill is skipped with a warning (its work is done
 again), never read back as complete. One process appends to a journal at a time (a writer lock beside it); a
 second one is refused with a one-line error. What a key covers is the caller's: a generation's key hashes the
