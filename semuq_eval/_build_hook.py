@@ -1,15 +1,9 @@
 """Build hook (setuptools commands named in pyproject.toml's ``[tool.setuptools.cmdclass]``): ship ``semuq_eval_lm_eval_plugin.pth`` .
 
-The .pth file's one line arms :mod:`semuq_eval._lm_eval_hook` at interpreter start-up, so that a plain
-``lm_eval --tasks semuq_triviaqa --model semuq-hf ...`` (lm-eval 0.4.x, no plugin discovery) finds the
-plugin. It must land in site-packages itself, which neither package data nor ``data_files`` (installed
-under the environment's prefix) can do, so an extra ``build`` step writes it:
-
-- wheel: into ``build_lib``, whose whole tree becomes the root of the wheel (purelib);
-- editable install (PEP 660, setuptools' ``editable_wheel``): ``build_lib`` is then a scratch folder that
-  never reaches site-packages; the editable wheel is the folder ``install_lib`` points to, so the file goes
-  there, beside setuptools' own ``__editable__.*.pth``.
-"""
+The .pth file's one line arms :mod:`semuq_eval._lm_eval_hook` at start-up, so that a plain ``lm_eval --model semuq-hf
+...`` (lm-eval 0.4.x has no plugin discovery) finds the plugin. It must land in site-packages itself, which neither
+package data nor ``data_files`` can do, so an extra ``build`` step writes it into ``build_lib`` (the wheel's root) or,
+for an editable install (PEP 660), into ``install_lib``, beside setuptools' ``__editable__.*.pth``."""
 
 from pathlib import Path
 

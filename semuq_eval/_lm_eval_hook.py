@@ -1,16 +1,10 @@
 """The start-up half of the lm-eval hook: a ``sys.meta_path`` finder that waits for lm-eval.
 
-``semuq_eval_lm_eval_plugin.pth`` (written into site-packages by semuq_eval/_build_hook.py) imports this module at every
-interpreter start, unless ``SEMUQ_EVAL_LM_EVAL_PLUGIN`` is ``0``, ``false``, ``no`` or ``off``. Importing it
-only puts :class:`_LmEvalFinder` first in ``sys.meta_path``: it answers every import but the modules in
-``WATCHED`` with one set lookup. Once one of those has executed, :mod:`semuq_eval._lm_eval_plugin`
-registers semuq-eval there (what and why: that module); once the models and the task manager are done, the
-finder removes itself (lm-eval's command line imports its ``run`` command before both, so it is seen in time).
-
-Every Python program pays for this module (and compiles it when bytecode caching is off), so it stays small
-and imports nothing (``os`` and ``sys`` are loaded before site-packages). It never raises: errors are
-swallowed, and those met while lm-eval is imported are logged once as a warning (logger ``semuq_eval``).
-"""
+``semuq_eval_lm_eval_plugin.pth`` imports this module at every interpreter start (unless ``SEMUQ_EVAL_LM_EVAL_PLUGIN``
+is ``0``, ``false``, ``no`` or ``off``). :class:`_LmEvalFinder` answers every import but ``WATCHED`` with one set
+lookup; after a watched module executes, :mod:`semuq_eval._lm_eval_plugin` registers semuq-eval there. Every Python
+program pays for this module, so it stays small, imports nothing and never raises (errors met while lm-eval is imported
+are logged once, logger ``semuq_eval``)."""
 
 import os
 import sys

@@ -1,27 +1,18 @@
 """Register semuq-eval in an unmodified lm-eval 0.4.x: what the start-up hook does once lm-eval is imported.
 
-lm-eval 0.4.13 discovers no plugins (the ``lm_eval.models`` / ``lm_eval.tasks`` entry points in
-pyproject.toml are for later releases), so ``lm_eval --tasks semuq_triviaqa --model semuq-hf ...`` would
-find neither. :mod:`semuq_eval._lm_eval_hook` (armed at start-up by ``semuq_eval_lm_eval_plugin.pth``) calls
-:func:`on_import` right after each of these lm-eval modules has executed:
+lm-eval 0.4.x discovers no plugins, so :mod:`semuq_eval._lm_eval_hook` calls :func:`on_import` after each of these
+modules executes:
 
-- ``lm_eval.models``, where lm-eval registers its built-in models (so ours exist exactly when ``hf`` does):
-  :func:`semuq_eval.models.register_models` registers ``semuq-hf``, ``semuq-hf-multimodal`` and ``semuq-api``
-  lazily (no torch import), and only names still free (``semuq-eval run`` and later lm-eval releases register
-  them too).
-- ``lm_eval.tasks.manager``: ``TaskManager.__init__`` is wrapped. When lm-eval's own tasks are included
-  (``include_defaults=True``: the CLI, ``simple_evaluate`` without a task manager), the semuq task folder is
-  put first in ``include_path``, so user folders, which come after it, override it as they override
-  lm-eval's built-ins; unless a folder already given is, or contains, the semuq folder (``semuq-eval run``
-  prepends it; ``--include_path "$(semuq-eval tasks-dir)"``): lm-eval would index it twice and warn that
-  every semuq task overrides itself. ``include_defaults=False`` asks for exactly the given folders.
-- ``lm_eval._cli.run``: the ``run`` command's ``Run._execute`` is wrapped in :func:`semuq_eval.context.lm_eval_cli`
-  with its parsed ``--output_path`` and ``--model``: the run's output folder (the semuq store and the generation
-  journal go under it) and the model the settings are checked against come from lm-eval's parsed arguments.
+- ``lm_eval.models``: :func:`semuq_eval.models.register_models` registers our models lazily (no torch import), names
+  still free only;
+- ``lm_eval.tasks.manager``: ``TaskManager.__init__`` is wrapped to put the semuq task folder first in ``include_path``
+  when lm-eval's own tasks are included (user folders override it), unless a given folder already is or contains it
+  (lm-eval would index it twice);
+- ``lm_eval._cli.run``: ``Run._execute`` is wrapped in :func:`semuq_eval.context.lm_eval_cli` with its parsed
+  ``--output_path`` and ``--model``.
 
-An error here never stops lm-eval: ``TaskManager`` then runs as if the hook were off, and the first error
-is logged as a warning. ``SEMUQ_EVAL_LM_EVAL_PLUGIN=0`` turns all of it off, also when set after start-up.
-"""
+An error here never stops lm-eval (the first is logged as a warning); ``SEMUQ_EVAL_LM_EVAL_PLUGIN=0`` turns it all off,
+even after start-up."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
 """One figure as table text, written the same way by every table: ``0.812 [0.700, 0.900] !``.
 
-The breakdown table (:mod:`semuq_eval.harness.breakdown`), the judge command's AUROC table, the leaderboard's
-Markdown (:mod:`semuq_eval.leaderboard.write`) and the diagnosis report (:mod:`semuq_eval.diagnose.outputs`)
-show a figure with its 95% confidence interval and mark one that rests on too small a sample with ``!``.
-"""
+Used by the breakdown table (:mod:`semuq_eval.harness.breakdown`), the judge command's AUROC table, the leaderboard
+(:mod:`semuq_eval.leaderboard.write`) and the diagnosis report (:mod:`semuq_eval.diagnose.outputs`)."""
 
 from __future__ import annotations
 
@@ -27,18 +25,9 @@ def cell_text(
     missing: str = "n/a",
 ) -> str:
     """``value [low, high] (count) !``: three decimals; the interval when both bounds are finite numbers, what the
-    figure rests on when ``count`` is given, ``!`` when it is not ``reliable``.
-
-    Parameters
-    ----------
-    value, low, high : float or None
-        The figure and its confidence interval.
-    reliable : bool
-        False adds `` !`` (a small minority class, too few pairs or valid resamples).
-    count : int or str, optional
-        Shown in parentheses after the interval (e.g. the pairs behind a mean, ``"3/10"``).
-    missing : str
-        The text for a missing or non-finite ``value`` (nothing else is shown then).
+    figure rests on when ``count`` is given (e.g. the pairs behind a mean, ``"3/10"``), `` !`` when it is not
+    ``reliable`` (a small minority class, too few pairs or valid resamples). A missing or non-finite ``value`` shows
+    ``missing`` alone.
 
     Examples
     --------

@@ -1,20 +1,11 @@
 """The run context: where a run writes, under which id, and which process of how many this is.
 
-Resolved in one place (:meth:`RunContext.resolve`), once per task (run store, breakdown) and once per model
-(generation journal):
-
-- **output directory**: an explicit value (task metadata ``output_dir``, model argument ``journal``) >
-  ``$SEMUQ_OUTPUT_DIR`` > lm-eval's ``--output_path`` while lm-eval's command line runs (``lm_eval``'s, or the
-  one ``semuq-eval run`` hands over: :func:`lm_eval_cli` holds the parsed value for the run) > none (nothing
-  written; ``lm_eval.simple_evaluate`` takes metadata ``output_dir``). lm-eval accepts a ``.json`` file for
-  ``--output_path``: its folder is used.
-- **run id**: metadata ``run_id``, else :func:`model_slug` of the model the run's model arguments name
-  (``pretrained``, else ``gguf``, else a served ``model``: `semuq_eval.harness.task.run_model`), so that every LLM
-  gets its own folder and ``semuq-eval demo``, ``semuq-eval run`` and ``lm_eval`` with the same model write the same
-  one.
-- **rank / world size**: the initialized ``torch.distributed`` group (accelerate, torchrun), else the
-  ``RANK`` / ``WORLD_SIZE`` environment variables, else a single process.
-"""
+Resolved once per task and once per model (journal) by :meth:`RunContext.resolve`. **Output directory**: an explicit
+value (metadata ``output_dir``, model argument ``journal``) > ``$SEMUQ_OUTPUT_DIR`` > lm-eval's ``--output_path`` while
+its command line runs (:func:`lm_eval_cli`; a ``.json`` file: its folder) > none (nothing written). **Run id**: metadata
+``run_id``, else :func:`model_slug` of the model argument (``pretrained``, ``gguf`` or a served ``model``), so each LLM
+gets one folder whichever command ran it. **Rank / world size**: the ``torch.distributed`` group, else ``RANK`` /
+``WORLD_SIZE``, else one process."""
 
 from __future__ import annotations
 
@@ -47,7 +38,7 @@ _cli: tuple[str | None, str | None] = (None, None)
 def lm_eval_cli(output_path: str | os.PathLike | None, model: str | None) -> Iterator[None]:
     """While lm-eval's command line runs: its parsed ``--output_path`` (the run's output directory unless an
     explicit value or ``$SEMUQ_OUTPUT_DIR`` says otherwise) and ``--model`` (checked against the settings before
-    anything is generated). The lm-eval hook (:mod:`semuq_eval._lm_eval_plugin`) and ``semuq-eval run`` open it.
+    generating). Opened by the lm-eval hook and ``semuq-eval run``.
 
     Examples
     --------
@@ -90,12 +81,7 @@ def resolve_output_dir(explicit: str | os.PathLike | None = None) -> Path | None
 
 def safe_name(value: object) -> str:
     """A file-name-safe form of any string (runs of other characters become ``__``), never ``.``, ``..`` nor a
-    hidden name: leading dots are dropped.
-
-    Raises
-    ------
-    ValueError
-        When nothing usable is left (``..``, ``/``, an empty string).
+    hidden name: leading dots are dropped. ValueError when nothing usable is left (``..``, ``/``, ``""``).
 
     Examples
     --------
@@ -130,15 +116,9 @@ def model_slug(model: object) -> str:
 class RunContext:
     """Where and as which process a run writes; build it with :meth:`resolve`.
 
-    Parameters
-    ----------
-    output_dir : Path or None
-        Root of every file the run writes (None: nothing is written).
-    run_id : str or None
-        The run's folder under ``<output_dir>/semuq/<task>/`` (None: the task folder itself).
-    rank, world_size : int
-        This process and the number of processes of the run.
-    """
+    ``output_dir`` is the root of every file the run writes (None: nothing is written); ``run_id`` the run's folder
+    under ``<output_dir>/semuq/<task>/`` (None: the task folder itself); ``rank`` / ``world_size`` this process and the
+    run's process count."""
 
     output_dir: Path | None
     run_id: str | None

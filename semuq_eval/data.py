@@ -4,24 +4,15 @@ A set ``name`` with split ``split`` is the file ``<root>/<name>/<split>.jsonl``,
 
     {"id": "triviaqa-test-0", "question": "Who was the man behind The Chipmunks?", "answers": ["David Seville"]}
 
-``root`` is the asset cache's ``data`` folder (see :func:`semuq_eval.assets.locate`), or ``data_dir`` when given: the
-local data directory override for offline and air-gapped users, who can copy prepared sets there or write their own
-sets in the same format (any ``name``). Prepared sets: ``triviaqa`` (``dev``, ``test``), ``nq-open`` (``dev``,
-``test``), ``webquestions`` (``test``); see :mod:`semuq_eval.assets` for which split is which.
+``root`` is the asset cache's ``data`` folder (:func:`semuq_eval.assets.locate`) or ``data_dir``. Prepared sets:
+``triviaqa`` (``dev``, ``test``), ``nq-open`` (``dev``, ``test``), ``webquestions`` (``test``). A line that is not a
+JSON object is an error naming file and line; a record without a usable question or answer (missing, mistyped, blank,
+invalid Unicode) is skipped with one warning, an invalid answer alias dropped. A record without ``id`` gets
+``"<name>-<split>-<line index>"``.
 
-Bad input policy: a line that is not a JSON object is an error naming the file and line (the file is damaged, and
-silently dropping lines would shift every later doc). A well-formed record without a usable question (missing,
-not a string, blank) or without any usable answer (missing, not a list of strings, empty after dropping blank
-aliases) is skipped, and one warning counts the skipped records and names the first line and field: one bad doc
-never aborts a run. Text that is not valid Unicode (a lone surrogate such as a JSON ``"\\ud800"``, which no model
-and no UTF-8 file can take) is unusable: such a question skips its record, such an answer alias is dropped. Records keep their order; a record without ``id`` gets ``"<name>-<split>-<line index>"``.
-
-Visual sets (the VQA tasks) are parquet files instead, read by :func:`parquet_files` / :func:`parquet_dataset`
-from ``<data_dir>/<name>/``: ``<split>.parquet``, ``<split>/*.parquet``, ``<split>-*.parquet``,
-``data/<split>-*.parquet`` (a local copy of a hub parquet repo, e.g. ``hf download <repo> --repo-type dataset
---local-dir <data_dir>/<name>``) or ``default/<split>/*.parquet`` (its ``refs/convert/parquet`` branch); shards are
-read in file-name order, so the rows keep the order of the split.
-"""
+Visual sets (the VQA tasks) are parquet files under ``<data_dir>/<name>/`` (:func:`parquet_files`): ``<split>.parquet``,
+``<split>/*.parquet``, ``<split>-*.parquet``, ``data/<split>-*.parquet`` (a local copy of a hub parquet repo) or
+``default/<split>/*.parquet`` (its ``refs/convert/parquet`` branch), read in file-name order."""
 
 from __future__ import annotations
 
@@ -85,12 +76,10 @@ def load_qa(
     """Records ``{"id", "question", "answers"}`` of a QA set, in file order; the first ``limit`` usable ones if given,
     after skipping the first ``offset`` usable ones.
 
-    ``load_qa("triviaqa", "test", limit=1000)`` is the paper's "TriviaQA validation, first 1,000" (see
-    :mod:`semuq_eval.assets`). ``offset`` cuts a long generation into chunks that finish (and can be kept) one by
-    one: ``offset=500, limit=500`` is the second chunk of 500. Raises ``FileNotFoundError`` (missing file: names the path and the command to run)
-    and ``ValueError`` (a line that is not a JSON object: names file and line); skips, with one warning, records
-    without a question or without answers.
-    """
+    ``load_qa("triviaqa", "test", limit=1000)`` is the paper's "TriviaQA validation, first 1,000"
+    (:mod:`semuq_eval.assets`); ``offset=500, limit=500`` is the second chunk of 500 of a long generation. Raises
+    ``FileNotFoundError`` naming the path and the command to run, ``ValueError`` naming file and line for a line that is
+    not a JSON object; skips unusable records with one warning."""
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
         raise ValueError(f"limit must be a non-negative integer or None, got {limit!r}")
     if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
@@ -191,16 +180,15 @@ def qa_datasets(
 ):
     """A ``datasets.DatasetDict`` of the given splits (default: every ``<split>.jsonl`` of the set).
 
-    Shaped for lm-eval's ``custom_dataset`` hook, which calls it with the task's ``metadata`` and
-    ``dataset_kwargs`` as keyword arguments (unrelated keys, e.g. ``version``, are ignored)::
+    Shaped for lm-eval's ``custom_dataset`` hook, which passes the task's ``metadata`` and ``dataset_kwargs`` as
+    keywords (unrelated keys ignored)::
 
         # tasks/<task>/utils.py:  from semuq_eval.data import qa_datasets
         custom_dataset: !function utils.qa_datasets
         dataset_kwargs: {qa_set: triviaqa, splits: [test]}
 
-    ``--metadata '{"data_dir": "/path"}'`` then points every such task at a local data directory;
-    ``{"offset": K, "limit": M}`` takes the M usable questions after the first K (a chunk of a long run).
-    """
+    ``--metadata '{"data_dir": "/path"}'`` points every such task at a local data directory, and
+    ``{"offset": K, "limit": M}`` takes the M usable questions after the first K."""
     import datasets
 
     if splits is None:
@@ -237,8 +225,7 @@ PARQUET_LAYOUTS = (
 
 def parquet_files(name: str, split: str, data_dir: str | os.PathLike) -> list[Path] | None:
     """The parquet files of ``name``/``split`` under ``<data_dir>/<name>/`` (see the module docstring), sorted by
-    file name; ``None`` when ``<data_dir>/<name>`` is not a folder. Raises ``FileNotFoundError`` when the folder
-    exists but holds no file of the split (a wrong name or an incomplete copy must not go unnoticed)."""
+    file name; ``None`` when that folder does not exist; ``FileNotFoundError`` when it holds no file of the split."""
     folder = Path(data_dir).expanduser() / name
     if not folder.is_dir():
         return None
@@ -252,8 +239,8 @@ def parquet_files(name: str, split: str, data_dir: str | os.PathLike) -> list[Pa
 
 def parquet_dataset(files: list[str | os.PathLike], split: str, *, cache_dir: str | None = None):
     """The rows of ``files`` (in the order given) as one ``datasets.Dataset``. An ``image`` column stored as
-    ``{bytes, path}`` structs or as file paths without the ``Image`` feature is cast to ``datasets.Image()``, so that
-    docs carry decoded images as with a hub copy."""
+    ``{bytes, path}`` structs or file paths is cast to ``datasets.Image()``, so docs carry decoded images as from the
+    hub."""
     import datasets
 
     data = datasets.load_dataset(

@@ -1,11 +1,8 @@
 """The little semuq-eval needs from ``torch.distributed`` under data parallelism (tasks and models).
 
-lm-eval splits a task's questions over the ranks (``build_all_requests(rank=, world_size=)``), runs the
-filters on every rank, then gathers the per-question items to rank 0, which aggregates. What a rank
-knows only about itself (what its operators cost) is exchanged here, in the filter stage that every rank
-reaches, with ``all_gather_object`` on the process group that accelerate / torchrun set up. Without an
-initialized process group (a single process) nothing is exchanged and torch is not even imported.
-"""
+lm-eval splits a task's questions over the ranks, runs the filters on every rank and gathers the items to rank 0. What a
+rank alone knows (its operators' cost) is exchanged here, in the filter stage, with ``all_gather_object``; without an
+initialized process group nothing is exchanged and torch is not imported."""
 
 from __future__ import annotations
 
@@ -31,9 +28,7 @@ def process_group() -> tuple[int, int] | None:
 
 def all_gather_object(obj: Any) -> list[Any]:
     """Every rank's ``obj`` (picklable), in rank order; ``[obj]`` without a process group.
-
-    Collective: every rank of the group must call it, with its own object.
-    """
+    Collective: every rank of the group must call it, with its own object."""
     group = process_group()
     if group is None or group[1] <= 1:
         return [obj]

@@ -1,21 +1,11 @@
 """How every file is written, so that a kill, a full disk or a second writer never costs a result.
 
-One discipline for every output (stores, records, label sets, boards and their pages, caches, assets, trained
-operators), kept here once and stated for users in docs/safety.md ("Faults"):
-
-- **a file is replaced, never rewritten in place** (:func:`replace_file`): its bytes go to a temporary file
-  beside it (``.<name>.<pid>.semuq-tmp``), are flushed and fsynced, then renamed over it, and the folder is
-  fsynced; a reader sees the old file or the new one, never a part. A failed write (a full disk, a read-only
-  folder, an I/O error) raises :class:`WriteFailed`, which names the file being written (not the temporary one)
-  and leaves nothing behind;
-- **a result of several files is visible as complete only when its last file lands**: a folder being written
-  holds the marker :data:`UNFINISHED` from the first file to the last (:func:`unfinished`), and its readers refuse
-  it while the marker is there (:func:`check_finished`); a label set's manifest is its last file;
-- **temporary files of a killed run are never the user's files**: :func:`is_temporary` tells them apart, the next
-  write of the same file removes them, and :func:`clean_temporary` those of a folder (processes no longer running);
-- **one writer at a time** (:func:`writer_lock`): an advisory ``fcntl`` lock on ``.<name>.semuq-lock`` beside the
-  target while it is written; a second writer gets :class:`WriterBusy`, one line naming the holder's PID.
-"""
+One discipline for every output, stated for users in docs/safety.md ("Faults"). A file is replaced, never rewritten in
+place (:func:`replace_file`: a fsynced temporary file ``.<name>.<pid>.semuq-tmp`` renamed over it; a failed write raises
+:class:`WriteFailed` and leaves nothing). A result of several files holds the marker :data:`UNFINISHED` until its last
+file lands (:func:`unfinished`), and readers refuse it meanwhile (:func:`check_finished`). A killed run's temporary
+files are told apart (:func:`is_temporary`) and removed later (:func:`clean_temporary`). One writer at a time
+(:func:`writer_lock`: an ``fcntl`` lock on ``.<name>.semuq-lock``; another writer gets :class:`WriterBusy`)."""
 
 from __future__ import annotations
 
@@ -104,9 +94,8 @@ def _fsync_folder(folder: Path) -> None:
 
 def replace_file(path: str | os.PathLike, write: Callable[[BinaryIO], object] | bytes | str) -> Path:
     """Write ``path`` whole or not at all: ``write`` (bytes, text, or a function given the open binary file)
-    goes to a temporary file beside it, flushed and fsynced, then renamed over ``path``; returns the path.
-
-    Raises :class:`WriteFailed` naming ``path`` when the disk or folder refuses it; the temporary file is removed.
+    goes to a fsynced temporary file beside it, renamed over ``path``; returns the path. Raises :class:`WriteFailed`
+    naming ``path`` when the disk or folder refuses it (the temporary file is removed).
 
     Examples
     --------
@@ -186,8 +175,7 @@ def _clean_stale(path: Path) -> None:
 
 def clean_temporary(folder: str | os.PathLike) -> int:
     """Remove the temporary files in ``folder`` left by processes no longer running; returns how many.
-
-    A running process's files are kept (it may be writing them); a file that cannot be removed is left."""
+    Files of running processes, and files that cannot be removed, are left."""
     folder = Path(folder)
     removed = 0
     for path in folder.iterdir() if folder.is_dir() else ():
@@ -202,9 +190,7 @@ def clean_temporary(folder: str | os.PathLike) -> int:
 @contextlib.contextmanager
 def unfinished(folder: str | os.PathLike) -> Iterator[Path]:
     """Mark ``folder`` unfinished while the body writes its files; the marker goes only when the body returns.
-
-    A kill (or an error) inside the body leaves the marker, so :func:`check_finished` refuses the folder until a
-    later writer completes it."""
+    After a kill (or an error) :func:`check_finished` refuses the folder until a later writer completes it."""
     folder = Path(folder)
     marker = folder / UNFINISHED
     replace_file(marker, f"{os.getpid()}\n")
@@ -300,9 +286,8 @@ def _release(path: Path | None) -> None:
 @contextlib.contextmanager
 def writer_lock(target: str | os.PathLike, what: str) -> Iterator[Path]:
     """Hold the one-writer lock of ``target`` (a file or folder) for the body; :class:`WriterBusy` when another
-    process holds it. The lock is ``fcntl``'s, on ``.<name>.semuq-lock`` beside the target, removed when the body
-    ends: the kernel releases it when its holder exits, even by a kill, so a stale file never blocks a rerun. A
-    process that holds it already takes it again (nested writers of one process never block each other).
+    process holds it. The kernel releases the ``fcntl`` lock when its holder exits, even by a kill, so a stale lock file
+    never blocks a rerun; the same process may take it again (nested writers never block each other).
 
     Examples
     --------
@@ -321,8 +306,8 @@ def writer_lock(target: str | os.PathLike, what: str) -> Iterator[Path]:
 
 def hold_writer_lock(target: str | os.PathLike, what: str) -> None:
     """Take the one-writer lock of ``target`` for the rest of this process (:func:`writer_lock`): for writers that
-    append for as long as the process runs (a generation journal, a run store). Let go at exit, or with the
-    :func:`writer_lock` of this process that already holds it (e.g. ``rescore`` writing a new store)."""
+    append while the process runs (a generation journal, a run store). Released at exit, or by this process's own
+    :func:`writer_lock` of it (e.g. ``rescore`` writing a new store)."""
     if _lock_path(Path(target)).absolute() in _HELD:
         return
     if _acquire(Path(target), what) is not None and not _HELD_AT_EXIT:

@@ -1,13 +1,9 @@
 """The journal: the one resume mechanism of every long job (generation, training, diagnosis).
 
-A journal is an append-only JSON-lines file of keyed entries, ``{"key": ..., "value": ...}`` (the generation
-journal's lines name their value ``generations``), each flushed to disk as soon as its work is done, so that a job
-killed half-way and started again does only what the journal lacks.
-A later entry for the same key wins. A line cut short by the kill is skipped with a warning (its work is done
-again), never read back as complete. One process appends to a journal at a time (a writer lock beside it); a
-second one is refused with a one-line error. What a key covers is the caller's: a generation's key hashes the
-model, prompt and decoding, a diagnosis's the operator and everything its figures depend on, a training's the
-options and data, so a changed input is never resumed from a stale entry.
+An append-only JSON-lines file of keyed entries (``{"key": ..., "value": ...}``), each flushed when its work is done, so
+a killed job started again does only what is missing. A later entry for a key wins; a line torn by a kill is skipped
+with a warning; one process appends at a time. Keys hash every input, so a changed input never resumes from a stale
+entry.
 
 Examples
 --------
@@ -44,16 +40,10 @@ log = logging.getLogger(__name__)
 class Journal:
     """The journal at ``path`` (created on the first entry); ``what`` names the job in messages.
 
-    ``also`` are other journals of the same job to read (another rank's file), never appended to; ``field`` is
-    the name of each line's value. ``hold`` keeps the writer lock for the rest of the process (a job that appends
-    for as long as it runs); without it the lock is taken for each append only, so nothing stays beside a journal
-    a failed job leaves to resume from.
-
-    Raises
-    ------
-    semuq_eval.durable.WriterBusy
-        Another process is appending to ``path``.
-    """
+    ``also`` are other journals of the job to read (another rank's), never appended to; ``field`` names each line's
+    value. ``hold`` keeps the writer lock for the rest of the process; without it the lock is taken per append, so
+    nothing stays beside a journal a failed job leaves. Raises :class:`semuq_eval.durable.WriterBusy` when another
+    process is appending to ``path``."""
 
     def __init__(
         self,
@@ -105,12 +95,7 @@ class Journal:
 
     def add(self, entries: Iterable[tuple[str, Any]]) -> None:
         """Append ``(key, value)`` entries (JSON values) and flush them to disk, so they survive a kill.
-
-        Raises
-        ------
-        semuq_eval.durable.WriteFailed
-            The disk refused the write (the file is cut back to what it held).
-        """
+        Raises :class:`semuq_eval.durable.WriteFailed` when the disk refuses (the file is cut back to what it held)."""
         lines = [{"key": key, self.field: value} for key, value in entries]
         with contextlib.nullcontext() if self.hold else writer_lock(self.path, self.what):
             append_jsonl(self.path, lines, durable=True)

@@ -1,19 +1,11 @@
 """JSON and JSON-lines files: the one reader and writer every semuq-eval file format goes through.
 
-Run stores, breakdowns, generation journals, QA sets and asset manifests are JSON or JSON lines. They
-share three rules, kept here once:
-
-- what is written is JSON-safe: NaN / inf become ``null`` (:func:`finite_or_none`, also for a figure kept in
-  a record before it is written), numpy scalars and arrays become Python values (:func:`json_safe`);
-- a JSON document is replaced atomically (:func:`write_json`), so a reader never sees half a file, even
-  when several ranks of a data-parallel run write the same manifest;
-- a malformed JSON line is an error naming the file and the line, unless the caller says the file may end
-  in a line torn by a killed process (``on_error="skip"``: skipped with a warning).
-
-The compact formats meant to be committed (training data, run records) are gzip JSON lines with a fixed gzip
-header (no name, mtime 0), so the same content always gives the same bytes (:func:`write_jsonl_gz`,
-:func:`read_jsonl_gz`).
-"""
+Three rules, kept here once: what is written is JSON-safe (NaN / inf become ``null``, :func:`finite_or_none`; numpy
+values become Python ones, :func:`json_safe`); a JSON document is replaced atomically (:func:`write_json`), even when
+several ranks write one manifest; a malformed JSON line is an error naming file and line, unless the file may end in a
+line torn by a killed process (``on_error="skip"``: skipped with a warning). The formats meant to be committed (training
+data, run records) are gzip JSON lines with a fixed header (no name, mtime 0), so the same content gives the same bytes
+(:func:`write_jsonl_gz`, :func:`read_jsonl_gz`)."""
 
 from __future__ import annotations
 
@@ -82,7 +74,7 @@ def is_id(value: Any) -> bool:
 
 def loads(text: str | bytes) -> Any:
     """``json.loads`` with nesting too deep to read reported as a JSON error (not a RecursionError): every JSON
-    this tool reads, from files or from the command line, goes through it.
+    this tool reads goes through it.
 
     Examples
     --------
@@ -153,9 +145,8 @@ def write_json(
 ) -> Path:
     """Write ``obj`` (made JSON-safe) to ``path`` atomically; returns the path.
 
-    ``flat`` names lists (by their key paths) written one compact element per line inside the indented
-    document: a table of many rows then takes a line per row, not a line per value. The temporary file is per
-    process, so ranks writing the same file never clash.
+    ``flat`` names lists (by key path) written one compact element per line, so a table takes a line per row, not per
+    value.
 
     Examples
     --------
@@ -202,15 +193,9 @@ def parse_jsonl(
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line_number, object)`` for every non-blank JSON-lines line of ``lines``.
 
-    Parameters
-    ----------
-    lines : iterable of str
-        The lines (of a file, or of a member inside an archive).
-    source : str
-        What the lines come from, named in errors and warnings (``source:line``).
-    on_error : {"raise", "skip"}
-        A line that is not a JSON object raises ValueError naming ``source:line`` (``"raise"``), or is
-        skipped with a warning (``"skip"``: files appended to by a process that may have been killed).
+    ``source`` names the lines' origin in errors (``source:line``). A line that is not a JSON object raises ValueError
+    (``on_error="raise"``) or is skipped with a warning (``"skip"``: files appended to by a process that may have been
+    killed).
 
     Examples
     --------
@@ -269,8 +254,7 @@ def _utf8_lines(raw: Iterable[bytes], source: str) -> Iterator[str]:
 
 def write_jsonl(path: str | os.PathLike, records: Iterable[Any]) -> None:
     """Write ``records`` (made JSON-safe) to ``path``, one per line, replacing the file atomically: the lines go
-    to a temporary file beside it, flushed to disk, then renamed over ``path``, so a writer killed half-way
-    leaves the old file whole."""
+    to a temporary file renamed over ``path``, so a killed writer leaves the old file whole."""
     _replace_atomically(path, (_line(r) for r in records))
 
 
@@ -294,15 +278,9 @@ def write_jsonl_gz(path: str | os.PathLike, records: Iterable[Any]) -> Path:
 
 def read_jsonl_gz(path: str | os.PathLike, what: str) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line_number, object)`` for every non-blank line of the gzip JSON-lines file ``path``, inflated and
-    parsed line by line: memory holds one line (at most ``MAX_LINE_BYTES``) at a time, never the whole file.
-
-    Raises
-    ------
-    ValueError
-        ``"<path>: not a gzip-compressed <what> (...)"`` when it is not gzip, a compression bomb (it inflates
-        beyond its limit, see ``MAX_GZIP_RATIO``, or holds a line longer than ``MAX_LINE_BYTES``), and what
-        :func:`parse_jsonl` raises for a line that is not UTF-8 or not a JSON object (naming ``path:line``).
-    """
+    parsed line by line (memory holds one line of at most ``MAX_LINE_BYTES``). Raises ValueError ``"<path>: not a
+    gzip-compressed <what> (...)"`` when it is not gzip or a compression bomb (beyond ``MAX_GZIP_RATIO`` or a line over
+    ``MAX_LINE_BYTES``), and what :func:`parse_jsonl` raises (naming ``path:line``)."""
     limit = min(MAX_GZIP_BYTES, max(64 << 20, MAX_GZIP_RATIO * Path(path).stat().st_size))
     source = str(path)
     yield from parse_jsonl(_utf8_lines(_gzip_lines(path, what, limit), source), source)
@@ -335,11 +313,8 @@ def _gzip_lines(path: str | os.PathLike, what: str, limit: int) -> Iterator[byte
 
 def append_jsonl(path: str | os.PathLike, records: Iterable[Any], *, durable: bool = False) -> None:
     """Append ``records`` to ``path``; ``durable=True`` flushes and fsyncs, so they survive a kill.
-
-    A file whose last line was cut short by a killed writer gets a line break first, so the torn line
-    stays alone (and is skipped when read) instead of swallowing the first new record. An append that fails (a
-    full disk) is cut back to the file's old end and raises :class:`~semuq_eval.durable.WriteFailed` naming it.
-    """
+    A last line torn by a killed writer gets a line break first, so it stays alone (and is skipped when read). A failed
+    append (a full disk) is cut back to the old end and raises :class:`~semuq_eval.durable.WriteFailed`."""
     lines = [_line(r) for r in records]
     if not lines:
         return

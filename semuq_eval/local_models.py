@@ -1,10 +1,8 @@
 """A local model folder's revision: what names the exact weights a run used when no hub commit does.
 
-A hub model is reported with its commit; a local folder (an ``semuq-eval assets`` model, a trained operator) has
-none, and the same path can hold other weights tomorrow (a retrained ``enc-trained``). Its revision is therefore
-the sha256 of its ``config.json`` and of the content of its weight files. Hashing reads every byte of the weights,
-so callers compute it once per loaded model (its cost: docs/speed.md).
-"""
+A local folder (an asset model, a trained operator) has no commit and the same path can hold other weights later, so its
+revision is the sha256 of its ``config.json`` and weight files. That reads every byte, so callers compute it once per
+loaded model (docs/speed.md)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ __all__ = ["share_lm_eval_logging"]
 
 def share_lm_eval_logging() -> None:
     """Show semuq-eval's log messages (journal restores, where the breakdown went, ...) as lm-eval shows its own:
-    lm-eval's ``setup_logging`` configures only the ``lm_eval`` logger, so INFO from ``semuq_eval.*`` was lost."""
+    lm-eval's ``setup_logging`` configures only the ``lm_eval`` logger."""
     source, ours = logging.getLogger("lm_eval"), logging.getLogger("semuq_eval")
     ours.setLevel(source.level)
     for handler in source.handlers:
@@ -23,7 +23,7 @@ def share_lm_eval_logging() -> None:
 
 class _CurrentStderr:
     """A stream that writes to whatever ``sys.stderr`` is now: lm-eval's one handler, made once per process, would
-    otherwise keep writing to the stderr of the first run (closed when that was a captured or redirected one)."""
+    otherwise keep the first run's stderr (closed when it was captured or redirected)."""
 
     def write(self, text: str) -> int:
         return sys.stderr.write(text)

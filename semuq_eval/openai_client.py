@@ -1,24 +1,12 @@
 """The one transport to OpenAI-compatible servers (vLLM, SGLang, TGI, llama.cpp's server, OpenAI itself).
 
-The ``openai`` judge (:mod:`semuq_eval.judges.openai`) and the ``semuq-api`` model (:mod:`semuq_eval.models.api`)
-build, send and read their requests here:
-
-- **building** (:meth:`ServerClient.body`, :meth:`ServerClient.logprob_fields`): a chat request carries the prompt as
-  messages (``/chat/completions``), a completions request the raw prompt (``/completions``); log-probabilities are
-  asked in the shape of the endpoint (chat: ``logprobs: true, top_logprobs: k``; completions: ``logprobs: k``);
-- **sending** (:meth:`ServerClient.send`): JSON over HTTP(S) with the API key read from the environment variable
-  named by ``api_key_env`` at each request (never stored, logged or written; no key: no Authorization header, as
-  local servers expect; a redirect to another host never receives it). ``timeout`` is a deadline on the whole
-  request: connecting, sending and reading the whole reply end within ``timeout`` seconds (every socket operation
-  waits at most the time left), so a server trickling bytes cannot hold a request longer. Timeouts, refused
-  connections, HTTP 429 / 5xx, non-JSON bodies and replies the caller cannot read (:class:`Unreadable`) are retried
-  ``max_retries`` times, waiting ``backoff * 2**attempt`` seconds with jitter, or what an HTTP 429 / 503 reply's
-  ``Retry-After`` header asks (seconds or an HTTP date, at most :data:`RETRY_AFTER_CAP`); then
-  :class:`RequestFailed` says why, and the client counts it (:attr:`ServerClient.failures`, of which
-  :attr:`ServerClient.unreachable` found no server). HTTP 401 / 403 / 404 (wrong key, model or URL) raise
-  :class:`ServerRefused` at once: every request would fail;
-- **reading** a reply: :mod:`semuq_eval.openai_replies` (the text of a choice and its log-probabilities).
-"""
+Used by the ``openai`` judge and the ``semuq-api`` model to build (:meth:`ServerClient.body`: chat messages or a raw
+completions prompt, log-probabilities asked in the endpoint's shape), send (:meth:`ServerClient.send`) and read
+(:mod:`semuq_eval.openai_replies`) requests. The API key is read from ``api_key_env`` at each request, never stored,
+logged or sent to another host. ``timeout`` bounds the whole request. Timeouts, refused connections, HTTP 429 / 5xx and
+unreadable replies (:class:`Unreadable`) are retried ``max_retries`` times, with exponential backoff and jitter or as
+``Retry-After`` asks (at most :data:`RETRY_AFTER_CAP`), then raise :class:`RequestFailed` (counted in
+:attr:`ServerClient.failures`); HTTP 401 / 403 / 404 raise :class:`ServerRefused` at once."""
 
 from __future__ import annotations
 
@@ -74,7 +62,7 @@ class ServerRefused(RuntimeError):
 
 class RequestFailed(RuntimeError):
     """A request still failing after every retry; ``unreachable`` when the last try found no server at all
-    (connection refused or reset), rather than a slow or wrong reply."""
+    (connection refused or reset)."""
 
     def __init__(self, reason: str, *, unreachable: bool = False, status: int | None = None) -> None:
         super().__init__(reason)
@@ -90,25 +78,11 @@ class Unreadable(ValueError):
 class ServerClient:
     """Where and how to send requests to one OpenAI-compatible server (module docstring).
 
-    Parameters
-    ----------
-    base_url : str
-        The API root, e.g. ``http://127.0.0.1:8080/v1`` (a full ``.../completions`` URL also works).
-    model : str
-        The model name sent with every request.
-    endpoint : {"chat", "completions"}
-        Chat messages (the server applies its chat template) or a raw prompt.
-    api_key_env : str
-        The environment variable holding the API key (unset or empty: no key is sent).
-    concurrency : int
-        Requests in flight at once (:meth:`map`).
-    timeout : float
-        The deadline of a whole request in seconds: connecting, sending and reading the whole reply.
-    max_retries : int
-        Retries of a failed request.
-    backoff : float
-        The first wait between retries, in seconds; it doubles at each retry (with jitter).
-    """
+    ``base_url`` is the API root, e.g. ``http://127.0.0.1:8080/v1`` (a full ``.../completions`` URL also works);
+    ``endpoint`` ``"chat"`` (the server applies its chat template) or ``"completions"`` (a raw prompt); ``api_key_env``
+    the variable holding the key (unset or empty: none sent); ``concurrency`` the requests in flight in :meth:`map`;
+    ``timeout`` the deadline of a whole request in seconds; ``backoff`` the first wait between the ``max_retries``
+    retries, doubling each time (with jitter)."""
 
     def __init__(
         self,
@@ -252,16 +226,9 @@ class ServerClient:
 
     def send(self, body: Mapping[str, Any], read: Callable[[Any], T], *, retry_refused: bool = True) -> T:
         """POST ``body`` and return ``read(reply)``, retrying as the module docstring says (with
-        ``retry_refused=False``, HTTP 400 / 413 / 422 fail at once, uncounted: a capability probe changes the
-        request instead).
-
-        Raises
-        ------
-        ServerRefused
-            HTTP 401 / 403 / 404.
-        RequestFailed
-            Still failing after ``max_retries`` retries (the reason of the last try), counted in :attr:`failures`.
-        """
+        ``retry_refused=False``, HTTP 400 / 413 / 422 fail at once, uncounted: a capability probe changes the request
+        instead). Raises :class:`ServerRefused` for HTTP 401 / 403 / 404, :class:`RequestFailed` (counted in
+        :attr:`failures`) when still failing after ``max_retries`` retries."""
         failure = RequestFailed("no attempt")
         wait: float | None = None
         for attempt in range(self.max_retries + 1):
@@ -286,8 +253,7 @@ class ServerClient:
 
     def _failure(self, exc: BaseException) -> tuple[RequestFailed, float | None]:
         """What one failed try (an exception of :data:`_FAILED_TRY`) says: the reason (unreachable, HTTP
-        status), and the wait a ``Retry-After`` header asks before the next (None: the backoff's);
-        ServerRefused for HTTP 401 / 403 / 404."""
+        status) and the wait ``Retry-After`` asks (None: the backoff's); ServerRefused for HTTP 401 / 403 / 404."""
         if isinstance(exc, urllib.error.HTTPError):
             detail = _detail(exc)
             if exc.code in FATAL_STATUS:

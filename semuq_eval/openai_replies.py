@@ -55,14 +55,9 @@ def choice_text(choice: Any, endpoint: str, where: str = "choices[0]") -> str:
 class TokenLogprobs:
     """One choice's per-token log-probabilities, in one shape whatever the server sent.
 
-    Attributes
-    ----------
-    tokens : the tokens' text, as the server spells them.
-    logprobs : log p of each token (the server's distribution; <= 0).
-    top : per token, ``{alternative: logprob}`` of the top alternatives (empty when not returned).
-    token_bytes : per token, its UTF-8 bytes when the server gave them (chat ``bytes``), else None.
-    text_offset : per token, its character offset as the server gave it (completions), else None.
-    """
+    ``tokens`` are the tokens' text as the server spells them; ``logprobs`` log p of each (<= 0); ``top`` per token
+    ``{alternative: logprob}`` of the top alternatives (empty when not returned); ``token_bytes`` per token its UTF-8
+    bytes (chat ``bytes``) and ``text_offset`` its character offset (completions), else None."""
 
     tokens: list[str]
     logprobs: list[float]
@@ -88,8 +83,8 @@ def _token(value: Any, field: str) -> str:
 
 def _alternative_key(entry: Mapping[str, Any], field: str) -> str:
     """An alternative's key: its text, or, when its ``bytes`` are not valid UTF-8 (part of a character), those
-    bytes escaped (``"\\xe4"``): servers spell every such token with the same text (llama.cpp: ``""``), and
-    keying them by it would merge distinct tokens into one."""
+    bytes escaped (``"\\xe4"``): servers spell all such tokens alike (llama.cpp: ``""``), which would merge distinct
+    ones."""
     token = _token(entry.get("token"), f"{field}.token")
     raw = _bytes(entry.get("bytes"), f"{field}.bytes")
     if raw is None:
@@ -103,7 +98,6 @@ def _alternative_key(entry: Mapping[str, Any], field: str) -> str:
 
 def _top(value: Any, field: str) -> dict[str, float]:
     """Alternatives as ``{token: logprob}`` from a list of ``{token, logprob[, bytes]}`` objects or a dict.
-
     A token listed twice (a server adding the chosen token to its top-k) keeps its larger log-probability.
 
     Examples
@@ -139,11 +133,7 @@ def _bytes(value: Any, field: str) -> bytes | None:
 
 def read_logprobs(logprobs: Any, where: str = "choices[0].logprobs") -> TokenLogprobs | None:
     """A choice's ``logprobs`` in either shape (module docstring); None when the server returned none.
-
-    Raises
-    ------
-    MalformedLogprobs
-        Naming the field whose count or type is wrong.
+    Raises MalformedLogprobs naming the field whose count or type is wrong.
 
     Examples
     --------

@@ -1,10 +1,7 @@
 """Options declared once: a pydantic model whose fields give a command's flags, their checks and the docs' table.
 
-A command's options are an :class:`Options` model; each field is declared with :func:`option` (its help text,
-how its flag's text is read, its bounds). :func:`add_options` adds one flag per field to an argparse parser (the
-help shows the default), :func:`parse_options` turns the parsed flags into the model (a value out of bounds is one
-line naming the flag), and :func:`options_table` writes the Markdown table the docs show. The function behind the
-command takes the model, so its options are not a long list of keywords written twice.
+Fields are declared with :func:`option`; :func:`add_options` adds their flags to a parser, :func:`parse_options` turns
+parsed flags into the model (one line naming a flag out of bounds), :func:`options_table` writes the docs' table.
 
 Example
 -------
@@ -74,13 +71,11 @@ def option(
 ) -> Any:
     """A field of an :class:`Options` model.
 
-    ``default`` and ``help``; ``parse``, how its flag's text is read (``csv``: a comma-separated list; ``many``:
-    words after the flag; ``json``: a JSON object, ``of`` saying what it maps; by default the field's type);
-    ``flag``, the flag when it is not ``--<field>`` (a boolean field defaulting to true is switched off by its
-    flag, e.g. ``--no_progress``); ``const``, the value of the flag given bare; ``cli=False`` for a field of the
-    function that is no flag of its command (left out of the parser and the table); pydantic bounds (``ge``,
-    ``le``, ``gt``).
-    """
+    ``parse`` says how its flag's text is read (``csv``: a comma-separated list; ``many``: words after the flag;
+    ``json``: a JSON object, ``of`` saying what it maps; default: the field's type); ``flag`` overrides ``--<field>`` (a
+    boolean field defaulting to true is switched off by its flag, e.g. ``--no_progress``); ``const`` is the value of the
+    bare flag; ``cli=False`` keeps the field out of the parser and table; ``ge`` / ``le`` / ``gt`` are pydantic
+    bounds."""
     extra = {"parse": parse, "flag": flag, "of": of, "const": const, "cli": cli}
     return Field(default, description=help, json_schema_extra=extra, **bounds)
 

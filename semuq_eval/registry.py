@@ -1,19 +1,14 @@
 """One registry shape for the five extensible families: operators, aggregators, metrics, judges, label strategies.
 
-A :class:`Registry` maps the names users type to objects. An entry is the object itself, or a lazy
-``"module:object"`` target imported on its first lookup (so that naming an operator loads no model library).
-Every family also reads an entry-point group (``semuq_eval.operators``, ``semuq_eval.aggregators``,
-``semuq_eval.metrics``, ``semuq_eval.judges``, ``semuq_eval.label_strategies``): an installed package adds an
-entry without touching this repository, e.g. in its ``pyproject.toml``::
+A :class:`Registry` maps names to objects or to lazy ``"module:object"`` targets imported on first lookup (naming an
+operator loads no model library). Each family also reads an entry-point group, so an installed package adds entries in
+its ``pyproject.toml``::
 
     [project.entry-points."semuq_eval.operators"]
     word_overlap = "my_package.operators:WordOverlapOperator"
 
-A lazy target or an entry point names the registered object itself, or a module object whose import registers
-the name with the family's ``register`` decorator (the decorator's registration then replaces the lazy entry).
-Each family module (e.g. :mod:`semuq_eval.operators`) exposes its registry as ``registry`` and the same three
-calls: ``register`` (a decorator with the family's declarations), ``get`` and ``names``.
-"""
+A target is the object itself, or a module whose import registers the name. Each family module exposes ``registry``,
+``register``, ``get`` and ``names``."""
 
 from __future__ import annotations
 
@@ -62,8 +57,8 @@ def _target_text(target: str | metadata.EntryPoint) -> str:
 
 class NamedByRegistry:
     """A family's base class: ``name`` is the name the class is registered under in the family's registry (the
-    module-level ``registry`` of :attr:`family_module`), so no class repeats the name its registration gives. A
-    class may still declare ``name`` itself; its registration must then use the same name."""
+    module-level ``registry`` of :attr:`family_module`), so no class repeats it; a class declaring ``name`` itself must
+    register under it."""
 
     family_module: ClassVar[str]
 
@@ -82,15 +77,8 @@ class NamedByRegistry:
 class Registry(Generic[T]):
     """Names -> objects of one family, with lazy targets and the family's entry-point group.
 
-    Parameters
-    ----------
-    family : str
-        What an entry is, for messages ("operator").
-    group : str
-        The entry-point group read for installed packages' entries.
-    check : callable, optional
-        ``check(name, obj) -> obj``: validates a loaded object (raising TypeError naming what is wrong) and
-        returns what to register.
+    ``family`` says what an entry is in messages ("operator"); ``group`` is the entry-point group; ``check(name, obj) ->
+    obj`` validates a loaded object (TypeError naming what is wrong) and returns what to register.
 
     Examples
     --------
@@ -111,10 +99,7 @@ class Registry(Generic[T]):
 
     def register(self, name: str, target: T | str) -> None:
         """Register ``target`` (an object, or a lazy ``"module:object"`` string) under ``name``.
-
-        A concrete object replaces a lazy entry of the same name (the lazy target's module registering
-        itself); registering another object under a taken name raises ValueError.
-        """
+        A concrete object replaces a lazy entry of that name; another object under a taken name raises ValueError."""
         entry = _Lazy(target) if isinstance(target, str) else target
         declared = vars(target).get("name") if isinstance(target, type) else None
         if isinstance(declared, str) and declared != name:
@@ -183,10 +168,7 @@ class Registry(Generic[T]):
 
     def _discover(self) -> None:
         """Add the entry points of ``group`` not registered yet; read again whenever ``sys.path`` changed.
-
-        An entry point whose name is taken is skipped with a warning naming its package: a registered name
-        keeps its meaning.
-        """
+        An entry point whose name is taken is skipped with a warning naming its package."""
         path = tuple(sys.path)
         if path == self._discovered_on:
             return
@@ -211,9 +193,8 @@ class Registry(Generic[T]):
 
 def check_keywords(what: str, func: Callable[..., Any], given: Mapping[str, Any], skip: int = 0) -> None:
     """Refuse options ``func`` cannot take as keywords (its first ``skip`` positional parameters are not options),
-    before anything is built or run. A class's options are its ``__init__``'s and, while that forwards
-    ``**kwargs``, its bases', plus the names it declares in ``forwarded_options`` (those its ``**kwargs`` hand to
-    something else); a function taking ``**kwargs`` accepts every name.
+    before anything is built or run. A class takes its ``__init__``'s options and, while that forwards ``**kwargs``, its
+    bases' and its ``forwarded_options``; a function taking ``**kwargs`` accepts every name.
 
     Examples
     --------

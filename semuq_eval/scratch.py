@@ -1,10 +1,7 @@
 """Scratch folders named after the process that made them, so a later run can remove a killed run's.
 
-A run that is killed (SIGKILL, a power cut) cannot remove its scratch folder. Naming the folder
-``<prefix><pid>-<random>`` lets the next run with the same prefix tell a dead run's folder (no such process)
-from a live one's and remove only the former. The asset cache's downloads use it; the trainer's
-epoch checkpoints (:mod:`semuq_eval.training.checkpoints`) use :func:`process_gone` to tell whose they are.
-"""
+A folder ``<prefix><pid>-<random>`` tells a dead run's (no such process) from a live one's. The asset cache's downloads
+use it; the trainer's checkpoints (:mod:`semuq_eval.training.checkpoints`) use :func:`process_gone`."""
 
 from __future__ import annotations
 
@@ -29,7 +26,6 @@ def process_gone(pid: int) -> bool:
 
 def remove_stale(parent: Path, prefix: str = "") -> list[Path]:
     """Remove every ``<prefix><pid>-*`` entry of ``parent`` whose process no longer exists; return them.
-
     Entries of this process, of live processes and names without a pid are left alone.
 
     Examples

@@ -1,18 +1,8 @@
 """The signals an estimator reads besides its comparison matrix: one declaration each, read by the aggregators
-(what they may declare as ``inputs``), the operators (what they may declare as ``extras``) and the pipeline (where
-each comes from).
-
-Where a signal comes from (``origin``):
-
-- ``"answers"``: the generating model's answers (token log-probabilities, entropies, ids; the reflexive
-  follow-ups, :mod:`semuq_eval.models.reflexive`), read by :meth:`semuq_eval.harness.doc.Doc.signal`;
-- ``"pass"``: an operator's own pass (``greedy_similarities``: the greedy answer compared with each sample, through
-  the call's ``anchors``);
-- ``"tokens"``: an operator's method of the same name, called after its pass on the greedy answers' tokens
-  (``op.<name>(questions, answers, offsets)``), only when an estimator reads it.
-
-A plugin that adds an operator extra declares it once (:func:`declare`, origin ``"tokens"``) before registering
-the operator that yields it and the aggregators that read it.
+(``inputs``), the operators (``extras``) and the pipeline. ``origin`` says where one comes from: ``"answers"``, the
+generating model's answers (:meth:`semuq_eval.harness.doc.Doc.signal`); ``"pass"``, an operator's own pass
+(``greedy_similarities``); ``"tokens"``, the operator's method of that name on the greedy answers' tokens, called when
+an estimator reads it. A plugin declares its extra (:func:`declare`) before registering its operator.
 
 Examples
 --------

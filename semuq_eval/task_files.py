@@ -1,9 +1,4 @@
-"""The shipped task YAMLs: their folder, a listing, and what one task reads.
-
-``tasks/`` in a checkout, ``semuq_eval/tasks`` in a wheel (package data of :mod:`semuq_eval.tasks`). The
-commands list and include the folder; the harness and the training provenance read a task's dataset and split
-from its YAML.
-"""
+"""The shipped task YAMLs: their folder, a listing, and what one task reads."""
 
 from __future__ import annotations
 
@@ -43,9 +38,8 @@ def list_tasks() -> str:
 
 def dataset_of_task(task: str | None, settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """``{"dataset", "split"}`` of a semuq task, read from its YAML (``None`` values for unknown tasks).
-
-    The dataset is the local QA set (``qa_set``, e.g. ``nq-open``) or the hub dataset (``dataset_path``,
-    with ``dataset_name``); the split is the task's ``test_split``. A ``data_dir`` in the settings is kept.
+    The dataset is the local QA set (``qa_set``) or the hub dataset (``dataset_path``, ``dataset_name``), the split
+    ``test_split``; a ``data_dir`` in the settings is kept.
 
     Examples
     --------

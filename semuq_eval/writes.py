@@ -1,10 +1,7 @@
 """Where a command may write: never over or around its own input, never through a symbolic link out of the folder a
-file belongs to, and over nothing the user wrote unless told to (``--force``), and then only over what this tool
-wrote itself (docs/safety.md states these guarantees for users).
-
-Each check raises before anything is written: :class:`ValueError` for a target that can never be right (it overlaps
-the input, it leaves its folder), :class:`FileExistsError` for one that ``--force`` could allow.
-"""
+file belongs to, never over a user's file without ``--force``, and then only over this tool's own output
+(docs/safety.md). Each check raises before anything is written: :class:`ValueError` for a target that can never be
+right, :class:`FileExistsError` for one ``--force`` could allow."""
 
 from __future__ import annotations
 
@@ -119,7 +116,7 @@ def check_folder_target(
 
 def check_writable(folder: str | os.PathLike, what: str) -> None:
     """ValueError when ``folder`` cannot be created or written (its nearest existing ancestor is a file, or refuses
-    a new file), raised before long work whose results would have nowhere to go; nothing is left behind.
+    a new file), raised before long work; nothing is left behind.
 
     Examples
     --------

@@ -1,11 +1,9 @@
 """Aggregators F: a comparison matrix S (or a single generation's tokens) -> uncertainty U = F(S).
 
-Every graph aggregator accepts S of shape (N, N) or (B, N, N) and returns a float or a
-(B,) array; higher means more uncertain. ``get(name)`` returns the registered
-:class:`Aggregator` for the names users type (README, "Estimators"), ``names()`` lists them; ``register``
-adds one, and an installed package adds one through the entry-point group ``semuq_eval.aggregators``
-(:mod:`semuq_eval.registry`). The built-in aggregators are numpy functions: importing this package registers them.
-"""
+Graph aggregators accept S of shape (N, N) or (B, N, N) and return a float or a (B,) array; higher means more
+uncertain. ``get(name)`` and ``names()`` read the :class:`Aggregator` registry (README, "Estimators");
+``register`` adds one, as does an installed package through the entry-point group ``semuq_eval.aggregators``.
+Importing this package registers the built-in numpy aggregators."""
 
 from __future__ import annotations
 

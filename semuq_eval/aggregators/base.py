@@ -1,10 +1,8 @@
 """The aggregator registry and the input checks every aggregator shares.
 
-An aggregator F turns the comparison matrix S of one question (or a stack of them) into a
-scalar uncertainty U = F(S) (paper, Eq. common_operator_aggregator). Aggregators are plain
-numpy functions registered under the names users type (README, "Aggregators"), with a declaration of
-what they consume so that the harness can tell which ``aggregator@operator`` pairs are valid.
-"""
+An aggregator F turns one question's comparison matrix S (or a stack) into a scalar uncertainty U = F(S)
+(paper, Eq. common_operator_aggregator); each declares what it consumes, so the harness knows which
+``aggregator@operator`` pairs are valid."""
 
 from __future__ import annotations
 
@@ -44,26 +42,12 @@ OPTIONS: dict[str, str] = {
 class Aggregator:
     """A registered aggregator: the function plus what it consumes.
 
-    Parameters
-    ----------
-    name : str
-        The registry name users type.
-    func : callable
-        ``func(S?, *inputs, **options)``: the matrix first when ``matrix`` is set, then the declared
-        ``inputs`` in order, positionally.
-    matrix : {"equivalence", "graded", "gram"} or None
-        The matrix kind it reads (None: no comparison matrix, e.g. token entropy); see :data:`ACCEPTS`.
-    inputs : tuple of str
-        Further inputs: declared signals (:mod:`semuq_eval.signals`: the generating model's, or what an operator
-        yields, which makes the estimator ``aggregator@operator`` even when it reads no matrix, e.g.
-        ``te_enc@enc``).
-    options : tuple of str
-        Run-level options it takes as keywords, names from :data:`OPTIONS`.
-    equation : str
-        Where the paper (or the cited work) defines it.
-
-    Higher outputs always mean more uncertain.
-    """
+    ``func(S?, *inputs, **options)`` takes the matrix first when ``matrix`` is set (a kind of :data:`ACCEPTS`;
+    None: no matrix, e.g. token entropy), then the declared ``inputs`` positionally: signals of
+    :mod:`semuq_eval.signals`, the generating model's or an operator's (which makes ``aggregator@operator`` an
+    estimator even without a matrix, e.g. ``te_enc@enc``). ``options`` are run-level keywords from
+    :data:`OPTIONS`; ``equation`` says where the paper (or the cited work) defines it. Higher outputs always
+    mean more uncertain."""
 
     name: str
     func: Callable[..., float | np.ndarray]
@@ -135,9 +119,8 @@ def register(
 def as_matrix_stack(S: np.ndarray, *, name: str = "S") -> tuple[np.ndarray, bool]:
     """Validate a matrix or stack of matrices; return it as float (B, N, N) and whether it was 2-D.
 
-    Raises ValueError naming the problem for non-square input, NaN/inf entries, or an
-    empty stack. N = 1 is allowed (every entropy is then 0).
-    """
+    Raises ValueError naming the problem for non-square input, NaN/inf entries or an empty stack; N = 1 is
+    allowed."""
     arr = np.asarray(S)
     if arr.dtype == object:
         raise ValueError(f"{name} must be a numeric array, got dtype=object (ragged input?)")
@@ -160,8 +143,7 @@ def as_matrix_stack(S: np.ndarray, *, name: str = "S") -> tuple[np.ndarray, bool
 def as_vector_stack(values: np.ndarray | Sequence[float], *, name: str) -> tuple[np.ndarray, bool]:
     """Validate one vector (N,) or a stack (B, N); return it as float (B, N) and whether it was 1-D.
 
-    Raises ValueError naming ``name`` for another shape, an empty stack or NaN/inf entries.
-    """
+    Raises ValueError naming ``name`` for another shape, an empty stack or NaN/inf entries."""
     arr = np.asarray(values, dtype=np.float64)
     single = arr.ndim == 1
     if single:
@@ -179,8 +161,7 @@ def as_vector_stack(values: np.ndarray | Sequence[float], *, name: str) -> tuple
 def as_ragged(values: np.ndarray | Sequence[Sequence[float]], *, name: str) -> tuple[list[np.ndarray], bool]:
     """One 1-D sequence (single=True) or a batch of possibly ragged sequences, as finite float arrays.
 
-    Raises ValueError naming ``name`` for a bad shape, an empty batch or NaN/inf values.
-    """
+    Raises ValueError naming ``name`` for a bad shape, an empty batch or NaN/inf values."""
     try:
         arr = np.asarray(values, dtype=np.float64)
     except ValueError:  # ragged batch

@@ -1,20 +1,12 @@
 """Single-answer baselines: what the greedy answer's own tokens say, with no sampling and no operator.
 
-Every UQ toolkit reports them and a leaderboard needs them as the floor an operator x aggregator estimator
-must beat. They read the greedy answer's raw token log-probabilities (white-box models only):
-
-- ``msp``: maximum sequence probability, U = -log p(y | x) = -sum_t log p(y_t | x, y_<t) (the greedy
-  answer's negative sequence log-probability; Fomicheva et al., 2020, "Unsupervised Quality Estimation for
-  Neural Machine Translation"; "MaximumSequenceProbability" in LM-Polygraph, Fadeeva et al., 2023);
-- ``perplexity``: U = -(1/T) sum_t log p(y_t | x, y_<t), the mean negative token log-probability (the log
-  of the perplexity, as LM-Polygraph's "Perplexity"; a monotone map of exp(.) leaves AUROC unchanged);
-- ``length``: U = T, the greedy answer's length in tokens (Santilli et al., 2025, "Revisiting Uncertainty
-  Quantification Evaluation in Language Models: Spurious Interactions with Response Length Bias Results",
-  found it rivals semantic entropy under some judges).
-
-An answer with no tokens has no defined msp or perplexity (NaN; metrics skip NaN scores and count them);
-its length is 0.
-"""
+The floor an operator x aggregator estimator must beat, from the greedy answer's token log-probabilities
+(white-box only): ``msp``, U = -log p(y | x) (Fomicheva et al., 2020, "Unsupervised Quality Estimation for
+Neural Machine Translation"; LM-Polygraph's MaximumSequenceProbability, Fadeeva et al., 2023); ``perplexity``,
+U = -(1/T) sum_t log p(y_t | x, y_<t) (the log of LM-Polygraph's "Perplexity"); ``length``, U = T (Santilli et
+al., 2025, "Revisiting Uncertainty Quantification Evaluation in Language Models: Spurious Interactions with
+Response Length Bias Results": it rivals semantic entropy under some judges). No tokens: msp and perplexity
+are NaN, length 0."""
 
 from __future__ import annotations
 

@@ -10,9 +10,8 @@ from semuq_eval.aggregators.base import as_matrix_stack
 def to_equivalence(S: np.ndarray, tau: float = 0.5) -> np.ndarray:
     """Boolean equivalence matrix E_ij = S_ij > tau (the paper's SE_Enc / CAE_Enc rule, Sec. 4.1).
 
-    The diagonal is set to True (every answer is equivalent to itself). A boolean S is
-    returned as is (with its diagonal set), so hard NLI matrices pass through unchanged.
-    """
+    The diagonal is set to True; a boolean S is returned as is (diagonal set), so hard NLI matrices pass
+    through."""
     arr = np.asarray(S)
     if arr.dtype == bool:
         E = arr.copy()
@@ -28,13 +27,9 @@ def to_equivalence(S: np.ndarray, tau: float = 0.5) -> np.ndarray:
 def cluster(E: np.ndarray) -> np.ndarray:
     """Greedy semantic clustering of App. A.2; returns integer labels (N,) or (B, N).
 
-    Answers are visited in order; each joins the earliest existing cluster whose FIRST
-    member it is equivalent to, otherwise it starts a new cluster. Labels are numbered in
-    order of creation (answer 0 is always in cluster 0). Equivalence is read in both
-    directions (E_ij and E_ji), the bidirectional rule of Eq. S_nli, so an asymmetric
-    relation never puts i and j together on one direction's word alone. A graded matrix
-    must first go through :func:`to_equivalence`.
-    """
+    Answers are visited in order; each joins the earliest cluster whose FIRST member it is equivalent to in
+    both directions (E_ij and E_ji, the bidirectional rule of Eq. S_nli), else starts a new one; labels are
+    numbered in order of creation. A graded matrix must first go through :func:`to_equivalence`."""
     arr = np.asarray(E)
     if arr.dtype != bool:
         raise TypeError(

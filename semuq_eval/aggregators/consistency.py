@@ -1,17 +1,10 @@
 """Greedy-anchored consistency and CoCoA: how far the samples drift from the greedy answer.
 
 Vashurin et al. (2025), "Uncertainty Quantification for LLMs through Minimum Bayes Risk: Bridging Confidence
-and Consistency"): the greedy answer y* is compared by the operator s with each of the N samples y_i
-(the ``greedy_similarities`` an operator yields), and
-
-- ``consistency``: U = 1 - (1/N) sum_i s(y*, y_i), the consistency term alone;
-- ``cocoa``: U_CoCoA = u(y*) * (1 - (1/N) sum_i s(y*, y_i)), the model's confidence term u times the
-  consistency term, with u = -log p(y* | x) (``confidence="msp"``, CoCoA_MSP, the default) or the mean
-  negative token log-probability (``confidence="perplexity"``, CoCoA_PPL).
-
-Similarities are used as the operator gives them (a Gram operator's cosines may be negative), as LM-Polygraph's
-``CocoaMSP`` / ``CocoaPPL`` do.
-"""
+and Consistency": the operator s compares the greedy answer y* with each sample y_i (``greedy_similarities``).
+``consistency``: U = 1 - (1/N) sum_i s(y*, y_i); ``cocoa``: u(y*) times that, u = -log p(y* | x) (``"msp"``,
+CoCoA_MSP, default) or the mean negative token log-probability (``"perplexity"``, CoCoA_PPL). Similarities are
+used as given (cosines may be negative), as LM-Polygraph's ``CocoaMSP`` / ``CocoaPPL`` do."""
 
 from __future__ import annotations
 

@@ -1,22 +1,14 @@
 """Semantic Density (Qiu & Miikkulainen, 2024, "Semantic Density: Uncertainty Quantification for Large
 Language Models through Confidence Measurement in Semantic Space").
 
-The density of the greedy answer y* among the N samples y_i, each weighted by its probability:
+The probability-weighted density of the greedy answer y* among the N samples y_i,
 
     SD(y* | x) = sum_i w_i K(y*, y_i) / sum_i w_i,   U = 1 - SD,
 
-with the kernel K(y*, y_i) = clip(s(y*, y_i), 0, 1): the paper's Epanechnikov kernel 1 - d on the
-expected semantic distance d in [0, 1], with d = 1 - s for any graded operator (the paper's NLI distance
-d = p_contradiction + p_neutral / 2 is one such operator). Options, where public implementations differ:
-
-- ``length_normalized`` (default True, as LM-Polygraph): w_i = p(y_i | x)^(1 / L_i) (an
-  empty answer counts L = 1); False: w_i = p(y_i | x);
-- ``include_greedy`` (default True, as LM-Polygraph): y* itself is one more term of both sums, with
-  K = 1 and its own (normalized) probability; False: the samples alone.
-
-Every sample counts (duplicates too); LM-Polygraph keeps one of each distinct text, which equals this on
-distinct samples. LM-Polygraph reports -SD; U = 1 - SD ranks the same.
-"""
+with K = clip(s, 0, 1), the paper's Epanechnikov kernel 1 - d for d = 1 - s. Defaults as LM-Polygraph:
+``length_normalized`` (w_i = p(y_i | x)^(1 / L_i), else p(y_i | x)) and ``include_greedy`` (y* is one more
+term, K = 1). Every sample counts, duplicates too (LM-Polygraph keeps distinct texts); U = 1 - SD ranks as its
+-SD."""
 
 from __future__ import annotations
 
@@ -51,10 +43,10 @@ def semantic_density(
 ) -> float | np.ndarray:
     """U = 1 - sum_i w_i K(y*, y_i) / sum_i w_i over the samples (and y* with K = 1): see the module.
 
-    ``greedy_similarities``, ``seq_logprobs`` and ``seq_lengths``: (N,) or (B, N); ``token_logprobs``: the
-    greedy answer's (T,) token log-probabilities (one sequence per row of a stack). Weights are computed in
-    log space, so long answers do not underflow. A greedy answer with no tokens gives NaN when
-    ``include_greedy``; N = 1 without it gives 1 - K(y*, y_1).
+    ``greedy_similarities``, ``seq_logprobs``, ``seq_lengths``: (N,) or (B, N); ``token_logprobs``: the greedy
+    answer's (T,) token log-probabilities (one sequence per row of a stack). Weights are in log space (no
+    underflow). A greedy answer with no tokens gives NaN when ``include_greedy``; N = 1 without it gives
+    1 - K(y*, y_1).
 
     Examples
     --------

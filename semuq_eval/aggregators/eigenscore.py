@@ -1,17 +1,12 @@
 """EigenScore (Chen et al., 2024, "INSIDE: LLMs' Internal States Retain the Power of Hallucination
-Detection", the EigenScore definition): the log-determinant of the samples' regularized covariance, per sample,
+Detection", the EigenScore definition): the log-determinant of the samples' regularized covariance, per
+sample,
 
     U = (1/N) log det(C + alpha I) = (1/N) sum_k log lambda_k(C + alpha I),
 
-on a Gram operator's S = Phi Phi^T of unit embeddings (``cos_int``: the generator's hidden states, as the
-paper; ``cos_ext`` and ``enc``: an encoder's). Options where public implementations differ:
-
-- ``alpha`` (default 1e-3, as LM-Polygraph's ``EigenScore``);
-- ``centering``: ``"none"`` (default) C = S; ``"samples"`` C = H S H with H = I - 11^T / N, the
-  covariance over the N samples. The paper and LM-Polygraph centre each embedding over its d features
-  (Z^T J_d Z), which needs the embeddings themselves, not their Gram matrix; for embeddings of zero feature
-  mean it equals ``"none"``.
-"""
+on a Gram operator's S of unit embeddings (``cos_int`` as the paper; ``cos_ext``, ``enc``). ``alpha``: 1e-3,
+as LM-Polygraph. ``centering="none"``: C = S; ``"samples"``: C = H S H, H = I - 11^T / N. The paper's centring
+over the d features needs the embeddings, not S (it equals ``"none"`` for zero-mean features)."""
 
 from __future__ import annotations
 

@@ -42,13 +42,10 @@ def se(
 ) -> float | np.ndarray:
     """Semantic entropy, Eq. F_SE: -sum_k q_k log q_k with q_k the normalized probability mass of cluster k.
 
-    ``seq_logprobs`` (N,) or (B, N) are the answers' sequence log-probabilities log p(y|x)
-    (the paper's joint probability); the normalization p~_i = p_i / sum_j p_j and the
-    cluster masses are computed in log space (logsumexp), so tiny probabilities never
-    underflow. ``length_normalized=True`` uses the mean token log-probability
-    log p(y|x) / T instead (the Nature-2024 reference code's choice) and needs ``n_tokens``.
-    Clusters come from :func:`cluster` on ``to_equivalence(S, tau)``.
-    """
+    ``seq_logprobs`` (N,) or (B, N) are the answers' log p(y|x) (the paper's joint probability); normalization
+    and cluster masses are computed in log space, so tiny probabilities never underflow.
+    ``length_normalized=True`` uses log p(y|x) / T (the Nature-2024 reference code's choice) and needs
+    ``n_tokens``. Clusters: :func:`cluster` on ``to_equivalence(S, tau)``."""
     labels, single = _labels(S, tau)
     shape = labels.shape
     logp = _as_rows(seq_logprobs, shape, "seq_logprobs")

@@ -1,10 +1,8 @@
 """Graph scores of Lin et al. 2024, "Generating with Confidence": EigV, Deg, Ecc.
 
-Defined as LM-Polygraph implements them (EigValLaplacian, DegMat, Eccentricity), on any
-graded similarity matrix S: W = (S + S^T) / 2 with negative weights clipped to 0, the
-diagonal (self-similarity) kept, degrees d_i = sum_j W_ij, and the symmetric normalized
-Laplacian L = I - D^-1/2 W D^-1/2 (a zero degree gets D^-1/2 = 0).
-"""
+As LM-Polygraph implements them (EigValLaplacian, DegMat, Eccentricity), on a graded S: W = (S + S^T) / 2
+clipped at 0, diagonal kept, degrees d_i = sum_j W_ij, L = I - D^-1/2 W D^-1/2
+(a zero degree gets D^-1/2 = 0)."""
 
 from __future__ import annotations
 
@@ -24,8 +22,7 @@ def _normalized_laplacian(W: np.ndarray) -> np.ndarray:
 def eigv(S: np.ndarray) -> float | np.ndarray:
     """U_EigV = sum_k max(0, 1 - lambda_k) over the eigenvalues of the normalized Laplacian.
 
-    A continuous count of semantic sets: N for a graph with no edges, 1 for a complete one.
-    """
+    A continuous count of semantic sets: N for a graph with no edges, 1 for a complete one."""
     stack, single = as_matrix_stack(S)
     lam = np.linalg.eigvalsh(_normalized_laplacian(graph_weights(stack)))
     return unstack(np.clip(1.0 - lam, 0.0, None).sum(axis=-1), single)
@@ -44,10 +41,8 @@ def deg(S: np.ndarray) -> float | np.ndarray:
 def ecc(S: np.ndarray, *, threshold: float = 0.9) -> float | np.ndarray:
     """U_Ecc: spread of the answers' spectral embeddings around their mean.
 
-    Each answer is embedded by its coordinates in the eigenvectors of the normalized
-    Laplacian whose eigenvalue is below ``threshold`` (0.9 as in LM-Polygraph); the score is
-    the Frobenius norm of the centered embedding matrix.
-    """
+    Each answer's coordinates in the normalized Laplacian's eigenvectors of eigenvalue below ``threshold``
+    (0.9, as LM-Polygraph); the score is the Frobenius norm of the centered embedding matrix."""
     stack, single = as_matrix_stack(S)
     lam, V = np.linalg.eigh(_normalized_laplacian(graph_weights(stack)))
     V = V * (lam < threshold)[:, None, :]

@@ -15,10 +15,8 @@ KernelNormalization = Literal["trace", "diag"]
 def graph_weights(S: np.ndarray) -> np.ndarray:
     """Weighted adjacency W from a (B, N, N) stack: symmetrized (S + S^T) / 2, negatives clipped to 0.
 
-    A graph needs non-negative symmetric weights. Directed scores (soft NLI) are averaged
-    over both directions; negative similarities (cosine matrices can have them) mean "no
-    edge" and are clipped to 0. Self-loops (the diagonal) cancel in L = D - W.
-    """
+    Directed scores (soft NLI) are averaged over both directions; negative similarities (cosines) mean "no
+    edge". Self-loops cancel in L = D - W."""
     return np.clip((S + np.swapaxes(S, -1, -2)) / 2.0, 0.0, None)
 
 
@@ -50,11 +48,9 @@ def kle_heat(
 ) -> float | np.ndarray:
     """KLE-Heat, Eq. F_KLE: -Tr(K log K) for the heat kernel K = exp(-t L), L = D - W, W = S.
 
-    K is the matrix exponential computed exactly from one symmetric eigendecomposition of L
-    (not an element-wise exp). ``normalize="trace"`` (the paper) divides K by its trace;
-    ``"diag"`` uses K_ij / sqrt(K_ii K_jj) / N as the KLE authors' code does. Weights are
-    made symmetric and non-negative by :func:`graph_weights`. Default t = 0.3 (App. E.3).
-    """
+    K is the exact matrix exponential from one eigendecomposition of L (not element-wise).
+    ``normalize="trace"`` (the paper) divides K by its trace; ``"diag"`` uses K_ij / sqrt(K_ii K_jj) / N as
+    the KLE authors' code does; weights via :func:`graph_weights`. Default t = 0.3 (App. E.3)."""
     if t <= 0:
         raise ValueError(f"t must be positive, got {t}")
     return _kle(S, lambda mu: np.exp(-t * mu), normalize)
@@ -66,9 +62,8 @@ def kle_matern(
 ) -> float | np.ndarray:
     """KLE-Matern, Eq. F_KLE with the Matern kernel K = (2 nu / kappa^2 I + L)^(-nu).
 
-    Computed as a true matrix power from the eigendecomposition of L; defaults kappa = 1,
-    nu = 1 (App. E.3). ``normalize`` and the weight handling are as in :func:`kle_heat`.
-    """
+    A true matrix power from L's eigendecomposition; defaults kappa = 1, nu = 1 (App. E.3); ``normalize`` and
+    weights as in :func:`kle_heat`."""
     if kappa <= 0 or nu <= 0:
         raise ValueError(f"kappa and nu must be positive, got kappa={kappa}, nu={nu}")
     return _kle(S, lambda mu: (2.0 * nu / kappa**2 + mu) ** (-nu), normalize)

@@ -1,11 +1,9 @@
 """Reflexive baselines: the model is asked about its own greedy answer (setting ``reflexive``, off by default).
 
-The follow-up prompts, how the semuq models answer them and which first tokens count as True or False are in
-:mod:`semuq_eval.models.reflexive`; the prompts are sent raw (no chat template). A run that did not ask for them
-does not have them (named in ``aggregators`` without the setting, they are unavailable: "the run did not ask for
-it (setting reflexive)"); an unparsable verbalized
-reply makes ``verbalized`` unavailable for that question, with the reply in the reason.
-"""
+Prompts, parsing and the first tokens that count as True or False: :mod:`semuq_eval.models.reflexive` (prompts
+sent raw, no chat template). Without the setting they are unavailable ("the run did not ask for it (setting
+reflexive)"); an unparsable verbalized reply makes ``verbalized`` unavailable for that question, with the
+reply in the reason."""
 
 from __future__ import annotations
 

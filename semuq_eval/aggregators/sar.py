@@ -1,28 +1,19 @@
 """SAR (Duan et al., 2024, "Shifting Attention to Relevance: Towards the Predictive Uncertainty
 Quantification of Free-Form Large Language Models"): relevance shifting at the sentence and the token level.
 
-**SentenceSAR.** Each sample's probability is enlarged by the probabilities of the samples it is relevant to, with the
-operator's similarity as the relevance R_S(y_j, y_k) = s(y_j, y_k):
+**SentenceSAR**: each sample's probability is enlarged by those of the samples relevant to it, relevance being
+the operator's similarity (negative ones clipped to 0; a directed matrix read row-wise, as LM-Polygraph):
 
-    E_S(y_j) = -log( p(y_j | x) + (1/t) sum_{k != j} s(y_j, y_k) p(y_k | x) ),   U = (1/N) sum_j E_S(y_j).
+    E_S(y_j) = -log( p(y_j | x) + (1/t) sum_{k != j} s(y_j, y_k) p(y_k | x) ),   U = (1/N) sum_j E_S(y_j),
 
-``t`` is the paper's temperature (default 0.001, as LM-Polygraph's ``SentenceSAR``). Negative
-similarities (cosines) count as no relevance (clipped to 0); a directed matrix is read row-wise as
-LM-Polygraph does. Computed in log space (log-sum-exp), so long answers do not underflow to -log 0.
-
-**TokenSAR.** The greedy answer's token log-likelihoods weighted by each token's relevance, how much the
-answer's meaning changes when the token is removed, R(z_t) = 1 - |s(y, y without z_t)|:
+with the paper's temperature ``t`` (default 0.001, as LM-Polygraph), in log space. **TokenSAR**: the greedy
+answer's token log-likelihoods weighted by relevance R(z_t) = 1 - |s(y, y without z_t)|:
 
     U = -sum_t R~(z_t) log p(z_t | x, z_<t),   R~(z_t) = R(z_t) / sum_t' R(z_t').
 
-The paper measures s with a cross-encoder; here it is the operator's own similarity (``token_similarity``,
-yielded by the sentence-encoder operators: the cosine of the answer's embedding and that of the answer with the
-generating model's token t cut out, question-conditioned for ``enc``). LM-Polygraph's ``TokenSAR`` takes
-R = 1 - s without the absolute value: ``relevance="signed"`` (the two differ only where a similarity is
-negative). No relevant token (every R = 0, or no token) gives NaN (LM-Polygraph divides by the zero sum).
-A one-token answer cut to nothing has s = 0, so its score is that token's -log p, as LM-Polygraph's (it sets
-s = 0.5 for one-token answers, which normalizes to the same weight 1).
-"""
+s is the operator's ``token_similarity`` (the paper uses a cross-encoder); ``relevance="signed"`` is
+LM-Polygraph's R = 1 - s. No relevant token gives NaN; a one-token answer cut to nothing has s = 0, as in
+LM-Polygraph."""
 
 from __future__ import annotations
 

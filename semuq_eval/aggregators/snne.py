@@ -1,14 +1,9 @@
 """SNNE, semantic nearest-neighbour entropy (Nguyen, Payani & Mirzasoleiman, 2025, "Beyond Semantic
 Entropy: Boosting LLM Uncertainty Quantification with Pairwise Semantic Similarity", the SNNE definition).
 
-A soft nearest-neighbour count of each sample, in log space:
-
-    U = -(1/N) sum_i log sum_{j != i} exp(s(y_i, y_j) / tau).
-
-Options where the authors' code exposes a choice: ``temperature`` tau (default 1.0, the authors' default;
-their sweeps use 0.1 to 100) and ``self_similarity`` (default False, as the authors' default: j = i is left
-out; True keeps it in the sum). Higher agreement gives a lower U.
-"""
+A soft nearest-neighbour count of each sample, U = -(1/N) sum_i log sum_{j != i} exp(s(y_i, y_j) / tau), in
+log space, with the authors' defaults ``temperature`` tau = 1.0 and ``self_similarity`` False (j = i left
+out)."""
 
 from __future__ import annotations
 
@@ -22,8 +17,8 @@ from semuq_eval.aggregators.base import as_matrix_stack, register, unstack
 def snne(S: np.ndarray, *, temperature: float = 1.0, self_similarity: bool = False) -> float | np.ndarray:
     """U = -(1/N) sum_i log sum_{j != i} exp(S_ij / tau) (``self_similarity=True``: j ranges over all).
 
-    ``S``: (N, N) or (B, N, N). N = 1 without self-similarity has no neighbour: NaN (the estimator is then
-    unavailable for that question); with it, U = -S_11 / tau.
+    ``S``: (N, N) or (B, N, N). N = 1 without self-similarity has no neighbour: NaN (estimator unavailable for
+    that question); with it, U = -S_11 / tau.
 
     Examples
     --------

@@ -11,10 +11,8 @@ from semuq_eval.aggregators.base import as_matrix_stack, register, shannon_entro
 def cos(S: np.ndarray) -> float | np.ndarray:
     """COS spectral entropy, Eq. F_COS: entropy of the eigenvalues of S / Tr(S).
 
-    S should be a positive semidefinite Gram matrix of normalized embeddings (trace N).
-    It is symmetrized as (S + S^T) / 2; round-off negative eigenvalues are clipped to 0.
-    A matrix whose trace is not positive has no spectral distribution: ValueError.
-    """
+    S should be a PSD Gram matrix of normalized embeddings (trace N); it is symmetrized and round-off negative
+    eigenvalues are clipped to 0. A trace that is not positive raises ValueError."""
     stack, single = as_matrix_stack(S)
     sym = (stack + np.swapaxes(stack, -1, -2)) / 2.0
     trace = np.einsum("bii->b", sym)

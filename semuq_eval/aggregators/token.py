@@ -25,9 +25,8 @@ def _weighted_mean(entropies: list[np.ndarray], weights: list[np.ndarray]) -> np
 def te(token_entropies: Ragged) -> float | np.ndarray:
     """Token entropy, Eq. token_entropy: U_TE = (1/T) sum_t H_t over one generation.
 
-    Takes one sequence of per-token entropies H_t (T,) or a batch of ragged sequences.
-    A generation with no tokens has no defined TE: NaN (metrics skip NaN scores and count them).
-    """
+    Takes per-token entropies H_t (T,) or a batch of ragged sequences; no tokens gives NaN (metrics skip NaN
+    scores)."""
     rows, single = as_ragged(token_entropies, name="token_entropies")
     return unstack(_weighted_mean(rows, [np.ones_like(r) for r in rows]), single)
 
@@ -36,11 +35,9 @@ def te(token_entropies: Ragged) -> float | np.ndarray:
 def te_enc(token_entropies: Ragged, token_weights: Ragged) -> float | np.ndarray:
     """Operator-weighted token entropy, Eq. te_enc: U = sum_t w_t H_t with w_t = ||h_t|| / sum ||h_t'||.
 
-    ``token_weights`` are non-negative importances per generated token (the encoder's token
-    norms mapped onto the generator's tokens); they are normalized to sum to 1 here, so raw
-    norms or already-normalized weights give the same result. An empty generation, or
-    weights that are all zero, give NaN.
-    """
+    ``token_weights`` are non-negative per-token importances (the encoder's token norms mapped onto the
+    generator's tokens), normalized here, so raw norms and normalized weights agree. No tokens or all-zero
+    weights give NaN."""
     rows_h, single = as_ragged(token_entropies, name="token_entropies")
     rows_w, single_w = as_ragged(token_weights, name="token_weights")
     if single != single_w or len(rows_h) != len(rows_w):

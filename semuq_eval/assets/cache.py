@@ -1,14 +1,9 @@
 """The asset cache: where prepared assets live, their manifests, and how they are checked.
 
-A prepared asset is a folder holding a manifest (``.semuq-asset.json``) with the size and sha256 of every
-file it produced and the pinned sources it came from. :func:`locate` is the run-time lookup: manifest present,
-every file present with its recorded size and its recorded sha256. Hashing is paid once per *stamp* (a file's
-size and modification time): a file whose content was verified at its current stamp is trusted, by this
-process (kept in memory) and by the next (the stamps file ``.<asset>.verified.json`` beside the asset's folder,
-written when a file is hashed, left alone on a read-only cache); a file written since is hashed again, so one
-damaged without changing its size is caught before a model loads it. :func:`~semuq_eval.assets.prepare`
-hashes every file before it skips an asset.
-"""
+:func:`locate` checks an asset's manifest, sizes and sha256 at run time, hashing a file once per *stamp*
+(size, mtime): verified stamps are kept in memory and in ``.<asset>.verified.json`` beside the folder (not on
+a read-only cache), so only a file written since is hashed again (docs/offline.md).
+:func:`~semuq_eval.assets.prepare` hashes every file before it skips an asset."""
 
 from __future__ import annotations
 
@@ -36,11 +31,7 @@ _VERIFIED: dict[Path, tuple[int, int, str]] = {}
 def cache_dir() -> Path:
     """Root of the prepared assets.
 
-    Returns
-    -------
-    Path
-        ``$SEMUQ_EVAL_CACHE``, else ``$XDG_CACHE_HOME/semuq-eval``, else ``~/.cache/semuq-eval``.
-    """
+    ``$SEMUQ_EVAL_CACHE``, else ``$XDG_CACHE_HOME/semuq-eval``, else ``~/.cache/semuq-eval``."""
     return _default_root()
 
 
@@ -64,30 +55,10 @@ def _asset_dir(root: Path, asset: Asset) -> Path:
 def locate(name: str, *, cache_dir: str | os.PathLike | None = None) -> Path:
     """Path of a prepared asset, checked cheaply so that it can run before every evaluation.
 
-    The check is: manifest present, every file present with its recorded size and sha256, a file hashed only
-    when its stamp (size, modification time) was not verified before (module docstring).
-
-    Parameters
-    ----------
-    name : str
-        An asset name (:data:`~semuq_eval.assets.ASSET_NAMES`).
-    cache_dir : path-like, optional
-        The cache root; default :func:`cache_dir`.
-
-    Returns
-    -------
-    Path
-        A model folder loadable offline with ``from_pretrained(path)`` / ``SentenceTransformer(path)``, or
-        a QA data folder holding ``<split>.jsonl`` files.
-
-    Raises
-    ------
-    FileNotFoundError
-        The asset is missing, incomplete or damaged; the message names the file and tells the command that
-        prepares it again.
-    ValueError
-        Unknown asset name.
-    """
+    Manifest present, every file with its recorded size and sha256 (hashed only at an unverified stamp).
+    Returns a model folder loadable offline or a QA folder of ``<split>.jsonl`` files. Raises
+    FileNotFoundError when the asset is missing, incomplete or damaged (naming the file and the command that
+    prepares it again), ValueError for an unknown name."""
     asset = _get_asset(name)
     root = _root(cache_dir)
     path = _asset_dir(root, asset)
@@ -247,18 +218,8 @@ def _dir_size(path: Path) -> int:
 def status(*, cache_dir: str | os.PathLike | None = None) -> list[dict[str, Any]]:
     """The state of every asset in the cache, for ``semuq-eval assets --list``.
 
-    Parameters
-    ----------
-    cache_dir : path-like, optional
-        The cache root; default :func:`cache_dir`.
-
-    Returns
-    -------
-    list of dict
-        One row per asset: ``name``, ``kind``, ``path``, ``prepared`` (bool), ``problem`` (the reason when
-        not prepared), ``size`` (bytes on disk when prepared, else the approximate prepared size) and
-        ``download`` (bytes of the pinned wheels).
-    """
+    One dict per asset: ``name``, ``kind``, ``path``, ``prepared``, ``problem`` (why not prepared), ``size``
+    (on disk, else approximate) and ``download`` (bytes of the pinned wheels)."""
     root = _root(cache_dir)
     rows = []
     for asset in ASSETS.values():

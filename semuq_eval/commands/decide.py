@@ -1,16 +1,15 @@
 """``semuq-eval decide``: from a run's scores to decisions (:mod:`semuq_eval.decisions`).
 
-Four actions, each on a run store or a run record (``*.jsonl.gz``) and one label set and strategy:
+Four actions, each on a run store or record (``*.jsonl.gz``) and one label set and strategy:
 
-- ``calibrate RUN --estimator E --output cal.json``: fit a monotone calibrator (P(correct) from E's uncertainty)
-  on the run's questions and save it with what it was fitted for and on;
-- ``apply CAL RUN --output conf.jsonl``: that calibrator's confidences for another run's questions (refused for
-  an estimator or an operator it was not fitted for);
-- ``threshold RUN --estimator E --alpha A --delta D``: the abstention threshold chosen on a seeded half of the
-  questions (or on ``--calibration_run``) so that the error rate among answered questions is at most A with
-  probability 1 - D, and what it does on the other questions (coverage and error rate with exact intervals);
-- ``combine RUN [--estimators a,b,...]``: a cross-fitted logistic combination of estimators beside the best
-  single estimator chosen by the same cross-fitting, with AUROC, intervals and their paired difference.
+- ``calibrate RUN --estimator E --output cal.json``: fit and save a monotone calibrator of E (P(correct));
+- ``apply CAL RUN --output conf.jsonl``: its confidences for another run (refused for another
+  estimator/operator);
+- ``threshold RUN --estimator E --alpha A --delta D``: the abstention threshold for an error rate among
+  answered of at most A with probability 1 - D, chosen on a seeded half (or ``--calibration_run``) and tested
+  on the rest;
+- ``combine RUN [--estimators a,b,...]``: a cross-fitted logistic combination vs the best single estimator,
+  with AUROC, intervals and their paired difference.
 
 Examples
 --------

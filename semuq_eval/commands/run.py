@@ -1,18 +1,11 @@
 """``semuq-eval run`` / ``ls`` / ``validate``: lm-eval's own CLI (same flags) with semuq-eval's models and tasks
 registered.
 
-lm-eval 0.4.13 has no plugin discovery, so :func:`run_lm_eval` imports the plugin's models (registering
-them lazily) and prepends the shipped task folder to ``--include_path`` before handing over to lm-eval's
-``HarnessCLI``, whose ``run`` command it wraps as the lm-eval hook does
-(:func:`semuq_eval._lm_eval_plugin.patch_cli_run`): the parsed ``--output_path`` is the run's output folder
-(:mod:`semuq_eval.context`).
-
-Data parallelism: ``accelerate launch --multi_gpu --num_processes K -m semuq_eval run ...`` (or
-``torchrun --nproc_per_node K -m semuq_eval run ...``) starts K processes. On a machine without GPUs
-accelerate would give each of them a single-process state, so :func:`run_lm_eval` sets
-``ACCELERATE_USE_CPU=1`` there (accelerate's MULTI_CPU state, gloo backend), see :func:`prepare_distributed`.
-``accelerate launch --cpu --num_processes K`` starts ONE process unless it is given an MPI host file.
-"""
+lm-eval 0.4.13 has no plugin discovery, so :func:`run_lm_eval` imports the plugin's models, prepends the
+shipped tasks to ``--include_path`` and wraps lm-eval's ``HarnessCLI`` ``run`` as the plugin hook does
+(:func:`semuq_eval._lm_eval_plugin.patch_cli_run`). ``accelerate launch --multi_gpu --num_processes K -m
+semuq_eval run`` (or torchrun) runs data-parallel; without GPUs :func:`prepare_distributed` makes that work on
+CPU."""
 
 from __future__ import annotations
 
@@ -43,11 +36,10 @@ def _env_int(*names: str) -> int:
 def prepare_distributed() -> None:
     """Make a multi-process launch on a machine without GPUs data-parallel on CPU (gloo).
 
-    torchrun (used by ``accelerate launch --multi_gpu``) sets ``WORLD_SIZE``; without a GPU, accelerate only
-    builds its MULTI_CPU state (and the gloo process group) when asked for the CPU, so ``ACCELERATE_USE_CPU``
-    is set unless the user set it. ``accelerate launch --cpu --num_processes K`` without MPI starts a single
-    process (``MASTER_ADDR`` set, no ``WORLD_SIZE``): that is reported, since it silently runs on one process.
-    """
+    Without a GPU, accelerate builds its MULTI_CPU state (and the gloo group) only when asked for the CPU, so
+    under torchrun (``WORLD_SIZE`` set) ``ACCELERATE_USE_CPU`` is set unless the user set it. ``accelerate
+    launch --cpu --num_processes K`` without MPI starts a single process (``MASTER_ADDR``, no ``WORLD_SIZE``),
+    which is reported."""
     world = _env_int("WORLD_SIZE", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE")
     log = logging.getLogger("semuq_eval")
     if world > 1:
@@ -70,9 +62,8 @@ def prepare_distributed() -> None:
 
 def check_settings_early(args) -> None:
     """Validate the semuq settings of ``--metadata`` before lm-eval loads the model (it builds the tasks, which
-    validate them again with their YAML's metadata, only after the model): a bad setting, an output folder that
-    cannot be written, or reflexive follow-ups asked of a model that cannot answer them, costs no model load.
-    Raises ValueError naming the setting."""
+    validate them again, only after the model): a bad setting, an unwritable output folder, or reflexive
+    follow-ups a model cannot answer cost no model load. Raises ValueError naming the setting."""
     output = getattr(args, "output_path", None)
     if output and "semuq" in str(getattr(args, "tasks", "")):
         from semuq_eval.context import resolve_output_dir
@@ -141,12 +132,9 @@ def _report_write_failures(failures: list[str]) -> int:
 def run_lm_eval(argv: list[str]) -> int:
     """Run lm-eval's CLI on ``argv`` (e.g. ``["run", "--model", "semuq-hf", ...]``) with the plugin registered.
 
-    Examples
-    --------
-    ``run_lm_eval(["run", "--model", "semuq-hf", "--model_args", "pretrained=gpt2", "--tasks",
+    E.g. ``run_lm_eval(["run", "--model", "semuq-hf", "--model_args", "pretrained=gpt2", "--tasks",
     "semuq_triviaqa", "--limit", "5", "--output_path", "out"])`` writes lm-eval's results and the semuq
-    breakdown under ``out/``.
-    """
+    breakdown under ``out/``."""
     import lm_eval._cli.run
     from lm_eval._cli import HarnessCLI
     from lm_eval.utils import setup_logging

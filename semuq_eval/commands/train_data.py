@@ -1,8 +1,8 @@
 """``semuq-eval train-data``: keep an operator's training data as compact files, and count what they hold.
 
-``export STORE... --output F`` writes a run store's labelled answers (text only, :mod:`semuq_eval.training.data_files`)
-to ``F`` (one store) or to ``F/<task>.<run id>.jsonl.gz`` (several); ``stats FILE_OR_STORE...`` prints how many questions
-each holds and how many the paper's rule keeps (App. C), before any training.
+``export STORE... --output F`` writes a run store's labelled answers (text only,
+:mod:`semuq_eval.training.data_files`) to ``F`` (one store) or ``F/<task>.<run id>.jsonl.gz`` (several);
+``stats FILE_OR_STORE...`` prints how many questions each holds and how many the paper's rule keeps (App. C).
 
 Examples
 --------

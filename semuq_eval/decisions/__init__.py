@@ -1,9 +1,6 @@
 """From scores to decisions: saved calibrators, abstention thresholds with finite-sample guarantees, and a
-cross-fitted combination of estimators.
-
-Every function here takes arrays (an estimator's uncertainties, 0/1 correctness labels), so the commands, the
-leaderboard and users' own code call the same functions; reading runs is the caller's business.
-"""
+cross-fitted combination of estimators. All take arrays (uncertainties, 0/1 labels) so commands, leaderboard and
+users' code share them; reading runs is the caller's business."""
 
 from semuq_eval.decisions.abstention import (
     AbstentionResult,

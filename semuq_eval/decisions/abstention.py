@@ -2,20 +2,11 @@
 on calibration questions so that, on new questions, the error rate among the answered ones is at most ``alpha``
 with probability at least ``1 - delta``.
 
-The procedure is Learn-then-Test (Angelopoulos, Bates, Candès, Jordan and Lei, 2021) as MAPIE implements it
-(``mapie.risk_control.BinaryClassificationController`` with the precision risk): every candidate threshold is a
-hypothesis "its error rate among answered questions exceeds alpha", tested with the Hoeffding-Bentkus p-value of
-the binary loss on the answered calibration questions (so a threshold that answers few questions has a weak
-test), and the family is corrected for multiplicity (Bonferroni-Holm by default). Among the thresholds that
-pass, the one answering the most questions is kept; when none passes, there is no threshold and the honest
-decision is to answer nothing.
-
-The candidates are ``n_thresholds`` quantiles of the calibration questions' uncertainties (their labels are not
-looked at). The guarantee assumes only that calibration and new questions are exchangeable (drawn from one
-population, e.g. one task's questions split at random); it does not carry over to another task, another LLM or
-another judge, and it is about the error rate among answered questions on average over new question sets, not
-about any single question.
-"""
+Learn-then-Test (Angelopoulos et al., 2021) via MAPIE's ``BinaryClassificationController`` (precision risk): each
+of ``n_thresholds`` quantiles of the calibration uncertainties (labels unused) is tested with a Hoeffding-Bentkus
+p-value, corrected for multiplicity (Bonferroni-Holm by default); of those that pass, the one answering most is
+kept, and if none passes, answer nothing. The guarantee assumes exchangeable calibration and new questions (one
+task, LLM and judge) and holds on average over new question sets, not per question (docs/decisions.md)."""
 
 from __future__ import annotations
 
@@ -37,8 +28,7 @@ FWER_METHODS = ("bonferroni", "bonferroni_holm", "fixed_sequence")
 class AbstentionResult:
     """The threshold chosen on calibration questions (None: no threshold meets the target; answer nothing).
 
-    ``n_answered`` and ``n_errors`` are the calibration questions the threshold answers and the wrong answers among
-    them; ``n_candidates`` the thresholds tested."""
+    ``n_answered``, ``n_errors``: calibration questions answered, wrong among them; ``n_candidates``: thresholds."""
 
     threshold: float | None
     alpha: float
@@ -93,8 +83,8 @@ def abstention_threshold(
     method: str = "bonferroni_holm",
 ) -> AbstentionResult:
     """The largest tested threshold whose error rate among answered questions is at most ``alpha`` with
-    probability ``1 - delta`` (Learn-then-Test through MAPIE), from calibration questions' uncertainties and
-    0/1 correctness; questions without a score or a label are left out.
+    probability ``1 - delta`` (Learn-then-Test), from calibration uncertainties and 0/1 correctness; questions
+    without a score or a label are left out.
 
     Examples
     --------

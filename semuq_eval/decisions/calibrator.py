@@ -1,11 +1,8 @@
 """A saved calibrator: an estimator's uncertainty mapped to P(correct), fitted on one run, applied to another.
 
-The maps are the ones ECE already fits (:mod:`semuq_eval.metrics.calibrators`): isotonic regression decreasing in
-the uncertainty, or Platt scaling (a logistic regression on the standardized uncertainty). A calibrator is saved
-as a small JSON file (format ``semuq-calibrator/1``) with what it was fitted for (the estimator, the operator's
-identity, the label set and strategy) and on what (the run, the counts), and it refuses to score an estimator or
-an operator it was not fitted for: a confidence read off another estimator's scale would be meaningless.
-"""
+Isotonic (decreasing) or Platt maps, as ECE fits them (:mod:`semuq_eval.metrics.calibrators`), saved as JSON
+(``semuq-calibrator/1``) with what they were fitted for and on; scoring another estimator or operator is refused,
+since its scale is not the fitted one (docs/decisions.md, "Saved calibrators")."""
 
 from __future__ import annotations
 
@@ -36,23 +33,12 @@ OPERATOR_IDENTITY = ("kind", "revision")
 class SavedCalibrator:
     """A fitted monotone map from one estimator's uncertainty to P(correct).
 
-    Attributes
-    ----------
-    kind : {"isotonic", "platt"}
-        The map.
-    estimator : str
-        The estimator it was fitted on (``aggregator@operator`` or a single-answer estimator such as ``msp``).
-    parameters : dict
-        Isotonic: ``{"u": [...], "p": [...]}``, the fitted step points (u ascending, p not increasing), read by
-        linear interpolation and clipped at the ends. Platt: ``{"center", "scale", "coef", "intercept"}``, with
-        P(correct) = expit(coef * (u - center) / scale + intercept).
-    operator : dict
-        The operator's identity in the fitting run (``kind``, ``revision``); empty for an estimator without one.
-    label_set, strategy : str
-        The labels it was fitted on: the label set (``run`` or a judge's set) and the strategy (``greedy``, ...).
-    provenance : dict
-        The fitting run (LLM, task, question set, path) and the counts (``n``, ``n_correct``, ``n_incorrect``).
-    """
+    ``estimator``: ``aggregator@operator`` or a single-answer estimator (``msp``). ``parameters``: isotonic
+    ``{"u": [...], "p": [...]}`` step points (u ascending, p not increasing; linear interpolation clipped at the ends)
+    or Platt ``{"center", "scale", "coef", "intercept"}``: P(correct) = expit(coef * (u - center) / scale + intercept).
+    ``operator``: the fitting run's operator identity (``kind``, ``revision``; empty if none). ``label_set`` (``run``
+    or a judge's set), ``strategy`` (``greedy``, ...): the labels fitted on. ``provenance``: the fitting run (LLM,
+    task, question set, path) and counts (``n``, ``n_correct``, ``n_incorrect``)."""
 
     kind: Literal["isotonic", "platt"]
     estimator: str
@@ -128,8 +114,7 @@ def fit_calibrator(
 ) -> SavedCalibrator:
     """Fit a monotone calibrator of ``estimator`` on one run's questions (those with a score and a label).
 
-    Raises ValueError for an unknown ``kind`` or when the questions do not hold both classes (a map fitted on one
-    class says nothing about the other).
+    Raises ValueError for an unknown ``kind`` or when the questions do not hold both classes.
 
     Examples
     --------

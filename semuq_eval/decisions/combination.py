@@ -1,11 +1,7 @@
 """A combination of estimators, honestly held out: a logistic regression on several estimators' scores, fitted by
-cross-fitting so that every question is scored by a model that never saw it, beside the best single estimator
-chosen by the same cross-fitting (in each fold, the estimator with the highest AUROC on the other folds), not the
-best one in hindsight.
-
-Both come out as out-of-fold uncertainties (1 - P(correct)) on one probability scale, so their AUROC, its interval
-and their paired difference are computed by the metrics every other estimator goes through.
-"""
+cross-fitting so every question is scored by a model that never saw it, beside the best single estimator chosen by
+the same cross-fitting (per fold, highest AUROC on the other folds), not the best in hindsight. Both are out-of-fold
+uncertainties (1 - P(correct)) on one scale, so the usual metrics (AUROC, intervals, paired differences) apply."""
 
 from __future__ import annotations
 
@@ -27,17 +23,9 @@ __all__ = ["Combination", "complete_estimators", "cross_fitted_combination"]
 class Combination:
     """Out-of-fold uncertainties of the combination and of the best single estimator chosen fold by fold.
 
-    Attributes
-    ----------
-    estimators : tuple of str
-        The combined estimators (the features, in this order).
-    combined, best_single : numpy.ndarray
-        (n,) out-of-fold 1 - P(correct); NaN for questions left out (a missing score or label).
-    chosen : tuple of str
-        The single estimator each fold chose on its training folds.
-    n_folds, seed : int
-        The cross-fitting.
-    """
+    ``estimators``: the combined estimators (the features, in order); ``combined``, ``best_single``: (n,) out-of-fold
+    1 - P(correct), NaN for questions left out (missing score or label); ``chosen``: each fold's single estimator,
+    chosen on its training folds; ``n_folds``, ``seed``: the cross-fitting."""
 
     estimators: tuple[str, ...]
     combined: np.ndarray
@@ -92,7 +80,6 @@ def cross_fitted_combination(
 ) -> Combination:
     """Combine estimators by a standardized, L2-regularized logistic regression (``C = regularization``), scored
     out of fold over ``n_folds`` stratified seeded folds; questions missing a score or a label are left out.
-
     Raises ValueError when fewer than two estimators are given or a class has fewer questions than folds.
 
     Examples

@@ -1,29 +1,12 @@
 """Operator diagnostics (paper Sec. 3.2, App. A.1, A.4, F) and operator checks for CI.
 
-=====================  ======================================================================
-module                 concept
-=====================  ======================================================================
-``questions``          answers of run stores with a label on every answer
-``spans``              where a reference alias occurs in an answer (character spans)
-``rewrite``            the context trap's corrupted answers (offline substitution, LLM route)
-``traps``              the four traps as pairs of answers
-``clustering``         wrong-answer clustering pairs (App. A.1)
-``scoring``            an operator's similarity of pairs; means with bootstrap CIs
-``localization``       token localization of the answer span (App. A.4)
-``checkpoint``         each operator's outcome kept as it comes: a stopped diagnosis resumes
-``resolve``            the operators a diagnosis is asked for, built with their options
-``comparisons``        paired differences between two operators on the same pairs and answers
-``diagnosis``          :class:`Diagnosis` in steps, :func:`diagnose`: all of the above for many operators
-``outputs``            JSON + Markdown + plot
-``check_values``      the figures an operator check tracks, computed on a run store
-``value_cache``       those figures kept between checks of unchanged weights
-``check``              :func:`check_operator`: tracked figures vs a baseline
-``freeze``             the frozen run record the check reads
-``pytest_plugin``      the ``semuq_check_operator`` fixture
-=====================  ======================================================================
-
-The commands ``semuq-eval diagnose`` and ``check-operator`` are :mod:`semuq_eval.commands.diagnose` and
-:mod:`semuq_eval.commands.check_operator`.
+Modules: ``questions`` (labelled answers of run stores), ``spans`` (reference mentions in an answer), ``rewrite``
+(the context trap's corrupted answers), ``traps`` (the four traps as pairs), ``wrong_clusters`` (App. A.1),
+``scoring`` (pair similarities; means with bootstrap CIs), ``localization`` (App. A.4), ``checkpoint`` (resuming a
+diagnosis), ``resolve`` (building the operators), ``comparisons`` (paired operator differences), ``diagnosis``
+(:func:`diagnose`), ``outputs`` (JSON, Markdown, plot), ``check_values``, ``value_cache`` and ``check``
+(:func:`check_operator`: tracked figures vs a baseline), ``freeze`` (the frozen record it reads), ``pytest_plugin``.
+The commands are :mod:`semuq_eval.commands.diagnose` and :mod:`semuq_eval.commands.check_operator`.
 """
 
 from __future__ import annotations

@@ -1,14 +1,11 @@
 """Operator checks for CI: recompute tracked figures on a small frozen run record, compare with a baseline.
 
-``check_operator(MODEL, baseline=PATH)`` builds the operator (an ``enc`` model path or hub id, or an operator
-name / ``name:model``), runs the diagnosis (:func:`~semuq_eval.diagnose.diagnosis.diagnose`) and the pipeline
-(AUROC of the tracked estimators under greedy and majority labels) on the frozen record shipped in
-``semuq_eval/diagnose/data/`` (or ``store=``: a run store or a record that keeps its texts), and compares every tracked figure (:mod:`~semuq_eval.diagnose.check_values`) with the baseline.
-
-A figure *regresses* when it moves in the bad direction by more than its tolerance (absolute; the baseline's
-own per-figure ``tolerance``, else the check's). A tracked figure that is missing or undefined now fails too,
-as does a baseline recorded on another frozen record or store (its fingerprint differs): record it again with
-``--write-baseline``. :class:`CheckReport` says which, with ``.ok``.
+``check_operator(MODEL, baseline=PATH)`` builds the operator (an ``enc`` model path or hub id, an operator name or
+``name:model``), runs the diagnosis and the pipeline (AUROC of the tracked estimators under greedy and majority labels)
+on the frozen record in ``semuq_eval/diagnose/data/`` (or ``store=``) and compares every tracked figure
+(:mod:`~semuq_eval.diagnose.check_values`) with the baseline. A figure *regresses* when it moves the bad way by more
+than its absolute tolerance (the baseline's per-figure ``tolerance``, else the check's); a figure missing now fails
+too, as does a baseline recorded on another store (its fingerprint differs: record it again with ``--write-baseline``).
 
 Examples
 --------
@@ -52,8 +49,8 @@ DEFAULT_TOLERANCE = 0.02
 def operator_from_spec(spec: str, options: Mapping[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
     """``(operator name, options)`` from a MODEL argument.
 
-    A registered operator name stands for itself (``"lexical"``); ``"name:MODEL"`` sets that operator's
-    ``model`` (``"cos_ext:/path"``); anything else is an ``enc`` model (a folder or a hub id).
+    A registered operator name stands for itself; ``"name:MODEL"`` sets that operator's ``model``; anything else is
+    an ``enc`` model (a folder or a hub id).
 
     Examples
     --------
@@ -82,8 +79,7 @@ class ValueCheck:
     """One tracked figure: baseline vs current value, the tolerance, and the verdict.
 
     ``status``: ``ok`` (within tolerance), ``improved`` (better by more than the tolerance), ``regressed``,
-    ``missing`` (tracked by the baseline, undefined or absent now), ``new`` (not in the baseline; never fails).
-    """
+    ``missing`` (tracked by the baseline, undefined or absent now), ``new`` (not in the baseline; never fails)."""
 
     figure: str
     baseline: float | None
@@ -212,28 +208,11 @@ def check_operator(
 ) -> CheckReport:
     """Check an operator against a baseline (module docstring), or record one.
 
-    Parameters
-    ----------
-    model : str
-        An ``enc`` model (folder or hub id), an operator name, or ``name:MODEL``.
-    baseline : path-like, optional
-        The baseline JSON to compare with.
-    options : CheckOptions, optional
-        How it measures (:class:`CheckOptions`: ``operator_options``, ``store``, ``tolerance``, ``estimators``,
-        ``max_questions``, ``progress``, ``cache``); ``**given`` builds them instead.
-    write_baseline : path-like, optional
-        Record the current figures as a baseline there (the report then compares with nothing and is ok).
-
-    Returns
-    -------
-    CheckReport
-
-    Raises
-    ------
-    FileNotFoundError
-        The baseline or the store does not exist.
-    ValueError
-        A malformed baseline, an unknown operator or estimator, or neither ``baseline`` nor ``write_baseline``.
+    ``model`` is an ``enc`` model (folder or hub id), an operator name, or ``name:MODEL``; ``options`` (or
+    ``**given``) say how it measures (:class:`CheckOptions`); ``write_baseline`` records the current figures as a
+    baseline there (the report then compares with nothing and is ok). Raises FileNotFoundError when the baseline or
+    the store does not exist, ValueError for a malformed baseline, an unknown operator or estimator, or neither
+    ``baseline`` nor ``write_baseline``.
     """
     o = options if options is not None else CheckOptions(**given)
     if options is not None and given:

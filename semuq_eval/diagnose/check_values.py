@@ -2,12 +2,10 @@
 localization (:func:`~semuq_eval.diagnose.diagnosis.diagnose`) and the AUROC of the tracked estimators under every
 label strategy (scored as a run scores them).
 
-- ``trap.context``, ``trap.autoregressive`` (lower is better), ``trap.entailment``, ``trap.ood_syntax``
-  (higher is better): mean similarities;
-- ``clustering.incorrect_equivalent`` and ``clustering.gap`` (higher is better);
-- ``localization.hit_rate`` (operators with token weights; higher is better);
-- ``auroc.<estimator>.<strategy>`` (higher is better), by default ``kle_heat@OP``, ``cos@OP`` and ``cae@OP`` where
-  valid (estimators needing log-probabilities, such as ``se``, have no input in a frozen record).
+Lower is better for ``trap.context`` and ``trap.autoregressive``, higher for ``trap.entailment``, ``trap.ood_syntax``
+(mean similarities), ``clustering.incorrect_equivalent``, ``clustering.gap``, ``localization.hit_rate`` (operators
+with token weights) and ``auroc.<estimator>.<strategy>``: by default ``kle_heat@OP``, ``cos@OP`` and ``cae@OP`` where
+valid (estimators needing log-probabilities, such as ``se``, have no input in a frozen record).
 """
 
 from __future__ import annotations
@@ -49,11 +47,7 @@ BETTER = {
 def frozen_store_path(name: str = FROZEN_STORE) -> Path:
     """The frozen record (a run record that keeps its texts) shipped in ``semuq_eval/diagnose/data/``.
 
-    Raises
-    ------
-    FileNotFoundError
-        When the package holds no such record (the message lists the ones it has).
-    """
+    Raises FileNotFoundError when the package holds no such record (the message lists the ones it has)."""
     root = Path(str(resources.files("semuq_eval.diagnose") / "data"))
     path = root / f"{name}{RECORD_SUFFIX}"
     if not path.is_file():
@@ -88,8 +82,7 @@ def _put_auroc(
     n_resamples: int,
 ) -> None:
     """The tracked estimators' AUROC under every label strategy, scored as a run scores (the pipeline's
-    :func:`~semuq_eval.harness.pipeline.score_docs` and the breakdown's
-    :func:`~semuq_eval.harness.breakdown.summarize`) on the docs the diagnosis filled with the operator's matrices."""
+    :func:`~semuq_eval.harness.pipeline.score_docs` and the breakdown's ``summarize``) on the diagnosis's docs."""
     from dataclasses import replace
 
     from semuq_eval.harness.breakdown import summarize

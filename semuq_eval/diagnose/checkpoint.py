@@ -1,17 +1,11 @@
 """Per-operator checkpoints of a diagnosis: a killed run resumes at the operator it was on.
 
-A diagnosis of several trained encoders on thousands of pairs takes an hour or more on a CPU; without
-checkpoints a run stopped near its end starts again from nothing. With a checkpoint folder,
-:func:`~semuq_eval.diagnose.diagnosis.diagnose` keeps each operator's outcome as soon as it is measured
-(an entry of the folder's journal, ``diagnosis.jsonl``, :mod:`semuq_eval.journal`: the similarity of every pair
-and, for an operator with token weights, the localization), and a rerun reads it back instead of scoring again.
-
-An outcome is read back only when its fingerprint matches: a SHA-256 over the operator's identity (its
-``info``, which for a local model includes the weights' revision), its options, the settings that change
-the figures (token unit, bootstrap, ``min_pairs``) and every text, label, token offset and hidden vector of
-the questions and pairs. Anything else (another store, retrained weights, a different rewrite) scores
-again and adds an entry. A line cut short by a kill, or an entry that does not read, is reported in the log and
-scored again.
+With a checkpoint folder, :func:`~semuq_eval.diagnose.diagnosis.diagnose` appends each operator's outcome to the
+folder's journal ``diagnosis.jsonl`` (:mod:`semuq_eval.journal`: every pair's similarity, the localization) as soon
+as it is measured, and a rerun reads it back when its fingerprint matches: a SHA-256 over the operator's identity (its
+``info``, with the weights' revision for a local model), its options, the settings that change the figures and every
+text, label, token offset and hidden vector of the questions and pairs. Anything else scores again and adds an entry;
+a line cut short by a kill, or an entry that does not read, is logged and scored again.
 
 Examples
 --------
@@ -53,8 +47,8 @@ JOURNAL = "diagnosis.jsonl"
 @dataclass
 class Outcome:
     """What one operator's part of a diagnosis measured: pair similarities per pair set (NaN where the
-    operator could not score a pair), the counts of such pairs per reason, its identity and the seconds it
-    took; ``located`` is its token localization (None for an operator without token weights)."""
+    operator could not score a pair), the counts of such pairs per reason, its identity and the seconds it took;
+    ``located`` is its token localization (None for an operator without token weights)."""
 
     sims: dict[str, np.ndarray]
     unavailable: dict[str, int]

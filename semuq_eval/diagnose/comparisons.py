@@ -23,13 +23,12 @@ def paired_comparisons(
     bootstrap: Bootstrap,
 ) -> dict[str, dict[str, Any]]:
     """``a`` minus ``b`` for each pair of ``compare``: the mean similarity of every pair set (``trap:<name>``,
-    ``cluster:<group>``) over the pairs both operators scored, and the localization hit rate over the answers
-    both localized; a percentile bootstrap over questions, both operators' values resampled with the same draw.
+    ``cluster:<group>``) over the pairs both operators scored, and the localization hit rate over the answers both
+    localized; a percentile bootstrap over questions resamples both operators' values with the same draw.
 
     ``pair_sets`` maps a set's key to its pairs, ``scored`` an operator to its similarities per set (as
     :func:`~semuq_eval.diagnose.scoring.score_diagnostics` returns them), ``located`` an operator to its
-    :class:`~semuq_eval.diagnose.localization.Localization`. An operator that did not run gives an entry with
-    ``unavailable``.
+    :class:`~semuq_eval.diagnose.localization.Localization`; an operator that did not run gets ``unavailable``.
 
     Examples
     --------

@@ -1,14 +1,11 @@
 """``diagnose``: the four traps, wrong-answer clustering and token localization of any set of operators.
 
-A :class:`Diagnosis` is built in steps: :meth:`Diagnosis.prepare` builds every pair set once from the questions
-(:mod:`~semuq_eval.diagnose.traps`, :mod:`~semuq_eval.diagnose.wrong_clusters`); :meth:`Diagnosis.measure` scores one
-operator on all of them in one batched call (:func:`~semuq_eval.diagnose.scoring.score_diagnostics`) and, when the
-operator yields token weights, measures token localization (:mod:`~semuq_eval.diagnose.localization`), handing back
-the pipeline docs it scored (what ``check-operator`` scores estimators on without a second pass);
-:meth:`Diagnosis.result` is one JSON-safe dict (format ``semuq-diagnose/1``) that
-:mod:`~semuq_eval.diagnose.outputs` turns into Markdown and a plot. :func:`diagnose` takes those steps for many
-operators. ``compare`` asks for paired differences between operators
-(:func:`~semuq_eval.diagnose.comparisons.paired_comparisons`).
+:meth:`Diagnosis.prepare` builds every pair set once (:mod:`~semuq_eval.diagnose.traps`,
+:mod:`~semuq_eval.diagnose.wrong_clusters`); :meth:`Diagnosis.measure` scores one operator on all of them in one
+batched call (:func:`~semuq_eval.diagnose.scoring.score_diagnostics`) plus token localization when it yields token
+weights, and hands back the pipeline docs it scored (``check-operator`` scores estimators on them);
+:meth:`Diagnosis.result` is one JSON-safe dict (format ``semuq-diagnose/1``) for :mod:`~semuq_eval.diagnose.outputs`.
+:func:`diagnose` takes those steps for many operators, with paired differences on request (``compare``).
 """
 
 from __future__ import annotations
@@ -141,42 +138,19 @@ def diagnose(
 ) -> dict[str, Any]:
     """Diagnose operators on run stores (module docstring); returns the JSON-safe result.
 
-    Parameters
-    ----------
-    stores : path-like or sequence of path-like, optional
-        Run stores to read (or give ``questions``).
-    options : DiagnoseOptions, optional
-        What is measured and how (:class:`DiagnoseOptions`: ``operators``, ``operator_options``, ``labels``,
-        ``max_questions``, ``max_pairs_per_question``, ``token_unit``, ``bootstrap``, ``seed``, ``min_pairs``,
-        ``compare``, ``progress``); ``**given`` builds them instead (``diagnose(store, operators="lexical")``).
-        ``compare`` names operator pairs ``(a, b)``, both diagnosed: ``a`` minus ``b`` on every trap, the
-        clustering groups and localization, paired (:func:`~semuq_eval.diagnose.comparisons.paired_comparisons`).
-    questions : sequence of DiagnosticQuestion, optional
-        Already loaded questions (:func:`~semuq_eval.diagnose.questions.load_questions`).
-    judge : Judge, optional
-        Label the answers now with this judge instead of reading ``labels``; see :func:`load_questions`.
-    rewriter : FactRewriter, optional
-        The context trap's rewrite route (default: offline substitution of a wrong sampled answer).
-    equivalence_judge : Judge, optional
-        Decides wrong-answer equivalence (default: the ``string`` judge, ``contains``).
-    checkpoint : path-like, optional
-        A folder that keeps each operator's outcome as soon as it is measured; a rerun on the same questions,
-        weights and settings reads it back instead of scoring again, so a killed diagnosis resumes at the
-        operator it was on (:mod:`~semuq_eval.diagnose.checkpoint`).
+    ``stores`` are the run stores to read, unless loaded ``questions`` are given. ``options`` (or ``**given``:
+    ``diagnose(store, operators="lexical")``) say what is measured (:class:`DiagnoseOptions`); ``compare`` names
+    pairs ``(a, b)`` of diagnosed operators: ``a`` minus ``b`` on every pair set and localization, paired. ``judge``
+    labels the answers now instead of reading ``labels``; ``rewriter`` is the context trap's rewrite route (default:
+    offline substitution); ``equivalence_judge`` decides wrong-answer equivalence (default: ``string``, ``contains``);
+    ``checkpoint`` is a folder keeping each operator's outcome, so a rerun on the same questions, weights and
+    settings resumes (:mod:`~semuq_eval.diagnose.checkpoint`).
 
-    Returns
-    -------
-    dict
-        ``{"format", "created", "stores", "labels", "counts", "operators", "unavailable", "traps",
-        "clustering", "localization", "comparisons", "settings", "timing"}``; an operator that cannot run (its model does
-        not load, no hidden states for ``cos_int``) is listed in ``unavailable`` with the reason and has no
-        figures, while the others run.
-
-    Raises
-    ------
-    ValueError
-        Unknown operators, a comparison of an operator not diagnosed, no questions, or no correct answer at all
-        (every trap would be empty).
+    The result has ``format``, ``created``, ``stores``, ``labels``, ``counts``, ``operators``, ``unavailable``,
+    ``traps``, ``clustering``, ``localization``, ``comparisons``, ``settings`` and ``timing``; an operator that cannot
+    run (its model does not load, no hidden states for ``cos_int``) is listed in ``unavailable`` with the reason.
+    Raises ValueError for unknown operators, a comparison of an operator not diagnosed, no questions, or no correct
+    answer at all.
 
     Examples
     --------
@@ -285,13 +259,7 @@ class Diagnosis:
         token_unit: str = "generator",
     ) -> Diagnosis:
         """Every pair set of the questions (:func:`build_pair_sets`, arguments as :func:`diagnose`'s) with each
-        trap's and clustering group's counts, and no operator's results yet.
-
-        Raises
-        ------
-        ValueError
-            No questions, or no correct answer at all (every trap would be empty).
-        """
+        trap's and clustering group's counts, no results yet; ValueError without questions or correct answers."""
         questions = list(questions)
         counts = _label_counts(questions)
         t0 = time.perf_counter()
@@ -357,9 +325,8 @@ class Diagnosis:
         token_extras: Collection[str] = (),
     ) -> list[Any] | None:
         """Score operator ``name`` (built as ``op`` from ``options``) on every pair set, add its figures, and
-        return the pipeline docs it scored: their sample matrices, with the token extras ``token_extras`` (the
-        diagnosis itself reads none). None when it cannot run (it is then listed as unavailable with the reason,
-        once) or when its outcome is read back from ``checkpoint`` (a folder; see :func:`diagnose`)."""
+        return the pipeline docs it scored, with the token extras ``token_extras``. None when it cannot run (it is
+        then listed as unavailable, once) or its outcome is read back from ``checkpoint`` (see :func:`diagnose`)."""
         if checkpoint is not None and token_extras:
             raise ValueError(
                 "diagnose: token extras need the operator scored now; give no checkpoint with them"

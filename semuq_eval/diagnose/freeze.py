@@ -1,19 +1,12 @@
 """Freeze a real run store into the small, text-only run record that ``check-operator`` reads.
 
-:func:`freeze_store` keeps what the diagnostics and the operator checks read and drops the rest, in the one compact
-format (:mod:`semuq_eval.harness.record`, a record that keeps its texts):
-
-- per question: ``doc_id``, ``id``, the question, its references, the greedy answer's text and the generating
-  model's token spans in it (token localization on the generator's tokens), every sampled answer's text;
-- the labels of one label set: greedy, majority and the verdict on every sample (no estimator scores: the check
-  recomputes the ones it tracks);
-- dropped: hidden vectors, token ids, log-probabilities and entropies, the breakdown.
-
-The header's ``provenance`` says where it came from, the label set and its judge, which questions and the package
-version, so ``tools/freeze_store.py`` reproduces it byte for byte from the same source. Frozen from a store that
-was itself frozen (the format check-operator shipped before), it keeps that store's provenance and fingerprint
-(``former_store_fingerprint``): a baseline recorded on the store still matches the record, which holds the same
-texts and labels.
+:func:`freeze_store` writes the compact record format (:mod:`semuq_eval.harness.record`, keeping texts) with, per
+question, ``doc_id``, ``id``, the question, its references, the greedy answer's text and the generating model's token
+spans in it, every sampled answer's text, and one label set's greedy, majority and per-sample labels; hidden vectors,
+token ids, log-probabilities, entropies, estimator scores and the breakdown are dropped. The header's ``provenance``
+(source, label set and judge, questions, package version) lets ``tools/freeze_store.py`` reproduce it byte for byte.
+A store that was itself frozen keeps its provenance and fingerprint (``former_store_fingerprint``), so a baseline
+recorded on it still matches the record.
 """
 
 from __future__ import annotations
@@ -85,23 +78,10 @@ def freeze_store(
 ) -> dict[str, Any]:
     """Write the frozen record of run store ``source`` to ``dest`` (a ``.jsonl.gz`` file); returns its provenance.
 
-    Parameters
-    ----------
-    source : path-like
-        A finished run store with per-sample labels (``sample_labels`` in ``scores.jsonl``, or ``labels``).
-    dest : path-like
-        The record file to write (replaced whole).
-    max_questions : int, optional
-        Keep the first questions only (by doc id).
-    labels : str
-        The label set to freeze (default: the run's own).
-    source_name : str, optional
-        How the provenance names the source (default: its path).
-
-    Raises
-    ------
-    ValueError
-        When the source's label set lacks per-sample verdicts.
+    ``source`` is a finished run store with per-sample labels (``sample_labels`` in ``scores.jsonl``, or
+    ``labels``); ``dest`` is replaced whole; ``max_questions`` keeps the first questions (by doc id); ``labels`` is
+    the label set to freeze (default: the run's own); ``source_name`` names the source in the provenance (default:
+    its path). Raises ValueError when the label set lacks per-sample verdicts.
     """
     source = Path(source)
     reader = open_store(source)

@@ -1,18 +1,13 @@
 """Token localization (App. A.4): does the operator's highest-weight token fall on the reference?
 
-Kept: greedy answers labelled correct that name exactly ONE reference mention
-(:func:`~semuq_eval.diagnose.spans.alias_spans`, nested mentions merged). For each, the operator's token
-weights on the answer conditioned on the question (``enc``'s ``token_weights``, Eq. te_enc) give the
-highest-weight token (the first on ties); it is a *hit* when its character span overlaps the mention's.
-Chance is what a token drawn uniformly from the answer's tokens would give: per answer, the share of its
-tokens whose span overlaps the mention, averaged over answers. The paper: 72% hits against 3.9% chance.
-
-Two token units:
-
-- ``"generator"`` (default): the generating model's tokens, through ``token_weights`` (the encoder's norms
-  mapped onto them by character overlap), which needs the greedy answer's token offsets (white-box run);
-- ``"encoder"``: the encoder's own answer tokens and their norms ``||h_t||`` (``token_norms``), which works
-  on any store, as the paper matches the span "to the encoder tokens using character offsets".
+Kept: correct greedy answers naming exactly ONE reference mention (:func:`~semuq_eval.diagnose.spans.alias_spans`,
+nested mentions merged). The operator's token weights on the answer given the question (``enc``'s ``token_weights``,
+Eq. te_enc) give the highest-weight token (the first on ties); it is a *hit* when its character span overlaps the
+mention's. Chance is the share of the answer's tokens overlapping the mention, averaged over answers (the paper: 72%
+hits against 3.9% chance). Token units: ``"generator"`` (default), the generating model's tokens through
+``token_weights`` (needs the greedy answer's token offsets: a white-box run); ``"encoder"``, the encoder's own tokens
+and norms ``||h_t||`` (``token_norms``), which works on any store, as the paper matches the span "to the encoder
+tokens using character offsets".
 """
 
 from __future__ import annotations
@@ -119,11 +114,7 @@ def localization(
 ) -> Localization:
     """Token localization of ``operator`` (it must yield ``token_weights``, as ``enc`` does) on ``questions``.
 
-    Raises
-    ------
-    ValueError
-        For an unknown ``unit``, or an operator without token weights.
-    """
+    Raises ValueError for an unknown ``unit``, or an operator without token weights."""
     if unit not in TOKEN_UNITS:
         raise ValueError(f"unknown token unit {unit!r}; choose one of {list(TOKEN_UNITS)}")
     if "token_weights" not in getattr(operator, "extras", ()):

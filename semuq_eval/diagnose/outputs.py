@@ -1,8 +1,7 @@
 """A diagnosis as files: ``diagnosis.json``, ``diagnosis.md`` and ``diagnosis.png`` in one folder.
 
-Markdown cells read ``mean [low, high] (n)``; a ``!`` marks a small sample (fewer than ``min_pairs``
-questions) and the plot draws those bars grey and hatched.
-"""
+Markdown cells read ``mean [low, high] (n)``; a ``!`` marks a small sample (fewer than ``min_pairs`` questions) and
+the plot draws those bars grey and hatched."""
 
 from __future__ import annotations
 

@@ -1,12 +1,8 @@
 """A pytest plugin for operator checks in users' own test suites.
 
-Enable it in ``conftest.py`` with ``pytest_plugins = ["semuq_eval.diagnose.pytest_plugin"]``; it adds the
-fixture ``semuq_check_operator``, which is :func:`~semuq_eval.diagnose.check.check_operator` with progress
-bars off, and the option ``--semuq-write-baseline`` that records the baseline instead of comparing.
-
-Example
--------
-::
+Enable it in ``conftest.py`` with ``pytest_plugins = ["semuq_eval.diagnose.pytest_plugin"]``; it adds the fixture
+``semuq_check_operator`` (:func:`~semuq_eval.diagnose.check.check_operator` with progress bars off) and the option
+``--semuq-write-baseline``, which records the baseline instead of comparing::
 
     def test_my_operator(semuq_check_operator):
         report = semuq_check_operator("models/my-enc", baseline="tests/operator-baseline.json")

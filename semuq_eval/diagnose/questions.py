@@ -1,11 +1,10 @@
 """The questions a diagnosis reads: answers from run stores, with a correctness label on every answer.
 
-:func:`load_questions` reads one or more run stores (:func:`~semuq_eval.harness.store.open_store`), or run records
-that keep their texts (check-operator's frozen record, :mod:`~semuq_eval.diagnose.freeze`), and a label
-set of each (:func:`~semuq_eval.harness.label_sets.read_label_set`; ``"run"``: the run's own judge), or labels
-every answer now with a judge (``judge=``: e.g. the offline ``string`` judge for a store written before
-per-sample labels were kept). Every diagnostic needs the verdict on each SAMPLED answer, not only the greedy
-and majority labels: a store without them is refused with the command that adds them.
+:func:`load_questions` reads run stores (:func:`~semuq_eval.harness.store.open_store`) or run records that keep their
+texts (:mod:`~semuq_eval.diagnose.freeze`) with a label set of each
+(:func:`~semuq_eval.harness.label_sets.read_label_set`; ``"run"``: the run's own judge), or labels every answer now
+with ``judge=``. Every diagnostic needs the verdict on each SAMPLED answer: a store without them is refused with the
+command that adds them.
 """
 
 from __future__ import annotations
@@ -36,10 +35,9 @@ class DiagnosticQuestion:
     """A view of one question of a run store, :class:`~semuq_eval.harness.doc.Doc` ``doc``, with a label on every
     answer (1 correct, 0 incorrect, None unknown).
 
-    ``uid`` is unique over all stores of a diagnosis (``"<store index>:<doc_id>"``). The answers are read from
-    the doc: ``greedy`` and ``samples`` their texts, ``greedy_offsets`` the generating model's token spans in the
-    greedy answer (None for a black-box model), ``greedy_hidden`` and ``sample_hidden`` their hidden vectors in
-    float64 when the store kept them (``cos_int``).
+    ``uid`` is unique over all stores of a diagnosis (``"<store index>:<doc_id>"``). ``greedy`` and ``samples`` are
+    the answers' texts, ``greedy_offsets`` the generating model's token spans in the greedy answer (None for a
+    black-box model), ``greedy_hidden`` and ``sample_hidden`` their hidden vectors in float64 when the store kept them.
 
     Examples
     --------
@@ -146,27 +144,11 @@ def load_questions(
 ) -> list[DiagnosticQuestion]:
     """The questions of one or more run stores with per-answer labels.
 
-    Parameters
-    ----------
-    stores : path-like or sequence of path-like
-        Run store directories (``<output_path>/semuq/<task>/<run_id>``) or run record files that keep their texts.
-    labels : str
-        The label set to read (default ``"run"``: the labels of the run's own judge).
-    judge : Judge, optional
-        Label every answer now with this judge instead of reading a label set.
-    max_questions : int, optional
-        Keep the first questions of each store only.
-
-    Returns
-    -------
-    list of DiagnosticQuestion
-
-    Raises
-    ------
-    FileNotFoundError
-        A path is not a run store, or the label set does not exist.
-    NoSampleLabelsError
-        The label set has no per-sample verdicts (and no ``judge`` was given).
+    ``stores`` are run store directories (``<output_path>/semuq/<task>/<run_id>``) or run record files that keep
+    their texts; ``labels`` is the label set to read (default ``"run"``: the run's own judge's); ``judge`` labels
+    every answer now instead; ``max_questions`` keeps the first questions of each store. Raises FileNotFoundError
+    when a path is not a run store or the label set does not exist, :class:`NoSampleLabelsError` when the label set
+    has no per-sample verdicts (and no ``judge`` was given).
 
     Examples
     --------

@@ -22,12 +22,7 @@ def resolve_operators(
 ) -> dict[str, Any]:
     """The named operators built with their options (``{name: operator}``, cached per process as the
     pipeline's), checking the names first; ``progress`` switches the progress bars of those that have them.
-
-    Raises
-    ------
-    ValueError
-        An unknown operator name, options for an operator not asked for, or no operator at all.
-    """
+    Raises ValueError for an unknown operator name, options for an operator not asked for, or no operator at all."""
     from semuq_eval import operators as registry
     from semuq_eval.harness.operator_runs import get_operator
 

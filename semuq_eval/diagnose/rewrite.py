@@ -1,28 +1,18 @@
 """The context trap's corrupted answers: a correct answer with its fact replaced by a wrong one (App. F).
 
-The paper asks an LLM to "replace the correct fact with a plausible but different incorrect one, preserving
-sentence structure and style". Two routes implement one interface, :class:`FactRewriter`
-(``rewrite(requests) -> list[Rewrite]``):
+The paper asks an LLM to "replace the correct fact with a plausible but different incorrect one, preserving sentence
+structure and style". Two routes implement :class:`FactRewriter` (``rewrite(requests) -> list[Rewrite]``):
 
-- :class:`SampleSubstitution` (offline, default): the mention of the reference in the greedy answer
-  (:func:`~semuq_eval.diagnose.spans.alias_spans`) is replaced by a WRONG answer the LLM itself sampled for
-  the same question. The wrong answer is taken from the question's incorrect samples, in stored order:
-
-  1. *aligned*: the sample's words are aligned with the greedy answer's (``difflib.SequenceMatcher`` on
-     lowercased words); when one ``replace`` block covers the whole mention, changes at most two words around
-     it, and puts 1 to ``max_words`` sample words in its place, those words (original spelling) are the wrong
-     fact (greedy "The capital is Paris." + sample "The capital is Lyon." -> "Lyon"); an answer longer than
-     :data:`MAX_ALIGNED_WORDS` words is not aligned (the alignment's time grows with the product of the two
-     lengths);
-  2. *short*: otherwise an incorrect sample of at most ``max_short_words`` words (default 3: an entity, not
-     a sentence) is itself the wrong fact (its text without surrounding quotes and final punctuation).
-
-  A candidate that contains a reference alias is skipped. EVERY mention of the reference is replaced, and the
-  result is kept only if the string judge (``contains``) calls it incorrect; a question without a usable
-  candidate is skipped and counted.
-- :class:`LLMRewriter`: any text-completion callable (``complete(prompt) -> str``), e.g. an OpenAI-compatible
-  server through :meth:`LLMRewriter.from_openai`, which reuses the ``openai`` judge backend's transport
-  (base_url, model, API key variable). The reply is checked the same way (no reference left).
+- :class:`SampleSubstitution` (offline, default) replaces the reference's mentions in the greedy answer with a WRONG
+  answer the LLM itself sampled, from the question's incorrect samples in stored order: *aligned*, when a word
+  alignment (``difflib.SequenceMatcher`` on lowercased words) has one ``replace`` block covering the whole mention,
+  changing at most ``context_slack`` other words and putting 1 to ``max_words`` sample words in its place (greedy
+  "The capital is Paris." + sample "The capital is Lyon." -> "Lyon"; not past :data:`MAX_ALIGNED_WORDS` words); else
+  *short*, an incorrect sample of at most ``max_short_words`` words, taken whole. Candidates holding a reference alias
+  are skipped, and a result is kept only if the string judge (``contains``) calls it incorrect; a question without
+  one is skipped and counted.
+- :class:`LLMRewriter`: any text-completion callable (``complete(prompt) -> str``), e.g. an OpenAI-compatible server
+  through :meth:`LLMRewriter.from_openai`; the reply is checked the same way.
 """
 
 from __future__ import annotations
@@ -130,14 +120,8 @@ MAX_ALIGNED_WORDS = 512
 class SampleSubstitution:
     """The offline route (module docstring): the reference mention replaced by a wrong sampled answer.
 
-    Parameters
-    ----------
-    max_words : int
-        Longest aligned wrong fact, in words.
-    max_short_words : int
-        Longest incorrect sample taken whole as the wrong fact, in words.
-    context_slack : int
-        Words besides the mention an aligned ``replace`` block may change.
+    ``max_words``: the longest aligned wrong fact, in words; ``max_short_words``: the longest incorrect sample taken
+    whole as the wrong fact; ``context_slack``: words besides the mention an aligned ``replace`` block may change.
 
     Examples
     --------
@@ -211,18 +195,8 @@ class SampleSubstitution:
 class LLMRewriter:
     """The LLM route: ``complete(prompt) -> reply`` rewrites each answer (prompt :data:`REWRITE_PROMPT`).
 
-    Parameters
-    ----------
-    complete : callable
-        Text completion: the prompt in, the reply out (an exception marks that request failed).
-    name : str
-        Identity of the model behind ``complete`` (written into the report).
-    prompt : str
-        Template with ``{question}``, ``{fact}`` and ``{answer}``.
-    concurrency : int
-        Requests in flight at once.
-    progress : bool
-        A progress bar over the requests.
+    ``complete`` raising marks that request failed; ``name`` identifies the model behind it (in the report);
+    ``prompt`` is a template with ``{question}``, ``{fact}`` and ``{answer}``; ``concurrency`` requests run at once.
 
     Examples
     --------
@@ -269,12 +243,9 @@ class LLMRewriter:
         **transport: Any,
     ) -> LLMRewriter:
         """A rewriter on an OpenAI-compatible server, through the one transport to such servers
-        (:class:`~semuq_eval.openai_client.ServerClient`: retries, timeouts, the key from ``api_key_env``).
-
-        Greedy decoding (temperature 0); ``endpoint="chat"`` (default) sends the prompt as a user message (the
-        server applies its chat template), ``"completions"`` sends it raw. ``**transport`` are the transport's
-        other options (``api_key_env``, ``timeout``, ``max_retries``, ``backoff``).
-        """
+        (:class:`~semuq_eval.openai_client.ServerClient`). Greedy decoding; ``endpoint="chat"`` (default) sends the
+        prompt as a user message, ``"completions"`` raw; ``**transport`` are the transport's other options
+        (``api_key_env``, ``timeout``, ``max_retries``, ``backoff``)."""
         from semuq_eval.openai_client import TRANSPORT_OPTIONS, ServerClient
         from semuq_eval.openai_replies import choice_text, first_choice
 

@@ -1,13 +1,10 @@
 """Scoring pairs with an operator, and the mean similarity with a bootstrap interval over questions.
 
-:func:`score_pairs` gives every pair of every diagnostic the operator's similarity S_ab, in ONE batched
-operator call: per question, the distinct texts of all its pairs form one answer list (the operator's own
-deduplication applies), and each pair reads its entry of that question's matrix. An operator that needs the
-generating model's hidden states (``cos_int``) scores only pairs whose two answers were generated with a
-stored hidden vector; the others are unavailable, with the reason.
-
-:func:`mean_with_ci` is the mean over pairs with a percentile bootstrap over QUESTIONS (pairs of one
-question are resampled together), on :class:`~semuq_eval.metrics.Bootstrap`'s shared seeded resamples.
+:func:`score_pairs` scores every pair of every diagnostic in ONE batched operator call: per question, the distinct
+texts of its pairs form one answer list, and each pair reads its entry of that question's matrix. An operator needing
+the generating model's hidden states (``cos_int``) scores only pairs of answers with a stored hidden vector.
+:func:`mean_with_ci` is the mean over pairs with a percentile bootstrap over QUESTIONS (pairs of one question
+resampled together), on :class:`~semuq_eval.metrics.Bootstrap`'s shared seeded resamples.
 """
 
 from __future__ import annotations
@@ -43,9 +40,8 @@ class OperatorUnavailable(RuntimeError):
 class MeanCI:
     """A mean over pairs with its bootstrap interval (resampling questions), and what it rests on.
 
-    ``small_sample`` is True when fewer than ``min_pairs`` questions back the mean (the independent units:
-    pairs of one question are not independent; ``note`` says so); an empty set gives NaN.
-    """
+    ``small_sample``: fewer than ``min_pairs`` questions (the independent units) back the mean, as ``note`` says;
+    an empty set gives NaN."""
 
     mean: float
     ci_low: float
@@ -85,8 +81,7 @@ def mean_with_ci(
 ) -> MeanCI:
     """Mean of ``values`` with a percentile bootstrap interval that resamples the ``groups`` (questions).
 
-    Each resample draws questions with replacement and takes the mean over all pairs of the drawn questions
-    (a ratio of sums, so questions with more pairs weigh more, as in the point estimate).
+    Each resample draws questions with replacement; the mean over their pairs is a ratio of sums, as the estimate.
 
     Examples
     --------
@@ -160,19 +155,9 @@ def score_pairs(
 ) -> tuple[dict[str, np.ndarray], dict[str, int]]:
     """The operator's similarity of every pair, per diagnostic (NaN: unavailable), and the reasons.
 
-    Parameters
-    ----------
-    operator : Operator
-        A built operator (``semuq_eval.operators.get(name, **options)``).
-    pair_sets : mapping of str to sequence of Pair
-        The pairs of each diagnostic.
-
-    Returns
-    -------
-    (similarities, unavailable)
-        ``similarities[name]`` is a float array aligned with ``pair_sets[name]``; ``unavailable`` counts the
-        pairs left unscored, by reason.
-    """
+    ``operator`` is a built operator (``semuq_eval.operators.get(name, **options)``). Returns ``(similarities,
+    unavailable)``: ``similarities[name]`` is a float array aligned with ``pair_sets[name]``; ``unavailable``
+    counts the pairs left unscored, by reason."""
     needs_hidden = "hidden_states" in getattr(operator, "needs", frozenset())
     keys: dict[str, dict[str, int]] = {}  # per question: text key -> row of its answer list
     answers: dict[str, list[str]] = {}
@@ -240,22 +225,13 @@ def score_diagnostics(
 ) -> tuple[dict[str, np.ndarray], dict[str, int], list[Any]]:
     """Every pair's similarity under operator ``name``, with each question's sample matrix computed ONCE.
 
-    The sampled answers of every question go through the pipeline's operator pass
-    (:func:`~semuq_eval.harness.operator_runs.compute_operators`, as in a run: batched, deduplicated, hidden
-    states for ``cos_int``); pairs of two samples read that matrix. The other pairs (a greedy answer, a
-    rewrite, a reference string) go through one more batched call (:func:`score_pairs`). ``token_extras``:
-    the token extras the returned docs should carry for estimators that read them (none by default: no pair
-    reads one, and ``token_similarity`` costs one encoder pass per token of every greedy answer).
-
-    Returns
-    -------
-    (similarities, unavailable, docs)
-        As :func:`score_pairs`, plus the docs holding the sample matrices (for the estimators' scores).
-
-    Raises
-    ------
-    OperatorUnavailable
-        When the operator cannot run at all (its model does not load), with the reason.
+    The sampled answers go through the pipeline's operator pass
+    (:func:`~semuq_eval.harness.operator_runs.compute_operators`: batched, deduplicated, hidden states for
+    ``cos_int``) and pairs of two samples read that matrix; the other pairs (a greedy answer, a rewrite, a reference)
+    go through one more batched call (:func:`score_pairs`). ``token_extras``: the token extras the returned docs
+    carry for estimators (none by default: ``token_similarity`` costs one encoder pass per greedy-answer token).
+    Returns ``(similarities, unavailable, docs)`` as :func:`score_pairs`, plus the docs holding the sample
+    matrices; raises :class:`OperatorUnavailable`, with the reason, when the operator cannot run at all.
     """
     from semuq_eval.harness.operator_runs import compute_operators, get_operator
 

@@ -1,12 +1,10 @@
 """Where a reference alias occurs in an answer: character spans under the string judge's normalization.
 
-The ``contains`` judge (:mod:`semuq_eval.judges.string`) calls an answer correct when a SQuAD-normalized alias
-occurs in the normalized answer as whole words. :func:`alias_spans` finds the same occurrences in the ORIGINAL
-text, as ``[start, end)`` character spans: the answer is cut into words (runs of word characters; every other
-character separates words, as punctuation does under SQuAD normalization), lowercased, the articles a / an /
-the are skipped, and a span is a run of consecutive remaining words equal to the alias's normalized words.
-Occurrences nested inside a longer occurrence (``"English"`` inside ``"Jamaican English"``) are dropped, so
-each remaining span is one mention of one reference.
+The ``contains`` judge (:mod:`semuq_eval.judges.string`) calls an answer correct when a SQuAD-normalized alias occurs
+in the normalized answer as whole words; :func:`alias_spans` finds those occurrences in the ORIGINAL text as
+character spans ``[start, end)``: words are runs of word characters, lowercased, articles a / an / the skipped, and a
+span is a run of consecutive words equal to the alias's normalized words. Occurrences nested inside a longer one
+(``"English"`` inside ``"Jamaican English"``) are dropped, so each span is one mention of one reference.
 
 Examples
 --------
@@ -54,18 +52,7 @@ def last_words(text: str, k: int) -> tuple[str, ...] | None:
 def alias_spans(text: str, references: Sequence[str]) -> list[AliasSpan]:
     """Every non-nested mention of any alias in ``text`` (module docstring), sorted by position.
 
-    Parameters
-    ----------
-    text : str
-        The answer.
-    references : sequence of str
-        The reference aliases.
-
-    Returns
-    -------
-    list of AliasSpan
-        Mentions not contained in a longer mention; overlapping mentions of different aliases are both kept.
-    """
+    ``references`` are the aliases; overlapping mentions of different aliases are both kept."""
     words = [w for w in word_spans(text) if w[2] not in _ARTICLES]
     tokens = [w for _, _, w in words]
     found: dict[tuple[int, int], str] = {}

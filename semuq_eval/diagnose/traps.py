@@ -1,22 +1,13 @@
 """The four traps of Sec. 3.2 / App. F, built as pairs of answers from run stores.
 
-Each builder returns :class:`PairSet`: the pairs (at most one per question, as in App. F) and, per reason,
-how many questions gave none. An operator then scores every pair (:mod:`semuq_eval.diagnose.scoring`).
-
-==================  ====================================================================  ================
-trap                pair (per question)                                                   a good operator
-==================  ====================================================================  ================
-``context``         a correct greedy answer naming a reference vs the same answer with    low similarity
-                    that fact replaced (:mod:`semuq_eval.diagnose.rewrite`)
-``autoregressive``  a correct and an incorrect sample sharing their last four words       low
-                    (the first such pair in sample order)
-``entailment``      the shortest vs the longest correct sample (words, then characters)   high
-``ood_syntax``      the correct greedy answer vs the bare reference string it names       high
-                    (the first mention's alias; the first reference if none is named)
-==================  ====================================================================  ================
-
-Pairs whose two answers are identical after the operators' normalization (strip, collapse whitespace,
-casefold) are not built: every operator scores them 1 by definition.
+Each builder returns :class:`PairSet`: the pairs (at most one per question, as in App. F) and, per reason, how many
+questions gave none; an operator then scores every pair (:mod:`semuq_eval.diagnose.scoring`). Per question, a good
+operator scores LOW ``context`` (a correct greedy answer naming a reference vs the same answer with that fact
+replaced, :mod:`semuq_eval.diagnose.rewrite`) and ``autoregressive`` (the first correct and incorrect samples sharing
+their last four words), HIGH ``entailment`` (the shortest vs the longest correct sample, by words then characters)
+and ``ood_syntax`` (the correct greedy answer vs the bare reference string it names: the first mention's alias, else
+the first reference). Pairs identical after the operators' normalization (strip, collapse whitespace, casefold) are
+not built: every operator scores them 1.
 """
 
 from __future__ import annotations
@@ -73,9 +64,8 @@ TRAPS: dict[str, dict[str, str]] = {
 class Pair:
     """Two answers to one question, with the generating model's hidden vectors when both were generated.
 
-    ``sample_a`` / ``sample_b``: the answers' indices among the question's sampled answers when both are
-    samples (their similarity is then read from the question's sample matrix), else None.
-    """
+    ``sample_a`` / ``sample_b``: the answers' indices among the question's sampled answers when both are samples
+    (their similarity is then read from the question's sample matrix), else None."""
 
     uid: str
     question: str
@@ -110,11 +100,7 @@ def _same(a: str, b: str) -> bool:
 def context_pairs(questions: Sequence[DiagnosticQuestion], rewriter: FactRewriter | None = None) -> PairSet:
     """Context trap: each correct greedy answer naming a reference vs its rewrite with the fact replaced.
 
-    Parameters
-    ----------
-    questions : sequence of DiagnosticQuestion
-    rewriter : FactRewriter, optional
-        Default :class:`~semuq_eval.diagnose.rewrite.SampleSubstitution` (offline).
+    ``rewriter`` defaults to :class:`~semuq_eval.diagnose.rewrite.SampleSubstitution` (offline).
 
     Examples
     --------
@@ -167,8 +153,7 @@ def context_pairs(questions: Sequence[DiagnosticQuestion], rewriter: FactRewrite
 def autoregressive_pairs(questions: Sequence[DiagnosticQuestion], n_words: int = 4) -> PairSet:
     """Autoregressive bias: the first correct / incorrect sample pair sharing their last ``n_words`` words.
 
-    Words are lowercased runs of letters and digits (punctuation ignored); samples are searched in stored
-    order, correct sample first.
+    Words are lowercased runs of letters and digits; samples are searched in stored order, correct sample first.
 
     Examples
     --------

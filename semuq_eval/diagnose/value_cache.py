@@ -35,10 +35,9 @@ def cached_values(
     cache: str | os.PathLike | None | bool = True,
 ) -> dict[str, dict[str, Any]]:
     """:func:`compute_values`, read back from ``cache`` when the same operator (:func:`_identity`: the registered
-    operator, its model folder and the revision of its weights, and its options) was checked on the same store
-    (``fingerprint``) with the same estimators, questions, version and code before. The figures are deterministic (seeded bootstrap), so a cached copy is the
-    same figures; the key holds the package's code too. An operator whose weights cannot be told apart (no
-    revision) is computed every time."""
+    operator, its model folder, its weights' revision and its options) was checked on the same store (``fingerprint``)
+    with the same estimators, questions, version and code before (the figures are deterministic). An operator whose
+    weights cannot be told apart (no revision) is computed every time."""
     from semuq_eval import __version__
 
     folder = _cache_folder(cache)

@@ -1,24 +1,12 @@
 """Wrong-answer clustering (App. A.1): does the operator group equivalent WRONG answers as it groups
 equivalent correct ones?
 
-The paper calls two answers equivalent when they state the same fact, whatever its truth; correctness is
-its proxy for correct answers (all correct answers of a question share the reference's denotation). For two
-answers to be called equivalent here, the judge that labels correctness decides it with one answer as the
-other's reference, in either direction: with the default ``string`` judge (``contains``), the normalized
-shorter answer occurs as whole words in the other ("Madrid" ~ "It is Madrid."); with an LLM judge, their
-meaning is compared. The same rule applies to correct and incorrect pairs, so the two groups are compared
-like for like:
-
-===========================  ===================================================================
-group                        pairs of sampled answers of one question
-===========================  ===================================================================
-``incorrect_equivalent``     both incorrect, equivalent (the same wrong fact)
-``correct_equivalent``       both correct, equivalent
-``incorrect_different``      both incorrect, not equivalent (different wrong facts): context
-===========================  ===================================================================
-
-Pairs identical after the operators' normalization are left out (every operator scores them 1) and counted.
-A good operator scores ``incorrect_equivalent`` as high as ``correct_equivalent`` (the paper: .980 vs .975).
+The paper calls two answers equivalent when they state the same fact, whatever its truth. Here the correctness judge
+decides it with one answer as the other's reference, in either direction (default ``string`` judge, ``contains``: the
+normalized shorter answer occurs as whole words in the other, "Madrid" ~ "It is Madrid."; an LLM judge compares
+meaning), for correct and incorrect pairs alike, so the groups of :data:`CLUSTER_GROUPS` compare like for like.
+Pairs identical after the operators' normalization are left out (every operator scores them 1) and counted. A good
+operator scores ``incorrect_equivalent`` as high as ``correct_equivalent`` (the paper: .980 vs .975).
 """
 
 from __future__ import annotations
@@ -50,14 +38,9 @@ def clustering_pairs(
 ) -> dict[str, PairSet]:
     """The pairs of each group of :data:`CLUSTER_GROUPS`.
 
-    Parameters
-    ----------
-    questions : sequence of DiagnosticQuestion
-    judge : Judge, optional
-        Decides equivalence with one answer as the other's reference (default ``StringJudge("contains")``).
-    max_pairs_per_question : int, optional
-        Judge at most this many candidate pairs per question and label class (the first, in sample order):
-        bounds the judge's work, which matters with an LLM judge (N = 20 gives up to 190 pairs a question).
+    ``judge`` decides equivalence with one answer as the other's reference (default ``StringJudge("contains")``);
+    ``max_pairs_per_question`` judges at most that many candidate pairs per question and label class (the first, in
+    sample order), which bounds an LLM judge's work.
 
     Examples
     --------

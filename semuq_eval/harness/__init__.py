@@ -1,12 +1,10 @@
 """lm-eval glue and the per-question pipeline of semuq-eval.
 
-Data flow (README, "How a run works"): task (greedy + N sampled requests, :mod:`~.task`) -> model ->
-:mod:`~.pipeline` on all docs of a rank (operators once, :mod:`~.operator_runs`; every valid estimator,
-:mod:`~.estimators`; the judge's labels, :mod:`semuq_eval.judges`) -> one JSON-safe item per doc -> the run
-finished in one place (:mod:`~.run`: AUROC / ECE with CIs over all items, :mod:`~.breakdown`; ``breakdown.json``
-and the run store, :mod:`~.store`) -> lm-eval's results. ``rescore`` (:mod:`~.rescore`) reads a store back and
-goes down the same path; ``judge`` labels it again (:mod:`~.relabel`).
-"""
+Data flow (README, "How a run works"): task (greedy + N sampled requests, :mod:`~.task`) -> model -> :mod:`~.pipeline`
+on a rank's docs (operators, :mod:`~.operator_runs`; estimators, :mod:`~.estimators`; labels, :mod:`semuq_eval.judges`)
+-> one JSON-safe item per doc -> the run finished once (:mod:`~.finish`, :mod:`~.breakdown`, :mod:`~.store`) ->
+lm-eval's results. ``rescore`` (:mod:`~.rescore`) reads a store back the same way; ``judge`` relabels it
+(:mod:`~.relabel`)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """Corpus-level aggregation: per-question items -> AUROC / ECE with CIs per estimator and label strategy.
 
-``process_results`` returns one JSON-safe *item* per question (:func:`semuq_eval.harness.pipeline.doc_item`); lm-eval hands all
-items of a task to the aggregation functions on rank 0, which call :func:`summarize` once (cached) and
-read one scalar each (:func:`summary_scalars`). The full breakdown is a JSON-safe dict::
+lm-eval's aggregation functions (rank 0) call :func:`summarize` once (cached) on the task's items and read one scalar
+each (:func:`summary_scalars`). The breakdown is a JSON-safe dict::
 
     {"format": "semuq-breakdown/1", "task", "created", "settings", "equivalence_rule", "judge", "label_set",
      "operators": {op: {kind, status, info, cost, n_questions, n_unavailable, reasons, n_truncated[, per_rank]}},
@@ -13,23 +12,12 @@ read one scalar each (:func:`summary_scalars`). The full breakdown is a JSON-saf
      "approximate": {estimator: {"n_docs", "methods": {"input: method": count}}},
      "best": {strategy: {"estimator", first metric, second metric, "reliable"}}}
 
-A strategy is each registered label strategy (:mod:`semuq_eval.judges.strategies`: ``greedy`` and
-``majority``, App. D, and any registered further).
-
-The metrics are the run's ``metrics`` setting (default :data:`semuq_eval.metrics.DEFAULT_METRICS`: AUROC, ECE,
-PRR, AUARC); ``best`` is the estimator best by the first, as its ``higher_is_better`` says, and holds the first
-two, which are also lm-eval's table (:func:`summary_keys`).
-
-Under data parallelism the operators' counts and costs are those of all ranks (summed; wall time: the
-slowest rank) and ``per_rank`` holds each rank's (:func:`semuq_eval.harness.operator_runs.merge_operator_runs`).
-
-Every metric of every strategy is computed with :func:`semuq_eval.metrics.evaluate` on one shared
-seeded :class:`~semuq_eval.metrics.Bootstrap` (paired comparisons stay valid). Questions with a
-missing label are left out of that strategy (and counted); NaN scores are left out of that
-estimator (``n_missing``). An estimator with no score on any question is reported unavailable. An estimator
-scored from an input the model could only estimate (``semuq-api``'s token entropies, from a server's top-k
-log-probabilities) is listed under ``approximate`` with the method and the number of questions.
-"""
+Strategies are the registered label strategies (App. D). ``best`` is the best estimator by the first of the run's
+``metrics`` and holds the first two (lm-eval's table, :func:`summary_keys`). Operator counts and costs are summed over
+ranks (wall time: the slowest; ``per_rank`` keeps each rank's). All metrics share one seeded
+:class:`~semuq_eval.metrics.Bootstrap` (paired comparisons stay valid). Missing labels and NaN scores are left out and
+counted; an estimator with no score is unavailable, one scored from an estimated input is listed under
+``approximate``."""
 
 from __future__ import annotations
 
@@ -206,7 +194,7 @@ def _strategy_results(
 
 def summary_keys(settings: Settings) -> dict[str, bool]:
     """The keys of lm-eval's table, each with whether higher is better: the accuracy of each label strategy,
-    the first two metrics of the best estimator and of each ``table_estimators`` (``auroc_greedy:<est>``), and
+    the first two metrics of the best estimator and of each ``table_estimators`` (``auroc_greedy:<est>``),
     ``n_estimators``."""
     shown = _summary_metrics(settings.metrics)
     strategies = label_strategies.label_strategy_names()
@@ -273,12 +261,9 @@ def _operator_notes(operators: Mapping[str, Any]) -> list[str]:
 
 def breakdown_table(breakdown: Mapping[str, Any]) -> str:
     """A Markdown table of a breakdown: its first two metrics (AUROC and ECE by default) with 95% CIs and the
-    correct / incorrect counts behind them, per estimator and label strategy.
-
-    Rows are sorted by the first metric on greedy labels (best first). ``!`` marks an unreliable figure (small minority
-    class or few valid resamples, :mod:`semuq_eval.harness.reliability`); ``n/a`` an undefined one, whose
-    reason follows the table, as do the operators that missed questions or read some answers only in part.
-    """
+    correct / incorrect counts behind them, per estimator and label strategy. Rows are sorted by the first metric on
+    greedy labels; ``!`` marks an unreliable figure (:mod:`semuq_eval.harness.reliability`), ``n/a`` an undefined one,
+    whose reason follows the table with the operators that missed questions or read answers in part."""
     results = breakdown.get("results", {})
     strategies = list(results)
     names = sorted({name for per in results.values() for name in per})

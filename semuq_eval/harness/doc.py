@@ -25,15 +25,11 @@ _TOKEN_ARRAYS = {"token_entropies": "entropies", "token_logprobs": "log-probabil
 class Doc:
     """One question on its way through the pipeline: its answers, then what the operators made of them.
 
-    Set by whoever builds it (the lm-eval task from its instances, ``rescore`` from a run store):
-    ``doc_id`` (lm-eval's index), ``key`` (the dataset's own id, if any), ``question``, ``references``,
-    ``greedy`` and the N ``samples``, ``n_extra_responses`` (data-parallel padding dropped).
-    Filled by :func:`semuq_eval.harness.operator_runs.compute_operators`:
-    ``matrices[op]`` is the (N, N) matrix of each operator that ran for this question;
-    ``extras[op][name]`` what it yielded besides (e.g. ``token_weights``); ``unavailable[op]`` (or
-    ``unavailable[f"{op}.{extra}"]``) says why an operator (or one of its extras) has no value here;
-    ``truncated[op]`` which answers the operator read only in part (too long for it, e.g. ROUGE-L's word cap).
-    """
+    Its builder sets ``doc_id`` (lm-eval's index), ``key`` (the dataset's id), ``question``, ``references``, ``greedy``,
+    the N ``samples`` and ``n_extra_responses`` (dropped padding);
+    :func:`~semuq_eval.harness.operator_runs.compute_operators` fills ``matrices[op]`` ((N, N)), ``extras[op][name]``
+    (e.g. ``token_weights``), ``unavailable[op]`` or ``[f"{op}.{extra}"]`` (why none) and ``truncated[op]`` (answers
+    read only in part)."""
 
     doc_id: int
     question: str
@@ -118,8 +114,7 @@ class Doc:
 
     def approximation(self, name: str) -> str | None:
         """The method by which the generating-model signal ``name`` (origin ``answers``) was estimated, or None
-        when it is exact (``Generation.approximate`` of the answers it is read from, or the reflexive follow-up's
-        own mark)."""
+        when it is exact."""
         if name in REFLEXIVE_SIGNALS:
             return reflexive_approximation(self.greedy.reflexive, name)
         answers = [self.greedy] if name in _TOKEN_ARRAYS or name == "token_ids" else self.samples

@@ -1,19 +1,10 @@
 """Estimators ``aggregator@operator``: which pairs are valid, and scoring them on one question.
 
-Validity follows from the declarations alone (no names): an aggregator that reads a matrix
-(:attr:`Aggregator.matrix`) pairs with every operator whose ``kind`` it accepts
-(:data:`semuq_eval.aggregators.ACCEPTS`); an input that an operator yields (``Operator.extras``, e.g. the
-``enc`` token weights of ``te_enc``) pairs the aggregator with the operators that yield it; an aggregator
-that reads neither (``te``, ``msp``, ``perplexity``, ``length``) is an estimator on its own, named after it.
-
-An estimator whose inputs are missing for a question (a black-box model gives no log-probs, an operator
-could not run, a generation has NaN log-probs) is **unavailable** there: its score is NaN and the reason
-is recorded. Nothing is ever filled with zeros, and one bad question never raises.
-
-An estimator scored from an input that the model could only estimate (``Generation.approximate``: e.g. the token
-entropies of ``semuq-api``, from a server's top-k log-probabilities) declares it: :func:`approximations` names
-the method per question, and the breakdown flags the estimator (``approximate``).
-"""
+Validity follows from declarations: a matrix aggregator (:attr:`Aggregator.matrix`) pairs with the operators of a kind
+it accepts (:data:`semuq_eval.aggregators.ACCEPTS`), a reader of an extra (e.g. ``te_enc``) with the operators yielding
+it; the others (``te``, ``msp``, ...) stand alone. An estimator missing an input for a question is **unavailable** there
+(NaN score and its reason; never zeros, never raised); one scored from an estimated input (``Generation.approximate``)
+is named by :func:`approximations`."""
 
 from __future__ import annotations
 
@@ -87,8 +78,7 @@ def score_doc(
     """Scores ``{estimator: U}`` (NaN when unavailable) and reasons ``{estimator: why}`` for one question.
 
     ``run_options`` (e.g. ``{"tau": 0.5}``) go to the aggregators that declare them; ``aggregator_options``
-    (``{aggregator: {kwarg: value}}``) go to one aggregator and win over ``run_options``.
-    """
+    (``{aggregator: {kwarg: value}}``) go to one aggregator and win over ``run_options``."""
     run_options, aggregator_options = run_options or {}, aggregator_options or {}
     signals: dict[str, tuple[Any, str | None]] = {}
     scores: dict[str, float] = {}

@@ -1,8 +1,7 @@
 """Figures of a breakdown: AUROC per estimator with its 95% CI, one panel per label strategy.
 
-Unreliable figures (:mod:`semuq_eval.harness.reliability`) are drawn grey and hatched, undefined ones are
-listed instead of drawn, and every panel's title carries the correct / incorrect counts behind it.
-"""
+Unreliable figures (:mod:`semuq_eval.harness.reliability`) are grey and hatched, undefined ones listed instead of drawn;
+each panel's title gives the correct / incorrect counts."""
 
 from __future__ import annotations
 
@@ -35,13 +34,7 @@ def _rows(per_estimator: Mapping[str, Any]) -> tuple[list[tuple], list[str]]:
 def plot_auroc(breakdown: Mapping[str, Any], path: str | Path) -> Path:
     """Write horizontal AUROC bars with CI whiskers, one panel per label strategy, to ``path`` (PNG).
 
-    Parameters
-    ----------
-    breakdown : mapping
-        A breakdown (``breakdown.json``), as written by a run or ``rescore``.
-    path : path-like
-        Where the PNG goes.
-    """
+    ``breakdown`` is a breakdown (``breakdown.json``) as a run or ``rescore`` writes it."""
     import matplotlib
 
     matplotlib.use("Agg")

@@ -1,18 +1,10 @@
 """Finishing a run, in one place: a run's items -> metrics -> breakdown -> the run store's files.
 
-Every way of scoring goes down the same path:
-
-1. the pipeline (:func:`~semuq_eval.harness.pipeline.process_docs`) on the docs of a process: one JSON-safe item
-   per doc;
-2. the run store's start (:meth:`~semuq_eval.harness.store.RunStore.begin`, then the process's answers);
-3. :func:`finish_run` on the items of every process: the breakdown (:func:`~semuq_eval.harness.breakdown.summarize`:
-   metrics with CIs per estimator and label strategy), then ``scores.jsonl``, ``breakdown.json`` and the run
-   record in the store.
-
-The lm-eval task's run step (:mod:`~semuq_eval.harness.step`) runs steps 1 and 2 on each rank when lm-eval
-applies the filters, and step 3 on rank 0 with every rank's items; ``rescore`` (:mod:`~semuq_eval.harness.rescore`)
-runs the three in a row on a stored run.
-"""
+Every way of scoring goes the same path: the pipeline on a process's docs
+(:func:`~semuq_eval.harness.pipeline.process_docs`), the run store's start
+(:meth:`~semuq_eval.harness.store.RunStore.begin`), then :func:`finish_run` on every process's items (the breakdown,
+``scores.jsonl``, ``breakdown.json``, the run record). The task's run step (:mod:`~semuq_eval.harness.step`) does the
+first two on each rank and the last on rank 0; ``rescore`` all three on a stored run."""
 
 from __future__ import annotations
 
@@ -57,21 +49,10 @@ def finish_run(
 ) -> dict:
     """The breakdown of a run's ``items`` (all its questions), written into ``store`` when one is given.
 
-    Parameters
-    ----------
-    items : sequence of mapping
-        One item per question (:func:`~semuq_eval.harness.pipeline.doc_item`), from every process of the run.
-    settings : Settings
-        The run's settings: metrics, bootstrap, ``store`` (False: ``breakdown.json`` only, no ``scores.jsonl``
-        nor run record).
-    facts : RunFacts
-        What the breakdown records besides the items and settings.
-    store : RunStore, optional
-        Where the run's files go (None: nothing is written).
-    strict : bool
-        Raise when a file cannot be written (default). False logs an error, adds it to :data:`WRITE_FAILURES`
-        and still returns the breakdown: lm-eval's task keeps its results, and ``semuq-eval run`` exits non-zero.
-    """
+    ``items`` come from every process (:func:`~semuq_eval.harness.pipeline.doc_item`); ``settings.store`` False writes
+    ``breakdown.json`` only; ``store`` None writes nothing. ``strict`` (default) raises when a file cannot be written;
+    False logs an error, adds it to :data:`WRITE_FAILURES` and still returns the breakdown, so lm-eval keeps its results
+    and ``semuq-eval run`` exits non-zero."""
     task = facts.task
     breakdown = summarize(
         items,

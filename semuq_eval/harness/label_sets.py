@@ -1,8 +1,7 @@
 """Label sets: named sets of correctness labels kept in a run store, one per judge that labelled the run.
 
-A run labels its answers with its own judge; those labels live in ``scores.jsonl`` and form the label set
-``"run"``. ``semuq-eval judge STORE --name NAME`` labels the stored answers again with another judge, without
-the LLM under test, and writes the label set ``NAME``:
+The run's judge gives the set ``"run"`` (``scores.jsonl``); ``semuq-eval judge STORE --name NAME`` labels the stored
+answers with another judge, without the LLM, into:
 
 ==============================  ==========================================================================
 ``labels/<name>.jsonl``         one record per question: ``{"doc_id", "greedy", "majority", "samples",
@@ -13,9 +12,8 @@ the LLM under test, and writes the label set ``NAME``:
                                 differ from ``rows_sha256``, is unfinished and refused
 ==============================  ==========================================================================
 
-``rescore STORE --labels NAME`` scores against a label set and every breakdown names the one it used
-(``label_set``). A record's ``samples`` are the verdicts on the N sampled answers in stored order (what
-operator training reads); ``majority`` follows the tie rule of :func:`semuq_eval.judges.majority_label`.
+``rescore --labels NAME`` scores against a set (the breakdown's ``label_set``). ``samples`` are the verdicts on the
+sampled answers in stored order; ``majority`` follows :func:`semuq_eval.judges.majority_label`.
 
 Example
 -------
@@ -124,7 +122,7 @@ def check_name(name: str) -> str:
 
 def label_set_names(store: str | os.PathLike) -> list[str]:
     """The label sets of a store: ``"run"`` (when ``scores.jsonl`` exists) and every finished
-    ``labels/<name>.jsonl`` (its manifest ``<name>.json`` written); an unfinished one is replaced without ``force``."""
+    ``labels/<name>.jsonl`` (its manifest written); an unfinished one is replaced without ``force``."""
     names = [RUN_LABELS] if open_store(store).has_scores else []
     labels = Path(store) / "labels"
     return names + sorted(
@@ -172,11 +170,7 @@ def write_label_set(
 def read_label_set(store: str | os.PathLike, name: str = RUN_LABELS) -> LabelSet:
     """Label set ``name`` of a store (``"run"``: the run's own labels from ``scores.jsonl``).
 
-    Raises
-    ------
-    FileNotFoundError
-        When the store has no such label set (the message lists the ones it has).
-    """
+    Raises FileNotFoundError when the store has no such set (the message lists the ones it has)."""
     root = Path(store)
     if not isinstance(name, str) or not (name == RUN_LABELS or _NAME.fullmatch(name)):
         raise ValueError(
@@ -203,7 +197,7 @@ def read_label_set(store: str | os.PathLike, name: str = RUN_LABELS) -> LabelSet
 
 def _manifest(path: Path) -> dict[str, Any]:
     """The manifest ``<name>.json`` of the label set ``path``, written after its rows: without it, or with rows
-    that are not the ones it was written with, the set is unfinished (a judge killed while writing it)."""
+    that differ from it, the set is unfinished (its judge was killed while writing)."""
     meta_path = path.with_suffix(".json")
     again = f"run `semuq-eval judge ... --name {path.stem}` again"
     if not meta_path.is_file():

@@ -1,27 +1,14 @@
 """Operators over all questions of a rank: one batched call per shared pass, checked inputs, honest failures.
 
-:func:`compute_operators` fills every :class:`~semuq_eval.harness.doc.Doc`'s matrices and extras:
+:func:`compute_operators` checks each operator's needs per question (one lacking a need, e.g. hidden states, has the
+operator *unavailable*, with the reason); runs each shared pass (``Operator.share_key``: ``nli`` and ``nli_soft``) ONCE,
+batched over the remaining questions; and computes extras for the greedy answers: ``greedy_similarities`` in the same
+pass, then the token extras the run's estimators read (:mod:`semuq_eval.signals`).
 
-1. each operator's declared needs (``Operator.needs``) are checked per question; a question that lacks one
-   (no sampled answers, no hidden states from a black-box model, non-finite hidden vectors) has that
-   operator *unavailable*, with the reason;
-2. operators that share a pass (``Operator.share_key``: ``nli`` and ``nli_soft``) run it ONCE, batched
-   over every remaining question (:func:`semuq_eval.operators.base.compute_shared`);
-3. operators that yield extras (``Operator.extras``) compute them for the greedy answers: the
-   ``greedy_similarities`` of every text operator in the same pass as the matrices (the greedy answer is
-   one more answer of the pass; ``cos_int`` compares it by its own hidden state, where the model gave one);
-   after it, the token extras (the signals of origin ``tokens``, :mod:`semuq_eval.signals`: ``enc``'s
-   ``token_weights``, the sentence encoders' ``token_similarity``) that the run's estimators read.
-
-An operator that cannot run (its model does not load, its pass raises) is unavailable for every question of the
-pass: logged ONCE with its reason, recorded in its :class:`OperatorRun`, and its estimators are reported
-unavailable; it is not tried again question by question. A pass that runs out of memory (``MemoryError``, a GPU's
-``OutOfMemoryError``: a batch too large, an answer too long) is the exception: it is split in halves and each half
-run again, down to single questions, so only the questions that still fail lose the operator, each with its
-reason (after :data:`MAX_FAILED_PASSES` failed passes nothing is split any more). Nothing is filled with zeros. An
-operator that read some answers only in part (ROUGE-L's word cap) says so per question (``Doc.truncated``, the
-question's ``problems``), counted in its run (``n_truncated``) and logged once.
-"""
+An operator that cannot run is unavailable for the whole pass (logged ONCE, recorded in its :class:`OperatorRun`, not
+retried per question), except when the pass runs out of memory: it is then split in halves down to single questions (up
+to :data:`MAX_FAILED_PASSES` failed passes), so only questions that still fail lose it. Nothing is filled with zeros.
+Answers read only in part (ROUGE-L's word cap) are recorded per question, counted (``n_truncated``) and logged once."""
 
 from __future__ import annotations
 
@@ -67,7 +54,7 @@ def get_operator(name: str, options: Mapping[str, Any] | None = None):
 
 def operator_spec(name: str, options: Mapping[str, Any] | None = None) -> OperatorSpec:
     """The declarations (class ``kind`` and ``extras``) of operator ``name``: registered, or a named variant
-    whose ``options`` give the registered operator (:func:`semuq_eval.operators.resolve`)."""
+    (:func:`semuq_eval.operators.resolve`)."""
     from semuq_eval import operators
 
     cls = operators.registry.get(operators.resolve(name, options)[0])
@@ -103,13 +90,8 @@ MAX_OVER_RANKS = ("wall_time_s",)
 
 def merge_operator_runs(per_rank: Sequence[Mapping[str, OperatorRun]]) -> dict[str, OperatorRun]:
     """One run per operator from every rank's runs (``per_rank[r]`` = rank r's), for the breakdown.
-
-    Counts (questions, unavailable questions, reasons) and costs are summed over the ranks, except the wall
-    time, which is the maximum (the ranks run in parallel); ``per_rank`` keeps each rank's status, counts and
-    cost. The status is ``unavailable`` when no question of any rank had the operator, ``partial`` when some
-    did not, else ``ok`` (ranks without questions do not count). ``kind`` and ``info`` are the first rank's
-    that has them.
-    """
+    Counts and costs are summed, wall time is the maximum; ``per_rank`` keeps each rank's status, counts and cost.
+    Status is ``unavailable`` when no question had the operator, ``partial`` when some lacked it, else ``ok``."""
     names: list[str] = []
     for runs in per_rank:
         names.extend(n for n in runs if n not in names)
@@ -193,11 +175,9 @@ def compute_operators(
 ) -> dict[str, OperatorRun]:
     """Fill ``matrices`` / ``extras`` / ``unavailable`` of every doc in place; one run record per operator.
 
-    See the module docstring. ``options[name]`` are the keyword options of operator ``name``; ``token_extras``
-    the token extras to compute (default: every one an operator declares; a run asks for those its estimators
-    read, so an unread one costs nothing). A token extra is computed by the operator's method of its name on the
-    questions, the greedy answers and their token offsets (the generating model's tokens).
-    """
+    ``options[name]`` are operator ``name``'s keyword options; ``token_extras`` the token extras to compute (default:
+    every declared one; a run asks for those its estimators read), each by the operator's method of that name on the
+    questions, greedy answers and their token offsets."""
     from semuq_eval.operators.sharing import share_groups
 
     options = options or {}
@@ -259,8 +239,8 @@ def compute_operators(
 
 def _in_parts(call: Callable[[list[int]], Any], n: int) -> Iterator[tuple[list[int], Any, str | None]]:
     """``call`` on positions ``0..n-1`` in one pass; a pass that runs out of memory is split in halves, each
-    run again (module docstring). Yields ``(positions, result, None)`` for a pass that ran, ``(positions, None,
-    why)`` for one given up on. The error itself is not kept: its frames may hold what exhausted memory."""
+    run again. Yields ``(positions, result, None)`` for a pass that ran, ``(positions, None, why)`` for one given up on.
+    The error itself is not kept: its frames may hold what exhausted memory."""
     queue, failed = [list(range(n))], 0
     while queue:
         part = queue.pop(0)
@@ -289,8 +269,7 @@ def _run_group(
     anchor_hidden: list[np.ndarray] | None = None,
 ) -> None:
     """Batched passes of the group over ``todo`` (:func:`_in_parts`); the greedy answers are anchored when every
-    operator declares it and, for hidden-state operators, ``anchor_hidden`` gives the greedy answers' hidden
-    states."""
+    operator declares it (hidden-state operators: with ``anchor_hidden``)."""
     from semuq_eval.operators.sharing import compute_shared
 
     start = time.perf_counter()

@@ -1,10 +1,9 @@
 """Does an evaluation run share its LLM or its dataset with a trained operator's training data?
 
-The paper trains its operator on one LLM's answers to NQ-Open and evaluates on other LLMs and datasets
-("No model or dataset used in Sec. 5 appears at any point in this pipeline", App. C). An evaluation that
-reuses either measures something easier. :func:`training_overlap` lists the overlaps of one operator folder
-with one evaluation run; :func:`warn_training_overlap` logs them for the operators of a run's settings
-(called by the harness before the pipeline runs). Imports neither torch nor sentence-transformers.
+The paper's operator is trained on one LLM's NQ-Open answers and evaluated on other LLMs and datasets (App. C); reusing
+either measures something easier. :func:`training_overlap` lists the overlaps of one operator folder with one run;
+:func:`warn_training_overlap` logs them for a run's operators before the pipeline runs. Imports neither torch nor
+sentence-transformers.
 
 Examples
 --------
@@ -59,10 +58,8 @@ def training_overlap(
     """What the evaluation run (LLM ``llm``, semuq task ``task``) shares with an operator's training.
 
     ``record`` is a training record (``semuq_training.json``) or the operator folder. LLMs compare by
-    :func:`~semuq_eval.context.model_slug` (case-insensitive), datasets by :func:`dataset_family` of the
-    tasks' datasets (the same split is named as such). Returns one sentence per overlap ([] for none, for a
-    folder without a record, or when a side is unknown).
-    """
+    :func:`~semuq_eval.context.model_slug` (case-insensitive), datasets by :func:`dataset_family`. One sentence per
+    overlap ([] for none, a folder without a record, or an unknown side)."""
     if not isinstance(record, Mapping):
         record = read_training_record(record) or {}
     stores = list((record.get("training_data") or {}).get("stores") or [])
@@ -91,8 +88,7 @@ def training_overlap(
 
 def warn_training_overlap(settings: Any, *, llm: str | None, task: str | None) -> list[str]:
     """Log a warning for every trained operator in a run's ``settings`` (``operator_options[op]["model"]``
-    naming a folder with a training record) that shares the run's LLM or dataset; returns the messages.
-    Never raises: an unreadable record is skipped."""
+    naming a folder with a training record) that shares the run's LLM or dataset; returns the messages; never raises."""
     options: Mapping[str, Any] = getattr(settings, "operator_options", None) or {}
     operators = getattr(settings, "operators", None) or list(options)
     messages = []

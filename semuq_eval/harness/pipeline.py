@@ -1,14 +1,9 @@
 """The per-question pipeline: docs -> operator matrices -> scores + labels -> JSON-safe items.
 
-Every entry point runs the same steps through :func:`process_docs`: the lm-eval task (on the docs of its
-rank, when lm-eval applies the filters), ``rescore`` (on a run store), and the commands that build on them.
-
-1. :func:`~semuq_eval.harness.operator_runs.compute_operators`: every operator once, batched over all docs;
-2. :func:`~semuq_eval.harness.estimators.score_doc`: every valid estimator of every doc;
-3. :func:`~semuq_eval.judges.label_answers`: the judge's label under every label strategy (one batched call),
-   or labels given by the caller (a store's stored labels);
-4. :func:`doc_item`: one JSON-safe item per doc, which survives pickling and JSON alike, and which
-   :func:`semuq_eval.harness.breakdown.summarize` turns into AUROC / ECE with CIs.
+Every entry point (the lm-eval task, ``rescore``, the commands built on them) runs :func:`process_docs`: every operator
+once, batched over all docs (:func:`~semuq_eval.harness.operator_runs.compute_operators`); every valid estimator of
+every doc (:func:`~semuq_eval.harness.estimators.score_doc`); the labels of every strategy
+(:func:`~semuq_eval.judges.label_answers`, or the caller's); one JSON-safe item per doc (:func:`doc_item`).
 
 Example
 -------
@@ -56,11 +51,9 @@ class PipelineOutput:
 def estimators_for(settings: Settings) -> list[Estimator]:
     """The estimators of a run: the settings' aggregators on the settings' operators, by their declarations.
 
-    An operator that cannot run keeps its estimators: they are reported unavailable, never dropped. By default (no
-    ``aggregators`` setting) the reflexive ones are there only when the run asks for them (setting ``reflexive``),
-    as an operator's estimators are there only when the operator runs; named in ``aggregators`` without it, they
-    are reported unavailable with that reason.
-    """
+    An operator that cannot run keeps its estimators (reported unavailable, never dropped). Without an ``aggregators``
+    setting the reflexive ones are there only when setting ``reflexive`` asks for them; named in ``aggregators`` without
+    it, they are unavailable with that reason."""
     aggregators = settings.aggregators
     if aggregators is None:
         aggregators = [
@@ -82,20 +75,9 @@ def process_docs(
 ) -> PipelineOutput:
     """Run the pipeline (module docstring) on ``docs``; ``judge`` labels them unless ``labels`` are given.
 
-    Parameters
-    ----------
-    docs : sequence of Doc
-        The questions with their greedy and N sampled answers (filled in place with matrices).
-    settings : Settings
-        Operators, aggregators and their options, ``tau``.
-    judge : Judge, optional
-        Labels the answers (App. D's greedy and majority labels).
-    labels : sequence of mapping, optional
-        One label record per doc instead of judging, as :func:`~semuq_eval.judges.label_answers` returns
-        them (``greedy``, ``majority``, ``samples``, ``n_missing_verdicts``): a store's stored label set.
-    estimator_names : sequence of str, optional
-        Keep only these estimators.
-    """
+    ``docs`` are filled in place with matrices; ``judge`` gives App. D's greedy and majority labels; ``labels`` are one
+    record per doc as :func:`~semuq_eval.judges.label_answers` returns them (a store's label set); ``estimator_names``
+    keeps only these estimators."""
     if (judge is None) == (labels is None):
         raise ValueError("process_docs needs exactly one of judge= or labels=")
     if labels is not None and len(labels) != len(docs):
@@ -128,8 +110,8 @@ def score_docs(
     docs: Sequence[Doc], settings: Settings, labels: Sequence[Mapping[str, Any]], est: Sequence[Estimator]
 ) -> list[dict[str, Any]]:
     """The items (:func:`doc_item`) of docs whose operators ran (their matrices and extras filled): every
-    estimator of ``est`` scored, with the labels of each label strategy from ``labels`` (one record per doc).
-    What a run, a rescoring and an operator check all score questions with."""
+    estimator of ``est`` scored, with each label strategy's labels from ``labels`` (one record per doc). Shared by runs,
+    rescoring and operator checks."""
     run_options = {"tau": settings.tau}
     items = []
     for doc, doc_labels in zip(docs, labels, strict=True):
@@ -152,12 +134,9 @@ def doc_item(
     problems: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The JSON-safe per-question item (NaN scores become None; ``reasons`` say why; :func:`process_docs` adds
-    ``approximate``, ``{estimator: "input: method"}``, when an estimator was scored from an estimated input).
-
-    Labels are 1 / 0 / None: ``labels`` holds the label of every label strategy
-    (:func:`~semuq_eval.judges.strategies.labels_of`), ``sample_labels`` the verdict on every sampled answer (what operator training reads); ``p_correct`` and ``errors`` (why a verdict is
-    unknown) are kept when the judge gives them.
-    """
+    ``approximate``, ``{estimator: "input: method"}``, for estimators scored from an estimated input). Labels are
+    1 / 0 / None, per strategy (``labels``) and per sampled answer (``sample_labels``, what operator training reads);
+    ``p_correct`` and ``errors`` are kept when the judge gives them."""
 
     item = {
         "doc_id": int(doc.doc_id),

@@ -1,15 +1,10 @@
 """Profiles: one metadata key (``profile``) that sets the operators and their models for a situation.
 
-``--metadata '{"profile": "offline"}'`` runs every operator that has a local model on a machine without a
-model hub: ``lexical``, ``cos_int`` (the generating model's own hidden states), ``cos_ext`` on the sentence
-encoder that ``semuq-eval assets`` prepares (all-MiniLM-L6-v2), ``enc`` with the trained weights built from it
-(the ``enc-trained`` asset: the paper's operator, trained on the committed SmolLM2 NQ-Open answers), and
-``enc_untrained``, the same question-conditioned encoder before training, pooled as the trained one is (the
-paper's ablation).
-``"offline:all-mpnet-base-v2"`` chooses mpnet, for which no trained weights ship: there ``enc`` is the
-untrained encoder. ``nli`` / ``nli_soft`` are left out: no NLI cross-encoder ships on PyPI. Keys given
-explicitly in the metadata win over the profile's (``operator_options`` are merged per operator).
-"""
+``{"profile": "offline"}`` runs every operator with a local model: ``lexical``, ``cos_int``, ``cos_ext`` on the encoder
+``semuq-eval assets`` prepares (all-MiniLM-L6-v2), ``enc`` trained from it (asset ``enc-trained``, the paper's operator)
+and ``enc_untrained`` (the ablation); ``"offline:all-mpnet-base-v2"`` uses mpnet, untrained. No NLI cross-encoder ships
+on PyPI, so ``nli`` / ``nli_soft`` are left out. Explicit metadata keys win (``operator_options`` merged per
+operator)."""
 
 from __future__ import annotations
 
@@ -25,16 +20,9 @@ TRAINED_ENCODERS = {"all-minilm-l6-v2": "enc-trained"}
 
 def offline_profile(encoder: str = "all-minilm-l6-v2") -> dict[str, Any]:
     """The offline operators, with ``cos_ext`` on the prepared sentence encoder ``encoder`` and ``enc`` on the
-    weights trained from it (``enc_untrained`` beside it); ``enc`` is the untrained encoder where no trained
-    weights ship.
-
-    Raises
-    ------
-    ValueError
-        For an encoder that is not an offline asset.
-    FileNotFoundError
-        When an asset is not prepared; the message gives the ``semuq-eval assets`` command.
-    """
+    weights trained from it (``enc_untrained`` beside it; ``enc`` is untrained where no trained weights ship). Raises
+    ValueError for an encoder that is not an offline asset, FileNotFoundError (giving the ``semuq-eval assets`` command)
+    when an asset is not prepared."""
     if encoder not in OFFLINE_ENCODERS:
         raise ValueError(
             f"profile offline: unknown encoder {encoder!r}; choose one of {list(OFFLINE_ENCODERS)}"

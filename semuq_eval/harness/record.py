@@ -1,12 +1,9 @@
 """The run record: what a leaderboard needs of a run, as one compact, text-only file small enough to commit.
 
-A run store (:mod:`~.store`) holds hidden vectors and token log-probabilities (megabytes per hundred
-questions) and lives on the machine that made it. A leaderboard needs none of that: per question, its labels
-under every label set and every estimator's score; per run, what identifies it (LLM, task, question set, N,
-decoding, judge, operators). :func:`build_record` makes exactly that, :func:`write_record` writes it as gzip JSON
-lines, beside the breakdown of every run that keeps a store (from what the run holds) and into any file for an
-existing store (:func:`record_from_store`, ``semuq-eval export-record``); :func:`read_record` reads one back,
-checked line by line.
+Per question, its labels under every label set and every estimator's score; per run, what identifies it (LLM, task,
+question set, N, decoding, judge, operators); no hidden vectors or log-probabilities. :func:`build_record` makes it,
+:func:`write_record` writes it (beside every stored run's breakdown; :func:`record_from_store` for an existing store),
+:func:`read_record` reads it back, checked.
 
 Format ``semuq-run-record/1``; line 1 is the manifest, every other line one question, in doc order::
 
@@ -19,16 +16,11 @@ Format ``semuq-run-record/1``; line 1 is the manifest, every other line one ques
      [, "texts": {"question": str, "references": [str], "greedy": str | null, "answers": [str]
                  [, "greedy_offsets": [[int, int]]]}]}
 
-``scores`` follow ``estimators``; a label set that did not label a question is absent from its ``labels``, but
-the manifest's ``label_set`` (the run's own, ``run``) labels every question. ``texts`` are kept by the records
-that training reads (:mod:`semuq_eval.training.data_files`: no scores, one label set, the provenance of the
-store they were exported from) and by check-operator's frozen record (:mod:`semuq_eval.diagnose.freeze`, with the
-greedy answer's token spans); a leaderboard's records leave them out.
-``question_hash`` is :func:`question_hash` of the question's text; ``question_set`` hashes the doc ids, ids
-and question hashes together (:func:`question_set_hash`), so two records hold the same questions exactly when
-their ``question_set`` agree. Nothing depends on the machine or the time of writing (the operators' costs
-are left out) and the gzip header is fixed (no name, mtime 0): the same store gives the same bytes.
-"""
+``scores`` follow ``estimators``; the manifest's ``label_set`` labels every question, others may be absent. ``texts``
+are kept by training records (:mod:`semuq_eval.training.data_files`) and check-operator's frozen record
+(:mod:`semuq_eval.diagnose.freeze`). Two records hold the same questions exactly when their ``question_set``
+(:func:`question_set_hash`) agree. Nothing depends on the machine or the time, so the same store gives the same
+bytes."""
 
 from __future__ import annotations
 
@@ -86,8 +78,8 @@ class RunRecord(dict):
 def question_hash(question: str) -> str:
     """The first 16 hex digits of the SHA-1 of a question's text (stripped), to recognize the same question.
 
-    A lone surrogate (text that is not valid Unicode, e.g. a JSON ``"\\ud800"``) is hashed as its code point's
-    bytes (``surrogatepass``): valid text hashes as UTF-8, and no question makes hashing fail.
+    A lone surrogate (invalid Unicode, e.g. a JSON ``"\\ud800"``) is hashed as its code point's bytes
+    (``surrogatepass``), so no question makes hashing fail.
 
     Examples
     --------
@@ -119,12 +111,8 @@ def _operator(entry: Mapping[str, Any]) -> dict[str, Any]:
 def record_from_store(store: str | os.PathLike) -> RunRecord:
     """The record of a finished run store: every label set it holds, every estimator's score.
 
-    Raises
-    ------
-    ValueError
-        Naming the file: no finished run (``breakdown.json`` or ``scores.jsonl`` missing), or what
-        :func:`~semuq_eval.harness.store.open_store` refuses (another format, malformed answers or scores),
-        or a label other than 1 / 0 / null.
+    Raises ValueError naming the file: no finished run (``breakdown.json`` or ``scores.jsonl`` missing), what
+    :func:`~semuq_eval.harness.store.open_store` refuses, or a label other than 1 / 0 / null.
 
     Examples
     --------
@@ -164,8 +152,7 @@ def build_record(
     label_sets: Mapping[str, Any],
 ) -> RunRecord:
     """The record of a run from what it holds: the store's manifest, the breakdown, the items of ``scores.jsonl``
-    in doc order, each with its ``question_hash`` (:func:`~semuq_eval.harness.pipeline.doc_item` adds it), and
-    the label sets besides the run's own (``{name: LabelSet}``)."""
+    in doc order (each with its ``question_hash``) and the label sets besides the run's own (``{name: LabelSet}``)."""
     names: list[str] = []
     for it in items:
         names.extend(k for k in it["scores"] if k not in names)
@@ -303,12 +290,9 @@ def record_fingerprint(path: str | os.PathLike) -> str:
 def read_record(path: str | os.PathLike) -> RunRecord:
     """Read and check a run record (module docstring).
 
-    Raises
-    ------
-    ValueError
-        One line naming ``file:line``, the record (``task/llm``) once the manifest is read, and the field:
-        not gzip, a malformed JSON line, another format, a field missing or of the wrong type, or questions
-        that do not match the manifest's ``n_questions`` or ``question_set``.
+    Raises ValueError, one line naming ``file:line``, the record (``task/llm``) once known and the field: not gzip,
+    malformed JSON, another format, a missing or mistyped field, or questions not matching the manifest's
+    ``n_questions`` or ``question_set``.
 
     Examples
     --------

@@ -1,12 +1,8 @@
 """Judging a finished run store again: a named label set from another judge, and how it agrees with another set.
 
-Every answer of the store (the greedy one and the N samples of every question) is judged once (identical
-answers once, cached answers not at all) and the label set is written into the store
-(:mod:`semuq_eval.harness.label_sets`). :func:`compare_label_sets` gives Cohen's kappa and the confusion matrix
-for the greedy, majority and per-sample labels, and greedy vs majority within each set;
-:func:`auroc_side_by_side` the AUROC of every stored estimator under each label set (the stored scores, no
-operator is recomputed). ``semuq-eval judge`` (:mod:`semuq_eval.commands.judge`) runs them.
-"""
+Every stored answer is judged once (:mod:`semuq_eval.harness.label_sets` keeps the set). :func:`compare_label_sets`
+gives Cohen's kappa and confusion matrices (greedy, majority, per-sample; greedy vs majority within each set),
+:func:`auroc_side_by_side` each stored estimator's AUROC under each set. ``semuq-eval judge`` runs them."""
 
 from __future__ import annotations
 
@@ -46,10 +42,9 @@ def judge_store(
     answers: str = "all",
 ) -> dict[str, Any]:
     """Judge every stored answer with ``judge_name`` and write label set ``name``; returns its provenance.
-    ``answers="greedy"`` judges the greedy answers only (the sampled answers' labels and the majority label stay
-    unknown: a slow judge's labels for the greedy strategy). An existing label set of that name is replaced only
-    with ``force`` (FileExistsError otherwise); one process at a time writes it
-    (:func:`~semuq_eval.durable.writer_lock`: another gets one line naming it)."""
+    ``answers="greedy"`` judges only the greedy answers (sample and majority labels stay unknown). An existing set of
+    that name is replaced only with ``force`` (else FileExistsError); one process at a time writes it
+    (:func:`~semuq_eval.durable.writer_lock`)."""
     check_name(name)
     if answers not in ANSWERS:
         raise ValueError(f"answers {answers!r}: choose one of {', '.join(ANSWERS)}")
@@ -105,8 +100,8 @@ def panel_store(
     store: str | os.PathLike, members: Sequence[str], rule: str, *, name: str, force: bool = False
 ) -> dict[str, Any]:
     """Write label set ``name``: the panel of two label sets of the store under ``rule``
-    (:mod:`semuq_eval.judges.panel`), answer by answer (the greedy answer and each sample; the majority label
-    from the panel's sample labels); a question either set lacks is left out. Returns its provenance."""
+    (:mod:`semuq_eval.judges.panel`), answer by answer (majority from the panel's sample labels); questions either set
+    lacks are left out. Returns its provenance."""
     first, second = check_panel(members, rule)
     check_name(name)
     a, b = read_label_set(store, first), read_label_set(store, second)

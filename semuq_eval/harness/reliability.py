@@ -1,17 +1,10 @@
 """Which figures of a breakdown can be trusted: small samples and one-class labels flagged, with the reason.
 
-A figure is **unreliable** when
-
-- the minority label class (correct or incorrect answers, among the questions the estimator scored) holds
-  fewer than ``min_minority`` questions (default :data:`MIN_MINORITY` = 20): with 5 incorrect answers an
-  AUROC of 0.95 can come from one lucky ordering, and its bootstrap interval is too optimistic;
-- fewer than :data:`MIN_VALID_SHARE` (95%) of the bootstrap resamples gave a value (a resample that drew
-  one class only has no AUROC), so the interval describes the lucky resamples only;
-- or it is undefined: one class only (every answer correct, or every answer wrong) makes AUROC NaN.
-
-The breakdown keeps every figure and adds ``reliable`` and ``note`` beside it; tables mark unreliable
-figures and plots grey them.
-"""
+A figure is **unreliable** when the minority label class (among the questions scored) holds fewer than ``min_minority``
+questions (default :data:`MIN_MINORITY` = 20): its value can come from one lucky ordering and its bootstrap interval is
+too optimistic; when fewer than :data:`MIN_VALID_SHARE` (95%) of the bootstrap resamples gave a value (a one-class
+resample has no AUROC); or when it is undefined (one class only). The breakdown keeps every figure with ``reliable`` and
+``note`` beside it; tables mark unreliable figures, plots grey them."""
 
 from __future__ import annotations
 

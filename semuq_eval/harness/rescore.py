@@ -1,24 +1,16 @@
 """``rescore``: recompute matrices, scores and metrics from a run store, without the LLM.
 
-``rescore(store, operators=["lexical"], n_samples=5)`` runs the pipeline
-(:func:`~semuq_eval.harness.pipeline.process_docs`) again on the stored answers (``cos_int`` reads the
-stored hidden vectors), scores the chosen estimators and recomputes AUROC / ECE with CIs. ``n_samples`` <
-the stored N is the N-ablation: the first ``n_samples`` stored samples of every question are used (the
-majority label is recomputed from their stored per-sample labels). Labels come from a stored label set
-(``labels``, default ``"run"``: the run's own; ``semuq-eval judge`` adds others), or are judged again when
-a judge option is given.
-
-``operator_options`` set operators' options, e.g. a trained ``enc`` scored beside the untrained one as a
-named variant (:func:`semuq_eval.operators.resolve`)::
+``rescore(store, operators=["lexical"], n_samples=5)`` reruns the pipeline on the stored answers (``cos_int`` reads the
+stored hidden vectors); ``n_samples`` below the stored N is the N-ablation. Labels come from a stored label set
+(``labels``, default ``"run"``) or a judge given again; ``operator_options`` add named variants
+(:func:`semuq_eval.operators.resolve`)::
 
     rescore(store, operators=["enc", "enc_nq", "lexical"],
             operator_options={"enc_nq": {"operator": "enc", "model": "ops/enc-nq"}},
             store_output="rescored/semuq/semuq_webquestions/gemma-3-270m")
 
-``store_output`` writes a complete run store there (answers and hidden vectors copied, the new scores and
-breakdown, written by :func:`~semuq_eval.harness.finish.finish_run` as a run's are), which every store reader
-takes: ``semuq-eval leaderboard``, ``diagnose``, ``judge``. The command is :mod:`semuq_eval.commands.rescore`.
-"""
+``store_output`` writes a complete run store that every store reader takes. The command is
+:mod:`semuq_eval.commands.rescore`."""
 
 from __future__ import annotations
 
@@ -90,42 +82,12 @@ class RescoreOptions(Options):
 def rescore(store_path: str | os.PathLike, options: RescoreOptions | None = None, **given: Any) -> dict:
     """The breakdown (as in ``breakdown.json``) recomputed from the store at ``store_path``.
 
-    Parameters
-    ----------
-    store_path : path-like
-        A run store directory (``<output_path>/semuq/<task>/<run_id>``).
-    options : RescoreOptions, optional
-        The options below (:class:`RescoreOptions`); ``**given`` builds them instead (``rescore(path, tau=0.5)``).
-    operators : sequence of str, optional
-        Operators to compute (default: the stored run's).
-    operator_options : mapping, optional
-        ``{operator: {option: value}}`` over the stored run's (per operator, these win); a named variant
-        gives ``{"operator": <registered name>, ...}``.
-    estimator_names : sequence of str, optional
-        Keep only these estimators (e.g. ``["kle_heat@lexical", "te"]``).
-    n_samples : int, optional
-        Use the first k stored samples (N-ablation; the majority label is recomputed from their labels).
-    tau, bootstrap : optional
-        Override the stored run's settings.
-    judge, judge_options : optional
-        Judge the answers again with this judge (default: the stored labels are reused).
-    labels : str, optional
-        The stored label set to score against (default ``"run"``, the run's own labels; others are written
-        by ``semuq-eval judge``). With ``n_samples``, the majority label is recomputed from the first
-        ``n_samples`` stored per-sample labels.
-    output : path-like, optional
-        Write the breakdown there as JSON (a directory gets ``breakdown.rescore.json``); an existing file that is
-        not a breakdown is replaced only with ``force``.
-    store_output : path-like, optional
-        Write a complete run store there: the stored answers and hidden vectors (with ``n_samples``, the first
-        ``n_samples`` of each question, as many as its manifest says), the new settings,
-        ``scores.jsonl`` and ``breakdown.json``; the labels scored become its run labels. It must not be the
-        source store, a folder holding it or one inside it; a folder that is not empty is refused unless
-        ``force``, and even then unless it is a run store (then it is emptied first: nothing of an older store,
-        such as its label sets, survives into the new one).
-    force : bool
-        Replace a non-empty run store at ``store_output`` and an ``output`` file that is not a breakdown.
-    """
+    ``options`` is a :class:`RescoreOptions` (or ``**given`` builds one: ``rescore(path, tau=0.5)``); unset options keep
+    the stored run's. With ``n_samples`` the majority label is recomputed from the first ``n_samples`` per-sample
+    labels. ``store_output`` gets the stored answers and hidden vectors (the first ``n_samples``), new settings, scores
+    and breakdown, the scored labels as its run labels; it must not be, hold or lie in the source, and a non-empty
+    folder is refused unless ``force`` and it is a run store (emptied first). ``output`` replaces a file that is not a
+    breakdown only with ``force``."""
     o = options if options is not None else RescoreOptions(**given)
     if options is not None and given:
         raise TypeError("give rescore() its options or keywords, not both")
@@ -275,8 +237,8 @@ def _new_store(
     manifest: Mapping[str, Any], source, target: Path, settings: Settings, ablated: Sequence[Doc] | None
 ) -> RunStore:
     """A new run store at ``target`` (emptied first: refused in :func:`rescore` unless empty or forced) holding
-    ``source``'s answers and hidden vectors, or for an N-ablation the ``ablated`` docs (their first N samples:
-    the store holds as many as its manifest says); :func:`finish_run` adds the rescored rest."""
+    ``source``'s answers and hidden vectors, or for an N-ablation the ``ablated`` docs; :func:`finish_run` adds the
+    rescored rest."""
     if target.is_dir():
         shutil.rmtree(target)
     elif target.exists():
@@ -299,8 +261,8 @@ def _stored_labels(
     store_path: str | os.PathLike, docs: Sequence[Doc], name: str, n: int, stored_n: int
 ) -> tuple[str, dict[str, Any], list[dict[str, Any]]] | None:
     """``(name, judge info, one label record per stored doc)`` of label set ``name``, restricted to the first
-    ``n`` samples; None when the run's own labels cannot serve (an old store without scores or per-sample
-    labels): the stored judge then labels again. Another label set that does not cover the store is an error."""
+    ``n`` samples; None when the run's own labels cannot serve (an old store without scores or per-sample labels), so
+    the stored judge labels again. Another label set that does not cover the store is an error."""
     try:
         label_set = read_label_set(store_path, name)
     except FileNotFoundError:

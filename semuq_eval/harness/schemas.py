@@ -1,9 +1,8 @@
 """Declared schemas of the run store's files, checked when they are read (pydantic, strict types).
 
-One schema per kind of line, shared by every reader of that file: a bad line is one ValueError naming the file,
-the line and the field (``scores.jsonl:3: field scores.kle_heat@enc: ...``), never a TypeError deep in a
-computation. Fields the schema does not name are kept as they are (later versions may add some).
-"""
+One schema per kind of line, shared by every reader: a bad line is one ValueError naming file, line and field
+(``scores.jsonl:3: field scores.kle_heat@enc: ...``), never a TypeError deep in a computation. Unknown fields are kept
+as they are."""
 
 from __future__ import annotations
 
@@ -70,8 +69,8 @@ class ScoresLine(BaseModel):
 
 class AnswerRecord(BaseModel):
     """One answer as the store keeps it (:meth:`~semuq_eval.models.generation.Generation.to_record`): its text and,
-    when the model gave them, its tokens, their log-probabilities and entropies (null where a value was not finite),
-    their character spans and its hidden vector (kept in ``hidden.rank<R>.npz``, so null here)."""
+    when the model gave them, tokens, log-probabilities and entropies (null where not finite), character spans and
+    hidden vector (kept in ``hidden.rank<R>.npz``, so null here)."""
 
     model_config = ConfigDict(extra="allow", strict=True)
 
@@ -163,8 +162,8 @@ class RecordLabels(BaseModel):
 
 class RecordTexts(BaseModel):
     """A question's texts in a run record that keeps them (training data, check-operator's frozen record): the
-    question, its references, the greedy answer (null when none was kept), the sampled answers and, where kept,
-    the generating model's token spans in the greedy answer (``[start, end)`` characters, for localization)."""
+    question, references, greedy answer (null when none was kept), sampled answers and, where kept, the generating
+    model's token spans in the greedy answer (``[start, end)`` characters)."""
 
     model_config = ConfigDict(extra="allow", strict=True)
 

@@ -1,60 +1,48 @@
 """Plugin settings of a semuq task, read from the task's ``metadata`` (YAML) and ``--metadata '{...}'``.
 
-lm-eval rejects unknown task-config keys, so every semuq setting lives under ``metadata``;
-``--metadata`` on the command line is merged over the YAML's (shallow merge). Everything is validated before any
-generation (``semuq-eval run`` checks ``--metadata`` before the model even loads; the task checks the merged
-settings when it is built): types and ranges, registry names, every operator built with
-its options (no model loads), the judge built with its options, and a key that looks like a misspelt setting
-(``n_smaples``) is refused with the setting it resembles; other keys (``version``, ``data_dir``, ``limit``) pass.
+lm-eval rejects unknown task-config keys, so every setting lives under ``metadata``; ``--metadata`` is merged over the
+YAML's (shallow). All is validated before any generation (``semuq-eval run`` checks ``--metadata`` before the model
+loads, the task the merged settings when built): types, ranges, registry names, every operator and the judge built with
+their options (no model loads); a key resembling a setting (``n_smaples``) is refused naming it, other keys
+(``version``, ``data_dir``, ``limit``) pass.
 
-=====================  ===========================================  =========================================
-key                    default                                      meaning
-=====================  ===========================================  =========================================
-profile                none                                         ``offline``: operators with a local model
-                                                                    (:mod:`semuq_eval.harness.profiles`)
-n_samples              20                                           N sampled answers per question (App. E.2)
-operators              nli, nli_soft, cos_ext, cos_int, enc,        operators to run (registry names, or
-                       lexical                                      named variants: see operator_options)
-operator_options       {}                                           ``{operator: {kwarg: value}}`` passed to
-                                                                    ``semuq_eval.operators.get``; a variant's
-                                                                    own name gets ``{"operator": "enc", ...}``
-aggregators            null (all registered)                        aggregator names to score
-aggregator_options     {}                                           ``{aggregator: {kwarg: value}}``
-tau                    0.5                                          equivalence rule S_ij > tau for graded or
-                                                                    Gram matrices (hard NLI is boolean); in (0, 1)
-judge                  string                                       the judge that labels answers (registry
-                                                                    name, :mod:`semuq_eval.judges`)
-judge_options          {}                                           its options, e.g. ``{"mode": "em"}``
-label_mode             (shorthand)                                  ``judge_options.mode`` of the string judge:
-                                                                    contains | em | f1
-f1_threshold           (shorthand)                                  ``judge_options.f1_threshold``
-question_field         question                                     doc field holding the bare question
-bootstrap              1000                                         bootstrap resamples for the CIs (>= 1)
-seed                   0                                            bootstrap seed (>= 0)
-ece_bins               10                                           ECE bins
-ece_refit              once                                         ECE interval: calibrator fitted once, or
-                                                                    refitted in every resample (per_resample)
-min_minority           20                                           figures whose minority label class is
-                                                                    smaller are flagged unreliable
-metrics                auroc, ece, prr, auarc                       metrics of the breakdown (registry names,
-                                                                    :mod:`semuq_eval.metrics`); the first
-                                                                    ranks the estimators (``best``), the
-                                                                    first two are lm-eval's table
-output_dir             $SEMUQ_OUTPUT_DIR, else lm-eval's            where the full breakdown and the run store
-                       ``--output_path``, else nothing is written   are written (:mod:`semuq_eval.context`)
-run_id                 the model's slug (``pretrained``)            the run's folder under semuq/<task>/
-store                  true                                         write the run store
-store_hidden           true                                         keep hidden vectors in the store (.npz)
-table_estimators       []                                           extra estimators shown in lm-eval's table
-                                                                    (``auroc_greedy:<est>``)
-reflexive              []                                           follow-ups asked about the greedy answer:
-                                                                    ``p_true``, ``verbalized`` (estimators of
-                                                                    the same names; semuq-hf and semuq-api
-                                                                    only, :mod:`semuq_eval.models.reflexive`)
-reflexive_chat_template false                                       render the follow-ups with the run's chat
-                                                                    template (needs ``--apply_chat_template``;
-                                                                    false: raw prompts, as the papers)
-=====================  ===========================================  =========================================
+=======================  =======================  ======================================================================
+key                      default                  meaning
+=======================  =======================  ======================================================================
+profile                  none                     ``offline``: the operators with a local model (:mod:`~.profiles`)
+n_samples                20                       N sampled answers per question (App. E.2)
+operators                nli, nli_soft, cos_ext,  operators to run: registry names or named variants (operator_options)
+                         cos_int, enc, lexical
+operator_options         {}                       ``{operator: {kwarg: value}}`` for ``semuq_eval.operators.get``; a
+                                                  variant's name gets ``{"operator": "enc", ...}``
+aggregators              null (all registered)    aggregator names to score
+aggregator_options       {}                       ``{aggregator: {kwarg: value}}``
+tau                      0.5                      S_ij > tau equivalence (graded / Gram matrices; hard NLI: boolean); in
+                                                  (0, 1)
+judge                    string                   the judge that labels answers (:mod:`semuq_eval.judges`)
+judge_options            {}                       its options, e.g. ``{"mode": "em"}``
+label_mode               (shorthand)              ``judge_options.mode`` of the string judge: contains | em | f1
+f1_threshold             (shorthand)              ``judge_options.f1_threshold``
+question_field           question                 doc field holding the bare question
+bootstrap                1000                     bootstrap resamples for the CIs (>= 1)
+seed                     0                        bootstrap seed (>= 0)
+ece_bins                 10                       ECE bins
+ece_refit                once                     ECE interval's calibrator: fitted once, or in every resample
+                                                  (per_resample)
+min_minority             20                       figures whose minority label class is smaller are flagged unreliable
+metrics                  auroc, ece, prr, auarc   the breakdown's metrics (:mod:`semuq_eval.metrics`); the first ranks
+                                                  (``best``), the first two are lm-eval's table
+output_dir               $SEMUQ_OUTPUT_DIR, else  where the breakdown and the run store go (none: nothing is written;
+                         ``--output_path``        :mod:`semuq_eval.context`)
+run_id                   the model's slug         the run's folder under semuq/<task>/ (slug of ``pretrained``)
+store                    true                     write the run store
+store_hidden             true                     keep hidden vectors in the store (.npz)
+table_estimators         []                       extra estimators shown in lm-eval's table (``auroc_greedy:<est>``)
+reflexive                []                       follow-ups on the greedy answer, estimators ``p_true``, ``verbalized``
+                                                  (semuq-hf, semuq-api only; :mod:`semuq_eval.models.reflexive`)
+reflexive_chat_template  false                    follow-ups in the run's chat template (needs
+                                                  ``--apply_chat_template``); false: raw prompts, as the papers
+=======================  =======================  ======================================================================
 """
 
 from __future__ import annotations
@@ -134,13 +122,8 @@ class Settings:
     def from_metadata(cls, metadata: Mapping[str, Any] | None, *, expand_profile: bool = True) -> Settings:
         """Settings from a task's metadata; unrelated keys (version, data_dir, ...) are ignored.
 
-        ``expand_profile=False`` reads stored settings, whose profile was expanded when the run started.
-
-        Raises
-        ------
-        ValueError
-            Naming the key, for a value out of range or a name no registry knows.
-        """
+        ``expand_profile=False`` reads stored settings (their profile was expanded at the run's start). Raises
+        ValueError naming the key for a value out of range or a name no registry knows."""
         from semuq_eval.harness.profiles import apply_profile
 
         if metadata is not None and not isinstance(metadata, Mapping):

@@ -1,22 +1,11 @@
 """The run step of a semuq task: where lm-eval's answers become scores and the run's files.
 
-lm-eval calls ``task.apply_filters()`` once per rank, after generation and before ``process_results``; its
-default applies each of the task's filter ensembles to all of the rank's instances. A semuq task has one,
-:class:`RunStep`, and this is the whole run:
-
-1. one :class:`~semuq_eval.harness.doc.Doc` per question (:func:`docs_from_instances`: the greedy answer and
-   EXACTLY N samples; lm-eval's data-parallel padding repeats a rank's last request, and the extra responses are
-   dropped and counted);
-2. the pipeline on all of them at once (:func:`~semuq_eval.harness.pipeline.process_docs`: operators batched,
-   scores, labels); each question's JSON-safe item becomes the filtered response of its sampled request;
-3. the run store started with the rank's answers;
-4. the items of every rank gathered (a collective under data parallelism), and the run finished on them by the
-   process that writes the outputs (:func:`~semuq_eval.harness.finish.finish_run`: AUROC / ECE with CIs,
-   ``breakdown.json``, ``scores.jsonl``, the run record).
-
-``process_results`` then hands each item on, and the task's aggregations read :attr:`RunStep.breakdown` for
-lm-eval's table.
-"""
+lm-eval calls ``task.apply_filters()`` once per rank, after generation and before ``process_results``. A semuq task's
+one filter ensemble, :class:`RunStep`, is the whole run: one :class:`~semuq_eval.harness.doc.Doc` per question
+(:func:`docs_from_instances`: the greedy answer and EXACTLY N samples); the pipeline on all of them at once (each item
+becomes its sampled request's filtered response); the run store started with the rank's answers; then every rank's items
+gathered and the run finished by the process writing the outputs (:func:`~semuq_eval.harness.finish.finish_run`), whose
+breakdown the aggregations read."""
 
 from __future__ import annotations
 
@@ -58,11 +47,8 @@ def docs_from_instances(
     key_of: Callable[[dict], str | None],
 ) -> list[tuple[Doc, Instance | None, Instance | None]]:
     """One :class:`Doc` per question of lm-eval's instances, in doc order, with its greedy and sampled instance.
-
-    The greedy answer is the first response of request idx 0; the samples are the FIRST ``n_samples``
-    responses of request idx 1. lm-eval's data-parallel padding repeats a rank's last request, so that
-    question receives extra responses: they are dropped and counted in ``Doc.n_extra_responses``.
-    """
+    Greedy: the first response of request idx 0; samples: the FIRST ``n_samples`` of idx 1 (extras from data-parallel
+    padding are dropped and counted in ``Doc.n_extra_responses``)."""
     by_doc: dict[int, dict[int, Instance]] = {}
     for inst in instances:
         by_doc.setdefault(inst.doc_id, {})[inst.idx] = inst
@@ -90,10 +76,8 @@ def docs_from_instances(
 
 class RunStep(FilterEnsemble):
     """A semuq task's one filter ensemble: the run, on all of a rank's instances (see the module docstring).
-
-    After :meth:`apply`, :attr:`breakdown` is the finished run's breakdown on the processes that aggregate
-    (None on the other ranks of a data-parallel run, which lm-eval never asks to aggregate).
-    """
+    After :meth:`apply`, :attr:`breakdown` is the finished run's breakdown on the aggregating process (None
+    elsewhere)."""
 
     def __init__(self, task: SemuqTask) -> None:
         super().__init__(name=FILTER, filters=[])
@@ -153,8 +137,8 @@ class RunStep(FilterEnsemble):
         self, items: list[dict], runs: dict[str, OperatorRun]
     ) -> tuple[list[dict] | None, dict[str, OperatorRun]]:
         """Every rank's items, in rank order (lm-eval's order), on rank 0, with the operator runs merged (summed
-        cost, max wall time, per-rank values); (None, runs) on the other ranks. Collective under data parallelism:
-        lm-eval applies the filters on every rank."""
+        cost, max wall time, per-rank values); (None, runs) on the other ranks. Collective: lm-eval applies the filters
+        on every rank."""
         task = self.task
         if task.dp_world <= 1:
             return items, runs
@@ -172,8 +156,8 @@ class RunStep(FilterEnsemble):
 
     def writes_outputs(self, warn: bool = True) -> bool:
         """False on the processes other than 0 of a multi-process launch that lm-eval did not split (the
-        model is not data-parallel, e.g. lm-eval's `hf` on CPU): each process evaluates every question, and
-        only process 0 writes the run store and the breakdown (the others would write the same files)."""
+        model is not data-parallel, e.g. ``hf`` on CPU): each evaluates every question, only process 0 writes the
+        files."""
         group = process_group()
         if self.task.dp_world > 1 or group is None or group[1] <= 1:
             return True

@@ -1,35 +1,28 @@
 """The run store: per-question records of a run, for ``judge`` / ``rescore`` without regenerating.
 
-Location: ``<output_dir>/semuq/<task>/<run_id>/``, resolved by the run context
-(:meth:`semuq_eval.context.RunContext.store_dir`: the run id is the model's slug unless metadata ``run_id``
-says otherwise). Files (no pickle anywhere):
+Location: ``<output_dir>/semuq/<task>/<run_id>/`` (:meth:`semuq_eval.context.RunContext.store_dir`). Files (no pickle
+anywhere):
 
-=============================  ============================================================================
-``manifest.json``              format (``semuq-store/1``), task, settings, the LLM under test (``model``:
-                               ``pretrained`` or ``model``, ``revision``, ... as lm-eval's model_args gave
-                               them) and, when the model reports it, what generated the answers
-                               (``generator``: ``Generation.source``, e.g. a server's capabilities and
-                               fallbacks), written by every rank at start
-``generations.rank<R>.jsonl``  one JSON object per question, written by the filter of rank R:
-                               ``{"doc_id", "id", "question", "references", "n_extra_responses",
-                               "greedy": Generation.to_record(include_hidden=False), "samples": [...]}``
-``hidden.rank<R>.npz``         hidden vectors of rank R (``np.savez``; load with ``allow_pickle=False``):
+=============================  =========================================================================================
+``manifest.json``              format (``semuq-store/1``), task, settings, the LLM under test (``model``: ``pretrained``
+                               or ``model``, ``revision``, ... as lm-eval's model_args gave them) and, when the model
+                               reports it, what generated the answers (``generator``: ``Generation.source``, e.g. a
+                               server's capabilities and fallbacks), written by every rank at start
+``generations.rank<R>.jsonl``  one JSON object per question, written by rank R's filter: ``{"doc_id", "id", "question",
+                               "references", "n_extra_responses", "greedy": Generation.to_record(include_hidden=False),
+                               "samples": [...]}``
+``hidden.rank<R>.npz``         rank R's hidden vectors (``np.savez``; load with ``allow_pickle=False``):
                                ``d<doc_id>.greedy`` (d,) and ``d<doc_id>.samples`` (N, d)
-``scores.jsonl``               one item per question (rank 0, :func:`~semuq_eval.harness.finish.finish_run`): labels (one per label
-                               strategy), every estimator's score (null = unavailable) and the reasons
+``scores.jsonl``               one item per question (rank 0, :func:`~semuq_eval.harness.finish.finish_run`): labels
+                               (one per label strategy), every estimator's score (null = unavailable) and the reasons
 ``breakdown.json``             the full breakdown (:mod:`semuq_eval.harness.breakdown`)
 ``record.jsonl.gz``            the run record: labels and scores, text only (:mod:`semuq_eval.harness.record`)
-``.semuq-unfinished``          present from the run's start to its last file (``breakdown.json``): readers
-                               refuse the store while it is there (:mod:`semuq_eval.durable`)
-=============================  ============================================================================
+``.semuq-unfinished``          present from the run's start to its last file (``breakdown.json``): readers refuse the
+                               store while it is there (:mod:`semuq_eval.durable`)
+=============================  =========================================================================================
 
-A rank truncates its own files when its filter starts (rank 0 also removes those of ranks that the run
-does not have), so a re-run with the same arguments overwrites its store. Under data parallelism each rank
-holds its share of the questions and :func:`open_store` reads every rank's files. Generation happens inside the model's ``generate_until`` before the task sees anything, so
-resuming a killed run is the model's job: ``semuq-hf`` journals every prompt's answers as they are
-generated (:mod:`semuq_eval.models.journal`, ``<output_dir>/semuq/_journal/``) and a restarted run
-generates only the missing ones, then writes this store in full.
-"""
+Each rank truncates its own files when its filter starts, so a re-run overwrites the store. Resuming a killed run is the
+model's job (``semuq-hf`` journals answers, :mod:`semuq_eval.models.journal`)."""
 
 from __future__ import annotations
 
@@ -96,9 +89,8 @@ class RunStore:
         generator: Mapping[str, Any] | None = None,
     ) -> None:
         """Create the directory, write the manifest, truncate this rank's files. Rank 0 also removes the
-        files of ranks >= ``world_size`` left by an earlier run with more ranks (they would be read back).
-        ``model`` names the LLM under test (``pretrained`` / ``model``, ``revision``, ...), as lm-eval's CLI gave
-        it (lm-eval's CLI merges model_args into the task metadata; ``simple_evaluate`` does not: then it is empty)."""
+        files of ranks >= ``world_size`` of an earlier run. ``model``: the LLM as lm-eval's CLI gave it (empty under
+        ``simple_evaluate``)."""
         r = self.rank
         self.mark_unfinished()
         manifest = {"format": STORE_FORMAT, "task": task, "settings": settings, "model": dict(model or {})}
@@ -147,7 +139,7 @@ class RunStore:
 
     def copy_generations(self, source: str | os.PathLike) -> None:
         """Every rank's answers and hidden vectors of the store at ``source``, as they are (after :meth:`begin`,
-        in place of this rank's empty file): a store rescored elsewhere keeps the answers it was made from."""
+        in place of this rank's empty file): a rescored store keeps the answers it was made from."""
         (self.root / f"generations.rank{self.rank}.jsonl").unlink(missing_ok=True)
         for path in [*Path(source).glob(GENERATIONS_GLOB), *Path(source).glob(HIDDEN_GLOB)]:
             with open(path, "rb") as src:
@@ -167,9 +159,8 @@ class RunStore:
 
     def mark_unfinished(self) -> None:
         """Create the folder and mark it unfinished (:data:`~semuq_eval.durable.UNFINISHED`) until
-        :meth:`mark_finished`: readers refuse the store in between, so a killed run is never read as complete.
-        This process becomes the store's one writer (another gets one line naming it); the temporary files of
-        killed writers are removed first."""
+        :meth:`mark_finished`, so readers never take a killed run as complete. This process becomes the store's one
+        writer; killed writers' temporary files are removed first."""
         # one writer per store; under data parallelism each rank is the one writer of its own files
         hold_writer_lock(self.root if self.rank == 0 else self.root / f"rank{self.rank}", "run store")
         self.root.mkdir(parents=True, exist_ok=True)
@@ -264,8 +255,7 @@ class StoreReader:
 
     def docs(self, *, hidden: bool = True) -> list[Doc]:
         """Every stored question as a :class:`Doc`, by doc id, with its answers rebuilt as :class:`Generation`
-        (hidden vectors restored unless ``hidden=False``, which skips reading them: text-only consumers).
-        A later line for the same doc wins."""
+        (hidden vectors unless ``hidden=False``). A later line for the same doc wins."""
         n_samples = self.manifest["settings"].get(
             "n_samples"
         )  # a store is read after its manifest is checked
@@ -295,7 +285,7 @@ class StoreReader:
 
 def read_breakdown(path: str | os.PathLike) -> dict[str, Any]:
     """A breakdown file (a store's ``breakdown.json`` or one ``rescore --output`` wrote): a JSON object, else
-    ValueError naming the file. Its fields are checked by those who read them (the leaderboard's schema)."""
+    ValueError naming the file (its readers check its fields)."""
     breakdown = read_json(path)
     if not isinstance(breakdown, dict):
         raise ValueError(f"{path}: a breakdown is a JSON object, got {type(breakdown).__name__}")

@@ -10,25 +10,12 @@ Used from YAML (``tasks/*.yaml``)::
     generation_kwargs: {do_sample: true, temperature: 1.0, top_p: 0.9, top_k: 50, until: ["\\n\\n"]}
     metadata: {n_samples: 20, operators: [...], ...}   # see semuq_eval.harness.settings
 
-Per question, :meth:`SemuqTask.construct_requests` returns
-
-- a greedy Instance (idx 0, repeats 1, ``do_sample: false``, same ``until`` / ``max_gen_toks``);
-- a sampled Instance (idx 1, repeats N) with the task's ``generation_kwargs`` (App. E.2: temperature
-  1.0, top-p 0.9, top-k 50), which ``--gen_kwargs`` overrides.
-
-With the setting ``reflexive`` (e.g. ``[p_true, verbalized]``), the greedy Instance's generation kwargs also carry
-the follow-up prompts, the question filled in and ``{answer}`` left open, under the reserved key
-``semuq_reflexive``: lm-eval builds every request before any is answered, so the model (``semuq-hf`` or
-``semuq-api``) asks them once it has the greedy answer (:mod:`semuq_eval.models.reflexive`). Another model is
-refused when the task is built if the command line names it (``--model``), else when its answers come back
-without the follow-ups.
-
-The run context (output folder, run id, rank) and the run store are resolved once, when lm-eval builds the task.
-The run itself is the task's one filter ensemble, :class:`~semuq_eval.harness.step.RunStep`: lm-eval applies it
-to all of a rank's instances after generation (the pipeline, the run store, the finished breakdown).
-``process_results`` only hands each question's item on, and every aggregation returns one summary scalar of the
-step's breakdown for lm-eval's table.
-"""
+Per question, :meth:`SemuqTask.construct_requests` returns a greedy Instance (idx 0, ``do_sample: false``, same
+``until`` / ``max_gen_toks``) and a sampled one (idx 1, repeats N, the task's ``generation_kwargs``, App. E.2). With
+setting ``reflexive`` the greedy Instance also carries the follow-up prompts under the reserved key ``semuq_reflexive``,
+which the model (``semuq-hf``, ``semuq-api``) asks once it has the greedy answer (:mod:`semuq_eval.models.reflexive`);
+other models are refused. The run itself is the task's filter ensemble (:class:`~semuq_eval.harness.step.RunStep`);
+``process_results`` hands each item on and each aggregation returns one scalar of its breakdown."""
 
 from __future__ import annotations
 
@@ -182,9 +169,8 @@ class SemuqTask(ConfigurableTask):
     ) -> dict[str, str]:
         """The follow-up prompts as one user turn in the run's chat template (setting reflexive_chat_template).
 
-        The ``{answer}`` placeholder passes through the template as text. A server's chat endpoint (``semuq-api``)
-        already sends each follow-up as a user message in the server's template: its prompts stay as they are.
-        """
+        ``{answer}`` passes through the template as text. ``semuq-api``'s chat endpoint already sends each follow-up as
+        a user message in the server's template, so its prompts stay as they are."""
         if not apply_chat_template or chat_template is None:
             raise ValueError(
                 "metadata reflexive_chat_template: the run has no chat template; pass --apply_chat_template"

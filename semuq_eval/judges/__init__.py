@@ -1,23 +1,12 @@
 """Judges: correctness labels for generated answers, from the question's reference answers.
 
-``get(name, **options)`` builds the judge registered under ``name``; ``names()`` lists them; ``register`` adds
-one, and an installed package adds one through the entry-point group ``semuq_eval.judges``
-(:mod:`semuq_eval.registry`). :func:`label_answers` turns one judge's verdicts into a label per label strategy
-(:mod:`~semuq_eval.judges.strategies`, a registry of its own: the greedy and majority labels of App. D and any
-registered further).
-
-=========  ======================================================================================
-name       judge
-=========  ======================================================================================
-string     SQuAD-normalized string match (``mode``: contains | em | f1)
-hf         a local transformers causal LM; the verdict from its next-token yes/no probabilities
-openai     any OpenAI-compatible server (vLLM, llama.cpp, TGI, OpenAI); yes/no log-probabilities
-           when returned, else the reply parsed strictly
-=========  ======================================================================================
-
-The LLM judges share prompts (:mod:`~semuq_eval.judges.prompts`), a persistent verdict cache
-(:mod:`~semuq_eval.judges.cache`) and de-duplication (:mod:`~semuq_eval.judges.prompted`).
-"""
+``get(name, **options)`` builds a registered judge, ``names()`` lists them, and ``register`` or the entry-point group
+``semuq_eval.judges`` (:mod:`semuq_eval.registry`) adds one. :func:`label_answers` turns one judge's verdicts into a
+label per label strategy (:mod:`~semuq_eval.judges.strategies`: App. D's greedy and majority, and any registered).
+Built in: ``string`` (SQuAD-normalized match, ``mode`` contains | em | f1), ``hf`` (a local transformers causal LM,
+from its next-token yes/no probabilities) and ``openai`` (an OpenAI-compatible server: yes/no log-probabilities when
+returned, else the reply parsed strictly). The LLM judges share prompts (:mod:`~semuq_eval.judges.prompts`), a
+verdict cache (:mod:`~semuq_eval.judges.cache`) and de-duplication (:mod:`~semuq_eval.judges.prompted`)."""
 
 from __future__ import annotations
 

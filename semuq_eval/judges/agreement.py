@@ -1,8 +1,7 @@
 """Agreement between two sets of labels: Cohen's kappa and the 2 x 2 confusion matrix.
 
-Used to compare judges (the string judge vs an LLM judge) and label strategies (greedy vs majority) on the
-same questions. Pairs where either label is missing are left out and counted. Kappa is undefined (None,
-with a note) when both label sets are constant, as is the case of a tiny sample.
+Compares judges (string vs LLM) and label strategies (greedy vs majority) on the same questions. Pairs with a
+missing label are left out and counted; kappa is None (with a note) when both label sets are constant.
 
 Example
 -------
@@ -24,13 +23,9 @@ __all__ = ["agreement", "agreement_table"]
 def agreement(a: Sequence[int | bool | None], b: Sequence[int | bool | None]) -> dict[str, Any]:
     """Agreement of two aligned label sequences (1 / 0 / None).
 
-    Returns
-    -------
-    dict
-        ``n`` (pairs with both labels), ``n_skipped`` (pairs with a missing label), ``confusion``
-        (``[[a=0 & b=0, a=0 & b=1], [a=1 & b=0, a=1 & b=1]]``), ``observed`` (share of equal labels),
-        ``kappa`` (Cohen's, scikit-learn's ``cohen_kappa_score``; None when undefined) and ``note``.
-    """
+    Returns ``n`` (pairs with both labels), ``n_skipped`` (pairs with a missing label), ``confusion``
+    (``[[a=0 & b=0, a=0 & b=1], [a=1 & b=0, a=1 & b=1]]``), ``observed`` (share of equal labels), ``kappa``
+    (scikit-learn's ``cohen_kappa_score``; None when undefined) and ``note``."""
     if len(a) != len(b):
         raise ValueError(f"label sequences of different lengths: {len(a)} and {len(b)}")
     pairs = [

@@ -1,13 +1,9 @@
 """The judge registry: who decides whether a generated answer matches the question's reference answers.
 
-A judge compares an answer with the references (the ground truth); it never grades the answer on its own
-opinion of the truth (App. D). Every judge implements :class:`Judge` and is registered under the name users
-type in the run setting ``judge`` (``--metadata '{"judge": "string", "judge_options": {"mode": "em"}}'``).
-A verdict is True (correct), False (incorrect) or None (the judge could not decide: the label is missing,
-counted, and left out of the metrics, never taken as incorrect). A judge that knows more returns
-:class:`Verdict` objects instead: the label with the judge's probability that the answer is correct, its raw
-reply and, for a missing label, the reason.
-"""
+A judge compares an answer with the references, never with its own opinion of the truth (App. D). Judges implement
+:class:`Judge` and are chosen by the run setting ``judge`` (``--metadata '{"judge": "string", "judge_options":
+{"mode": "em"}}'``). A verdict is True, False or None (undecided: the label is missing, counted and left out of the
+metrics, never taken as incorrect), or a :class:`Verdict` that adds the judge's probability, reply and reason."""
 
 from __future__ import annotations
 
@@ -34,17 +30,10 @@ __all__ = [
 class Verdict:
     """One judged answer.
 
-    Parameters
-    ----------
-    label : bool or None
-        Correct, incorrect, or None: unknown (left out of the metrics and counted, never "incorrect").
-    p_correct : float, optional
-        The judge's probability that the answer matches the references (e.g. from its yes/no logits).
-    reply : str, optional
-        The judge's raw reply, kept for an unreadable one.
-    error : str, optional
-        Why the label is unknown (unreadable reply, request failed after its retries, no reference).
-    """
+    ``label``: True, False or None (unknown: left out of the metrics and counted, never "incorrect");
+    ``p_correct``: the judge's probability that the answer matches the references (e.g. from its yes/no logits);
+    ``reply``: the judge's raw reply; ``error``: why the label is unknown (unreadable reply, failed request, no
+    reference)."""
 
     label: bool | None
     p_correct: float | None = None
@@ -88,11 +77,9 @@ def as_label(value: Any) -> int | None:
 class Judge(Protocol):
     """Decides whether answers match their references, in batches.
 
-    ``batch(questions, answers, references)`` gets one question, one answer and that question's reference
-    aliases per position, and returns one verdict per position: True / False / None, or a :class:`Verdict`
-    carrying a probability and the raw reply. ``info`` is the judge's identity (name, model and revision,
-    prompt and its hash, decoding, ...) written into every breakdown and label set.
-    """
+    ``batch(questions, answers, references)`` takes a question, an answer and its reference aliases per position
+    and returns one verdict per position (True / False / None or a :class:`Verdict`). ``info`` is the judge's
+    identity (name, model, revision, prompt and its hash, decoding), written into every breakdown and label set."""
 
     name: str
 
@@ -124,18 +111,7 @@ for _name, _target in {
 def register(name: str) -> Callable[[type], type]:
     """Class decorator: register a :class:`Judge` class under ``name``; ``get(name, **options)`` builds it.
 
-    Examples
-    --------
-    A judge that takes an answer as correct when it names the first alias verbatim::
-
-        @register("verbatim")
-        class VerbatimJudge:
-            name = "verbatim"
-            info = {"judge": "verbatim"}
-
-            def batch(self, questions, answers, references):
-                return [bool(refs) and refs[0] in answer for answer, refs in zip(answers, references)]
-    """
+    An example judge, one file and one registration: CONTRIBUTING.md, "Adding a judge"."""
 
     def decorate(cls: type) -> type:
         registry.register(name, _check(name, cls))

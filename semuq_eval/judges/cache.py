@@ -1,25 +1,13 @@
 """A persistent cache of judge verdicts (SQLite, standard library): a re-run costs nothing.
 
-The key of a verdict is the sha256 of (the judge's identity: backend, model and revision, decoding; the
-prompt's sha256; the question; the references; the answer), so a change of any of them is a miss. Only
-verdicts with a label are stored and served: an unknown one (an unreadable or empty reply, a request that
-failed after its retries) is not, so the next run asks again, and a run killed or cut off by a failing server
-resumes from the cache when the server is back.
-
-Default location: ``<semuq-eval cache dir>/judge-cache.sqlite`` (``SEMUQ_EVAL_CACHE`` or
-``~/.cache/semuq-eval``); judges take ``cache=PATH`` or ``cache=none``. Several processes may share one file
-(WAL journal, busy timeout).
-
-The cache is an optimisation, never a source of labels it cannot vouch for:
-
-- a row read back is checked as a label set's verdict is (label 0 / 1, ``p_correct`` a number in [0, 1] or
-  null, text fields text); an invalid row is a miss (asked again, then replaced), with one warning naming the file;
-- a cache whose file or folder is not writable (a read-only mount) is used read-only: its verdicts are served,
-  new ones are not stored, and one warning says so;
-- a write that fails (a full disk, a lock held past the busy timeout) stops the storing for the rest of the run
-  with one warning naming the file; the judge goes on and its labels are written as usual;
-- a file that cannot be opened or read (not an SQLite file, another schema, a damaged page) is
-  :class:`JudgeCacheError`: one line naming the file (``cache=none`` runs without it).
+A verdict's key is the sha256 of the judge's identity (backend, model, revision, decoding), the prompt's sha256,
+the question, the references and the answer. Only verdicts with a label are stored, so an unknown one is asked
+again by the next run. Default file: ``<semuq-eval cache dir>/judge-cache.sqlite`` (``SEMUQ_EVAL_CACHE`` or
+``~/.cache/semuq-eval``); judges take ``cache=PATH`` or ``cache=none``; processes may share it (WAL, busy timeout).
+It never serves a label it cannot vouch for (docs/judges.md, "Cache"): a row a label set would refuse (label not
+0 / 1, ``p_correct`` not in [0, 1] or null, a text field not text) is a miss, an unwritable file is used read-only,
+a failed write stops the storing for the run (one warning each), and a file that cannot be opened or read is
+:class:`JudgeCacheError`.
 
 Example
 -------
@@ -93,18 +81,8 @@ class JudgeCacheError(ValueError):
 class JudgeCache:
     """Verdicts by key in one SQLite file, safe to share between threads and processes.
 
-    Parameters
-    ----------
-    path : path-like
-        The database file (created with its folder; an existing one that cannot be written is used read-only).
-
-    Attributes
-    ----------
-    read_only : bool
-        Verdicts are served, not stored (the file or its folder is not writable).
-    write_error : str or None
-        Why storing stopped during this run (a failed write), else None.
-    """
+    ``path``: the database file (created with its folder; one that cannot be written is used read-only).
+    ``read_only``: verdicts are served, not stored; ``write_error``: why storing stopped during this run, or None."""
 
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = Path(path)

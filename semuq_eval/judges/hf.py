@@ -1,13 +1,10 @@
 """The ``hf`` judge: a local transformers causal LM reads each prompt and we read its NEXT-TOKEN logits.
 
-No text is generated and nothing is parsed: the judge's probability that the answer is correct is the
-probability mass on the "yes" tokens over the mass on the "yes" and "no" tokens at the first position of
-its reply (``p_correct``), and the label is ``p_correct > 0.5``. So there are no parse failures and every
-label comes with a probability. The prompt goes through the model's chat template when it has one
-(``chat_template="auto"``), as a user message with the assistant turn opened. The prompts of one question
-share their instructions, question and references: that common prefix runs through the model ONCE and its
-KV cache serves every answer (:func:`common_prefix_length`); the answers' remaining tokens run in batches of
-``batch_size``. Greedy by construction; verdicts are cached (:class:`PromptedJudge`).
+Nothing is generated or parsed: ``p_correct`` is the "yes" tokens' probability mass over that of the "yes" and "no"
+tokens at the reply's first position, and the label is ``p_correct > 0.5``. The prompt goes through the model's chat
+template when it has one (``chat_template="auto"``). A question's prompts share a prefix (instructions, question,
+references) that runs once, its KV cache serving every answer (:func:`common_prefix_length`); the rest runs in
+batches of ``batch_size``. Greedy by construction; verdicts are cached (:class:`PromptedJudge`).
 
 Example
 -------
@@ -59,26 +56,12 @@ def yes_no_token_ids(tokenizer: Any) -> tuple[list[int], list[int]]:
 class HFJudge(PromptedJudge):
     """A local transformers causal LM as judge (module docstring).
 
-    Parameters
-    ----------
-    model : str or path-like
-        A hub id or a local folder (e.g. ``semuq_eval.assets.locate("smollm2-135m-instruct")``).
-    revision : str, optional
-        The hub revision.
-    batch_size : int
-        Prompts per forward pass.
-    device : str
-        ``"auto"`` (CUDA when available, else CPU), ``"cpu"``, ``"cuda:0"``, ...
-    dtype : str
-        ``"auto"`` (float32 on CPU, float16 on CUDA), ``"float32"``, ``"float16"``, ``"bfloat16"``.
-    chat_template : {"auto", True, False}
-        Wrap the prompt in the tokenizer's chat template (``"auto"``: when it has one).
-    max_length : int
-        Prompts are cut from the left to this many tokens, or to the model's context if shorter (the
-        question, the answer and the request come last).
-
-    **options
-        Prompt and cache options of :class:`~semuq_eval.judges.prompted.PromptedJudge`.
+    ``model``: a hub id (at ``revision``) or a local folder (``semuq_eval.assets.locate("smollm2-135m-instruct")``);
+    ``batch_size``: prompts per forward pass; ``device``: ``"auto"`` (CUDA when available), ``"cpu"``, ``"cuda:0"``,
+    ...; ``dtype``: ``"auto"`` (float32 on CPU, float16 on CUDA), ``"float32"``, ``"float16"`` or ``"bfloat16"``;
+    ``chat_template``: ``"auto"`` (when the tokenizer has one), True or False; ``max_length``: prompts are cut from
+    the left to this many tokens or the model's context (question, answer and request come last); ``**options``:
+    the prompt and cache options of :class:`~semuq_eval.judges.prompted.PromptedJudge`.
 
     Examples
     --------
@@ -217,10 +200,9 @@ class HFJudge(PromptedJudge):
         self, lm: Any, rows: list[list[int]], pad_id: int, base: tuple[Any, int] | None = None
     ) -> list[Any]:
         """The next-token distribution after each row. The rows' common prefix runs once (on top of ``base``,
-        the block's common prefix); its KV cache is repeated for the rows' remaining tokens, which run
-        ``batch_size`` at a time, left-padded between the prefix and each row's tokens (masked out, positions
-        counted without them), so that every row ends at the last position, the only one whose logits are
-        computed (``logits_to_keep=1``)."""
+        the block's common prefix); its KV cache serves the rows' remaining tokens, ``batch_size`` at a time,
+        left-padded between prefix and row (masked, not counted in positions), so every row ends at the last
+        position, the only one whose logits are computed (``logits_to_keep=1``)."""
         import copy
 
         torch = self._torch

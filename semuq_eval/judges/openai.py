@@ -1,18 +1,11 @@
 """The ``openai`` judge: any OpenAI-compatible server (vLLM, llama.cpp's server, TGI, OpenAI itself).
 
-Each prompt is one request to ``/chat/completions`` (``endpoint="chat"``, the prompt as the user message)
-or ``/completions`` (``endpoint="completions"``, the raw prompt), at temperature 0 with a few tokens. When
-the server returns log-probabilities, ``p_correct`` is the mass on "yes" over the mass on "yes" and "no"
-among the top tokens of the reply's first position, and the label is ``p_correct > 0.5``; otherwise the
-reply is parsed strictly (:func:`~semuq_eval.judges.prompts.parse_yes_no`). A reply that cannot be read is
-an unknown label with the reply kept; an empty reply is retried like a failed request. A request that still
-fails after ``max_retries`` retries (no complete reply within ``timeout`` seconds, connection refused, HTTP 429 /
-5xx, garbage or empty body) is an unknown label with the reason, counted in ``stats`` (``failures``: reason ->
-requests, ``unreachable``). Unknown labels are never cached, so the next run asks again. HTTP 401 / 403 / 404
-(wrong key, model or URL) stop the judge at once with a clear error. ``concurrency`` requests run in parallel.
-The API key is read from the environment variable named by ``api_key_env`` (no key: no Authorization header,
-as local servers expect). Requests are built, sent and read by :mod:`semuq_eval.openai_client`, the transport
-the ``semuq-api`` model uses too.
+Each prompt is one request to ``/chat/completions`` (``endpoint="chat"``) or ``/completions``, at temperature 0 with
+a few tokens. When the server returns log-probabilities, ``p_correct`` is the "yes" mass over the "yes" and "no"
+mass among the top tokens of the reply's first position (label ``p_correct > 0.5``); otherwise the reply is parsed
+strictly (:func:`~semuq_eval.judges.prompts.parse_yes_no`). An unreadable reply, or a request that fails after
+``max_retries`` retries, is an unknown label with its reason (counted in ``stats``, never cached); HTTP 401 / 403 /
+404 stop the judge at once. The transport is :mod:`semuq_eval.openai_client`, as for ``semuq-api`` (docs/judges.md).
 
 Example
 -------
@@ -66,23 +59,12 @@ def yes_no_probability(top: Mapping[str, float]) -> float | None:
 class OpenAIJudge(PromptedJudge):
     """An OpenAI-compatible server as judge (module docstring).
 
-    Parameters
-    ----------
-    base_url : str
-        The server's API root, e.g. ``http://127.0.0.1:8080/v1`` (a full ``.../completions`` URL also works).
-    model : str
-        The model name sent with every request.
-    endpoint, api_key_env, concurrency, timeout, max_retries, backoff :
-        The transport's options (:class:`~semuq_eval.openai_client.ServerClient`): ``"chat"`` or
-        ``"completions"``, the environment variable holding the API key, requests in flight (default 8 here),
-        the deadline of a whole request in seconds, retries of a failed request and the first wait between them.
-    logprobs : bool
-        Ask for the top log-probabilities of the reply's first tokens (read when the server returns them).
-    max_tokens : int
-        Tokens in the reply.
-    **options
-        The transport's options above, and the prompt and cache options of :class:`~semuq_eval.judges.prompted.PromptedJudge`.
-    """
+    ``base_url``: the server's API root, e.g. ``http://127.0.0.1:8080/v1`` (a full ``.../completions`` URL works);
+    ``model``: the model name sent; ``logprobs``: ask for the top log-probabilities of the reply's first tokens;
+    ``max_tokens``: tokens in the reply; ``**options``: the transport's (``endpoint``, ``api_key_env``,
+    ``concurrency`` (default 8 here), ``timeout``, ``max_retries``, ``backoff``:
+    :class:`~semuq_eval.openai_client.ServerClient`) and the prompt and cache options of
+    :class:`~semuq_eval.judges.prompted.PromptedJudge`."""
 
     forwarded_options = TRANSPORT_OPTIONS
     """Taken through ``**options`` by the transport (:class:`~semuq_eval.openai_client.ServerClient`)."""

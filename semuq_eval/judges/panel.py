@@ -1,10 +1,9 @@
 """Panels: one label from two judges' labels on the same answer, by a rule.
 
-``both``: correct only when both judges say so (an answer must pass the string judge and the LLM judge);
-``either``: correct when one does. A missing label (a judge that could not decide) makes the panel's label
-missing unless the other label decides it alone (``both`` with a 0, ``either`` with a 1). ``semuq-eval judge
---panel A,B --rule R`` builds a panel label set of a store from two of its label sets, or a panel verdict set of
-a validation set (:mod:`semuq_eval.judges.validation`).
+``both``: correct only when both judges say so; ``either``: when one does. A missing label makes the panel's label
+missing unless the other decides alone (``both`` with a 0, ``either`` with a 1). ``semuq-eval judge --panel A,B
+--rule R`` builds a panel label set of a store, or a panel verdict set of a validation set
+(:mod:`semuq_eval.judges.validation`).
 
 Example
 -------

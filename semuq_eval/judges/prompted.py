@@ -1,16 +1,11 @@
 """The common part of the LLM judges (``hf``, ``openai``): prompts, de-duplication, cache, progress.
 
-:class:`PromptedJudge` turns each (question, references, answer) into a prompt
-(:class:`~semuq_eval.judges.prompts.JudgePrompt`), judges every DISTINCT triple once, looks each up in the
-persistent cache first (:class:`~semuq_eval.judges.cache.JudgeCache`) and asks the backend only for the
-misses (:meth:`PromptedJudge.judge_prompts`, which a backend implements), in blocks of whole questions whose
-verdicts are cached as each block is done, so that a killed run loses at most one block. A question without
-references gets an unknown verdict without asking anyone.
-
-Backends implement ``judge_prompts(prompts, questions) -> list[Verdict]`` and ``identity`` (what makes two judges give
-the same verdicts: backend, model and revision, decoding); see :mod:`semuq_eval.judges.hf` and
-:mod:`semuq_eval.judges.openai`.
-"""
+:class:`PromptedJudge` renders each (question, references, answer) as a prompt
+(:class:`~semuq_eval.judges.prompts.JudgePrompt`), judges every DISTINCT triple once, serves what the persistent
+cache holds (:class:`~semuq_eval.judges.cache.JudgeCache`) and asks the backend for the rest in blocks of whole
+questions, caching each block when done (a killed run loses at most one block). A question without references gets
+an unknown verdict. Backends implement ``judge_prompts(prompts, questions) -> list[Verdict]`` and ``identity`` (see
+:mod:`semuq_eval.judges.hf` and :mod:`semuq_eval.judges.openai`)."""
 
 from __future__ import annotations
 
@@ -38,28 +33,14 @@ as soon as it is done: a run killed mid-way loses at most one block."""
 class PromptedJudge(NamedByRegistry):
     """Base class of the LLM judges (module docstring).
 
-    Parameters
-    ----------
-    prompt : str
-        A named prompt (:data:`semuq_eval.judges.prompts.PROMPTS`), default ``reference_match``.
-    prompt_file : path-like, optional
-        A custom template file instead (fields ``{question}``, ``{references}``, ``{answer}``).
-    cache : str or path-like or None
-        The verdict cache file; ``"default"`` (the default) is ``<cache dir>/judge-cache.sqlite``;
-        ``None`` or ``"none"`` disables it.
-    progress : bool
-        A progress bar over the answers sent to the judge.
-    max_answer_chars : int
-        Answers are cut to this many characters in the prompt.
-    max_references : int, optional
-        Show the judge at most this many reference aliases per question: the shortest distinct ones (distinct
-        after lower-casing and collapsing whitespace; ties in the dataset's order); default: all. TriviaQA lists
-        dozens of aliases for some questions: a cap keeps such prompts short.
-    threshold : float, optional
-        Label an answer correct when the judge's ``p_correct`` exceeds this (a verdict without a probability
-        keeps its own label); default: the backend's own rule (``p > 0.5`` for the ``hf`` judge). The verdict
-        cache holds probabilities, so changing it asks the judge nothing again.
-    """
+    ``prompt``: a named prompt (:data:`semuq_eval.judges.prompts.PROMPTS`, default ``reference_match``), or
+    ``prompt_file``: a custom template (fields ``{question}``, ``{references}``, ``{answer}``); ``cache``: the
+    verdict cache file, ``"default"`` (``<cache dir>/judge-cache.sqlite``) or ``None`` / ``"none"`` (off);
+    ``progress``: a progress bar; ``max_answer_chars``: answers are cut to this many characters; ``max_references``:
+    show at most this many reference aliases, the shortest distinct ones (default: all; TriviaQA lists dozens for
+    some questions); ``threshold``: label correct when ``p_correct`` exceeds it (a verdict without a probability
+    keeps its label; default: the backend's rule, ``p > 0.5`` for ``hf``); the cache holds probabilities, so a new
+    threshold asks nothing again."""
 
     family_module = "semuq_eval.judges"
 
@@ -101,9 +82,8 @@ class PromptedJudge(NamedByRegistry):
     def judge_prompts(self, prompts: Sequence[str], questions: Sequence[int]) -> list[Verdict]:
         """One verdict per prompt (a failed request gives an unknown verdict with its ``error``).
 
-        ``questions[i]`` numbers the (question, references) of prompt i: prompts with the same number differ
-        only in their answer, which a backend may exploit (the ``hf`` judge runs their shared prefix once).
-        """
+        ``questions[i]`` numbers prompt i's (question, references); the ``hf`` judge runs a number's shared
+        prefix once."""
         raise NotImplementedError
 
     def _judge_block(

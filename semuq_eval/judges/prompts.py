@@ -1,20 +1,14 @@
 """Judge prompts: the text an LLM judge reads for one (question, references, answer), and its hash.
 
-=========================  ===========================================================================
-``reference_match``        (default) the paper's protocol (App. D): compare the answer with the reference
-                           answers, never judge its truth in the judge's own opinion; paraphrases,
-                           formatting and extra words around a matching answer are fine. The paper does
-                           not print its prompt; this wording is ours. The answer is delimited and
-                           declared data, so an answer that addresses the judge is not obeyed.
-``semantic_entropy_2024``  the prompt of Farquhar et al. (Nature 2024), verbatim from their code
-                           (``model_based_metric``), with its form for several references. It does NOT
-                           delimit the answer.
-a file path                a custom template (``prompt_file``) with the fields ``{question}``,
-                           ``{references}`` and ``{answer}``; the file's text is hashed like the others.
-=========================  ===========================================================================
+- ``reference_match`` (default), the paper's protocol (App. D): compare the answer with the reference answers, never
+  judge its truth (the wording is ours: the paper does not print its prompt). The answer is delimited and declared
+  data, so an answer that addresses the judge is not obeyed.
+- ``semantic_entropy_2024``: Farquhar et al.'s prompt (Nature 2024), verbatim from their code
+  (``model_based_metric``), with its form for several references; it does NOT delimit the answer.
+- a file path (``prompt_file``): a template with the fields ``{question}``, ``{references}`` and ``{answer}``.
 
-Every prompt asks for ``yes`` or ``no``; the judges read the verdict from the yes/no next-token
-probabilities, or parse the reply strictly (:func:`parse_yes_no`). The judge sees every reference alias.
+Every prompt shows every reference alias and asks for ``yes`` or ``no``; the judges read the verdict from the
+yes/no next-token probabilities, or parse the reply strictly (:func:`parse_yes_no`).
 
 Example
 -------
@@ -96,15 +90,9 @@ def parse_yes_no(reply: str | None) -> bool | None:
 class JudgePrompt:
     """A judge prompt template, its name and the sha256 of its text (recorded with every label).
 
-    Parameters
-    ----------
-    name : str
-        A name of :data:`PROMPTS`, or ``file:<path>`` for a custom template.
-    template : str
-        The text, with the fields ``{question}``, ``{references}`` and ``{answer}``.
-    max_answer_chars : int
-        Answers longer than this are cut (:func:`sanitize_answer`).
-    """
+    ``name``: a name of :data:`PROMPTS`, or ``file:<path>``; ``template``: the text, with the fields
+    ``{question}``, ``{references}`` and ``{answer}``; ``max_answer_chars``: longer answers are cut
+    (:func:`sanitize_answer`)."""
 
     name: str
     template: str

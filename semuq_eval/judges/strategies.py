@@ -1,14 +1,11 @@
 """Label strategies: a question's correctness label from one judge's verdicts on its greedy and N sampled answers.
 
-A label strategy is a function ``(greedy, samples) -> True | False | None`` of the verdict on the greedy answer
-and the verdicts on the sampled answers (each True, False or None: unknown). The two of App. D are built in:
-``greedy`` is the verdict on the greedy answer; ``majority`` is the strict majority of the verdicts on the
-sampled answers: missing verdicts are left out of the vote, a tie (e.g. 10 correct, 10 incorrect) is
-**incorrect**, and no verdict at all gives a missing label. Every run labels its questions under every
-registered strategy; ``register`` adds one, and an installed package adds one through the entry-point group
-``semuq_eval.label_strategies`` (:mod:`semuq_eval.registry`). The verdict on every sampled answer is kept
-(``samples``): training an operator needs them, and any strategy can be derived from them later.
-"""
+A strategy is ``(greedy, samples) -> True | False | None`` of the verdict on the greedy answer and those on the
+sampled answers (each True, False or None). App. D's two are built in: ``greedy``, the greedy answer's verdict, and
+``majority``, the strict majority of the samples' verdicts (missing ones left out; a tie, e.g. 10 vs 10, is
+**incorrect**; no verdict at all: missing). Runs label under every registered strategy; ``register`` or the
+entry-point group ``semuq_eval.label_strategies`` (:mod:`semuq_eval.registry`) adds one. Every sample's verdict is
+kept (``samples``): operator training needs them, and any strategy can be derived from them later."""
 
 from __future__ import annotations
 
@@ -53,15 +50,7 @@ registry: Registry[LabelStrategy] = Registry(
 def register(name: str) -> Callable[[LabelStrategy], LabelStrategy]:
     """Decorator: register ``strategy(greedy, samples) -> bool | None`` under ``name`` and return it unchanged.
 
-    Examples
-    --------
-    A label that is correct when any sampled answer is (no verdict at all: unknown)::
-
-        @register("any_sample")
-        def any_sample(greedy, samples):
-            judged = [v for v in samples if v is not None]
-            return any(judged) if judged else None
-    """
+    An example strategy, one file and one registration: CONTRIBUTING.md, "Adding a label strategy"."""
 
     def decorate(strategy: LabelStrategy) -> LabelStrategy:
         registry.register(name, _check(name, strategy))
@@ -137,11 +126,10 @@ def label_answers(
 ) -> list[dict[str, Any]]:
     """Every label strategy for many questions, with ONE ``judge.batch`` call over all their answers.
 
-    Returns, per question, ``{"greedy": bool|None, "majority": bool|None, <each further registered
-    strategy>: bool|None, "samples": [bool|None, ...], "n_missing_verdicts": int}``, plus ``"p_correct": {"greedy": p, "samples": [...]}`` when the judge gives
-    probabilities and ``"errors": {reason: count}`` when some verdicts are unknown. A None label is missing
-    (left out of that strategy's metrics, counted).
-    """
+    Returns per question ``{"greedy": bool|None, "majority": bool|None, <each further strategy>: bool|None,
+    "samples": [bool|None, ...], "n_missing_verdicts": int}``, plus ``"p_correct": {"greedy": p, "samples": [...]}``
+    when the judge gives probabilities and ``"errors": {reason: count}`` when verdicts are unknown. A None label is
+    missing (left out of that strategy's metrics, counted)."""
     qs, answers, refs, spans = [], [], [], []
     for question, g, group, ref in zip(questions, greedy, samples, references, strict=True):
         start = len(answers)

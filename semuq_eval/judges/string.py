@@ -1,15 +1,10 @@
 """The ``string`` judge: SQuAD-normalized string matching of an answer against the reference aliases.
 
-Cheap and deterministic; the default judge of a run. Normalization (:func:`normalize`) is SQuAD's:
-lowercase, drop punctuation, drop the articles a / an / the, collapse whitespace. Modes:
-
-- ``contains`` (default): a normalized reference alias occurs in the normalized answer as whole
-  words (``"paris"`` is in ``"it is paris france"``, not in ``"parisian"``);
-- ``em``: a normalized alias equals the normalized answer;
-- ``f1``: the best token F1 over the aliases is >= ``f1_threshold`` (default 0.5).
-
-No reference at all gives no verdict (None), never "incorrect".
-"""
+Cheap and deterministic; a run's default judge. Normalization (:func:`normalize`) is SQuAD's: lowercase, no
+punctuation, no articles a / an / the, collapsed whitespace. Modes: ``contains`` (default), a normalized alias
+occurs in the normalized answer as whole words (``"paris"`` is in ``"it is paris france"``, not in
+``"parisian"``); ``em``, a normalized alias equals the normalized answer; ``f1``, the best token F1 over the aliases
+is >= ``f1_threshold`` (default 0.5). No reference at all gives no verdict (None), never "incorrect"."""
 
 from __future__ import annotations
 
@@ -54,12 +49,8 @@ def token_f1(prediction: str, reference: str) -> float:
 class StringJudge(NamedByRegistry):
     """Deterministic string matching after SQuAD normalization (see the module docstring).
 
-    Parameters
-    ----------
-    mode : {"contains", "em", "f1"}
-        The matching rule.
-    f1_threshold : float
-        For ``mode="f1"``: the token F1 at or above which an answer is correct.
+    ``mode``: ``"contains"``, ``"em"`` or ``"f1"``; ``f1_threshold``: for ``"f1"``, the token F1 at or above which
+    an answer is correct.
 
     Examples
     --------

@@ -1,14 +1,11 @@
 """Judges measured against annotated labels: a validation set, a judge's verdicts on it, and how often they agree.
 
-A validation set is a folder (``leaderboards/validation``, drawn and annotated under its ``PROTOCOL.md``) with
-``items.jsonl`` (one answer per line: ``id``, ``llm``, ``set``, ``doc_id``, ``kind`` greedy | sampled, ``sample``,
-``half`` dev | test, ``question``, ``references``, ``answer``) and ``annotations.jsonl`` (``id``, ``label`` 1 | 0,
-``note``). :func:`judge_items` runs a judge on every item and keeps its verdicts as ``verdicts/<name>.jsonl`` (with
-the judge's info and its seconds per answer in ``verdicts/<name>.json``); :func:`panel_verdicts` combines two
-verdict sets by a rule (``both``: correct when both say so; ``either``: when one does); :func:`validation_report`
-gives, for one half, the accuracy and Cohen's kappa of a verdict set against the annotation with 95% intervals
-by a bootstrap over questions (every answer of a resampled question goes with it), and the confusion matrix,
-overall and per kind, LLM and set. ``semuq-eval judge --validate FOLDER`` runs them.
+A validation set (``leaderboards/validation``, under its ``PROTOCOL.md``; docs/judges.md) holds ``items.jsonl``
+(``id``, ``llm``, ``set``, ``doc_id``, ``kind`` greedy | sampled, ``sample``, ``half`` dev | test, ``question``,
+``references``, ``answer``) and ``annotations.jsonl`` (``id``, ``label`` 1 | 0, ``note``). :func:`judge_items`
+writes a judge's verdicts (``verdicts/<name>.jsonl`` and ``.json``), :func:`panel_verdicts` combines two by a
+rule, :func:`validation_report` gives a half's accuracy and Cohen's kappa with 95% bootstrap intervals over
+questions and the confusion matrix, overall and per kind, LLM and set (``semuq-eval judge --validate FOLDER``).
 
 Example
 -------
@@ -419,10 +416,9 @@ def candidates(
 ) -> list[dict[str, Any]]:
     """Every candidate second judge (PROTOCOL.md: an LLM judge, alone or in a panel with the string judge) with its
     accuracy and kappa on ``half`` (no interval: a choice ranks them), best first: each verdict set with
-    probabilities (an LLM judge's) alone, with its own rule and with each threshold on its ``p_correct``, and in a
-    panel with ``partner`` (``both``, ``either``). A candidate that gives the partner's label on every item (a
-    panel whose LLM member says yes, or no, to everything) is the partner again and is left out. A tie within
-    :data:`TIE` of kappa goes to the faster judge (``seconds_per_answer`` of the verdict sets it needs)."""
+    probabilities alone (its own rule and each threshold on ``p_correct``) and in a panel with ``partner``
+    (``both``, ``either``). A candidate that gives the partner's label on every item is the partner again and is
+    left out; a tie within :data:`TIE` of kappa goes to the faster judge (``seconds_per_answer``)."""
     items = [i for i in read_items(folder) if half == "all" or i.half == half]
     sets = {n: read_verdicts(folder, n) for n in verdict_names(folder)}
     sets = {n: s for n, s in sets.items() if s[1].get("judge", {}).get("judge") != "panel"}

@@ -1,15 +1,10 @@
 """The leaderboard: merge runs of many LLMs x tasks into Markdown, CSV, JSON, one static HTML page and plots.
 
-``semuq-eval leaderboard 'out/**/semuq/*/*' --output leaderboards/mine`` runs :func:`.build.build`. The
-steps, one module each: :mod:`.runs` (what a run and a section are), :mod:`.discovery`, :mod:`.loading` and
-:mod:`.provenance` (find, read and check run stores or records), :mod:`.sections` (group them into sections of runs
-comparable question by question), :mod:`.baselines` (which estimator each ``@enc`` estimator is compared with),
-:mod:`.compute` (every figure on one shared seeded bootstrap per section: :mod:`.run_cells` per run, :mod:`.cells`,
-:mod:`.differences` (paired), :mod:`.ranks` (rank intervals)),
-:mod:`.headline` (one row per LLM for the reference estimator, and the optimistic best), :mod:`.curves` (its
-rejection curves and reliability diagrams), :mod:`.schema` (the versioned JSON schema), :mod:`.write` (Markdown,
-CSV, JSON), :mod:`.html` (the page), :mod:`.plots` (PNGs).
-"""
+``semuq-eval leaderboard 'out/**/semuq/*/*' --output leaderboards/mine`` runs :func:`.build.build`, one module a
+step: :mod:`.runs`, :mod:`.discovery`, :mod:`.read_run`, :mod:`.provenance`, :mod:`.sections` (the inputs),
+:mod:`.baselines`, :mod:`.compute` (every figure on one seeded bootstrap per section: :mod:`.run_cells`,
+:mod:`.cells`, :mod:`.differences`, :mod:`.ranks`), :mod:`.headline`, :mod:`.curves`, :mod:`.schema`,
+:mod:`.write`, :mod:`.markdown`, :mod:`.html`, :mod:`.plots`."""
 
 from __future__ import annotations
 

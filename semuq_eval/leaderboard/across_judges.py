@@ -1,25 +1,13 @@
 """Rankings across judges: where a board holds one task's questions under several label sets (the run's string
-judge, an LLM judge, ...; ``--labels all``), the LLMs are ranked under each and on all of them together, and the
-places where the judges disagree are shown.
-
-The correctness function changes the ranking of UQ methods (Ielanskyi et al., 2025); a board that ranks with one
-judge hides that. For each group of sections with the same task, questions and LLMs under two or more label sets,
-and each label strategy:
-
-- **LLMs**, by the reference estimator's figure of the headline metric (AUROC by default): the point rank under
-  each label set, and the **mean rank over the label sets** with its 95% interval. The sections share their
-  bootstrap (same questions, same seed), so resample r draws the same questions under every judge: in each
-  resample the LLMs are ranked under each label set and the ranks averaged; the interval is the 2.5% and 97.5%
-  quantiles of those means. An LLM is marked ``disagree`` when its rank intervals (the same quantiles of its rank
-  under one label set) under two label sets do not overlap: the judges rank it differently beyond the resampling
-  noise.
-- **Agreement** between every two label sets: Kendall's tau between their point rankings of the LLMs, and, per
-  LLM, between their rankings of the estimators (AUROC; 1 = the same order, 0 = unrelated, -1 = reversed).
-- **Estimators**, per LLM: each estimator's AUROC rank under each label set and its mean rank over them
-  (``estimator_ranks``, best first): the estimators a user can trust whichever judge is right.
-- **Labels**, per LLM and every two label sets: how often the judges agree on the same answers, as Cohen's kappa
-  and the confusion matrix (``label_agreement``, :func:`~semuq_eval.judges.agreement.agreement`).
-"""
+judge, an LLM judge, ...; ``--labels all``), the LLMs are ranked under each and on all together, and where judges
+disagree is shown, since the correctness function changes UQ rankings (Ielanskyi et al., 2025; docs/leaderboard.md,
+"Rankings across judges"). Per group of sections (one task, questions and LLMs under 2+ label sets) and strategy:
+``llms`` holds the reference estimator's headline-metric rank under each label set and the mean rank over them with
+its 95% interval (ranks averaged per shared resample), ``disagree`` when two label sets' rank intervals do not
+overlap; ``agreement``, Kendall's tau between two label sets' LLM rankings (``estimator_agreement``: per LLM, of
+their AUROC orders of the estimators); ``estimator_ranks``, per LLM, each estimator's AUROC rank per label set and
+mean rank, best first; ``label_agreement``, per LLM and two label sets, Cohen's kappa and the confusion matrix of
+their labels (:func:`~semuq_eval.judges.agreement.agreement`)."""
 
 from __future__ import annotations
 

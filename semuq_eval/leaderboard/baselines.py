@@ -1,15 +1,12 @@
 """Which estimator each ``@enc`` estimator is compared with: its published counterpart, and an offline base.
 
-The paper (Tab. 1 and the per-cell tables) pairs each estimator with its operator-substituted version, 7
-comparisons per model-dataset cell: ``se`` and ``cae`` on ``nli`` (bidirectional entailment), ``kle_heat`` and
-``kle_matern`` on ``nli_soft`` (entailment probabilities), ``cos`` on both ``cos_int`` and ``cos_ext``, and
-``te`` against ``te_enc@enc``. Those are the ``paper`` pairs.
-
-No NLI cross-encoder ships on PyPI, so offline runs have no ``nli`` / ``nli_soft``. The ``offline`` pairs
-replace both by ``lexical`` (ROUGE-L between answers, the one operator with no model): the question "does the
-trained operator beat a comparison that does not understand the question?", answerable on every run. The
-``cos`` and ``te`` pairs are the same in both sets (their bases run offline). A pair whose base (or ``@enc``
-estimator) a run lacks is reported ``unavailable`` and counted as such, never as a loss.
+The ``paper`` pairs follow the paper (Tab. 1 and the per-cell tables), 7 per model-dataset cell: ``se`` and
+``cae`` on ``nli`` (bidirectional entailment), ``kle_heat`` and ``kle_matern`` on ``nli_soft`` (entailment
+probabilities), ``cos`` on both ``cos_int`` and ``cos_ext``, and ``te`` against ``te_enc@enc``. No NLI
+cross-encoder ships on PyPI, so the ``offline`` pairs replace both by ``lexical`` (ROUGE-L between answers, no
+model): does the trained operator beat a comparison that does not understand the question? The ``cos`` and ``te``
+pairs are the same in both sets. A pair whose base (or ``@enc`` estimator) a run lacks is reported
+``unavailable`` and counted as such, never as a loss.
 
 Examples
 --------
@@ -59,10 +56,9 @@ def operator_pairs(
 ) -> dict[str, tuple[str, tuple[tuple[str, str], ...]]]:
     """Pair sets comparing ``operator`` with each of ``bases`` aggregator by aggregator (``--compare``).
 
-    One set per base, named ``"<operator> vs <base>"``: ``agg@operator`` against ``agg@base`` for every
-    aggregator both have among ``estimators`` (the board's), in the order the estimators come. Returns
-    ``{name: (description, pairs)}``. Made for a trained operator run as a named variant beside its
-    untrained backbone and the other operators.
+    One set per base, ``"<operator> vs <base>"``: ``agg@operator`` against ``agg@base`` for every aggregator both
+    have among the board's ``estimators``, in their order; returns ``{name: (description, pairs)}``. Made for a
+    trained operator run as a named variant beside its untrained backbone and the other operators.
 
     Examples
     --------

@@ -1,9 +1,7 @@
 """The leaderboard's two types: how it computes (:class:`LeaderboardConfig`) and what it holds (:class:`Leaderboard`).
 
-Kept apart from :mod:`.compute`, which fills a :class:`Leaderboard`, so that every module computing one of its
-parts (cells, differences, ranks, the headline, its curves, the rankings across judges) reads the types without
-importing the module that imports it.
-"""
+Kept apart from :mod:`.compute` (which fills a :class:`Leaderboard`) so that the modules computing its parts read
+the types without importing the module that imports them."""
 
 from __future__ import annotations
 
@@ -24,32 +22,16 @@ which weights it runs with is the runs' choice) with the fixed aggregator ``kle_
 class LeaderboardConfig:
     """How the leaderboard computes.
 
-    Parameters
-    ----------
-    n_resamples, seed, confidence_level
-        The shared bootstrap (:class:`~semuq_eval.metrics.Bootstrap`).
-    ece_bins, ece_refit
-        ECE's protocol (:class:`~semuq_eval.metrics.CalibrationProtocol`).
-    metrics : tuple of str, optional
-        Cell metrics; must start with ``auroc`` (it drives the paired tests and ranks). None: ``auroc``, then
-        every other metric of the runs' ``metrics`` settings in their order (:data:`DEFAULT_METRICS` for a
-        run without one), resolved by :func:`compute`.
-    llm_estimators : tuple of str
-        Estimators for the LLM-vs-LLM paired tests; empty: per section and label strategy, the estimator with
-        the best mean AUROC among those every LLM of the section scored.
-    jobs : int
-        Worker processes for the per-run figures (1: in this process).
-    compare : tuple of (operator, bases)
-        Extra pair sets, one per base: ``agg@operator`` vs ``agg@base`` for every aggregator both have
-        (:func:`~semuq_eval.leaderboard.baselines.operator_pairs`; ``--compare OP:BASE,...``).
-    reference : str
-        The headline's reference estimator (:mod:`.headline`; ``--reference``), fixed before the LLMs are
-        looked at: the same estimator for every LLM and task.
-    headline_metric : str
-        The metric the headline shows and ranks by (``--headline-metric``; default ``auroc``), e.g.
-        ``coverage_at_risk``: the share answered at a certified error rate (:mod:`semuq_eval.metrics.risk`);
-        added to ``metrics`` when they lack it.
-    """
+    ``n_resamples``, ``seed``, ``confidence_level``: the shared bootstrap (:class:`~semuq_eval.metrics.Bootstrap`);
+    ``ece_bins``, ``ece_refit``: ECE's protocol (:class:`~semuq_eval.metrics.CalibrationProtocol`). ``metrics``: cell
+    metrics, ``auroc`` first (it drives the paired tests and ranks); None: ``auroc``, then those of the runs'
+    ``metrics`` settings (:data:`DEFAULT_METRICS` for a run without), resolved by :func:`compute`. ``llm_estimators``:
+    for the LLM-vs-LLM paired tests; empty: per section and strategy, the best mean AUROC among those every LLM
+    scored. ``jobs``: worker processes for the per-run figures (1: in this process). ``compare``: extra (operator,
+    bases) pair sets (:func:`~semuq_eval.leaderboard.baselines.operator_pairs`; ``--compare OP:BASE,...``).
+    ``reference``: the headline's estimator (``--reference``), fixed before the LLMs are looked at, one for every LLM
+    and task. ``headline_metric``: what the headline shows and ranks by (``--headline-metric``; default ``auroc``;
+    e.g. ``coverage_at_risk``, :mod:`semuq_eval.metrics.risk`), added to ``metrics`` when they lack it."""
 
     n_resamples: int = 1000
     seed: int = 0

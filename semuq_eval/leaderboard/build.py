@@ -1,11 +1,8 @@
 """Building a leaderboard folder from run stores or records: collect, group, compute, then write every output.
 
-:func:`build` runs the steps of :mod:`semuq_eval.leaderboard` in order (``semuq-eval leaderboard`` calls it,
-:mod:`semuq_eval.commands.leaderboard`): :mod:`.discovery` and :mod:`.loading` find and read the runs,
-:mod:`.sections` groups them into sections, :mod:`.compute` fills the cells, :mod:`.write`, :mod:`.markdown`, :mod:`.html` and :mod:`.plots` write ``leaderboard.json``,
-``.csv``, ``.md``, ``headline.csv``, ``index.html`` and the PNGs, each replaced whole, the folder marked unfinished
-(:mod:`semuq_eval.durable`) from the first file to the page, the last.
-"""
+:func:`build` (``semuq-eval leaderboard``) runs :mod:`.discovery`, :mod:`.read_run`, :mod:`.sections`,
+:mod:`.compute`, then :mod:`.write`, :mod:`.markdown`, :mod:`.html` and :mod:`.plots`; each output is replaced
+whole, the folder marked unfinished (:mod:`semuq_eval.durable`) from the first file to the page, the last."""
 
 from __future__ import annotations
 
@@ -67,42 +64,21 @@ def build(
 ) -> dict:
     """Build a leaderboard folder from run stores (paths or globs); returns the ``leaderboard.json`` document.
 
-    Parameters
-    ----------
-    options : BuildOptions, optional
-        The options below (:class:`BuildOptions`); ``**given`` builds them instead (``build(inputs, out,
-        plots=False)``).
-    inputs : list of str
-        Run store directories, breakdown JSON files, run records (``*.jsonl.gz``), or globs of them. A run
-        record that cannot be read is listed in the document's ``skipped`` and the others are used.
-    add : list of str
-        Run records (or globs of them) that must join a section the ``inputs`` make: each is checked with
-        :func:`~semuq_eval.leaderboard.sections.check_join` and, when it does not fit, listed in ``skipped``
-        with the field that differs (the others join).
-    output : path-like
-        The folder to write (created).
-    labels : tuple of str
-        Label sets to read from each store (``run``: the run's own judge; ``all``: every set).
-    common_questions : {None, "only", "also"}
-        Runs of a task made on different question sets: None puts them in separate sections; ``"only"``
-        restricts them to the questions they all share
-        (:func:`~semuq_eval.leaderboard.sections.common_questions`), noted in the section; ``"also"`` keeps
-        the separate sections (each LLM on all its questions) and adds a ``<task>#common`` section on the
-        shared questions, which the summary counts leave out (``Section.repeats``).
-    strict, on_duplicate
-        See :func:`semuq_eval.leaderboard.sections.group_sections`.
-    config : LeaderboardConfig, optional
-    header : str
-        Text shown at the top of ``leaderboard.md`` and ``index.html`` (paragraphs separated by blank lines).
-    plots : bool
-        Write the PNG plots (matplotlib).
-    created : str, optional
-        Fixed build time (golden files); default now.
-    relative_to : path-like, optional
-        Run paths in the outputs are relative to this folder; default ``output``.
-    force : bool
-        Write into an ``output`` folder that holds other files than a leaderboard (refused otherwise: a folder
-        holding an earlier leaderboard is rebuilt in place, and only the plots that build wrote are replaced).
+    ``options`` (:class:`BuildOptions`), or ``**given`` instead (``build(inputs, out, plots=False)``), hold:
+
+    - ``inputs``: run store directories, breakdown JSON files, run records (``*.jsonl.gz``) or globs of them; an
+      unreadable run record is listed in the document's ``skipped``. ``add``: run records (or globs) that must join a
+      section of the ``inputs`` (:func:`~.sections.check_join`); one that does not fit is listed in ``skipped``.
+    - ``output``: the folder to write (created); ``relative_to``: run paths are written relative to it (default
+      ``output``); ``force``: write into a folder holding files other than a leaderboard (refused otherwise; an
+      earlier leaderboard is rebuilt in place, only the plots build wrote replaced).
+    - ``labels``: label sets read from each store (``run``: the run's own judge; ``all``: every set).
+    - ``common_questions``: a task's runs on different question sets go to separate sections (None), are restricted
+      to their shared questions (``"only"``, :func:`~.sections.common_questions`), or also get a ``<task>#common``
+      section on them, left out of the summary counts (``"also"``, ``Section.repeats``).
+    - ``strict``, ``on_duplicate``: see :func:`~.sections.group_sections`; ``config``: a :class:`LeaderboardConfig`;
+      ``header``: text atop ``leaderboard.md`` and ``index.html`` (paragraphs split by blank lines); ``plots``: write
+      the PNGs (matplotlib); ``created``: a fixed build time (golden files; default now).
 
     Examples
     --------

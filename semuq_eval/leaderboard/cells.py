@@ -1,11 +1,8 @@
 """A leaderboard's cells: one row per (section, LLM, estimator, label strategy, metric), with its status.
 
-A cell holds the figure with its 95% CI, n, the correct / incorrect counts, the LLM's accuracy under those labels,
-the run's small-sample flag and where the figure comes from (``computed`` here, or the run's own breakdown:
-``run``), and a **status** that says why a cell has no figure: ``ok``, ``undefined`` (one class only, no labels),
-``unavailable`` (the estimator could not score these answers), ``not_run`` (the run has no such estimator) or
-``not_computed`` (a run read from its breakdown only, without the metric).
-"""
+A cell holds the figure with its 95% CI, n, counts, the LLM's accuracy, the small-sample flag, its ``source``
+(``computed``, or ``run``: the run's breakdown) and a **status**: ``ok``, ``undefined`` (one class only, no labels),
+``unavailable`` (the estimator could not score these answers), ``not_run`` or ``not_computed`` (:mod:`.schema`)."""
 
 from __future__ import annotations
 

@@ -1,23 +1,11 @@
 """Every figure of a leaderboard, on one shared seeded bootstrap per section.
 
-Within a section (:mod:`semuq_eval.leaderboard.sections`) every run holds the same questions in doc-id order,
-so :meth:`Bootstrap.counts` gives every LLM and every estimator the **same** resampled question sets:
-resample r draws the same questions for every LLM. That makes three things valid:
-
-- **cells** (:mod:`.cells`, computed run by run in worker processes by :mod:`.run_cells`): per (task, LLM,
-  estimator, label strategy) every metric (AUROC, ECE, PRR and AUARC by default) with 95% CIs, n, the correct /
-  incorrect counts, the LLM's accuracy, and the run's own small-sample flag
-  (:func:`semuq_eval.harness.reliability.assess` with the run's ``min_minority``);
-- **paired differences** (:mod:`.differences`, AUROC): each ``@enc`` estimator against its base
-  (:mod:`.baselines`), and LLM against LLM for chosen estimators (each LLM with its own labels), exactly as
-  :func:`semuq_eval.metrics.paired_difference` computes them;
-- **rank intervals** (:mod:`.ranks`): the rank of every LLM for an estimator, and of every estimator for an LLM,
-  in every resample, summarized by its 95% interval.
-
-Then the "improves in X of Y cells" summaries and the heatmap (here), the headline (:mod:`.headline`) and its
-curves (:mod:`.curves`). A question whose label is missing for a run keeps its place with no score (NaN,
-weight 0), so the resamples stay shared.
-"""
+In a section every run holds the same questions in doc-id order, so :meth:`Bootstrap.counts` draws the same
+resamples for every LLM and estimator, which makes paired figures valid: the cells (:mod:`.cells`, run by run in
+worker processes by :mod:`.run_cells`), paired differences (:mod:`.differences`) and rank intervals (:mod:`.ranks`);
+then the "improves in X of Y cells" summaries and the heatmap (here), the headline (:mod:`.headline`) and its curves
+(:mod:`.curves`). A question missing a run's label keeps its place with no score (NaN, weight 0), so the resamples
+stay shared."""
 
 from __future__ import annotations
 
@@ -57,15 +45,7 @@ def _run_metrics(sections: Sequence[Section]) -> tuple[str, ...]:
 def compute(sections: Sequence[Section], config: LeaderboardConfig | None = None) -> Leaderboard:
     """Compute every figure of a leaderboard of ``sections`` (module docstring).
 
-    Parameters
-    ----------
-    sections : sequence of Section
-        From :func:`semuq_eval.leaderboard.sections.group_sections`.
-    config : LeaderboardConfig, optional
-
-    Returns
-    -------
-    Leaderboard
+    ``sections`` come from :func:`semuq_eval.leaderboard.sections.group_sections`; returns a :class:`Leaderboard`.
 
     Examples
     --------

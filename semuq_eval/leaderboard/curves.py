@@ -1,16 +1,8 @@
 """The per-question pictures of the headline: accuracy-vs-rejection curves and reliability diagrams.
 
-Both read one run's per-question scores and labels (``scores.jsonl``, which :mod:`.loading` loads into
-:class:`~.runs.Run`; a breakdown-only run has none, so it gets no curve). They are drawn from the same
-definitions as the cells' figures:
-
-- :func:`rejection_curve` is the curve whose mean is :func:`semuq_eval.metrics.auarc` (AURAC): the answers are
-  kept from the most to the least confident (ascending uncertainty), ties broken in expectation as ``auarc``
-  breaks them, so ``rejection_curve(u, y).mean() == auarc(u, y)``;
-- :func:`reliability_bins` bins the confidences :func:`semuq_eval.metrics.calibrate` gives (the held-out
-  calibrator ECE uses) into ECE's equal-width bins, so the bins' weighted gaps sum to
-  :func:`semuq_eval.metrics.ece`.
-"""
+Both use the cells' definitions on a run's per-question scores (a breakdown-only run gets none):
+``rejection_curve(u, y).mean() == auarc(u, y)`` (:func:`semuq_eval.metrics.auarc`), and :func:`reliability_bins`
+bins ECE's held-out calibrated confidences into ECE's bins, so their weighted gaps sum to ECE."""
 
 from __future__ import annotations
 
@@ -40,22 +32,10 @@ def _known(uncertainty: np.ndarray, correct: np.ndarray) -> tuple[np.ndarray, np
 def rejection_curve(uncertainty: np.ndarray, correct: np.ndarray) -> np.ndarray:
     """Accuracy of the kept answers when the ``i`` most uncertain are rejected, for ``i = 0 .. n-1``.
 
-    Questions without a score or a label (NaN) are left out first. Answers tied in uncertainty are rejected
-    in expectation over their orders (each counts as the tie group's mean correctness), as
-    :func:`~semuq_eval.metrics.auarc` does, so the curve's mean is AURAC.
-
-    Parameters
-    ----------
-    uncertainty : ndarray of shape (n,)
-        Higher = less confident.
-    correct : ndarray of shape (n,)
-        1 = correct, 0 = incorrect.
-
-    Returns
-    -------
-    ndarray of shape (m,)
-        ``out[i]``: accuracy of the ``m - i`` most confident answers (``m`` questions with score and label);
-        ``out[0]`` is the accuracy with nothing rejected.
+    Questions without a score or a label (NaN) are left out first; ties in uncertainty are rejected in expectation over
+    their orders (each counts as the tie group's mean correctness), as :func:`~semuq_eval.metrics.auarc` does, so the
+    curve's mean is AURAC. Returns (m,) for the m questions left: ``out[i]`` is the accuracy of the ``m - i`` most
+    confident answers (``out[0]``: nothing rejected).
 
     Examples
     --------
@@ -76,21 +56,10 @@ def reliability_bins(
 ) -> list[dict[str, float | int]]:
     """The reliability diagram of the calibrated confidence: per ECE bin, its mass, mean confidence and accuracy.
 
-    The confidence is :func:`~semuq_eval.metrics.calibrate`'s under ``protocol`` (the one ECE uses), binned into
-    ``protocol.n_bins`` equal-width bins on [0, 1] as ECE bins it; empty bins are left out. Hence
-    ``sum(n * |accuracy - confidence|) / sum(n)`` over the bins is ECE.
-
-    Parameters
-    ----------
-    uncertainty, correct : ndarray of shape (n,)
-        Scores and 0/1 labels; NaN in either leaves the question out.
-    protocol : CalibrationProtocol, optional
-        ECE's protocol (the board's ``ece`` settings).
-
-    Returns
-    -------
-    list of dict
-        ``{"low", "high", "n", "confidence", "accuracy"}`` per non-empty bin, in order.
+    The confidence is :func:`~semuq_eval.metrics.calibrate`'s under ``protocol`` (ECE's: the board's ``ece``
+    settings), binned into ``protocol.n_bins`` equal-width bins on [0, 1] as ECE bins it, so
+    ``sum(n * |accuracy - confidence|) / sum(n)`` over the bins is ECE. NaN in ``uncertainty`` or ``correct`` leaves
+    the question out. Returns ``{"low", "high", "n", "confidence", "accuracy"}`` per non-empty bin, in order.
 
     Examples
     --------
@@ -125,10 +94,7 @@ def reliability_bins(
 def curves(board: Leaderboard) -> list[dict[str, Any]]:
     """The headline's pictures: per headline cell (LLM x headline column, the reference estimator, greedy labels)
     of a run with per-question scores, its rejection curve and reliability bins (``leaderboard.json``'s ``curves``).
-
-    ``aurac`` is :func:`~semuq_eval.metrics.auarc` on the same scores, and ``ece`` the ECE the reliability bins
-    add up to; the cells (``auarc`` / ``ece`` metrics, with their CIs) hold the same point figures.
-    """
+    ``aurac`` and ``ece`` are the same point figures as the cells' ``auarc`` and ``ece``."""
     reference, protocol = board.config.reference, board.config.protocol
     out = []
     for section in columns(board.sections):

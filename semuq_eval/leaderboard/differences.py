@@ -1,11 +1,7 @@
 """Paired AUROC differences on a section's shared bootstrap: each ``@enc`` estimator against its base
-(:mod:`.baselines`), and LLM against LLM for chosen estimators (each LLM with its own labels).
-
-Exactly as :func:`semuq_eval.metrics.paired_difference` computes them (same resamples, same interval and p-value):
-when both figures were scored on the same questions the cached resampled values are subtracted, otherwise
-``paired_difference`` itself runs on the questions both have. A difference is **significant** when its paired
-interval excludes 0.
-"""
+(:mod:`.baselines`), and LLM against LLM for chosen estimators (each LLM with its own labels), exactly as
+:func:`semuq_eval.metrics.paired_difference` computes them (same resamples, interval and p-value). A difference
+is **significant** when its paired interval excludes 0."""
 
 from __future__ import annotations
 
@@ -35,10 +31,8 @@ def _difference(
 ) -> dict[str, Any]:
     """AUROC(a) - AUROC(b) on shared resamples, as :func:`paired_difference` gives it.
 
-    When both were scored on the same questions, the cached resampled values are subtracted (the same
-    arithmetic as ``paired_difference``); otherwise ``fallback()`` calls ``paired_difference`` itself, which
-    leaves out the questions either lacks.
-    """
+    Scored on the same questions, the cached resampled values are subtracted (``paired_difference``'s arithmetic);
+    otherwise ``fallback()`` runs ``paired_difference`` itself, which leaves out the questions either lacks."""
     (point_a, res_a, mask_a), (point_b, res_b, mask_b) = a, b
     if not np.array_equal(mask_a, mask_b):
         return fallback().as_dict()

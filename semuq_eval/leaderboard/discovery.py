@@ -19,16 +19,11 @@ def expand_inputs(
 ) -> list[Path]:
     """Run store directories, breakdown files or run records named by paths or globs (``**`` recurses).
 
-    A directory counts as a store when it holds ``manifest.json`` or ``breakdown.json``; a file must be a
-    ``.json`` breakdown or a ``.jsonl.gz`` run record. Every pattern must match at least one. A store a glob matches whose run has not
-    finished (a manifest but no ``breakdown.json`` yet, e.g. a run still generating) is left out and listed in
-    ``skipped`` (``{"path", "reason"}``) when a list is given, else it stays in (and :func:`load_run` says what
-    is missing); a store named explicitly always stays in.
-
-    Raises
-    ------
-    LeaderboardInputError
-        A pattern that matches nothing usable, or a path that does not exist.
+    A store is a directory with ``manifest.json`` or ``breakdown.json``; a file must be a ``.json`` breakdown or a
+    ``.jsonl.gz`` run record; each pattern must match one. A globbed store whose run has not finished (no
+    ``breakdown.json`` yet) is left out and listed in ``skipped`` (``{"path", "reason"}``) when a list is given, else
+    kept (:func:`load_run` says what is missing); a store named explicitly is always kept. Raises
+    LeaderboardInputError for a pattern that matches nothing usable or a path that does not exist.
 
     Examples
     --------

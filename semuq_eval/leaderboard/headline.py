@@ -1,28 +1,15 @@
 """The headline: one row per LLM, one column per task plus the mean, for the board's reference estimator.
 
-The question a reader brings is "which LLM knows best when it is wrong?". Answering it with the best cell of
-each LLM would reward the LLM whose many estimators happened to get lucky, so the headline reads one
-**reference estimator**, fixed before the LLMs are looked at: :attr:`LeaderboardConfig.reference
-<semuq_eval.leaderboard.compute.LeaderboardConfig>` (``--reference``; default :data:`REFERENCE`, the
-question-conditioned operator ``enc``, the paper's trained operator, with the fixed ``kle_heat`` aggregator),
-under the greedy labels (:data:`STRATEGY`: is the answer the LLM would give correct?), and beside it the same table under the
-majority-vote labels (is the answer most of its N samples agree on correct?): :func:`headline` gives one table
-per registered label strategy (:func:`~semuq_eval.judges.label_strategy_names`), each ranked on its own labels. A
-board built under several label sets (``--labels run,llm``: a second judge) has these tables under each judge, the
-run's first (keys ``greedy``, ``majority``, then ``greedy:llm``, ...; each table names its ``label_set``).
-
-A column is a task's section (:func:`columns`: its ``#common`` section when its LLMs ran different question
-sets). Each cell is the board's own figure, nothing recomputed: the reference estimator's AUROC cell (CI, correct /
-incorrect counts, the accuracy under the table's labels, the run's small-sample flag, :mod:`semuq_eval.harness.reliability`) and its
-row of the LLM rank intervals (:func:`~semuq_eval.leaderboard.ranks.rank_intervals`). The mean column
-averages the LLM's task AUROCs resample by resample on the sections' shared bootstraps (the sections hold
-different questions, so resample r of each is one joint draw): its CI is the percentile interval of those
-means, and its rank interval ranks the LLMs that have every task, by the same rank rule. Rows are sorted by the
-mean column (highest first; an LLM without one last).
-
-Each table comes with :func:`best_rows`, each LLM's best estimator per task under the same labels: the maximum
-of many noisy AUROCs, biased upward, hence labelled **optimistic** wherever it is shown.
-"""
+It reads one **reference estimator**, fixed before the LLMs are looked at (each LLM's best cell would reward luck):
+:attr:`LeaderboardConfig.reference <semuq_eval.leaderboard.compute.LeaderboardConfig>` (``--reference``; default
+:data:`REFERENCE`: the paper's trained question-conditioned operator ``enc`` with the fixed ``kle_heat``
+aggregator). :func:`headline` gives one table per label strategy (:func:`~semuq_eval.judges.label_strategy_names`,
+:data:`STRATEGY` first), each ranked on its own labels, under each judge of the board, the run's first (keys
+``greedy``, ``majority``, then ``greedy:llm``, ...). A column is a task's section (:func:`columns`); a cell is the
+board's own figure, nothing recomputed, with its LLM rank interval (:func:`~.ranks.rank_intervals`). The mean
+column averages the LLM's task figures resample by resample on the sections' shared bootstraps, giving its CI and
+a rank interval among the LLMs with every task; rows are sorted by it (an LLM without one last). :func:`best_rows`
+gives each LLM's best estimator per task, biased upward, so labelled **optimistic**."""
 
 from __future__ import annotations
 
@@ -150,18 +137,10 @@ def headline(
     """The headline tables of a computed board (module docstring): ``leaderboard.json``'s ``headline``, one
     table per label strategy (greedy first).
 
-    Parameters
-    ----------
-    board : Leaderboard
-        Cells and LLM rank intervals filled (:func:`~semuq_eval.leaderboard.compute.compute` calls this last).
-    resampled : mapping
-        ``{(section id, llm): {(strategy, estimator): (point, resampled values, mask)}}``: each paired run's
-        AUROC on the section's shared resamples (the figures the rank intervals were computed from).
-
-    Returns
-    -------
-    dict
-        ``{strategy: {"reference", "strategy", "rule", "columns", "rows", "best"}}`` (:mod:`.schema`).
+    ``board``: cells and LLM rank intervals filled (:func:`~semuq_eval.leaderboard.compute.compute` calls this last).
+    ``resampled``: ``{(section id, llm): {(strategy, estimator): (point, resampled values, mask)}}``, each paired
+    run's AUROC on the section's shared resamples (those the rank intervals came from). Returns ``{strategy:
+    {"reference", "strategy", "rule", "columns", "rows", "best"}}`` (:mod:`.schema`).
 
     Examples
     --------
@@ -296,9 +275,8 @@ def best_rows(
     sign: float = 1.0,
 ) -> list[dict]:
     """Each LLM's best estimator per task (``metric`` under ``strategy`` labels, ``sign`` -1 when lower is better;
-    optimistic: the best of many noisy cells).
-
-    Rows follow ``llms`` (the headline's order); a cell is the best estimator's AUROC cell, with its name.
+    optimistic: the best of many noisy cells). Rows follow ``llms`` (the headline's order); a cell is the best
+    estimator's AUROC cell, with its name.
 
     Examples
     --------

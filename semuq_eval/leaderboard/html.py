@@ -1,28 +1,12 @@
 """``index.html`` and ``cells.js`` beside it: a static page that works from ``file://`` with no network (no
 CDN, no fetch), and stays light as the board grows.
 
-``index.html`` holds what does not grow with the number of estimators. First, within the first screen and
-before any prose, the headline (:mod:`.headline`), written as static escaped HTML: per label strategy (greedy,
-then majority) one row per LLM (sorted by the reference estimator's mean AUROC), one column per task and the
-mean, each cell the AUROC with its CI, counts, accuracy and rank interval, flagged cells marked ``!``; its rule;
-the optimistic best-estimator tables; and the headline's pictures (forest plot, rejection curves, reliability
-diagrams). Then the sections, the plots and the runs' provenance.
-
-The tables that grow with the board (every cell, the comparisons, the ranks) are in :data:`CELLS_JS`, compact
-(:func:`page_data`), as a script the page adds once it has loaded (a ``<script src>``, which Chromium allows
-from ``file://`` where it refuses ``fetch``), so the headline shows before the tables are read. From it a
-small vanilla script renders:
-
-- a sortable (click a column header; again to reverse) and filterable (section / task, LLM, label set, label
-  strategy, metric, estimator text, reliable only) table of every cell, with a CI bar per figure; whatever the
-  sort, the reliable cells come first and the small-sample ones (``!``) after them;
-- the operator x aggregator heatmap of mean AUROC over the cells the filters keep (a ``#common`` section's
-  only when it is the section chosen: its questions are also in its task's other sections);
-- the Enc-minus-base AUROC deltas per cell (pair x LLM, like the paper's per-cell tables) with the
-  "improves in X of Y cells" counts, for the label strategy chosen;
-- LLM rank intervals and LLM-vs-LLM differences.
-
-A ``cells.js`` from another build (its ``created`` is not the page's) or none is said in place of the tables.
+``index.html`` holds, as static escaped HTML, what does not grow with the estimators: the headline first (tables,
+rule, optimistic tables, pictures), then the sections, plots and provenance. The tables that grow (cells,
+comparisons, ranks) are in :data:`CELLS_JS`, compact (:func:`page_data`): a ``<script src>`` added once the page
+has loaded (Chromium allows it from ``file://``, unlike ``fetch``), from which ``page.js`` renders the sortable,
+filterable cell table, the heatmap, the Enc-minus-base deltas and the LLM ranks. A missing ``cells.js``, or one
+from another build (``created`` differs), is said in place of the tables (docs/leaderboard.md, "The page").
 
 Examples
 --------

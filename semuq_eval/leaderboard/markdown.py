@@ -1,7 +1,6 @@
 """``leaderboard.md``: the board as Markdown that reads well in a pull request (the headline, the rankings across
 judges, AUROC tables per section, the Enc-minus-base deltas, LLM ranks, provenance). It reads the document
-(:func:`~.write.to_document`) only, as the page does.
-"""
+(:func:`~.write.to_document`) only, as the page does."""
 
 from __future__ import annotations
 

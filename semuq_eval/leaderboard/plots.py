@@ -1,11 +1,9 @@
 """PNG plots of a leaderboard (matplotlib, Agg): the headline's pictures (a forest plot of the headline cells;
 per section, the accuracy-vs-rejection curves and the reliability diagrams of the reference estimator, one line
 per LLM); per section, AUROC with 95% CIs per estimator per LLM and the LLM rank intervals; over all sections,
-the mean AUROC heatmap operator x aggregator.
-
-Unreliable figures are drawn hollow (the run's small-sample flag), undefined ones are left out and counted in
-the title. Every function reads the ``leaderboard.json`` document (:func:`~.write.to_document`).
-"""
+the mean AUROC heatmap operator x aggregator. Unreliable figures (the run's small-sample flag) are drawn hollow,
+undefined ones left out and counted in the title. Every function reads the ``leaderboard.json`` document
+(:func:`~.write.to_document`)."""
 
 from __future__ import annotations
 
@@ -49,8 +47,7 @@ def _slug(text: str) -> str:
 def plot_auroc(document: Mapping[str, Any], section: Mapping[str, Any], path: str | Path) -> Path:
     """AUROC with its 95% CI for every estimator (rows) and LLM (markers), one panel per label strategy.
 
-    Estimators are sorted by mean AUROC over the LLMs (greedy labels). Returns ``path``.
-    """
+    Estimators are sorted by mean AUROC over the LLMs (greedy labels). Returns ``path``."""
     plt = _plt()
     import numpy as np
 

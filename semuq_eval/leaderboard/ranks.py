@@ -2,8 +2,7 @@
 
 In every resample of the section's shared bootstrap the figures are ranked; the interval is the 2.5% and 97.5%
 quantiles of those ranks (``inverted_cdf``: whole ranks), so overlapping intervals show ties. A resample where a
-figure is undefined (one class drawn) ranks the others only.
-"""
+figure is undefined (one class drawn) ranks the others only."""
 
 from __future__ import annotations
 
@@ -30,8 +29,7 @@ def rank_intervals(
     """Point ranks, per-row rank interval (low, high) and the number of resamples each was ranked in.
 
     ``matrix`` is (k, R) resampled AUROCs, ``points`` (k,); rank 1 = highest AUROC, ties share the lower
-    (``min``) rank; NaN entries are left out of that resample's ranking.
-    """
+    (``min``) rank; NaN entries are left out of that resample's ranking."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         ranked = scipy.stats.rankdata(-matrix, axis=0, method="min", nan_policy="omit")

@@ -1,9 +1,7 @@
 """Reading one run: a run store, a run record or a breakdown alone, checked, as a :class:`~.runs.Run` of aligned
-per-question arrays (scores and labels in doc-id order) with its provenance.
-
-A run record gives the same run as its store, except that no figure is taken from a breakdown (every one is
-computed: ``source`` "computed"). Errors are :class:`~.runs.LeaderboardInputError`, naming the file and the fix.
-"""
+per-question arrays (scores and labels in doc-id order) with its provenance. A run record gives its store's run,
+but with every figure computed (``source`` "computed"). Errors: :class:`~.runs.LeaderboardInputError`, naming the
+file and the fix."""
 
 from __future__ import annotations
 
@@ -36,13 +34,8 @@ def load_run(path: str | os.PathLike, label_set: str = RUN_LABELS) -> Run:
 
     ``label_set`` names the labels (:mod:`semuq_eval.harness.label_sets`): ``"run"``, the run's own judge
     (``scores.jsonl``), or a set written by ``semuq-eval judge`` (``labels/<name>.jsonl``), whose judge then
-    identifies the labels; a question the set does not label has no label.
-
-    Raises
-    ------
-    LeaderboardInputError
-        A missing file, an unknown store or breakdown format (an older schema), or items that do not match
-        the breakdown; the message names the file and the fix.
+    identifies the labels; a question the set does not label has no label. Raises LeaderboardInputError, naming the
+    file and the fix, for a missing file, an unknown store or breakdown format, or items not matching the breakdown.
 
     Examples
     --------
@@ -246,10 +239,9 @@ def load_runs(
 ) -> list[Run]:
     """:func:`load_run` of every path and label set, in the order given.
 
-    ``label_sets`` may hold ``"all"``: every label set of each store or record (:func:`label_set_names`).
-    A run record that cannot be read (it may come from anywhere) is listed in ``skipped`` (``{"path",
-    "reason"}``) when a list is given, and the others are read; otherwise, as for a store, the error is raised.
-    """
+    ``label_sets`` may hold ``"all"``: every label set of each store or record (:func:`label_set_names`). An
+    unreadable run record (it may come from anywhere) is listed in ``skipped`` (``{"path", "reason"}``) when a list
+    is given, and the others read; otherwise the error is raised, as for a store."""
     runs = []
     for p in paths:
         names = list(label_sets)

@@ -1,12 +1,9 @@
 """A run's figures, computed in one worker: every metric's cell and the AUROC resamples the board reuses.
 
-AUROC's resampled values come from :func:`~semuq_eval.metrics.resample` (its point estimate and interval are
-:func:`~semuq_eval.metrics.evaluate`'s); the other metrics come from ``evaluate`` itself, or from the run's own
-breakdown when the run used the same bootstrap (resamples, seed), ECE protocol and questions with no missing
-label, and its AUROC equals the one recomputed from ``scores.jsonl`` (then the figures are the same numbers and
-are not computed again; ``source`` says which). The estimators' rank intervals within the run are computed here
-too, where the resamples are.
-"""
+AUROC's resamples come from :func:`~semuq_eval.metrics.resample`; other metrics from
+:func:`~semuq_eval.metrics.evaluate`, or from the run's breakdown when it used the same bootstrap, ECE protocol and
+questions with no missing label and its AUROC equals the recomputed one (``source`` says which). The estimators'
+rank intervals within the run are computed here too, where the resamples are."""
 
 from __future__ import annotations
 

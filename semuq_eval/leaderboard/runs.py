@@ -1,14 +1,9 @@
 """The runs of a leaderboard and the sections that compare them.
 
-A **run** is one LLM on one task: a run store directory ``<out>/semuq/<task>/<run_id>/`` holding
-``manifest.json``, ``scores.jsonl`` (one item per question: ``doc_id``, ``scores``, ``labels`` {greedy,
-majority}) and ``breakdown.json`` (:mod:`semuq_eval.harness.breakdown`), or its run record
-(:mod:`semuq_eval.harness.record`). A breakdown JSON file given on its own (no ``scores.jsonl`` beside it) is a
-*breakdown-only* run: its AUROC / ECE figures are shown as the run computed them, but nothing is paired with it.
-
-A **section** holds the runs that can be compared question by question (:mod:`~.sections`). Errors in a board's
-inputs are :class:`LeaderboardInputError`, naming the file and what to do.
-"""
+A **run** is one LLM on one task: a run store ``<out>/semuq/<task>/<run_id>/`` (``manifest.json``, per-question
+``scores.jsonl``, ``breakdown.json``) or its run record (:mod:`semuq_eval.harness.record`); a breakdown JSON file
+alone is a *breakdown-only* run, shown as the run computed it and paired with nothing. A **section** holds the runs
+comparable question by question (:mod:`~.sections`). Input errors are :class:`LeaderboardInputError`."""
 
 from __future__ import annotations
 
@@ -31,26 +26,13 @@ class LeaderboardInputError(ValueError):
 class Run:
     """One LLM on one task, as read from its store (or a breakdown alone).
 
-    Attributes
-    ----------
-    path : Path
-        The store directory (or the breakdown file of a breakdown-only run).
-    task, llm : str
-        The task and the LLM's name (the store's run id: the model's slug unless the run set ``run_id``).
-    breakdown : dict
-        The run's ``breakdown.json``.
-    doc_ids : numpy.ndarray or None
-        (n,) doc ids in ascending order; None for a breakdown-only run.
-    question_ids : list of str or None
-        The questions' own ids (``id``) in doc order, when the items carry them.
-    scores : dict of str to numpy.ndarray
-        Estimator -> (n,) uncertainties, NaN where the run gave no score.
-    labels : dict of str to numpy.ndarray
-        Label strategy -> (n,) 0/1 labels, NaN where the judge gave none.
-    provenance : dict
-        Model, revision, task, N, seed, operators and their model ids, judge, package versions
-        (null when the run did not record them, with ``notes`` saying so).
-    """
+    ``path``: the store directory (or a breakdown-only run's file); ``task``, ``llm``: the task and the LLM's name
+    (the store's run id: the model's slug unless the run set ``run_id``); ``breakdown``: its ``breakdown.json``;
+    ``doc_ids``: (n,) ascending, None for a breakdown-only run; ``question_ids``: the questions' own ids (``id``) in
+    doc order, when the items carry them; ``scores``: estimator -> (n,) uncertainties, NaN where the run gave no
+    score; ``labels``: label strategy -> (n,) 0/1 labels, NaN where the judge gave none; ``provenance``: model,
+    revision, task, N, seed, operators and their model ids, judge, package versions (null when the run did not
+    record them, with ``notes`` saying so)."""
 
     path: Path
     task: str
@@ -140,8 +122,7 @@ class Section:
 def operator_identity(entry: Mapping[str, Any]) -> dict[str, Any]:
     """What identifies an operator's matrices: its declared ``info`` (model, revision, rule, pooling, ...).
 
-    A local model path is reduced to its last folder name, so that the same prepared model on two machines
-    (``/root/.cache/.../all-minilm-l6-v2`` and ``/home/me/.cache/.../all-minilm-l6-v2``) is one identity.
+    A local model path is reduced to its last folder name, so one prepared model on two machines is one identity.
 
     Examples
     --------

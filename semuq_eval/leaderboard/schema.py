@@ -1,18 +1,16 @@
 """The ``leaderboard.json`` schema, versioned: ``"format": "semuq-leaderboard/2"``.
 
-A reader checks ``format`` first; a change that removes or renames a field bumps the version, an added
-field does not, so a field marked *optional* below may be absent from a version-2 document. Numbers that are
-undefined (NaN) are ``null``. ``cells`` and ``ranks`` are run tables: each row names its run by index instead
-of repeating its section, task, label set and LLM. :func:`read_document` reads the file into the records every
-writer and test uses (:func:`decode`); :func:`encode` gives the file's shape. The document::
+A reader checks ``format`` first; removing or renaming a field bumps the version, adding one does not, so a field
+marked *optional* below may be absent from a version-2 document. Undefined numbers (NaN) are ``null``. ``cells``
+and ``ranks`` are run tables (below). :func:`read_document` reads the file into the records every writer and test
+uses (:func:`decode`); :func:`encode` gives the file's shape. The document::
 
     {
-      "format": "semuq-leaderboard/2",
-      "schema": "semuq_eval/leaderboard/schema.py",          # where this description lives
+      "format": "semuq-leaderboard/2", "schema": "semuq_eval/leaderboard/schema.py",   # where this description lives
       "created": ISO time, "generator": {"semuq_eval", "numpy", "scipy", "python"},
       "settings": {"bootstrap": {"n_resamples", "seed", "confidence_level", "method"},
                    "ece": {"bins", "refit"}, "metrics": [...], "llm_estimators": [...], "significance": str,
-                   "compare": {operator: [bases]},          # --compare (optional)
+                   "compare": {operator: [bases]},  # --compare (optional)
                    "inputs": [the paths / globs given]},
       "sections": [{"id", "task", "n_questions", "question_set", "n_samples", "judge": {...},
                     "operators": {name: identity}, "paired": bool, "llms": [...], "notes": [...],
@@ -20,9 +18,8 @@ writer and test uses (:func:`decode`); :func:`encode` gives the file's shape. Th
       "runs": [{"section", "llm", "path", "task", "source": "store" | "record" | "breakdown",
                 "labels": {strategy: {"n", "n_correct", "n_incorrect", "n_missing", "accuracy"}},
                 "provenance": {"model": {"name", "pretrained", "revision", "sha", "model_args", "lm_eval_model"},
-                               "task", "n_samples", "n_docs", "seed", "bootstrap",
-                               "operators": {name: {"kind", "status", "model", "revision"}},
-                               "judge": {...}, "decoding": {...}, "created",
+                               "task", "n_samples", "n_docs", "seed", "bootstrap", "judge": {...}, "decoding": {...},
+                               "operators": {name: {"kind", "status", "model", "revision"}}, "created",
                                "versions": {"lm_eval", "transformers", "torch", "semuq_eval", "git_hash"},
                                "results_file", "notes": [...]}}],
       "skipped": [{"path", "reason"}],       # stores a glob matched but left out (unfinished runs)
@@ -30,8 +27,7 @@ writer and test uses (:func:`decode`); :func:`encode` gives the file's shape. Th
       "comparisons": {"sets": {name: {"description", "pairs": [[estimator, base], ...]}},
                       "rows": [{"set", "section", "task", "llm", "strategy", "estimator", "base", "value_a",
                                 "value_b", "difference", "ci_low", "ci_high", "p_value", "n", "status",
-                                "improved", "significant", "note",
-                                "reliable"}],   # both AUROCs reliable (optional)
+                                "improved", "significant", "note", "reliable"}],   # reliable: both AUROCs (optional)
                       "summary": [{"set", "strategy", "n_cells", "n_improved", "n_improved_significant",
                                    "n_worse_significant", "n_unavailable", "mean_difference",
                                    "reliable": {"n_cells", "n_improved", "n_improved_significant",
@@ -48,60 +44,48 @@ writer and test uses (:func:`decode`); :func:`encode` gives the file's shape. Th
                                         "mean": HCELL + RANKS + {"n_tasks"}}],
                               "best": [{"llm", "cells": {section id: HCELL + {"estimator"}}}]}},
       "curves": [{"section", "task", "llm", "estimator", "strategy", "n",     # (optional)
-                  "accuracy_kept", "aurac", "reliability": [{"low", "high", "n", "confidence", "accuracy"}],
-                  "ece"}],
+                  "accuracy_kept", "aurac", "reliability": [{"low", "high", "n", "confidence", "accuracy"}], "ece"}],
       "across_judges": [{"task", "sections", "strategy", "estimator", "metric", "label_sets",  # only with 2+
                          "llms": [{"llm", "ranks": {label set: rank}, "rank_intervals": {label set: [low, high]},
                                    "mean_rank", "mean_rank_low", "mean_rank_high", "disagree"}],
                          "agreement": [{"label_set_a", "label_set_b", "kendall_tau", "n_llms"}],
-                         "estimator_agreement": [{"llm", "label_set_a", "label_set_b", "kendall_tau",
-                                                  "n_estimators"}],
+                         "estimator_agreement": [{"llm", "label_set_a", "label_set_b", "kendall_tau", "n_estimators"}],
                          "estimator_ranks": [{"llm", "estimator", "ranks": {label set: rank}, "mean_rank"}],
                          "label_agreement": [{"llm", "label_set_a", "label_set_b", "n", "n_skipped",  # optional
                                               "confusion", "observed", "kappa", "note"}]}]
     }
 
-A CELL is one figure: one metric of one estimator for one LLM on one task under one label strategy
-(:data:`CELL_FIELDS`, in the CSV's column order). ``status`` is ``ok`` (a value), ``undefined`` (NaN: one
-class only, or no labels), ``unavailable`` (the run could not score the estimator; ``note`` gives the
-reason), ``not_run`` (the run did not include it) or ``not_computed`` (a breakdown-only run without this
-metric). ``reliable`` is the run's own small-sample flag (:mod:`semuq_eval.harness.reliability`), ``source``
-``run`` (taken from the run's breakdown: the same numbers) or ``computed``. ``accuracy`` is the LLM's
-accuracy under the strategy on the section's questions.
+A CELL (:data:`CELL_FIELDS`, the CSV's column order) is one metric of one estimator for one LLM on one task under
+one label strategy. ``status``: ``ok``, ``undefined`` (NaN: one class only, or no labels), ``unavailable`` (the run
+could not score it; ``note`` says why), ``not_run`` or ``not_computed`` (a breakdown-only run without the metric);
+``reliable``: the run's small-sample flag (:mod:`semuq_eval.harness.reliability`); ``source``: ``run`` (the run's
+breakdown: the same numbers) or ``computed``; ``accuracy``: the LLM's, under the strategy, on the section's questions.
 
-A **run table** keeps per-run facts once: ``{"columns": [...], "rows": [[...], ...]}``, one row per record,
-whose ``run`` column is the index of its run in ``runs``; a record's ``section``, ``task``, ``label_set`` and
-``llm`` (:data:`RUN_KEYS`) are its run's, and a cell's ``aggregator`` and ``operator`` come from its estimator
-(``agg@op``; ``-`` without an operator) and its ``accuracy`` from ``runs[run].labels[strategy]``.
+A **run table** keeps per-run facts once: ``{"columns": [...], "rows": [[...], ...]}``, one row per record, whose
+``run`` column indexes ``runs``; a record's ``section``, ``task``, ``label_set`` and ``llm`` (:data:`RUN_KEYS`) are
+its run's, a cell's ``aggregator`` and ``operator`` come from its estimator (``agg@op``; ``-`` without an
+operator) and its ``accuracy`` from ``runs[run].labels[strategy]``.
 
-RANK is ``{"section", "task", "label_set", "llm", "strategy", "estimator", "auroc", "rank", "rank_low",
-"rank_high", "n_ranked", "n_resamples"}`` (:data:`RANK_FIELDS`): in ``ranks.llms`` the rank of the LLM among the
-section's LLMs for the estimator, in ``ranks.estimators`` that of the estimator among the LLM's; rank 1 =
-highest AUROC among ``n_ranked``; ``rank_low`` / ``rank_high`` the 2.5% / 97.5% quantiles of the rank over
-the ``n_resamples`` resamples that ranked it.
-``headline`` (:mod:`.headline`) holds one table per label strategy (``greedy``, then ``majority``), each with
-one row per LLM: ``reference`` is the estimator every cell reads (``settings.reference``, fixed before the LLMs
-are ranked), ``metric`` the metric it shows and ranks by when not AUROC (``--headline-metric``; absent: AUROC),
-``strategy`` its labels; on a board of several label sets (judges), one table per strategy under each, keyed
-``strategy`` for the run's own and ``strategy:label_set`` for the others, each naming its ``label_set`` (its
-``headline.csv`` rows have the strategy ``strategy:label_set``); ``columns``
-one section per task (:func:`.headline.columns`: the ``#common`` one when the task's LLMs ran different question
-sets). HCELL is ``{"value", "ci_low", "ci_high", "n_correct",
-"n_incorrect", "accuracy", "reliable", "status", "note"}``: the reference estimator's AUROC cell under the
-table's labels (the mean
-column: the mean over the LLM's tasks with the percentile interval of the resampled means, summed counts, the
-mean accuracy, ``reliable`` when every task cell is); RANKS is ``{"rank", "rank_low", "rank_high",
-"n_ranked"}`` as in RANK (the mean column ranks the LLMs that have every task). Rows are sorted by the mean
-column, highest first. ``best`` is each LLM's best estimator per task, in the same row order: optimistic.
-``curves`` (:mod:`.curves`) are the pictures of the headline cells of runs with per-question scores:
-``accuracy_kept[i]`` is the accuracy of the kept answers when the ``i`` most uncertain of the ``n`` are
-rejected (its mean is ``aurac``, the ``auarc`` metric), ``reliability`` the bins of the calibrated confidence
-(ECE's calibrator and bins; they add up to ``ece``).
-``headline.csv`` holds every table, one row per (table, strategy, LLM, column) (:data:`HEADLINE_FIELDS`).
+RANK (:data:`RANK_FIELDS`) is ``{"section", "task", "label_set", "llm", "strategy", "estimator", "auroc", "rank",
+"rank_low", "rank_high", "n_ranked", "n_resamples"}``: in ``ranks.llms`` the LLM's rank among the section's LLMs for
+the estimator, in ``ranks.estimators`` the estimator's among the LLM's; rank 1 = highest AUROC of ``n_ranked``;
+``rank_low`` / ``rank_high``: the 2.5% / 97.5% rank quantiles over the ``n_resamples`` resamples that ranked it.
 
-``difference`` is AUROC(a) - AUROC(b) (``estimator`` minus ``base``; ``llm_a`` minus ``llm_b``);
-``significant``: its interval excludes 0.
-"""
+``headline`` (:mod:`.headline`): per label strategy (greedy first) and label set, a table of one row per LLM sorted by
+the mean column, keyed ``strategy``, or ``strategy:label_set`` (also its ``headline.csv`` strategy) for another label
+set's. ``reference``: ``settings.reference``; ``metric``: the metric shown and ranked by when not AUROC; ``columns``:
+one section per task (:func:`.headline.columns`). HCELL is ``{"value", "ci_low", "ci_high", "n_correct",
+"n_incorrect", "accuracy", "reliable", "status", "note"}``, the reference estimator's cell under the table's labels
+(mean column: mean over the LLM's tasks, percentile interval of the resampled means, summed counts, mean accuracy,
+``reliable`` when every task cell is); RANKS is ``{"rank", "rank_low", "rank_high", "n_ranked"}`` as in RANK (the mean
+column ranks the LLMs with every task). ``best``: each LLM's best estimator per task, same row order: optimistic.
+
+``curves`` (:mod:`.curves`) picture the headline cells of runs with per-question scores: ``accuracy_kept[i]`` is
+the kept answers' accuracy when the ``i`` most uncertain of ``n`` are rejected (mean: ``aurac``, the ``auarc``
+metric), ``reliability`` the calibrated confidence's bins (ECE's calibrator and bins; they add up to ``ece``).
+``headline.csv``: every table, one row per (table, strategy, LLM, column) (:data:`HEADLINE_FIELDS`).
+``difference``: AUROC(a) - AUROC(b) (``estimator`` - ``base``; ``llm_a`` - ``llm_b``); ``significant``: its
+interval excludes 0."""
 
 from __future__ import annotations
 

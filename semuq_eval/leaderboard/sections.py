@@ -1,12 +1,7 @@
 """Lining runs up question by question: sections of comparable runs, common questions, and whether a record may
-join a board.
-
-A section holds the runs that can be compared question by question: the same task, the same questions (doc ids
-and question ids), the same N, the same judge (label set), and the same identity for every operator that two of
-its runs share. Runs that differ in any of these go to separate sections, each saying what sets it apart;
-nothing is mixed silently. ``strict=True`` refuses such inputs instead. A record that must join a board's
-existing section (``--add``) is checked by :func:`check_join` first.
-"""
+join a board. A section holds runs with the same task, questions (doc ids and question ids), N, judge (label set)
+and identity of every operator two of them share; runs differing in any go to separate sections, each saying
+why (``strict=True`` refuses instead). :func:`check_join` checks a record joining a section (``--add``)."""
 
 from __future__ import annotations
 
@@ -26,14 +21,10 @@ __all__ = ["check_join", "common_questions", "group_sections"]
 def check_join(run: Run, sections: Sequence[Section]) -> None:
     """Refuse a run (a record sent from another machine) that cannot join its task's section of a board.
 
-    The run must match one of the board's sections of its task and label set in everything that makes runs
-    comparable: the question set (doc ids, question ids and, between records, the questions' texts), N, the
-    judge, the sampling decoding and the identity of every operator both ran; and its LLM must not be there yet.
-
-    Raises
-    ------
-    LeaderboardInputError
-        One line naming the file, the record and the first field that differs from the nearest section.
+    It must match one of the board's sections of its task and label set in the question set (doc ids, question ids
+    and, between records, the questions' texts), N, the judge, the sampling decoding and the identity of every
+    operator both ran, and its LLM must not be there yet. Raises LeaderboardInputError: one line naming the file, the
+    record and the first field that differs from the nearest section.
 
     Examples
     --------
@@ -104,12 +95,10 @@ def _join_differences(run: Run, section: Section) -> list[tuple[str, Any, Any]]:
 def common_questions(runs: Sequence[Run]) -> tuple[list[Run], dict[str, str]]:
     """Restrict every task's paired runs to the questions they all share (``--common-questions``).
 
-    Runs of one task made on different question sets (e.g. the first 400 and the first 150) cannot share a
-    section; restricted to their common questions (doc id, and the question's own id when every run of the
-    task carries one) they can, so LLMs are compared on the same questions. A task whose runs share no
-    question, or already share all, is left as is; breakdown-only runs are never touched. Every figure of a
-    restricted run is recomputed from its scores (its own breakdown covers other questions). Returns the runs
-    and ``{task: note}`` for the tasks restricted.
+    Runs of one task on different question sets (e.g. the first 400 and the first 150) cannot share a section; on
+    their common questions (doc id, and question id when every run of the task carries one) they can. A task whose
+    runs share no question, or all, is left as is; breakdown-only runs are never touched; every figure of a restricted
+    run is recomputed from its scores. Returns the runs and ``{task: note}`` for the tasks restricted.
 
     Examples
     --------
@@ -189,20 +178,10 @@ def group_sections(
 ) -> list[Section]:
     """Group runs into sections of runs comparable question by question (module docstring).
 
-    Parameters
-    ----------
-    runs : sequence of Run
-    strict : bool, default=False
-        Refuse (raise) when a task's runs do not all fit in one section, instead of splitting them.
-    on_duplicate : {"error", "latest"}, default="error"
-        Two runs of the same LLM in one section: an error naming both, or keep the newer breakdown
-        (``created``) and name the one dropped in the section's notes.
-
-    Raises
-    ------
-    LeaderboardInputError
-        Two runs of one LLM in a section (``on_duplicate="error"``), or split sections under ``strict``.
-    """
+    ``strict``: raise when a task's runs do not all fit in one section, instead of splitting them. ``on_duplicate``:
+    two runs of one LLM in a section are an error naming both (``"error"``), or the newer breakdown (``created``) is
+    kept and the one dropped named in the section's notes (``"latest"``). Raises LeaderboardInputError for that error
+    or for split sections under ``strict``."""
     if on_duplicate not in ("error", "latest"):
         raise ValueError(f"on_duplicate must be 'error' or 'latest', got {on_duplicate!r}")
     ordered = sorted(runs, key=lambda r: (r.task, r.llm, str(r.path)))

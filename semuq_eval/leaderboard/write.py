@@ -1,9 +1,7 @@
 """Write a leaderboard's data: ``leaderboard.json`` (:mod:`.schema`) and ``leaderboard.csv`` (one row per cell);
-``leaderboard.md`` is :mod:`.markdown`'s, the page :mod:`.html`'s.
-
-Every writer reads the :class:`~semuq_eval.leaderboard.compute.Leaderboard` only; the HTML page and the
-plots read the same document (:func:`to_document`: records, as :func:`~.schema.read_document` reads them back).
-"""
+``leaderboard.md`` is :mod:`.markdown`'s, the page :mod:`.html`'s. Every writer reads the
+:class:`~semuq_eval.leaderboard.compute.Leaderboard` only; the page and the plots read the same document
+(:func:`to_document`: records, as :func:`~.schema.read_document` reads them back)."""
 
 from __future__ import annotations
 
@@ -56,19 +54,10 @@ def to_document(
 ) -> dict[str, Any]:
     """The leaderboard as the JSON-safe ``leaderboard.json`` document (:mod:`.schema`).
 
-    Parameters
-    ----------
-    board : Leaderboard
-    inputs : sequence of str
-        The paths / globs the leaderboard was built from (recorded as given).
-    created : str, optional
-        ISO time; default now (UTC).
-    relative_to : path-like, optional
-        Write run paths relative to this folder (e.g. the output folder), so a committed leaderboard does not
-        carry the machine's absolute paths.
-    skipped : sequence of mapping
-        Stores left out (``{"path", "reason"}``: unfinished runs a glob matched), listed in the document.
-    """
+    ``inputs``: the paths / globs the board was built from (recorded as given); ``created``: ISO time (default now,
+    UTC); ``relative_to``: write run paths relative to this folder (e.g. the output), so a committed leaderboard
+    carries no machine's absolute paths; ``skipped``: stores left out (``{"path", "reason"}``: unfinished runs a glob
+    matched), listed in the document."""
 
     def where(path: Path) -> str:
         if relative_to is None:

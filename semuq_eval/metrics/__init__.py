@@ -1,15 +1,11 @@
 """Metrics of an uncertainty score against correctness labels, with bootstrap CIs.
 
-Point estimates: :func:`auroc`, :func:`ece`, :func:`prr`, :func:`auarc`, :func:`coverage_at_risk` (the share
-answered at a certified error rate, :mod:`~semuq_eval.metrics.risk`). :func:`evaluate`
-scores many estimators at once with CIs on shared resamples (ECE's calibrator fitted once, or
-refitted in every resample with ``CalibrationProtocol(refit="per_resample")``); :func:`paired_difference`
-compares two estimators (or two LLMs) resample by resample; :func:`resample` gives one metric on every
-resample, for callers that compare or rank. ``get(name)`` returns the registered :class:`Metric`, which
-declares ``higher_is_better`` and its table ``label``; ``names()`` lists them; ``register`` adds one, and an
-installed package adds one through the entry-point group ``semuq_eval.metrics`` (:mod:`semuq_eval.registry`).
-:data:`DEFAULT_METRICS` are a run's metrics unless its ``metrics`` setting names others (:func:`check_metrics`).
-"""
+Point estimates: :func:`auroc`, :func:`ece`, :func:`prr`, :func:`auarc`, :func:`coverage_at_risk`
+(:mod:`~semuq_eval.metrics.risk`). :func:`evaluate` scores many estimators at once with CIs on shared
+resamples, :func:`paired_difference` compares two estimators (or two LLMs) resample by resample, and
+:func:`resample` gives one metric on every resample. ``get``, ``names`` and ``register`` work the
+:class:`Metric` registry (entry-point group ``semuq_eval.metrics``); :data:`DEFAULT_METRICS` are a run's
+metrics unless its ``metrics`` setting names others (:func:`check_metrics`)."""
 
 from __future__ import annotations
 

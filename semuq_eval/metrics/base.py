@@ -14,17 +14,13 @@ from semuq_eval.registry import Registry
 class Metric:
     """A registered metric.
 
-    ``func(uncertainty, correct) -> float`` is the point estimate; ``weighted(values,
-    correct, counts) -> (R,)`` scores R weightings (bootstrap resamples) of the same
-    questions at once. ``calibrated`` metrics read confidences, which the evaluation maps
-    from uncertainties with a held-out calibrator before calling ``weighted``; under
-    ``CalibrationProtocol(refit="per_resample")`` the calibrator differs per resample, so
-    ``weighted`` then receives (R, n) confidences (row r for ``counts[r]``; NaN entries have
-    count 0) and the keyword ``n_bins``. ``higher_is_better`` orders estimators wherever they are
-    ranked (a breakdown's ``best``, lm-eval's table); ``label`` is the name tables show. ``derived``,
-    ``(metric, function)``, says the metric follows from another one's weighted values by ``function(values,
-    correct, counts)`` (PRR from AUARC), so an evaluation that scores both computes the other once.
-    """
+    ``func(uncertainty, correct) -> float`` is the point estimate; ``weighted(values, correct, counts) ->
+    (R,)`` scores R weightings (bootstrap resamples) of the same questions at once. ``calibrated`` metrics
+    read confidences from a held-out calibrator; under ``CalibrationProtocol(refit="per_resample")``
+    ``weighted`` receives (R, n) confidences (NaN entries have count 0) and the keyword ``n_bins``.
+    ``higher_is_better`` orders estimators wherever they are ranked; ``label`` is the name tables show;
+    ``derived``, ``(metric, function)``, computes this metric from another one's weighted values by
+    ``function(values, correct, counts)`` (PRR from AUARC), so that one is computed once."""
 
     name: str
     func: Callable[..., float]
@@ -66,9 +62,7 @@ def register(
 ) -> Callable[[Callable], Callable]:
     """Decorator: register a point-estimate function and its weighted core under ``name``.
 
-    ``label`` is the name tables show (default: ``name`` in capitals); ``derived`` (:class:`Metric`) names the
-    metric whose weighted values this one follows from, and how.
-    """
+    ``label``: the name tables show (default ``name`` in capitals); ``derived``: as in :class:`Metric`."""
 
     def decorate(func: Callable) -> Callable:
         metric = Metric(name, func, weighted, higher_is_better, calibrated, label or name.upper(), derived)
@@ -81,10 +75,7 @@ def register(
 def check_metrics(names: Iterable[str]) -> tuple[str, ...]:
     """``names`` as a tuple of registered metric names, at least one and none repeated.
 
-    Raises
-    ------
-    ValueError
-        Naming the unknown metrics and listing the known ones.
+    Raises ValueError naming the unknown metrics and listing the known ones.
 
     Examples
     --------
@@ -107,9 +98,8 @@ def check_metrics(names: Iterable[str]) -> tuple[str, ...]:
 def check_inputs(uncertainty, correct) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Validate (n,) scores and binary labels; return floats and the mask of finite scores.
 
-    Labels must be 0/1 or boolean with no missing values; NaN scores are allowed (a
-    documented "no score" for that question) and are left out of every metric.
-    """
+    Labels must be 0/1 or boolean with no missing values; NaN scores ("no score") are left out of every
+    metric."""
     u = np.asarray(uncertainty, dtype=np.float64)
     y = np.asarray(correct)
     if u.ndim != 1 or y.ndim != 1:

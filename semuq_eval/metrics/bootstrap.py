@@ -1,16 +1,11 @@
 """Bootstrap confidence intervals and paired comparisons on shared resamples.
 
-One :class:`Bootstrap` draws its resampled index sets once per number of questions (seeded),
-and every estimator of a run is scored on those same sets. A paired difference between two
-estimators, or between two LLMs answering the same questions, is therefore computed
-resample by resample, which is what makes its interval and p-value meaningful.
-
-ECE's point estimate uses the calibrator cross-fitted on all questions. Its interval depends on
-``CalibrationProtocol.refit``: ``"once"`` (default) resamples the (confidence, label) pairs of that
-fit; ``"per_resample"`` splits and calibrates every resample again (the same resampled splits for
-every estimator), which adds the calibrator's variability and gives a wider, conservative interval, wider
-than the real sampling spread (why: :mod:`semuq_eval.metrics.calibrators`; figures: docs/api.md). Every
-:class:`MetricResult` says which in ``calibration_refit`` and ``ci_method``.
+One seeded :class:`Bootstrap` draws its resampled index sets once per number of questions and every estimator
+of a run is scored on them, so a paired difference (two estimators, or two LLMs on the same questions) is
+computed resample by resample, which makes its interval and p-value meaningful. ECE's point estimate uses the
+calibrator cross-fitted on all questions; its interval follows ``CalibrationProtocol.refit``: ``"once"``
+resamples the calibrated pairs, ``"per_resample"`` recalibrates every resample, a wider, conservative interval
+(docs/api.md, "ECE intervals"). :class:`MetricResult` states which in ``calibration_refit`` and ``ci_method``.
 """
 
 from __future__ import annotations
@@ -78,9 +73,8 @@ class Bootstrap:
     def folds(self, n: int, protocol: CalibrationProtocol) -> np.ndarray:
         """(n_resamples, n) calibration folds of each resample's distinct questions (-1 = not drawn).
 
-        What ``refit="per_resample"`` splits each resample by (:meth:`CalibrationProtocol.resample_folds`
-        seeded with the protocol's and this bootstrap's seeds); the same for every call and estimator.
-        """
+        The split of ``refit="per_resample"`` (:meth:`CalibrationProtocol.resample_folds`), the same for every
+        estimator."""
         return _resample_folds(protocol, n, self.n_resamples, self.seed)
 
     def describe(self, metric: Metric | None = None, protocol: CalibrationProtocol | None = None) -> str:
@@ -118,8 +112,8 @@ class Bootstrap:
         self, point_a: float, point_b: float, resampled_a: np.ndarray, resampled_b: np.ndarray
     ) -> tuple[float, float, float, float]:
         """``(difference, low, high, p_value)`` of a - b from their values on the same resamples: the percentile
-        interval of the resampled differences and the two-sided p-value of the shifted bootstrap (what
-        :func:`paired_difference` reports; the leaderboard calls it on cached resamples).
+        interval of the resampled differences and the shifted-bootstrap two-sided p-value
+        (:func:`paired_difference`).
 
         Examples
         --------
@@ -141,26 +135,12 @@ class Bootstrap:
 class MetricResult:
     """A metric's point estimate on all questions, its bootstrap interval, and what it was computed on.
 
-    Attributes
-    ----------
-    metric : str
-    value : float
-        Point estimate on all scored questions.
-    ci_low, ci_high : float
-        Percentile bootstrap interval (NaN resamples left out).
-    n, n_correct, n_incorrect : int
-        Questions the point estimate used, by label.
-    n_missing : int
-        Questions without a score (NaN).
-    n_valid_resamples : int
-        Resamples that gave a value (a resample drawing one class only gives none for AUROC/PRR,
-        and for ECE with ``refit="per_resample"``).
-    calibration_refit : {"per_resample", "once"} or None
-        For calibrated metrics (ECE), whether the interval refitted the calibrator in every resample;
-        None for the others.
-    ci_method : str
-        The interval's method in words (:meth:`Bootstrap.describe`), for a breakdown to state.
-    """
+    ``value`` is the estimate on all scored questions, ``ci_low``/``ci_high`` its percentile interval (NaN
+    resamples left out); ``n``, ``n_correct`` and ``n_incorrect`` count the questions used, ``n_missing``
+    those without a score. ``n_valid_resamples`` counts the resamples that gave a value (one drawn class gives
+    none for AUROC/PRR, and for ECE under ``refit="per_resample"``). ``calibration_refit`` is the refit mode
+    for calibrated metrics (None otherwise); ``ci_method`` states the interval's method
+    (:meth:`Bootstrap.describe`)."""
 
     metric: str
     value: float
@@ -213,11 +193,9 @@ def _refit_resampled(
 ) -> np.ndarray:
     """(R,) values of a calibrated metric with the calibrator refitted in every resample.
 
-    ``plan`` is (counts, folds) of the resamples; ``u`` is NaN for questions left out. A resample
-    whose scored questions hold one class only gives NaN: its refitted calibrator is the constant
-    0 or 1 and its ECE a trivial 0. ECE is accumulated from the scored entries directly; another
-    calibrated metric gets (R, n) confidences in blocks of resamples.
-    """
+    ``plan`` is (counts, folds); ``u`` is NaN for questions left out. A resample whose scored questions hold
+    one class gives NaN (its ECE would be a trivial 0). ECE accumulates the scored entries directly; other
+    metrics get (R, n) confidences in blocks of resamples."""
     counts, folds = plan
     n_resamples = counts.shape[0]
     size = max(1, (1 << 21) // max(int(np.isfinite(u).sum()), 1))  # bounds the temporaries
@@ -257,11 +235,9 @@ def _score(
 ) -> tuple[float, np.ndarray]:
     """Point estimate (all masked-in questions once) and the (R,) resampled values.
 
-    With ``refit = (u, plan)`` (a calibrated metric under ``refit="per_resample"``) the resampled values
-    refit the calibrator on ``u`` (NaN = left out) in the resamples of ``plan``; otherwise they reweight
-    ``values``. ``memo`` holds the
-    weighted values of the metrics already scored on the same score (:func:`_weighted`).
-    """
+    With ``refit=(u, plan)`` (a calibrated metric, ``refit="per_resample"``) the resampled values refit the
+    calibrator on ``u`` (NaN = left out) in ``plan``'s resamples; otherwise they reweight ``values``.
+    ``memo``: :func:`_weighted`."""
     filled = np.where(mask, values, 0.0)
     if metric.calibrated:
         kwargs = {"n_bins": protocol.n_bins}
@@ -310,16 +286,9 @@ def _refit_plan(
 class Resampled:
     """A metric on all questions and on every bootstrap resample, for paired comparisons and ranks.
 
-    Attributes
-    ----------
-    result : MetricResult
-        The point estimate, its interval and its counts.
-    values : ndarray of shape (n_resamples,)
-        The metric on each resample (NaN where undefined); resample r draws the same questions for every
-        estimator and every LLM scored with the same :class:`Bootstrap` on the same number of questions.
-    mask : ndarray of shape (n,)
-        The questions scored (a finite score, and a finite confidence for a calibrated metric).
-    """
+    ``values`` (n_resamples,) holds the metric per resample (NaN where undefined); resample r draws the same
+    questions for every estimator and LLM scored with the same :class:`Bootstrap` on as many questions.
+    ``mask`` (n,) marks the questions scored (finite score, and finite confidence for a calibrated metric)."""
 
     result: MetricResult
     values: np.ndarray
@@ -336,23 +305,9 @@ def resample(
 ) -> Resampled:
     """One metric of one score on all questions and on every shared bootstrap resample.
 
-    :func:`evaluate` is this for every estimator and metric; a caller that compares or ranks scores
-    resample by resample (the leaderboard) keeps :attr:`Resampled.values`.
-
-    Parameters
-    ----------
-    metric : str
-        A registered metric's name.
-    uncertainty : array-like of shape (n,)
-        The score (NaN = no score for that question).
-    correct : array-like of shape (n,)
-        Binary labels (1 = the answer is correct).
-    bootstrap, protocol
-        As in :func:`evaluate`.
-
-    Returns
-    -------
-    Resampled
+    :func:`evaluate` is this for every estimator and metric; callers that compare or rank resample by resample
+    (the leaderboard) keep :attr:`Resampled.values`. ``uncertainty`` is (n,) scores (NaN = no score),
+    ``correct`` (n,) binary labels; ``bootstrap`` and ``protocol`` as in :func:`evaluate`.
 
     Examples
     --------
@@ -413,34 +368,11 @@ def evaluate(
 ) -> dict[str, dict[str, MetricResult]]:
     """Score every estimator with every metric, with bootstrap CIs on shared resamples.
 
-    A single-class label set gives NaN for the class-dependent metrics with a warning, never
-    an exception.
-
-    Parameters
-    ----------
-    scores : mapping of str to array-like of shape (n,)
-        Estimator name (e.g. ``"kle_heat@enc"``) to its uncertainties (NaN = no score for that
-        question).
-    correct : array-like of shape (n,)
-        Binary labels (1 = the answer is correct).
-    metrics : iterable of str, default=DEFAULT_METRICS
-        Registered metric names.
-    bootstrap : Bootstrap, optional
-        Resampling; default ``Bootstrap()`` (1000 seeded resamples, 95% percentile intervals).
-        Every estimator is scored on the same resamples.
-    protocol : CalibrationProtocol, optional
-        Calibration of ECE; default ``CalibrationProtocol()``. Its ``refit`` decides ECE's interval:
-        ``"once"`` (default) resamples the pairs calibrated on all questions; ``"per_resample"``
-        refits the calibrator in every resample (each resample's distinct questions split again,
-        copies in one fold, multiplicities as sample weights; resamples whose scored questions hold
-        one class give NaN and are left out, see ``n_valid_resamples``), a wider, conservative
-        interval. The point estimate is the same either way.
-
-    Returns
-    -------
-    results : dict of str to dict of str to MetricResult
-        ``{estimator: {metric: MetricResult}}``; ``MetricResult.ci_method`` states how the interval
-        was computed.
+    ``scores`` maps estimator names (e.g. ``"kle_heat@enc"``) to (n,) uncertainties (NaN = no score);
+    ``correct``: binary labels. ``bootstrap`` (default 1000 seeded resamples, 95%) is shared by every
+    estimator; ``protocol`` calibrates ECE, its ``refit`` picking ECE's interval (module docstring), never its
+    value. A single-class label set gives NaN for the class-dependent metrics with a warning. Returns
+    ``{estimator: {metric: MetricResult}}``.
 
     Examples
     --------
@@ -491,13 +423,10 @@ def paired_difference(
 ) -> PairedDifference:
     """metric(u_a) - metric(u_b) with a bootstrap CI and two-sided p-value, on shared resamples.
 
-    For two estimators of one run pass one label vector; for two LLMs answering the same
-    questions pass each LLM's labels (``correct`` for a, ``correct_b`` for b). Questions where
-    either score is NaN are left out of both. The p-value tests "no difference" by shifting
-    the resampled differences to the null: p = (1 + #{|d*_r - d| >= |d|}) / (1 + R). For ECE
-    under ``protocol.refit="per_resample"`` both calibrators are refitted on the same resampled
-    splits, resample by resample.
-    """
+    Two estimators of one run share ``correct``; two LLMs on the same questions pass ``correct`` for a and
+    ``correct_b`` for b. Questions where either score is NaN are left out of both.
+    p = (1 + #{|d*_r - d| >= |d|}) / (1 + R), the shifted bootstrap. For ECE under ``refit="per_resample"``
+    both calibrators are refitted on the same resampled splits."""
     bootstrap = bootstrap or Bootstrap()
     protocol = protocol or CalibrationProtocol()
     m = registry.get(metric)

@@ -1,7 +1,6 @@
 """Expected calibration error under the paper's protocol (Sec. 5.1, "Metrics"): the confidences of the
-calibration protocol (:mod:`~semuq_eval.metrics.calibrators`) binned into ``n_bins`` equal-width bins, with
-|accuracy - confidence| summed weighted by bin mass.
-"""
+calibration protocol (:mod:`~semuq_eval.metrics.calibrators`) in ``n_bins`` equal-width bins,
+|accuracy - confidence| weighted by bin mass."""
 
 from __future__ import annotations
 
@@ -20,25 +19,10 @@ def ece_weighted(
 ) -> np.ndarray:
     """Binned ECE of confidences against correctness, for each row of ``counts``.
 
-    ECE = sum_b (n_b / n) |acc_b - conf_b| = sum_b |sum_{i in b} (y_i - c_i)| / n, with
-    ``n_bins`` equal-width bins on [0, 1]. NaN confidences must have count 0.
-
-    Parameters
-    ----------
-    confidence : ndarray of shape (n,) or (R, n)
-        One confidence per question, or one per question and resample (calibrator refitted in
-        every resample, :func:`calibrate_resamples`).
-    correct : ndarray of shape (n,)
-        Binary labels.
-    counts : ndarray of shape (R, n)
-        Weight of each question in each row (bootstrap multiplicities; 1 = plain evaluation).
-    n_bins : int, default=10
-        Equal-width bins on [0, 1].
-
-    Returns
-    -------
-    ece : ndarray of shape (R,)
-        NaN for rows with no weight.
+    ECE = sum_b (n_b / n) |acc_b - conf_b| = sum_b |sum_{i in b} (y_i - c_i)| / n over ``n_bins`` equal-width
+    bins on [0, 1]. ``confidence`` is (n,), or (R, n) when the calibrator is refitted per resample
+    (:func:`calibrate_resamples`); ``counts`` (R, n) weights each question in each row (bootstrap
+    multiplicities; NaN confidences must have count 0). Returns (R,), NaN for rows with no weight.
 
     Examples
     --------

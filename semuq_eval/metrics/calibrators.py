@@ -1,33 +1,12 @@
 """The calibration protocol of ECE (Sec. 5.1, "Metrics"): each uncertainty score mapped to a confidence
 P(correct | u) by a monotone calibrator fitted on held-out questions, identically for every method.
 
-- ``calibrator="isotonic"`` (default): scikit-learn's IsotonicRegression, decreasing in u,
-  clipped to [0, 1]; ``"platt"``: an unpenalized logistic regression on u (Platt scaling).
-- ``split="crossfit"`` (default): the questions are split into ``n_folds`` (2) seeded folds;
-  each fold is scored by a calibrator fitted on the other folds, so every question is scored
-  exactly once and none is scored by a calibrator that saw it. ``split="holdout"``: a seeded
-  ``holdout_fraction`` of the questions fits one calibrator and only the rest are scored.
-
-The fold assignment depends only on the number of questions and the seed, so every estimator of a run is
-calibrated on the same splits. The calibrators are fitted here, vectorized over bootstrap resamples (scikit-learn
-fits one at a time).
-
-Bootstrap intervals (``refit``). The point estimate always uses the splits above; ``refit`` only
-changes ECE's bootstrap interval. ``refit="once"`` (default) keeps the calibrators fitted on all
-questions and resamples the calibrated (confidence, label) pairs. ``refit="per_resample"``
-repeats the whole protocol inside every resample: the distinct questions the resample drew are
-split again (:meth:`CalibrationProtocol.resample_folds`), the calibrators are refitted with the
-multiplicities as sample weights (:func:`calibrate_resamples`), and ECE is computed on that
-resample, so the interval includes the calibrator's own variability.
-
-Why ``once`` is the default and ``per_resample`` the conservative option: a resample drawn with
-replacement holds only about 1 - 1/e (63%) of the distinct questions, so a calibrator refitted on it
-is noisier than the one fitted on all questions (the bootstrap is known to misjudge isotonic fits),
-and the refitted interval comes out wider than ``once`` and wider than the real sampling spread of
-ECE, while ``once`` stays close to that spread. ``per_resample`` also costs more: every estimator's
-calibrators are fitted again in every resample. The comparison on synthetic runs
-(``bench/ece_refit.py``) and the cost are in docs/api.md ("ECE intervals").
-"""
+Calibrators: ``"isotonic"`` (default; decreasing in u, clipped to [0, 1]) or ``"platt"`` (unpenalized logistic
+regression). Splits: ``"crossfit"`` (default; each of ``n_folds`` seeded folds is scored by a calibrator
+fitted on the others, so none by one that saw it) or ``"holdout"``; folds depend only on n and the seed, so
+every estimator shares them. ``refit`` changes only ECE's bootstrap interval (docs/api.md, "ECE intervals"):
+``"once"`` resamples the calibrated pairs, ``"per_resample"`` refits in every resample (vectorized here),
+wider and conservative."""
 
 from __future__ import annotations
 
@@ -50,30 +29,10 @@ MAX_BINS = 10_000
 class CalibrationProtocol:
     """How uncertainties become confidences before ECE, and how ECE's bootstrap treats the calibrator.
 
-    Parameters
-    ----------
-    calibrator : {"isotonic", "platt"}, default="isotonic"
-        Isotonic regression decreasing in u, or Platt scaling (unpenalized logistic regression on u).
-    split : {"crossfit", "holdout"}, default="crossfit"
-        ``"crossfit"``: every question is scored by a calibrator fitted on the other ``n_folds - 1``
-        folds. ``"holdout"``: a ``holdout_fraction`` of the questions fits one calibrator, the rest
-        are scored.
-    n_folds : int, default=2
-        Number of cross-fitting folds.
-    holdout_fraction : float, default=0.5
-        Share of the questions that fit the calibrator under ``split="holdout"``.
-    n_bins : int, default=10
-        Equal-width confidence bins of ECE.
-    seed : int, default=0
-        Seed of the fold assignment (the same for every estimator of a run).
-    refit : {"once", "per_resample"}, default="once"
-        How the bootstrap interval of a calibrated metric (ECE) is computed; the point estimate is
-        the same either way. ``"once"``: the calibrators fitted on all questions are kept and the
-        calibrated (confidence, label) pairs are resampled. ``"per_resample"``: in each resample
-        the drawn questions are split and calibrated again (:meth:`resample_folds`,
-        :func:`calibrate_resamples`), so the interval includes the calibrator's variability; it
-        comes out wider than ``"once"`` and wider than the real sampling spread, a conservative
-        interval (the module docstring says why).
+    ``calibrator``, ``split``, ``n_folds``, ``holdout_fraction`` (the share that fits under ``"holdout"``) and
+    ``seed`` (of the folds) define the protocol (module docstring); ``n_bins``: ECE's equal-width bins;
+    ``refit``: how a calibrated metric's bootstrap interval is computed, never its value
+    (:meth:`resample_folds`, :func:`calibrate_resamples`).
 
     Examples
     --------
@@ -121,26 +80,12 @@ class CalibrationProtocol:
     def resample_folds(self, counts: np.ndarray, seed: int = 0) -> np.ndarray:
         """Fold id of every question in every bootstrap resample, for ``refit="per_resample"``.
 
-        Each resample is split like :meth:`folds` splits all questions, but over the **distinct**
-        questions it drew: a question drawn several times sits in one fold with all its copies.
-        Splitting the copies instead would let a calibrator score a question it was fitted on
-        (a leak that makes the refitted ECE optimistic), so copies travel together, as they would
-        if the resample were a new set of questions in which some questions are simply common.
-        Crossfit folds hold equal numbers of distinct questions (+-1); holdout fits on
-        ``round(holdout_fraction * d)`` of the ``d`` distinct questions.
-
-        Parameters
-        ----------
-        counts : ndarray of shape (R, n)
-            Multiplicity of each question in each resample (:meth:`Bootstrap.counts`).
-        seed : int, default=0
-            Mixed with :attr:`seed`; :func:`evaluate` passes the bootstrap's seed.
-
-        Returns
-        -------
-        folds : ndarray of shape (R, n), int8
-            Fold id (crossfit: ``0 .. n_folds - 1``; holdout: 0 = fit, 1 = scored), -1 where the
-            question was not drawn.
+        Each resample is split like :meth:`folds`, over the **distinct** questions it drew: all copies of a
+        question share a fold, so no calibrator scores a question it was fitted on. Crossfit folds hold equal
+        numbers of distinct questions (+-1); holdout fits on ``round(holdout_fraction * d)`` of the ``d``.
+        ``counts`` (R, n) are multiplicities (:meth:`Bootstrap.counts`); ``seed`` is mixed with :attr:`seed`
+        (:func:`evaluate` passes the bootstrap's). Returns (R, n) int8 fold ids
+        (holdout: 0 = fit, 1 = scored), -1 where the question was not drawn.
 
         Examples
         --------
@@ -183,8 +128,7 @@ def calibrate(
 ) -> np.ndarray:
     """Confidences P(correct | u) from held-out calibrators; NaN for questions not scored.
 
-    Questions with a NaN uncertainty are neither used for fitting nor scored.
-    """
+    Questions with a NaN uncertainty are neither fitted on nor scored."""
     protocol = protocol or CalibrationProtocol()
     u, y, valid = check_inputs(uncertainty, correct)
     fold = protocol.folds(len(u))
@@ -222,11 +166,8 @@ def _row_bounds(rows: np.ndarray, n_rows: int) -> np.ndarray:
 def _isotonic_flat(fit: _Entries, query: _Entries) -> np.ndarray:
     """Confidences at the query entries from a per-row isotonic fit to the fit entries.
 
-    As IsotonicRegression on the expanded multiset: tied values merged to their weighted mean
-    (done by the caller), PAVA, fitted values clipped to [0, 1], linear interpolation between
-    them and clipping outside their range. One PAVA call per row on a contiguous slice; NaN for
-    rows without fit entries.
-    """
+    As IsotonicRegression on the expanded multiset (ties merged by the caller, PAVA, clipped to [0, 1],
+    interpolated), one PAVA call per row; NaN for rows without fit entries."""
     out = np.full(len(query.x), np.nan)
     ybar = fit.s / fit.w
     for r in np.flatnonzero((np.diff(query.bounds) > 0) & (np.diff(fit.bounds) > 0)):
@@ -240,14 +181,10 @@ def _isotonic_flat(fit: _Entries, query: _Entries) -> np.ndarray:
 def _platt_flat(fit: _Entries, query: _Entries, max_iter: int = 100) -> np.ndarray:
     """Confidences at the query entries from a per-row weighted logistic regression on the fit entries.
 
-    All rows at once: Newton's method with step halving on the weighted likelihood (that of the
-    expanded multiset), unpenalized like the ``C=inf`` LogisticRegression of :func:`_fit_predict`.
-    Each pass over the entries both tests the last step (halved for rows whose likelihood
-    dropped) and gives the next one; converged rows leave the working set. A row with one class
-    gives its base rate, a row without fit entries NaN. Separable rows, whose maximum likelihood
-    lies at infinity, stop after ``max_iter`` accepted steps at near 0/1 confidences, as
-    scikit-learn's lbfgs does.
-    """
+    Newton's method with step halving on the weighted (expanded-multiset) likelihood for all rows at once,
+    unpenalized like :func:`_fit_predict`; converged rows leave the working set. One class gives its base
+    rate, no fit entries NaN; separable rows stop after ``max_iter`` accepted steps at near 0/1 confidences,
+    as scikit-learn's lbfgs does."""
     n_rows = len(fit.bounds) - 1
     sizes = np.diff(fit.bounds)
     starts = fit.bounds[:-1][sizes > 0]
@@ -305,10 +242,8 @@ def _platt_flat(fit: _Entries, query: _Entries, max_iter: int = 100) -> np.ndarr
 def _refit_entries(u: np.ndarray, y: np.ndarray, counts: np.ndarray, folds: np.ndarray, protocol, size: int):
     """Yield ``(lo, row, question, confidence, weight)`` per block of resamples and scored fold.
 
-    The scored questions of resamples ``lo .. lo + size`` as flat entries: resample ``lo + row``
-    scores ``question`` (an index into u) with ``confidence`` (NaN: its fold had no fitting data)
-    and multiplicity ``weight``. Only questions with a finite u take part.
-    """
+    Resample ``lo + row`` scores ``question`` (an index into u, finite u only) with ``confidence`` (NaN: its
+    fold had no fitting data) and multiplicity ``weight``."""
     cols = np.flatnonzero(np.isfinite(u))
     if cols.size == 0:
         return
@@ -356,35 +291,11 @@ def calibrate_resamples(
 ) -> np.ndarray:
     """Confidences with the calibrators refitted inside every bootstrap resample.
 
-    Resample r is treated as a new set of questions in which question i appears ``counts[r, i]``
-    times: its distinct questions are split by ``folds[r]`` (:meth:`CalibrationProtocol.
-    resample_folds`; the copies of a question share a fold), and each scored fold gets a
-    calibrator fitted on the resample's other folds with the multiplicities as sample weights.
-    Weighting is exactly fitting on the expanded multiset: isotonic regression merges tied values
-    into their weighted mean anyway, and c copies multiply a question's log-likelihood by c. The
-    isotonic fit runs the same PAVA as scikit-learn (one call per resample and fold) and matches
-    IsotonicRegression on the expanded multiset to rounding; Platt scaling is a vectorized Newton
-    solver for all resamples at once, which reaches the maximum likelihood more tightly than
-    scikit-learn's lbfgs default (confidences agree with it to ~1e-4, with a tight lbfgs to ~1e-9).
-
-    Parameters
-    ----------
-    uncertainty : array-like of shape (n,)
-        Scores; NaN = no score (neither fitted nor scored).
-    correct : array-like of shape (n,)
-        Binary labels.
-    counts : ndarray of shape (R, n)
-        Multiplicities (:meth:`Bootstrap.counts`).
-    folds : ndarray of shape (R, n)
-        Fold ids from :meth:`CalibrationProtocol.resample_folds` (-1 = not drawn).
-    protocol : CalibrationProtocol, optional
-        Calibrator and split; default ``CalibrationProtocol()``.
-
-    Returns
-    -------
-    confidence : ndarray of shape (R, n)
-        P(correct | u) from the calibrator of that resample; NaN for questions not drawn, without
-        a score, in the holdout's fitting fold, or whose fold had no fitting data.
+    Resample r is a question set in which question i appears ``counts[r, i]`` times: its distinct questions
+    are split by ``folds[r]`` (:meth:`CalibrationProtocol.resample_folds`) and each scored fold is calibrated
+    on the others with the multiplicities as sample weights (the same as fitting the expanded multiset).
+    Returns (R, n) P(correct | u); NaN where not drawn, unscored, in the holdout's fitting fold, or in a fold
+    without fitting data.
 
     Examples
     --------

@@ -1,11 +1,8 @@
 """Discrimination metrics of an uncertainty score against binary correctness: AUROC, AUARC, PRR.
 
-Every metric has a weighted core ``*_weighted(u, correct, counts)`` that scores R weightings
-of the same n questions at once (``counts`` (R, n): how often each question appears in each
-bootstrap resample; a plain evaluation is counts = 1). This is exact for resampling with
-replacement and vectorized, so bootstrap CIs for many estimators take seconds.
-Questions whose uncertainty is NaN get weight 0.
-"""
+Each has a weighted core ``*_weighted(u, correct, counts)`` scoring R weightings of the same n questions at
+once (``counts`` (R, n): bootstrap multiplicities, 1 for a plain evaluation; NaN uncertainties get weight 0),
+exact for resampling with replacement."""
 
 from __future__ import annotations
 
@@ -26,8 +23,8 @@ log-probabilities) carry about 7 significant digits, so no information is lost. 
 
 def _sorted_groups(u: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
     """Sort order of u, start index of each tie group (None when all values differ), and
-    the counts' columns in that order. Neighbours within :data:`TIE_TOLERANCE` share a group
-    (the callers pass finite scores: a missing one is filled and weighted 0)."""
+    the counts' columns in that order; neighbours within :data:`TIE_TOLERANCE` share a group (callers pass
+    finite scores)."""
     order = np.argsort(u, kind="stable")
     s = u[order]
     low, high = s[:-1], s[1:]
@@ -43,10 +40,8 @@ def _per_group(values: np.ndarray, starts: np.ndarray | None) -> np.ndarray:
 def auroc_weighted(u: np.ndarray, correct: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """AUROC of ``u`` ranking incorrect answers above correct ones, for each row of ``counts``.
 
-    AUROC = P(u_incorrect > u_correct) + P(tie) / 2 (the Mann-Whitney statistic, ties count
-    one half; scores within round-off, :data:`TIE_TOLERANCE`, are ties). Rows with only one class
-    present give NaN.
-    """
+    AUROC = P(u_incorrect > u_correct) + P(tie) / 2 (Mann-Whitney; scores within :data:`TIE_TOLERANCE` tie).
+    Rows with one class give NaN."""
     order, starts, w = _sorted_groups(u, counts)
     y = correct[order]
     neg = _per_group(w * y, starts)  # correct answers (per tie group)
@@ -66,13 +61,10 @@ def _harmonic(m: int) -> np.ndarray:
 def auarc_weighted(u: np.ndarray, correct: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """Area under the accuracy-rejection curve, for each row of (integer) ``counts``.
 
-    Questions are kept from most to least confident (ascending u); a(k) is the accuracy of
-    the k kept first, and AUARC = (1/n) sum_{k=1..n} a(k), the mean accuracy over all
-    rejection rates. Ties are broken in expectation (every order of a tie group equally
-    likely), which replaces correctness inside a tie group by the group's mean. A question
-    counted c times fills c consecutive positions, whose a(k) terms sum in closed form:
-    sum_{j=1..c} (C + j y) / (K + j) = c y + (C - y K) (H_{K+c} - H_K), H the harmonic numbers.
-    """
+    Questions are kept from most to least confident (ascending u); AUARC = (1/n) sum_{k=1..n} a(k), a(k) the
+    accuracy of the first k kept. Ties are broken in expectation (correctness in a tie group replaced by its
+    mean). A question counted c times fills c positions, summed in closed form:
+    sum_{j=1..c} (C + j y) / (K + j) = c y + (C - y K) (H_{K+c} - H_K), H the harmonic numbers."""
     order, starts, w = _sorted_groups(u, counts)
     y = np.broadcast_to(correct[order], w.shape)
     if starts is not None:
@@ -93,10 +85,8 @@ def auarc_weighted(u: np.ndarray, correct: np.ndarray, counts: np.ndarray) -> np
 def prr_weighted(u: np.ndarray, correct: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """Prediction rejection ratio, for each row of (integer) ``counts``.
 
-    PRR = (AUARC(u) - AUARC_random) / (AUARC_oracle - AUARC_random): 0 for a random score,
-    1 for an oracle that rejects every incorrect answer first (:func:`prr_from_auarc`). Rows with
-    only one class give NaN.
-    """
+    PRR = (AUARC(u) - AUARC_random) / (AUARC_oracle - AUARC_random): 0 random, 1 oracle
+    (:func:`prr_from_auarc`); rows with one class give NaN."""
     return prr_from_auarc(auarc_weighted(u, correct, counts), correct, counts)
 
 
@@ -133,8 +123,7 @@ def _point(core, uncertainty, correct, name: str) -> float:
 def auroc(uncertainty: np.ndarray, correct: np.ndarray) -> float:
     """AUROC of the uncertainty score for detecting incorrect answers (0.5 = random, 1 = perfect).
 
-    One class only: NaN with a RuntimeWarning giving n_incorrect / n_correct. NaN
-    uncertainties are left out.
+    One class only: NaN with a RuntimeWarning giving n_incorrect / n_correct. NaN uncertainties are left out.
     """
     return _point(auroc_weighted, uncertainty, correct, "AUROC")
 

@@ -1,16 +1,12 @@
 """Coverage at a guaranteed error rate: the share of questions an LLM answers when it abstains above the threshold
-that Learn-then-Test certifies (error rate among answered questions at most ``ALPHA`` with probability at least
-``1 - DELTA``), a decision-level companion of AUROC.
+that Learn-then-Test certifies (error rate among answered questions at most ``ALPHA`` with probability at
+least ``1 - DELTA``), a decision-level companion of AUROC.
 
-The procedure is the one :func:`semuq_eval.decisions.abstention_threshold` runs through MAPIE (candidates:
-``N_THRESHOLDS`` quantiles of the scored questions' uncertainties; Hoeffding-Bentkus p-values of the binary losses
-of the answered questions; Bonferroni-Holm; the passing threshold answering the most correct questions), written
-here in a vectorized form over bootstrap resamples so that a leaderboard's intervals cost milliseconds, not a
-MAPIE call per resample (``tests/test_decisions.py`` checks that both choose the same threshold). A resample
-keeps the candidates of all questions. The coverage is 0 when no threshold passes (answer nothing), and it is the
-in-sample coverage of a threshold fitted on the same questions: what the guarantee promises on new questions is
-the error rate, not this share (docs/decisions.md).
-"""
+The procedure of :func:`semuq_eval.decisions.abstention_threshold` (MAPIE: ``N_THRESHOLDS`` quantile
+candidates, Hoeffding-Bentkus p-values, Bonferroni-Holm, the passing threshold answering the most correct
+questions), vectorized over bootstrap resamples (``tests/test_decisions.py`` checks both choose the same
+threshold); a resample keeps the candidates of all questions. Coverage is 0 when no threshold passes, and
+in-sample: the guarantee on new questions is about the error rate, not this share (docs/decisions.md)."""
 
 from __future__ import annotations
 

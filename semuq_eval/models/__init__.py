@@ -1,20 +1,13 @@
 """lm-eval models of semuq-eval, registered lazily (importing this package does not import torch).
 
-- `semuq-hf` -> `semuq_eval.models.hf:SemuqHFLM`: lm-eval's HFLM whose `generate_until` serves the N repeats of
-  a request with one `generate` call and returns `Generation`s (text + token log-probs, token entropies,
-  token offsets and the last hidden state).
-- `semuq-hf-multimodal` -> `semuq_eval.models.hf_multimodal:SemuqHFMultimodalLM`: the same for image+text tasks.
-- `semuq-api` -> `semuq_eval.models.api:SemuqAPILM`: any OpenAI-compatible server (vLLM, SGLang, TGI, llama.cpp,
-  OpenAI): the N samples of a question in one request, token log-probabilities and token entropies estimated
-  from the top-k the server returns (no torch).
-- `semuq-llamacpp` -> `semuq_eval.models.llamacpp:SemuqLlamaCppLM`: a GGUF served by llama.cpp (the prebuilt
-  ``xllamacpp`` wheel) inside the process, read through `semuq-api`; the N samples decode as one batch.
-- `semuq-vllm` -> `semuq_eval.models.vllm_engine:SemuqVLLM`: lm-eval's ``vllm`` model (vLLM in this process) whose
-  `generate_until` asks for a question's N samples in one request (``n=N``) and returns `Generation`s with token ids,
-  log-probabilities and top-k entropy estimates (hidden states on request).
+- `semuq-hf` (`semuq_eval.models.hf:SemuqHFLM`) and `semuq-hf-multimodal` (`hf_multimodal:SemuqHFMultimodalLM`):
+  lm-eval's HFLM / HFMultimodalLM serving a request's N repeats with one `generate` call.
+- `semuq-api` (`semuq_eval.models.api:SemuqAPILM`): any OpenAI-compatible server (no torch).
+- `semuq-llamacpp` (`semuq_eval.models.llamacpp:SemuqLlamaCppLM`): a GGUF served by llama.cpp inside the process.
+- `semuq-vllm` (`semuq_eval.models.vllm_engine:SemuqVLLM`): lm-eval's ``vllm`` model, N samples per request.
 
-Any other lm-eval model returns plain strings; `as_generation` turns them into text-only Generations.
-"""
+They return `Generation`s (the text with its white-box signals); any other lm-eval model returns plain strings,
+which `as_generation` turns into text-only Generations."""
 
 from __future__ import annotations
 

@@ -1,38 +1,18 @@
 """`semuq-api`: an lm-eval model for OpenAI-compatible servers (vLLM, SGLang, TGI, llama.cpp, OpenAI) that
 returns `Generation`s with the log-probabilities the server gives.
 
-A run, in the order things happen (docs/serving.md is the user's page):
-
-1. **Probe** (first `generate_until`): one request tells what the server supports: ``n``, log-probabilities, top-k
-   alternatives, ``echo`` (`semuq_eval.models.capabilities`). What the run falls back to is logged and recorded
-   once, in ``Generation.source``, which the task writes into the run store's manifest and the breakdown
-   (``generator``). Hidden states never come from a server: ``cos_int`` is unavailable, said once there.
-2. **Requests**: lm-eval's requests are grouped by prompt (`semuq_eval.models.planning`, as `semuq-hf` does). The
-   N samples of a question go in one request (``n=N``, split into requests of at most ``max_n``) when the server
-   supports ``n``, else in N requests with seeds ``seed + i``; the greedy answer is one request at temperature 0.
-   Requests run ``concurrency`` at a time (`semuq_eval.models.server_requests`) through the shared transport
-   (`semuq_eval.openai_client`: API key from ``api_key_env``, retries with exponential backoff or the server's
-   ``Retry-After``, a deadline on each whole request).
-3. **Answers** (`semuq_eval.models.server_answer`): the text, the tokens that make it up with their character
-   spans, their log-probabilities (so ``se``, ``msp``, ``perplexity``) and token entropies estimated from the
-   top-k (`semuq_eval.models.topk`: ``te`` / ``te_enc`` are flagged approximate in the breakdown). No token ids.
-4. **Reflexive follow-ups** (setting ``reflexive``, `semuq_eval.models.reflexive`): once a greedy answer is in, one
-   request per follow-up at temperature 0, in the same worker: P(True) asks for one token with its top
-   alternatives and reads the True-ish / False-ish mass at the first position from them (an alternative outside
-   the server's top-k counts as no mass); the verbalized reply is the text of at most 8 tokens. The prompt is raw
-   text on ``endpoint=completions`` and one user message on ``endpoint=chat`` (the server's chat template wraps
-   it). A follow-up that fails (after its retries, or a reply that cannot be read) is recorded with its reason and
-   its estimator is unavailable for that question; the answer is then not journaled.
-5. **Journal**: every prompt's answers are appended to the generation journal (`semuq_eval.models.journal`) as soon
-   as they are complete, and looked up before asking, so a run killed (or whose server went away) restarts
-   without asking the server again for what it has. Answers with an error are not journaled.
-
-Failures: a request that still fails after its retries (HTTP 5xx, no complete reply within ``timeout``, a reply
-that breaks the protocol) gives its answers as empty text with the reason in ``Generation.error``: that question is
-a bad doc of the breakdown, the run goes on and ends by saying how many requests failed and the first reason. A
-server that cannot be reached at all (connection refused or reset, an unknown host) stops the run with a clear
-error: everything answered so far is in the journal. HTTP 401 / 403 / 404 stop it at once.
-"""
+A run, step by step (docs/serving.md is the user's page): 1. a **probe** (`semuq_eval.models.capabilities`) finds
+what the server supports, the fallbacks recorded in ``Generation.source``; 2. **requests**
+(`semuq_eval.models.planning`, `semuq_eval.models.server_requests`) ask for a question's N samples in one request
+(``n=N``, split at ``max_n``; without ``n``: N requests, seeds ``seed + i``) and for the greedy answer at
+temperature 0, ``concurrency`` at a time through `semuq_eval.openai_client`; 3. **answers**
+(`semuq_eval.models.server_answer`) carry the text, its tokens' spans and log-probabilities and top-k entropy
+estimates (`semuq_eval.models.topk`), no token ids or hidden states; 4. **reflexive follow-ups**
+(`semuq_eval.models.reflexive`) are one request each at temperature 0 after the greedy answer (a failed one is
+recorded with its reason, the answer then not journaled); 5. the **journal** (`semuq_eval.models.journal`) keeps
+each prompt's complete, error-free answers, so a restarted run asks only for what is missing. A request that fails
+after its retries gives empty answers with the reason in ``Generation.error`` and the run goes on; a server that
+cannot be reached stops the run, HTTP 401 / 403 / 404 at once."""
 
 from __future__ import annotations
 
@@ -66,37 +46,14 @@ LM_EVAL_ARGS = ("batch_size", "max_batch_size", "device")
 class SemuqAPILM(LM):
     """lm-eval model ``semuq-api`` (module docstring).
 
-    Parameters
-    ----------
-    model : str
-        The model name the server serves (sent with every request; names the journal folder).
-    base_url : str
-        The server's API root, e.g. ``http://127.0.0.1:8000/v1``.
-    endpoint : {"completions", "chat"}
-        (A transport option, like the next five: :class:`~semuq_eval.openai_client.ServerClient`.) The raw prompt (default; as `semuq-hf` without a chat template) or chat messages (the server applies its
-        chat template; with ``--apply_chat_template`` lm-eval's messages are sent as they are).
-    api_key_env : str
-        The environment variable holding the API key (never a model argument: lm-eval writes those into its
-        results).
-    concurrency, timeout, max_retries, backoff :
-        Requests in flight, the deadline of a whole request in seconds (connecting, sending, the whole reply),
-        retries of a failed request and the first wait between them (an HTTP 429 / 503 ``Retry-After`` header
-        overrides it, within a cap).
-    logprobs : bool
-        Ask for log-probabilities (off: text only, like lm-eval's own server models).
-    top_logprobs : int
-        Alternatives per token asked for the entropy estimate (0: none; servers cap it, OpenAI at 20 for chat
-        and 5 for completions; the probe finds what comes back).
-    max_gen_toks : int
-        Token budget when a request gives none.
-    seed : int or "none"
-        Seed of the requests (sample i of a question without ``n``: ``seed + i``); part of the journal key.
-        ``none``: requests carry no seed (docs/serving.md: vLLM's CPU build).
-    max_n : int
-        Most samples asked in one request.
-    journal : str, optional
-        The journal folder, ``off``, or None for ``<output_dir>/semuq/_journal/<model>/``.
-    """
+    Arguments (docs/serving.md, "Options"): ``model`` (the served model's name; names the journal folder) and
+    ``base_url`` (the API root, e.g. ``http://127.0.0.1:8000/v1``), required; ``endpoint``, ``api_key_env``,
+    ``concurrency``, ``timeout``, ``max_retries`` and ``backoff``, the transport's
+    (:class:`~semuq_eval.openai_client.ServerClient`; the API key is never a model argument: lm-eval writes those
+    into its results); ``logprobs``; ``top_logprobs`` (alternatives per token for the entropy estimate, 0: none);
+    ``max_gen_toks`` (the budget when a request gives none); ``seed`` (sample i without ``n``: ``seed + i``; part of
+    the journal key; ``none``: no seed sent); ``max_n`` (most samples per request); ``journal`` (a folder, ``off``,
+    or None for ``<output_dir>/semuq/_journal/<model>/``)."""
 
     def __init__(
         self,

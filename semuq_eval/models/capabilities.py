@@ -1,24 +1,13 @@
 """What an OpenAI-compatible server can give `semuq-api`, found by one probe request at the start of a run.
 
-The probe asks, in one request of two tokens, for everything the run would use: ``n=2`` samples, the
-log-probability of each token with its ``top_k`` alternatives, ``echo`` of the prompt (completions endpoint
-only) and the task's sampling options beyond OpenAI's own (e.g. ``top_k``). The reply tells:
-
-=================  ==========================================================================================
-``n``              two choices came back (otherwise: one request per sample)
-``logprobs``       each generated token carries a readable log-probability (otherwise: no ``se``, ``msp``,
-                   ``perplexity``, ``te``)
-``top_logprobs``   how many alternatives per token came back (at most the ``top_k`` asked; 0: no token
-                   entropies, so no ``te`` / ``te_enc``)
-``echo``           the reply's text starts with the prompt (reported; generation never uses it)
-``sampling``       the extra sampling options the server took
-=================  ==========================================================================================
-
-A server that refuses the probe as it is (HTTP 400 / 413 / 422) is asked again without one feature at a
-time: the one its error message names, else, in order, ``echo``, the extra sampling options, more than 5
-alternatives (OpenAI's completions limit), ``n``, the alternatives, the log-probabilities. Every step is a
-fallback that the run logs and records (``Generation.source``: the run store's manifest and the breakdown).
-"""
+One two-token request asks for everything the run would use: ``n=2`` samples, each token's log-probability with
+``top_k`` alternatives, ``echo`` (completions only) and the task's sampling options beyond OpenAI's own (e.g.
+``top_k``). It finds ``n`` (two choices came back), ``logprobs`` (readable per-token log-probabilities),
+``top_logprobs`` (alternatives per token that came back, at most ``top_k``), ``echo`` (reported, unused) and
+``sampling`` (the extra options taken). A refused probe (HTTP 400 / 413 / 422) is asked again without one feature
+at a time: the one its error names, else, in order, ``echo``, the extra sampling options, more than 5 alternatives
+(OpenAI's completions limit), ``n``, the alternatives, the log-probabilities. Each fallback is logged and recorded
+(``Generation.source``; docs/serving.md, "Capability detection and fallbacks")."""
 
 from __future__ import annotations
 
@@ -165,14 +154,9 @@ def probe(
 ) -> Capabilities:
     """Probe ``client``'s server (module docstring); raise RuntimeError when even a plain request fails.
 
-    Parameters
-    ----------
-    client : the server.
-    logprobs : ask for log-probabilities at all.
-    top_k : alternatives per token wanted (0: none).
-    sampling : the sampling options beyond OpenAI's own that the run would send (e.g. ``{"top_k": 50}``).
-    seed : the request's seed (None: none sent).
-    """
+    ``logprobs``: ask for log-probabilities at all; ``top_k``: alternatives per token wanted (0: none); ``sampling``:
+    the sampling options beyond OpenAI's own that the run would send (e.g. ``{"top_k": 50}``); ``seed``: the
+    request's seed (None: none sent)."""
     asked: dict[str, Any] = {
         "n": True,
         "logprobs": bool(logprobs),

@@ -1,11 +1,9 @@
 """The dtype `semuq-hf` generates in on a CPU when none is given: chosen by what the CPU computes natively.
 
-On a CPU without bfloat16 instructions (AVX2 only) torch emulates bfloat16, which makes it slower than float32; on
-a CPU with ``avx512_bf16`` or ``amx_bf16`` bfloat16 runs natively and is the faster one (``python -m bench.generation``
-compares them; figures in docs/speed.md). So: bfloat16 where the CPU has one of those flags, float32 elsewhere.
-Token log-probabilities and entropies are computed in float32 either way
-(:mod:`semuq_eval.models.recorder`). A ``dtype`` model argument (``auto`` included: the checkpoint's own) wins.
-"""
+bfloat16 where the CPU has ``avx512_bf16`` or ``amx_bf16`` (native there, and the faster), float32 elsewhere (torch
+emulates bfloat16 on AVX2-only CPUs, slower than float32; docs/speed.md). Token log-probabilities and entropies are
+computed in float32 either way (:mod:`semuq_eval.models.recorder`). A ``dtype`` model argument (``auto``: the
+checkpoint's own) wins."""
 
 from __future__ import annotations
 

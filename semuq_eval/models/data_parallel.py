@@ -1,9 +1,8 @@
 """Data parallelism on CPU: the rank and world size HFLM leaves out for multi-process CPU launches.
 
-HFLM turns data parallelism on only when it counts more than one GPU, so under `accelerate launch` /
-`torchrun` on CPU (accelerate's MULTI_CPU state, gloo backend) every process would evaluate every
-question. The semuq models then take rank and world size from the accelerator itself.
-"""
+HFLM splits the requests only when it counts several GPUs, so under `accelerate launch` / `torchrun` on CPU
+(MULTI_CPU, gloo) every process would evaluate every question; the semuq models take rank and world size from the
+accelerator itself."""
 
 from __future__ import annotations
 
@@ -17,19 +16,11 @@ def cpu_data_parallel_split(
 ) -> tuple[int, int] | None:
     """(rank, world_size) to split the requests over the processes of a multi-process CPU launch, or None.
 
-    Parameters
-    ----------
-    accelerator : the `accelerate.Accelerator` HFLM kept, or None.
-    world_size : HFLM's world size (already > 1: HFLM split the requests itself).
-    parallelize, tp_plan : the model arguments; model or tensor parallelism is not data parallelism.
-
-    Returns
-    -------
-    tuple or None
-        The accelerator's global process index and process count (as HFLM does on GPUs, so that
-        ``gather_object(dst=0)`` reaches process 0) when it runs several processes on the CPU and neither
-        model parallelism nor a tensor-parallel plan is in use; None otherwise (HFLM's values stand).
-    """
+    ``accelerator``: the `accelerate.Accelerator` HFLM kept, or None; ``world_size``: HFLM's (already > 1: HFLM split
+    the requests itself); ``parallelize``, ``tp_plan``: the model arguments (model or tensor parallelism is not data
+    parallelism). Returns the accelerator's global process index and process count (as HFLM does on GPUs, so that
+    ``gather_object(dst=0)`` reaches process 0) when it runs several CPU processes without model parallelism or a
+    tensor-parallel plan; None otherwise (HFLM's values stand)."""
     if accelerator is None or int(world_size) > 1:
         return None
     if accelerator.num_processes <= 1 or getattr(accelerator.device, "type", None) != "cpu":

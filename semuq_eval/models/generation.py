@@ -1,59 +1,33 @@
 """`Generation`: one generated answer as a `str` that also carries the white-box signals.
 
 A `Generation` *is* the answer text (a `str` subclass), so it flows through lm-eval's filters, caches and
-`process_results` unchanged, while estimators that need more than text read its fields:
+`process_results` unchanged, while estimators that need more than text read its fields (None: unavailable):
 
-=================  ==================  ==================================================================
-field              type                meaning
-=================  ==================  ==================================================================
-token_ids          (T,) int64          the generated tokens that make up the returned text
-token_logprobs     (T,) float32        log p(y_t | x, y_<t) under the model's *raw* next-token distribution:
-                                       softmax of the logits the model outputs (after any final logit
-                                       soft-capping the architecture applies), temperature 1, before
-                                       temperature / top-k / top-p / repetition-penalty processing. The
-                                       answer was *sampled* from the processed distribution; its
-                                       probability is reported under the raw one.
-token_entropies    (T,) float32        Shannon entropy (nats) of that same full raw softmax over the whole
-                                       vocabulary at each step: H_t of Eq. (token_level_entropy), App. A.1
-seq_logprob        float               sum of token_logprobs: log p(y | x) of the answer (App. A.1, Eq. 1)
-token_offsets      (T, 2) int64        [start, end) character span of each token inside the returned text
-hidden             (d,) float32|None   last-layer hidden state (after the final norm: the input of the
-                                       LM head) at the position of the last answer token, i.e. after the
-                                       model has read the whole answer. For an empty answer: the state at
-                                       the last token before it (the end of the prompt).
-greedy             bool                produced by greedy decoding (do_sample=False)
-approximate        dict[str, str]      the fields that are estimates, each with the name of its method, e.g.
-                                       ``{"token_entropies": "topk_renormalized(k=20)"}`` (semuq-api: a
-                                       server returns only the top-k of each distribution). Empty: every
-                                       field is exact as described here
-error              str | None          why this answer's signals (or the answer itself) are missing: a
-                                       request that failed, a reply that broke the protocol
-source             dict | None         what produced the answer, shared by every answer of one model (its
-                                       kind, a server's capabilities and fallbacks); written once into
-                                       the run store's manifest and the breakdown, not per answer
-reflexive          dict | None         the greedy answer's reflexive follow-ups (setting ``reflexive``):
-                                       ``{"p_true": {...}, "verbalized": {...}}`` as
-                                       :mod:`semuq_eval.models.reflexive` describes; None: not asked
-=================  ==================  ==================================================================
+- ``token_ids`` (T,) int64 and ``token_offsets`` (T, 2) int64: the generated tokens that make up the returned text,
+  and the [start, end) character span of each in it.
+- ``token_logprobs`` (T,) float32: log p(y_t | x, y_<t) under the model's *raw* next-token distribution (softmax of
+  its output logits, after any final soft-capping; temperature 1, before any sampling processing), though the
+  answer was *sampled* from the processed one; ``seq_logprob`` float: their sum, log p(y | x) (App. A.1, Eq. 1).
+- ``token_entropies`` (T,) float32: Shannon entropy (nats) of that full raw softmax at each step, H_t of Eq.
+  (token_level_entropy), App. A.1.
+- ``hidden`` (d,) float32 | None: the last-layer hidden state (after the final norm: the LM head's input) at the last
+  answer token, after the model has read the whole answer; for an empty answer, at the end of the prompt.
+- ``greedy`` bool: produced by greedy decoding; ``error`` str | None: why this answer's signals (or the answer) are
+  missing (a failed request, a protocol break).
+- ``approximate`` dict[str, str]: the fields that are estimates, with their method, e.g. ``{"token_entropies":
+  "topk_renormalized(k=20)"}`` (a server returns only the top-k); empty: every field is exact.
+- ``source`` dict | None: what produced the answer (its kind, a server's capabilities and fallbacks), shared by a
+  model's answers and written once into the run store's manifest and the breakdown.
+- ``reflexive`` dict | None: the greedy answer's follow-ups, ``{"p_true": {...}, "verbalized": {...}}``
+  (:mod:`semuq_eval.models.reflexive`); None: not asked.
 
-T counts the generated tokens that contribute to the returned text. Tokens removed by lm-eval's
-post-processing (everything from the first stop sequence on, the EOS token, padding, a thinking prefix) are
-dropped consistently from every array; a token that is only partly kept (the stop sequence starts inside it)
-is kept, with its span clipped to the text.
-
-Token offsets: `text[s:e]` is the decoded piece of token t. Exceptions, all inherent to the tokenizer:
-byte-level BPE can split one character over several tokens; the token that completes the character gets
-its full span and the earlier ones get an empty span (s == e) at that position. Special tokens kept inside
-the text (rare) also get empty spans. Tokenizers whose decoding rewrites spaces
-(`clean_up_tokenization_spaces`) give approximate spans around the rewritten spaces. Spans are
-non-decreasing and non-overlapping.
-
-Plain strings from any other lm-eval model become Generations through `as_generation`: all white-box fields
-are None (a field that is None is unavailable), so estimators report "unavailable" instead of computing on
-zeros.
-
-This module imports numpy only (no torch).
-"""
+Tokens removed by lm-eval's post-processing (from the first stop sequence on, EOS, padding, a thinking prefix) are
+dropped from every array; a token only partly kept is kept, its span clipped to the text. `text[s:e]` is token t's
+decoded piece, except that a character byte-level BPE splits over tokens goes to the completing token (the earlier
+ones get an empty span there), special tokens kept in the text get empty spans, and tokenizers that rewrite spaces
+on decoding (`clean_up_tokenization_spaces`) give approximate spans there. Spans are non-decreasing and
+non-overlapping. Other lm-eval models' plain strings become text-only Generations through `as_generation`. This
+module imports numpy only (no torch)."""
 
 from __future__ import annotations
 
@@ -175,10 +149,8 @@ class Generation(str):
     def to_record(self, *, include_hidden: bool = True) -> dict[str, Any]:
         """A JSON-safe dict (lists, floats, None) for the run store; `from_record` inverts it.
 
-        Non-finite floats (which the raw distribution should not produce) are stored as None. ``approximate``,
-        ``error`` and ``reflexive`` are written only when set; ``source`` never (the run store's manifest holds it
-        once).
-        """
+        Non-finite floats are stored as None; ``approximate``, ``error`` and ``reflexive`` are written only when
+        set, ``source`` never (the run store's manifest holds it once)."""
 
         def floats(arr):
             if arr is None:
@@ -241,9 +213,8 @@ def _rebuild(text: str, state: dict[str, Any]) -> Generation:
 def as_generation(x: Any, *, greedy: bool | None = None) -> Generation:
     """Turn any lm-eval model's answer into a Generation.
 
-    A Generation is returned as is (with `greedy` overridden when given); a plain `str` (or anything else,
-    through `str()`) becomes a text-only Generation whose white-box fields are all None.
-    """
+    A Generation is returned as is (`greedy` overridden when given); anything else becomes, through `str()`, a
+    text-only Generation whose white-box fields are all None."""
     if isinstance(x, Generation):
         if greedy is None or bool(greedy) == x.greedy:
             return x

@@ -1,37 +1,16 @@
 """`semuq-hf`: lm-eval's HFLM that samples N answers per `generate` call and returns `Generation`s.
 
-This module holds the model classes; each step of serving `generate_until` lives in its own module:
-
-1. Planning (`semuq_eval.models.planning`): requests are grouped by prompt, the k sampled requests of a
-   prompt are served by k rows of ONE `generate` call (a greedy prompt is generated once), and prompts are
-   batched into calls of at most `batch_size * N` rows (`batch_size="auto"`: HFLM's detected number of
-   sequences). Tokenization, left padding, left truncation, chat templates (applied by lm-eval before the
-   requests arrive), stop sequences (HFLM's `MultiTokenEOSCriteria`, sized for all rows), EOS handling and
-   text post-processing (`postprocess_generated_text`, thinking tokens) are HFLM's own, so the text is
-   exactly what HFLM would return for the same tokens.
-2. Less work per call than k independent rows (both on by default, both model arguments):
-   `share_prefill` computes a prompt once for its k rows (`semuq_eval.models.prefill`), and `compact_rows`
-   stops computing rows that have finished (`semuq_eval.models.recorder`; results are unchanged).
-3. Signals (`semuq_eval.models.recorder`): hooks stream per step the raw distribution's entropy, the chosen
-   token's log-prob and the last hidden state, keeping O(rows) per step. Generation runs one step past the
-   budget and past the stop-sequence criterion (the step that reads the last kept token), so a prompt is
-   left-truncated to `max_length - max_gen_toks - 1` tokens (HFLM: one more).
-4. Post-processing per row: the text is HFLM's; the kept tokens are those whose characters make up the text
-   (`semuq_eval.models.token_spans`; `semuq_eval.models.generation` for the exact rule and the offsets).
-
-Reflexive follow-ups (setting ``reflexive``, `semuq_eval.models.reflexive`): after a batch of greedy answers, the
-P(True) prompts of the batch go through ONE forward pass (batched, left-padded; the next-token distribution at the
-last position) and the verbalized prompts through one short greedy generation batched as above; the results ride on
-the greedy `Generation` (``reflexive``) and are journaled with it. The prompts are raw text (no chat template).
-
-Resume: every prompt's answers are appended to a journal as soon as its `generate` call returns, and
-looked up there before generating (`semuq_eval.models.journal`), so a killed run restarted with the same
-arguments generates only the prompts it had not finished.
-
-Data parallelism: only `generate_until` is overridden; HFLM's accelerate set-up (rank, world_size, devices,
-gather) is kept, and each rank serves its own share of the requests; multi-process CPU launches, which HFLM
-does not split, are split too (`semuq_eval.models.data_parallel`).
-"""
+This module holds the model classes; the steps of `generate_until` live in their own modules: planning
+(`semuq_eval.models.planning`: a prompt's k samples are k rows of ONE `generate` call, in calls of at most
+`batch_size * N` rows), the shared prefill (`semuq_eval.models.prefill`), the per-step signals and row compaction
+(`semuq_eval.models.recorder`), the kept tokens and their spans (`semuq_eval.models.token_spans`), the journal
+(`semuq_eval.models.journal`) and CPU data parallelism (`semuq_eval.models.data_parallel`). Tokenization, padding,
+truncation, chat templates, stop sequences, EOS and text post-processing are HFLM's, so the text is exactly what
+HFLM returns for the same tokens. Generation runs one step past the budget and the stop criterion (the step that
+reads the last kept token), so prompts are left-truncated to `max_length - max_gen_toks - 1` tokens (HFLM: one
+more). Reflexive follow-ups (`semuq_eval.models.reflexive`) run after each batch of greedy answers: the P(True)
+prompts in one batched forward pass, the verbalized ones in one short batched greedy generation; the results ride
+on the greedy `Generation` (``reflexive``) and are journaled with it."""
 
 from __future__ import annotations
 
@@ -73,11 +52,9 @@ eval_logger = logging.getLogger(__name__)
 class SemuqGenerateMixin:
     """`generate_until` returning `Generation`s, N samples of a prompt per `generate` call.
 
-    Mixed into HFLM (`SemuqHFLM`) and HFMultimodalLM (`SemuqHFMultimodalLM`); see the module docstring.
-    Subclasses may override `_semuq_encode` (tokenize a batch of groups into `generate` inputs; default:
-    text prompts), `_semuq_postprocess` (text post-processing), `_semuq_share_ok` (whether a batch's prompts can share
-    their prefill) and `_semuq_resolve_share_prefill` (the `share_prefill` argument's default).
-    """
+    Mixed into HFLM (`SemuqHFLM`) and HFMultimodalLM (`SemuqHFMultimodalLM`). Subclasses may override `_semuq_encode`
+    (a batch of groups into `generate` inputs; default: text prompts), `_semuq_postprocess` (text post-processing),
+    `_semuq_share_ok` (whether a batch can share its prefill) and `_semuq_resolve_share_prefill` (its default)."""
 
     #: keep the last hidden state (model argument `return_hidden`)
     return_hidden: bool = True
@@ -464,15 +441,11 @@ class SemuqGenerateMixin:
 class SemuqHFLM(SemuqGenerateMixin, HFLM):
     """lm-eval `hf` model whose `generate_until` returns `Generation`s (registered as `semuq-hf`).
 
-    Accepts every HFLM argument, plus
-    - `return_hidden` (default True): keep the last hidden state of every answer;
-    - `share_prefill` (default True): compute the prompt of a sampled group once and expand its KV cache to
-      the k rows (falls back to plain `num_return_sequences` when the model's cache does not allow it);
-    - `compact_rows` (default True): stop computing the rows of a `generate` call that have finished;
-    - `journal` (default: `<output_dir>/semuq/_journal/<model>/`): where answers are journaled as they are
-      generated so that a killed run, restarted, skips them (`off` disables; see `semuq_eval.models.journal`).
-    `loglikelihood*` are HFLM's, unchanged.
-    """
+    Takes every HFLM argument, plus `return_hidden` (default True: keep every answer's last hidden state),
+    `share_prefill` (default True: compute a sampled group's prompt once and expand its KV cache to the k rows; plain
+    `num_return_sequences` when the model's cache does not allow it), `compact_rows` (default True: stop computing a
+    call's finished rows) and `journal` (default `<output_dir>/semuq/_journal/<model>/`, `off` disables; see
+    `semuq_eval.models.journal`). `loglikelihood*` are HFLM's, unchanged."""
 
 
 def _runs_on_cpu(device: Any) -> bool:

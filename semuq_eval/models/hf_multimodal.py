@@ -1,21 +1,10 @@
 """`semuq-hf-multimodal`: lm-eval's HFMultimodalLM with semuq-hf's `generate_until` (N samples per call).
 
-Same grouping, batching, signals and `Generation` fields as `semuq-hf` (see `semuq_eval.models.hf`); requests
-are grouped by (context, gen_kwargs, the identity of their image objects), so two documents with the same
-question and different images are never merged.
-
-Image inputs and num_return_sequences. Stock `hf-multimodal` relies on `generate` to expand its inputs for
-`num_return_sequences`: `generate` repeats every input tensor row-wise (`repeat_interleave` on dim 0). For
-Llava-like processors the pixel tensor holds one row per *image* (a flattened list over the batch), so with
-several images per prompt the repeated rows no longer line up with the repeated prompts. This model never
-lets `generate` expand image tensors:
-- with a shared prefill (default for Llava): each prompt and its images run through the model once (all but
-  the last prompt token), the KV cache is expanded to the k rows, and `generate` gets only token ids and the
-  attention mask; the image tensors are consumed by the prefill;
-- otherwise: the k copies of each prompt and of its image list are given to the processor, which builds
-  aligned inputs for all rows, and `generate` runs with `num_return_sequences=1`.
-Text post-processing is hf-multimodal's (stop sequences cut; no thinking-token handling).
-"""
+As `semuq-hf` (`semuq_eval.models.hf`), with requests grouped by (context, gen_kwargs, the identity of their image
+objects). `generate` would expand image tensors for `num_return_sequences` row-wise, which misaligns Llava-like pixel
+tensors (one row per *image*), so it never gets them: with a shared prefill (default for Llava) the prefill consumes
+the images; otherwise the processor builds inputs for the k copies of each prompt and its images and `generate` runs
+with `num_return_sequences=1`. Text post-processing is hf-multimodal's (no thinking-token handling)."""
 
 from __future__ import annotations
 
@@ -36,10 +25,8 @@ SHARED_PREFILL_MODEL_TYPES = frozenset({"llava"})
 class SemuqHFMultimodalLM(SemuqGenerateMixin, HFMultimodalLM):
     """lm-eval `hf-multimodal` model returning `Generation`s (registered as `semuq-hf-multimodal`).
 
-    Accepts every HFMultimodalLM argument, plus `return_hidden` (default True), `compact_rows` (default True),
-    `journal` (as in `semuq-hf`) and `share_prefill` (default: on for the architectures in `SHARED_PREFILL_MODEL_TYPES`, off otherwise;
-    True forces it).
-    """
+    Takes every HFMultimodalLM argument, plus `return_hidden`, `compact_rows`, `journal` (as in `semuq-hf`) and
+    `share_prefill` (default: on for `SHARED_PREFILL_MODEL_TYPES`, off otherwise; True forces it)."""
 
     _semuq_expand_with_generate = False
     _semuq_name = "semuq-hf-multimodal"  # no reflexive follow-ups: their prompts would need the image

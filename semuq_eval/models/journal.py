@@ -1,26 +1,14 @@
 """The generation journal: what `semuq-hf` has generated, appended as it goes, so that a killed run
 restarted with the same arguments generates only what is missing.
 
-lm-eval hands the model every request of a run in one `generate_until` call and the task sees nothing
-until all of them are answered, so a run killed half-way would otherwise lose every answer. The
-`semuq-hf` models therefore append each prompt's answers to the journal as soon as its `generate` call
-returns, and look every prompt up before generating it.
-
-Location: ``<output_dir>/semuq/_journal/<model>/rank<R>.jsonl`` (``output_dir`` as in
-:mod:`semuq_eval.context`; model argument ``journal=DIR`` chooses the folder, ``journal=off`` turns it off).
-Each line is one prompt's answers (no pickle)::
-
-    {"key": "<sha256>", "generations": [Generation.to_record(include_hidden=False)
-                                        + {"hidden_f32": "<base64 of little-endian float32>"}, ...]}
-
-The key is a SHA-256 over everything that decides what is generated: the model (name, revision, dtype,
-maximum length, whether hidden states are kept), the prompt text, the decoding arguments, the image
-contents (multimodal), the number of sampled answers and torch's seed (lm-eval's ``--seed``). Changing
-any of them generates afresh; to draw new samples with the same arguments, delete the folder or pass
-``journal=off``. A restarted run reuses the stored answers: its samples are not the ones an uninterrupted
-run would have drawn (the random stream differs), but they come from the same distribution. A line cut
-short by the kill is skipped with a warning; the prompt is generated again.
-"""
+lm-eval hands a run's every request to one `generate_until` call, so a killed run would lose every answer; the
+models append each prompt's answers as soon as they exist and look every prompt up first (docs/running.md).
+Location: ``<output_dir>/semuq/_journal/<model>/rank<R>.jsonl`` (``journal=DIR`` or ``journal=off``), a line per
+prompt (no pickle): ``{"key": "<sha256>", "generations": [Generation.to_record(include_hidden=False) +
+{"hidden_f32": "<base64 of little-endian float32>"}, ...]}``. The key hashes all that decides what is generated
+(model name, revision, dtype, maximum length, hidden states kept; prompt; decoding; image contents; number of
+samples; torch's seed), so changing any generates afresh (for new samples with the same arguments, delete the folder
+or pass ``journal=off``). A line cut short by a kill is skipped with a warning."""
 
 from __future__ import annotations
 
@@ -153,8 +141,7 @@ def open_journal(setting: str | None, name: str, *, model: str) -> GenerationJou
 
     ``setting`` is the model argument ``journal``: a folder, one of :data:`OFF`, or None for
     ``<output_dir>/semuq/_journal/<name>/`` (`semuq_eval.context`). ``model`` names the lm-eval model in messages.
-    The file is the process's rank's: two processes that lm-eval both calls rank 0 never append to one file.
-    """
+    The file is the process's rank's: two processes that lm-eval both calls rank 0 never append to one file."""
     if isinstance(setting, str) and setting.strip().lower() in OFF:
         return None
     context = RunContext.resolve()

@@ -1,8 +1,7 @@
 """The keyword under which a transformers model takes its key-value cache.
 
-transformers 5.x renamed ``past_key_values`` to ``cache`` (the old name warns, and goes in 5.40 for ``forward`` and
-6.0 for ``generate``); 4.x knows only ``past_key_values``. Every caller that hands a model a cache asks here.
-"""
+``cache`` in transformers 5.x (where ``past_key_values`` is deprecated), ``past_key_values`` in 4.x; every caller
+that hands a model a cache asks here."""
 
 from __future__ import annotations
 

@@ -1,18 +1,14 @@
 """`semuq-llamacpp`: a GGUF model served by llama.cpp inside this process, read through `semuq-api`.
 
-llama.cpp's own server (the prebuilt ``xllamacpp`` wheel: no compiler) is started on a free loopback port with
-``slots`` parallel slots, so the N samples of a question and the greedy answer decode as one continuous batch,
-with log-probabilities and top-k alternatives computed natively. Everything else is `semuq-api`'s: the probe,
-the requests, the reply parsing, the journal (a killed run asks again only for what it lacks). What a server
-cannot give (hidden states, so ``cos_int``; token ids, so ``length``) is reported unavailable with the reason.
+llama.cpp's server (the prebuilt ``xllamacpp`` wheel) runs on a free loopback port with ``slots`` parallel slots, so
+a question's samples and greedy answer decode as one continuous batch; everything else is `semuq-api`'s
+(docs/serving.md). ``gguf`` is a prepared asset's name (``semuq-eval assets --only NAME``), a ``.gguf`` file or a
+folder holding one::
 
     lm_eval --model semuq-llamacpp --model_args gguf=qwen2.5-coder-1.5b-instruct,endpoint=chat \\
         --apply_chat_template --tasks semuq_triviaqa_dpr --output_path out/
 
-``gguf`` is a prepared asset's name (``semuq-eval assets --only NAME``), a ``.gguf`` file or a folder holding
-one. ``python -m semuq_eval.models.llamacpp GGUF`` serves the same model on loopback until it is stopped (the
-tests' and the benchmark's real OpenAI-compatible server).
-"""
+``python -m semuq_eval.models.llamacpp GGUF`` serves the model on loopback until stopped (the tests' real server)."""
 
 from __future__ import annotations
 
@@ -41,11 +37,7 @@ DEFAULT_CTX_PER_SLOT = 1024
 def find_gguf(spec: str | os.PathLike) -> Path:
     """The GGUF file that ``spec`` names: a file, a folder holding one, or a prepared asset's name.
 
-    Raises
-    ------
-    FileNotFoundError
-        Nothing matches; the message says how to prepare the asset.
-    """
+    FileNotFoundError when nothing matches; the message says how to prepare the asset."""
     path = Path(spec)
     if path.is_file():
         return path
@@ -85,19 +77,9 @@ def gguf_sha256(path: Path) -> str:
 class LlamaCppServer:
     """llama.cpp's OpenAI-compatible server (xllamacpp) in this process, on loopback.
 
-    Parameters
-    ----------
-    gguf : path
-        The model file.
-    threads : int
-        Threads for decoding and for the prompt (default: every core this process may use).
-    slots : int
-        Requests decoded together (continuous batching).
-    ctx_per_slot : int
-        Context tokens of each slot (prompt + answer).
-    port : int
-        0 for a free port.
-    """
+    ``gguf``: the model file; ``threads``: threads for decoding and the prompt (default: every core this process may
+    use); ``slots``: requests decoded together (continuous batching); ``ctx_per_slot``: context tokens of each slot
+    (prompt + answer); ``port``: 0 for a free port."""
 
     def __init__(
         self,
@@ -143,16 +125,10 @@ class LlamaCppServer:
 class SemuqLlamaCppLM(SemuqAPILM):
     """lm-eval model ``semuq-llamacpp`` (module docstring).
 
-    Parameters
-    ----------
-    gguf : str
-        An asset name, a ``.gguf`` file or a folder holding one.
-    threads, slots, ctx_per_slot :
-        The server's (:class:`LlamaCppServer`); ``concurrency`` defaults to ``slots``.
-    **kwargs :
-        `semuq-api`'s arguments (``endpoint``, ``top_logprobs``, ``seed``, ``journal``, ...) except ``model``
-        and ``base_url``, which name the server started here.
-    """
+    ``gguf``: an asset name, a ``.gguf`` file or a folder holding one; ``threads``, ``slots``, ``ctx_per_slot``: the
+    server's (:class:`LlamaCppServer`; ``concurrency`` defaults to ``slots``); ``**kwargs``: `semuq-api`'s arguments
+    (``endpoint``, ``top_logprobs``, ``seed``, ``journal``, ...) except ``model`` and ``base_url``, which name the
+    server started here."""
 
     def __init__(
         self,

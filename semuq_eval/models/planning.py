@@ -1,25 +1,14 @@
 """Planning `generate_until`: requests grouped into prompts, prompts batched into `generate` calls.
 
-lm-eval's evaluator puts the SAME Instance `repeats` times into the request list. Serving the k copies of a
-prompt by one `generate` call producing its k rows (instead of k independent rows) is what makes N samples
-per prompt affordable, so requests are first grouped and the groups then batched:
-
-1. Grouping (`group_requests`). Requests are grouped by identical (context, gen_kwargs) (for multimodal
-   requests: and the same image objects). A group of k sampled requests is served by k rows of one call; a
-   greedy group (`do_sample=False`) is generated once and its answer returned k times (the same object).
-2. Batching (`batch_groups`). Groups with the same gen_kwargs and k are sorted longest-prompt-first (as
-   HFLM does) and batched into calls of at most `rows` sequences (the model's `batch_size * N`, N the largest
-   group of the request list): a sampled call serves `batch_size` prompts with all their samples (so
-   batch_size=1 still serves the N samples of a prompt in one call) and a greedy call `batch_size * N`
-   prompts, one row each.
-3. One call (`GenerateCall.for_batch`). The batch's gen_kwargs are normalized as HFLM does (stop sequences,
-   `max_gen_toks`, greedy decoding), with one position of the context kept for the look-ahead step (see
-   `semuq_eval.models.recorder`).
-
-A greedy request may carry reflexive follow-up prompts under the reserved kwarg
-(`semuq_eval.models.reflexive.REFLEXIVE_KEY`): grouping takes them out of the decoding kwargs into
-`PromptGroup.reflexive`, so they never reach `generate` and never split a batch.
-"""
+lm-eval puts the SAME Instance `repeats` times into the request list; serving a prompt's k copies as k rows of one
+`generate` call is what makes N samples per prompt affordable. `group_requests` groups requests by identical
+(context, gen_kwargs) (multimodal: and image objects); a greedy group is generated once, its answer returned k times.
+`batch_groups` batches groups with the same gen_kwargs and k, longest prompt first (as HFLM), into calls of at most
+`batch_size * N` rows (N the largest group): `batch_size` sampled prompts with all their samples, or
+`batch_size * N` greedy prompts. `GenerateCall.for_batch` normalizes a batch's gen_kwargs as HFLM does, keeping one
+context position for the look-ahead step (`semuq_eval.models.recorder`). Grouping moves a greedy request's
+reflexive follow-up prompts (`semuq_eval.models.reflexive.REFLEXIVE_KEY`) into `PromptGroup.reflexive`, so they
+never reach `generate` or split a batch."""
 
 from __future__ import annotations
 
@@ -53,17 +42,11 @@ def _freeze(x: Any) -> Any:
 class PromptGroup:
     """The requests of one prompt: served by one `generate` call's rows.
 
-    Attributes
-    ----------
-    context, gen_kwargs, aux : the request's arguments (`aux`: the multimodal `{"visual": [...]}` or None),
-        `gen_kwargs` without the reflexive follow-ups (the decoding).
-    request_kwargs : the request's gen_kwargs as lm-eval sent them (lm-eval's cache and the journal key).
-    reflexive : the follow-up prompts of a greedy request (`semuq_eval.models.reflexive`), or None.
-    positions : indices of the group's requests in the request list.
-    n_gen : rows generated for the group (the number of requests when sampled, 1 when greedy).
-    greedy : decoded greedily (`do_sample=False`): one answer returned for every request.
-    length : prompt length in tokens (for longest-first batching).
-    """
+    `context`, `gen_kwargs` (the decoding, without the reflexive follow-ups), `aux` (the multimodal `{"visual": [...]}`
+    or None): the request's arguments; `request_kwargs`: its gen_kwargs as lm-eval sent them (lm-eval's cache, the
+    journal key); `reflexive`: a greedy request's follow-up prompts (`semuq_eval.models.reflexive`) or None;
+    `positions`: the requests' indices in the request list; `n_gen`: rows generated (the number of requests, 1 when
+    greedy); `greedy`: decoded greedily, one answer for every request; `length`: prompt tokens (longest-first)."""
 
     context: str
     gen_kwargs: dict
@@ -89,8 +72,7 @@ def group_key(req: Instance) -> Any:
     """The key under which requests are merged: (context, gen_kwargs, identity of the image objects).
 
     Images are compared by identity: the same Instance repeated shares its image objects, and two documents
-    with equal text but other images are never merged. Unhashable arguments make the request its own group.
-    """
+    with equal text but other images are never merged. Unhashable arguments make the request its own group."""
     args = req.args
     try:
         aux = args[2] if len(args) > 2 else None
@@ -110,12 +92,8 @@ def group_requests(
 ) -> list[PromptGroup]:
     """Group `requests` by `group_key`, in order of first appearance.
 
-    Parameters
-    ----------
-    requests : lm-eval `generate_until` requests.
-    max_gen_toks : the model's default generation budget (to normalize gen_kwargs as HFLM does).
-    tok_encode : the model's tokenizer, for the prompt lengths.
-    """
+    `max_gen_toks`: the model's default generation budget (to normalize gen_kwargs as HFLM does); `tok_encode`: the
+    model's tokenizer, for the prompt lengths."""
     groups: dict[Any, PromptGroup] = {}
     for pos, req in enumerate(requests):
         key = group_key(req)
@@ -142,8 +120,7 @@ def group_requests(
 def batch_groups(groups: Sequence[PromptGroup], rows: int) -> list[list[PromptGroup]]:
     """Batches of groups sharing gen_kwargs and k, longest prompt first, at most `rows` rows per batch.
 
-    With rows = batch_size * N, sampled batches take batch_size prompts and greedy ones batch_size * N.
-    """
+    With rows = batch_size * N, sampled batches take batch_size prompts and greedy ones batch_size * N."""
     buckets: dict[Any, list[PromptGroup]] = {}
     for g in groups:
         buckets.setdefault((_freeze(g.gen_kwargs), g.n_gen), []).append(g)
@@ -159,17 +136,11 @@ def batch_groups(groups: Sequence[PromptGroup], rows: int) -> list[list[PromptGr
 class GenerateCall:
     """Everything one `generate` call of a batch needs besides the model.
 
-    Attributes
-    ----------
-    batch : the prompt groups (same gen_kwargs and `n_gen`); rows are group-major, `n_gen` per group.
-    n_gen : rows per prompt.
-    left_truncate_len : prompt tokens kept (HFLM's, minus one position for the look-ahead step).
-    until : stop sequences (HFLM's `handle_stop_sequences`, EOS included).
-    max_gen_toks : generation budget.
-    max_length : `max_length` from gen_kwargs (counts the padded prompt too, as in HFLM), or None.
-    gen : the remaining `generate` keyword arguments.
-    shared : run the shared prefill (`semuq_eval.models.prefill`) instead of repeating the prompt.
-    """
+    `batch`: the prompt groups (same gen_kwargs and `n_gen`), rows group-major, `n_gen` rows per prompt;
+    `left_truncate_len`: prompt tokens kept (HFLM's, minus one position for the look-ahead step); `until`: stop
+    sequences (HFLM's `handle_stop_sequences`, EOS included); `max_gen_toks`: the budget; `max_length`: gen_kwargs'
+    `max_length` (counting the padded prompt, as in HFLM) or None; `gen`: the other `generate` keyword arguments;
+    `shared`: run the shared prefill (`semuq_eval.models.prefill`) instead of repeating the prompt."""
 
     batch: list[PromptGroup]
     n_gen: int

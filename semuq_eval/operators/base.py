@@ -1,26 +1,12 @@
 """The operator interface: a question and its N answers -> an N x N comparison matrix S.
 
-An operator s fills S_ij = s(y_i, y_j | x) (paper, Eq. operator_S / Eq. S). Every operator is
-batched over many questions at once (answer counts may differ) and reports what it cost.
-
-Conventions shared by every operator on answer text (:class:`TextOperator`):
-
-- **Duplicates.** Answers are compared after :func:`normalize_answer` (strip, collapse
-  whitespace, casefold). Answers of one question that normalize identically are scored once
-  (the first occurrence is the one a model reads) and are equivalent by definition: S_ij = 1.
-- **Empty answers** (empty after strip) express no answer: they are never sent to a model,
-  S_ij = 1 between two empty answers and 0 between an empty and a non-empty answer. For Gram
-  operators this is the Gram matrix of one extra unit vector orthogonal to every answer, so S
-  stays positive semidefinite.
-- **N = 1** gives ``[[1.0]]``; **N = 0** gives a (0, 0) matrix.
-- The diagonal is exactly 1 (``True`` for equivalence matrices) and every matrix is symmetric.
-
-**Greedy-anchored comparisons** (``extras`` ``"greedy_similarities"``, declared by every text operator): given
-one anchor per question (the greedy answer), the operator compares it with each of the N answers in the same
-pass, as an (N+1)-th answer of the question, so the rules above apply to it too (an anchor identical to an
-answer after normalization scores 1 and costs nothing; an empty anchor scores 1 with empty answers, 0 with
-the others). Pairwise operators score at most N more pairs; encoders run one more forward pass.
-"""
+An operator s fills S_ij = s(y_i, y_j | x) (paper, Eq. operator_S / Eq. S), batched over questions, and
+reports its cost. Text operators (:class:`TextOperator`) score answers equal after :func:`normalize_answer`
+once (S_ij = 1 between them) and never send empty answers to a model (S_ij = 1 between two empty ones, 0 with
+a non-empty one: for Gram operators one extra orthogonal unit vector, so S stays PSD). N = 1 gives
+``[[1.0]]``, N = 0 a (0, 0) matrix; the diagonal is exactly 1 and S symmetric. **Greedy-anchored comparisons**
+(extra ``"greedy_similarities"``): one anchor per question (the greedy answer) joins the same pass as an
+(N+1)-th answer, under the same rules."""
 
 from __future__ import annotations
 
@@ -42,13 +28,10 @@ PROGRESS_MIN_BATCHES = 5
 class Cost:
     """What one operator call cost.
 
-    ``forward_passes``: sequences run through a model (one per premise-hypothesis pair for NLI,
-    one per distinct answer for encoders, 0 for model-free operators).
-    ``pairs_scored``: unordered pairs of distinct non-empty answers whose score was computed (an anchor counts
-    as one more answer of its question).
-    ``duplicates_skipped``: answers not computed because a normalized-identical answer of the
-    same question was. ``wall_time_s``: wall-clock time of the call, model loading included.
-    """
+    ``forward_passes``: sequences run through a model (one per NLI pair, one per distinct answer for
+    encoders). ``pairs_scored``: unordered pairs of distinct non-empty answers scored (an anchor counts as an
+    answer). ``duplicates_skipped``: answers not computed because a normalized-identical one was.
+    ``wall_time_s``: the call's wall-clock time, model loading included."""
 
     forward_passes: int = 0
     pairs_scored: int = 0
@@ -119,18 +102,10 @@ reports the operator unavailable for a question that lacks one, with the reason.
 class Operator(NamedByRegistry, ABC):
     """Base class: ``op(questions, answers, *, hidden_states=None) -> OperatorOutput``.
 
-    Its ``name`` is the one it is registered under (``@register("name")`` or a lazy target); subclasses declare
-
-    - ``kind``: what its matrix is (``"equivalence"``, ``"graded"`` or ``"gram"``), which tells the harness
-      which ``aggregator@operator`` pairs are valid;
-    - ``needs``: the inputs it reads, names from :data:`NEEDS`;
-    - ``extras``: what it yields besides the matrix: declared signals of origin ``pass`` or ``tokens``
-      (:mod:`semuq_eval.signals`);
-
-    and implement :meth:`_compute`. Operators whose :meth:`share_key` is equal compute one pass and derive
-    their matrices from it (:func:`~semuq_eval.operators.sharing.compute_shared`): ``nli`` and ``nli_soft`` read the same entailment
-    probabilities.
-    """
+    Subclasses declare ``kind`` (which ``aggregator@operator`` pairs are valid), ``needs`` (from
+    :data:`NEEDS`) and ``extras`` (signals of origin ``pass`` or ``tokens``, :mod:`semuq_eval.signals`) and
+    implement :meth:`_compute`. Operators with equal :meth:`share_key` derive their matrices from one pass
+    (:func:`~semuq_eval.operators.sharing.compute_shared`), as ``nli`` and ``nli_soft`` do."""
 
     family_module = "semuq_eval.operators"
     kind: ClassVar[MatrixKind]
@@ -147,9 +122,9 @@ class Operator(NamedByRegistry, ABC):
         anchor_hidden_states: Sequence[np.ndarray] | None = None,
     ) -> OperatorOutput:
         """Compute one comparison matrix per question (Eq. operator_S), batched over questions; with
-        ``anchors`` (one answer per question, e.g. the greedy one) also each anchor's similarity to the answers
-        (an operator that reads hidden states compares the anchor by its ``anchor_hidden_states``, one (d,)
-        vector per question).
+        ``anchors`` (one answer per question, e.g. the greedy one) also each anchor's similarity to the
+        answers (by ``anchor_hidden_states``, one (d,) vector per question, for an operator that reads hidden
+        states).
 
         Examples
         --------
@@ -207,9 +182,8 @@ class Operator(NamedByRegistry, ABC):
 class AnswerGroup:
     """The answers of one question as a model sees them.
 
-    ``texts``: the distinct non-empty answers (first occurrence of each normalized form).
-    ``inverse``: for each of the N answers, its index in ``texts``, or -1 for an empty answer.
-    """
+    ``texts``: the distinct non-empty answers (first occurrence of each normalized form); ``inverse``: each
+    answer's index in ``texts``, -1 for an empty answer."""
 
     texts: list[str]
     inverse: np.ndarray
@@ -251,10 +225,8 @@ class AnswerGroup:
 class TextOperator(Operator):
     """An operator on answer text: deduplicates, handles empty answers, scatters back.
 
-    Subclasses implement :meth:`_score` on the distinct non-empty answers of every question; those whose
-    model output serves several operators return that output from :meth:`_score` and turn it into their
-    matrix in :meth:`_derive`. Every text operator yields the ``greedy_similarities`` extra (anchors).
-    """
+    Subclasses implement :meth:`_score` on every question's distinct non-empty answers; those whose model
+    output serves several operators return it there and build their matrix in :meth:`_derive`."""
 
     extras: ClassVar[tuple[str, ...]] = ("greedy_similarities",)
 

@@ -1,16 +1,9 @@
 """Sentence-encoder operators: ``cos_ext`` and ``enc`` (paper Eq. encoder, Eq. operator_cosine).
 
-Both map every distinct answer to a unit vector phi_i with one forward pass each (O(N) passes per
-question, desideratum D3) and return the Gram matrix S = Phi Phi^T, which is positive
-semidefinite. ``cos_ext`` encodes the answer alone with an external sentence encoder (COS-ext).
-``enc`` encodes "question <sep> answer" (Eq. encoder) and also exposes the norms ||h_t|| of the
-answer's tokens and their mapping onto the generating model's tokens (Eq. te_enc).
-
-Any sentence-transformers folder or hub id works; its own module pipeline (e.g. Transformer ->
-mean Pooling -> Dense -> Normalize for sentence-t5) produces the embedding, which is then
-L2-normalized. All distinct inputs of all questions of a call are encoded together, sorted by
-length, in batches.
-"""
+Both embed every distinct answer with one forward pass (O(N) per question, desideratum D3) and return the PSD
+Gram matrix S = Phi Phi^T of the L2-normalized embeddings. ``cos_ext`` encodes the answer alone (COS-ext);
+``enc`` encodes "question <sep> answer" (Eq. encoder) and exposes the answer's token norms (Eq. te_enc). Any
+sentence-transformers folder or hub id works; a call's inputs are encoded together, sorted by length."""
 
 from __future__ import annotations
 
@@ -178,11 +171,9 @@ class _SentenceEncoderOperator(ModelTextOperator):
     ) -> list[list[np.ndarray]]:
         """s_t = cos(phi(y), phi(y without token t)) for every token t of the GENERATING model (TokenSAR).
 
-        ``answer_token_offsets[b][i]`` is the (T, 2) array of character spans of the generating model's tokens
-        within answer i of question b; the answer with span t cut out is encoded as the answer is (after
-        the question for ``enc``). All inputs of the call are encoded together, each distinct text once. A
-        token with an empty span cuts nothing (s_t = 1); T = 0 gives an empty array.
-        """
+        ``answer_token_offsets[b][i]`` is the (T, 2) character spans of the generating model's tokens in
+        answer i of question b; each cut answer is encoded as the answer is (after the question for ``enc``),
+        each distinct text once. An empty span cuts nothing (s_t = 1); T = 0 gives an empty array."""
         check_inputs(questions, answers)
         if len(answer_token_offsets) != len(answers):
             raise ValueError(f"got {len(answers)} questions but {len(answer_token_offsets)} offset lists")
@@ -260,17 +251,11 @@ class ExternalCosineOperator(_SentenceEncoderOperator):
 class EncoderOperator(_SentenceEncoderOperator):
     """Enc: the question-conditioned bi-encoder (Eq. encoder, Eq. operator_cosine).
 
-    Each answer is encoded as "question <sep> answer" with the encoder's own separator token
-    (``separator=`` overrides it); the last hidden states of all T' tokens are mean-pooled and
-    L2-normalized into phi_i, and S_ij = <phi_i, phi_j>. ``condition_on_question=False`` is the
-    paper's answer-only ablation. Without a trained operator, the default is the untrained
-    initialization (sentence-t5-large). The forward pass that builds S also keeps the norms of
-    the answer tokens, so :meth:`token_weights` on the same answers needs no second pass.
-
-    ``pooling="answer"`` is a named variant (:mod:`semuq_eval.operators.pooling`): the mean over the answer's
-    tokens only, still contextualized by the question. A folder trained with it records it in its card and is
-    evaluated that way by default (the folder itself keeps sentence-transformers' standard mean Pooling, so it
-    loads anywhere without custom code).
+    "question <sep> answer" (the encoder's separator unless ``separator=``), all T' tokens mean-pooled and
+    L2-normalized into phi_i, S_ij = <phi_i, phi_j>; ``condition_on_question=False`` is the paper's
+    answer-only ablation. The default model is the untrained initialization (sentence-t5-large). The pass that
+    builds S keeps the token norms for :meth:`token_weights`. ``pooling="answer"``
+    (:mod:`semuq_eval.operators.pooling`) pools the answer's tokens only, the default for a folder trained so.
     """
 
     extras = ("token_weights", "greedy_similarities", "token_similarity")
@@ -285,12 +270,10 @@ class EncoderOperator(_SentenceEncoderOperator):
         **options,
     ) -> None:
         """``model``: sentence-transformers hub id, local folder, or a loaded SentenceTransformer.
-        Options: ``separator`` and the model options of :class:`~semuq_eval.operators.loading.ModelTextOperator`
-        (``max_length``, ``batch_size``, ``device``, ``dtype``, ``revision``, ``trust_remote_code``, ``dedup``,
-        ``progress``).
-        ``condition_on_question`` and ``separator`` default to what a folder trained by
-        ``semuq-eval train-operator`` records (an answer-only operator is evaluated answer-only), else
-        True and the tokenizer's separator."""
+        Options: ``separator`` and the model options of
+        :class:`~semuq_eval.operators.loading.ModelTextOperator`. ``condition_on_question`` and ``separator``
+        default to what a folder trained by ``semuq-eval train-operator`` records (an answer-only operator is
+        evaluated answer-only), else True and the tokenizer's separator."""
         trained = operator_defaults(model)
         if condition_on_question is None:
             condition_on_question = trained.get("condition_on_question", True)
@@ -333,8 +316,7 @@ class EncoderOperator(_SentenceEncoderOperator):
 
     def token_norms(self, questions: list[str], answers: list[list[str]]) -> list[list[TokenNorms]]:
         """||h_t|| of every answer's encoder tokens (Sec. 4.2), with their character spans in the
-        answer. Reuses the last forward pass for inputs it has already seen; an empty answer has
-        no tokens."""
+        answer; reuses the last forward pass for inputs already seen; an empty answer has no tokens."""
         check_inputs(questions, answers)
         needed: dict[str, tuple[str, int, int]] = {}
         keys = []
@@ -363,12 +345,10 @@ class EncoderOperator(_SentenceEncoderOperator):
     ) -> list[list[np.ndarray]]:
         """Per-token weights w_t of Eq. te_enc on the GENERATING model's tokens.
 
-        ``answer_token_offsets[b][i]`` is the (T, 2) array of character spans of the generating
-        model's tokens within answer string i of question b. The encoder's answer-token norms
-        (:meth:`token_norms`) are mapped onto these tokens by character overlap
-        (:mod:`semuq_eval.operators.token_weights`) and normalized to sum to 1 over the T tokens.
-        Empty answer, or no overlap: uniform 1/T. T = 0: an empty array.
-        """
+        ``answer_token_offsets[b][i]`` is the (T, 2) character spans of the generating model's tokens in
+        answer i of question b; the encoder's answer-token norms are mapped onto them by character overlap
+        (:mod:`semuq_eval.operators.token_weights`) and normalized to sum to 1. Empty answer or no overlap:
+        uniform 1/T; T = 0: an empty array."""
         check_inputs(questions, answers)
         if len(answer_token_offsets) != len(answers):
             raise ValueError(f"got {len(answers)} questions but {len(answer_token_offsets)} offset lists")

@@ -1,11 +1,8 @@
 """``cos_int``: cosine of the generating model's own hidden states (COS-int, App. A.2 and E.3).
 
-phi_i is the last-layer hidden state of the generating model at the last token of answer i,
-L2-normalized; S = Phi Phi^T (positive semidefinite). The white-box model of the harness
-supplies the vectors through ``hidden_states=``; this operator needs no model and reads no text
-(no deduplication, no empty-answer rule: every answer has its own vector). The greedy answer is compared with
-the samples by its own hidden state (``anchor_hidden_states``): the greedy-anchored estimators run on ``cos_int``.
-"""
+phi_i is the generating model's last-layer hidden state at the last token of answer i (``hidden_states=``,
+from the white-box model), L2-normalized; S = Phi Phi^T. No text is read, so no deduplication or empty-answer
+rule; the greedy answer is compared by its own hidden state (``anchor_hidden_states``)."""
 
 from __future__ import annotations
 

@@ -1,15 +1,9 @@
 """``lexical``: word overlap between answers, no model (a cheap baseline).
 
-ROUGE-L F-measure (``rouge_score``) or Jaccard similarity of word sets. Words are runs of Unicode
-word characters, casefolded, so non-Latin scripts are compared too. Both measures are symmetric
-and lie in [0, 1]; answers with no word in common (or no word at all) score 0.
-
-ROUGE-L's longest common subsequence takes time and memory in the product of two answers' lengths (two
-60,000-word answers would need tens of gigabytes), so it reads at most the first ``max_words`` words of an
-answer (:data:`MAX_WORDS` unless given, far beyond a 32-256-token answer). An answer read in part is named
-per question (:meth:`LexicalOperator.truncations`: the run records it among the question's ``problems``).
-Jaccard is linear in the answers' lengths and reads them whole.
-"""
+ROUGE-L F-measure (``rouge_score``) or Jaccard of word sets; words are casefolded runs of Unicode word
+characters. Both are symmetric in [0, 1]. ROUGE-L's LCS is quadratic in length, so it reads at most
+``max_words`` words per answer (:data:`MAX_WORDS`), naming answers read in part
+(:meth:`LexicalOperator.truncations`); Jaccard reads all."""
 
 from __future__ import annotations
 
@@ -49,15 +43,8 @@ def _n_words(text: str) -> int:
 class LexicalOperator(TextOperator):
     """S_ij = ROUGE-L F(y_i, y_j) (default) or Jaccard(words(y_i), words(y_j)).
 
-    Parameters
-    ----------
-    measure : {"rouge_l", "jaccard"}
-        The similarity of two answers.
-    dedup : bool
-        Score normalized-identical answers once (:class:`~semuq_eval.operators.base.TextOperator`).
-    max_words : int
-        ROUGE-L reads at most this many words of each answer (default :data:`MAX_WORDS`); named in the
-        operator's identity when it is not the default.
+    ``dedup`` scores normalized-identical answers once; ``max_words`` (default :data:`MAX_WORDS`) caps the
+    words ROUGE-L reads per answer and is named in the operator's identity when not the default.
 
     Examples
     --------

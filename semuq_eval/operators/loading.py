@@ -1,9 +1,7 @@
 """Lazy, cached model loading shared by the model-based operators (one load per process).
 
-Models are looked up by hub id or local path. ``trust_remote_code`` is off unless asked. The
-device defaults to CUDA when available, else CPU; weights are fp16 on GPU and fp32 elsewhere
-unless another dtype is asked for.
-"""
+Models are looked up by hub id or local path; ``trust_remote_code`` is off unless asked; the device defaults
+to CUDA when available; weights are fp16 on GPU and fp32 elsewhere unless another dtype is asked for."""
 
 from __future__ import annotations
 
@@ -47,8 +45,8 @@ def resolve_dtype(dtype: str, device: str) -> str:
 def auto_dtype(model_type: str | None, device: str, *, bf16_supported: bool | None = None) -> str:
     """The dtype ``"auto"`` means for an architecture on a device.
 
-    float32 on CPU; on CUDA float16, except for :data:`FP16_UNSAFE` architectures: bfloat16 when the GPU
-    supports it, else float32.
+    float32 on CPU; on CUDA float16, except :data:`FP16_UNSAFE` architectures: bfloat16 where supported, else
+    float32.
 
     Examples
     --------
@@ -139,14 +137,9 @@ class ModelOptions(Options):
 
 class ModelTextOperator(TextOperator):
     """A text operator backed by a transformers model loaded on first use: the options shared by the NLI
-    operators and the sentence encoders are :class:`ModelOptions` (theirs forward ``**options``).
-
-    ``model`` is a hub id, a local path, or an already loaded model (used where it is: no device or dtype
-    is applied). ``max_length`` (tokens, at least ``min_length``) defaults to the model's limit;
-    ``batch_size`` to the operator's ``default_batch_size``; ``device`` to CUDA when available; ``dtype``
-    ``"auto"``: fp16 on GPU (:func:`auto_dtype`), fp32 elsewhere. ``dedup`` compares identical answers once;
-    ``progress`` shows a bar on long loops.
-    """
+    operators and the sentence encoders are :class:`ModelOptions` (theirs forward ``**options``). ``model`` is
+    a hub id, a local path, or a loaded model (used where it is: no device or dtype applied); ``max_length``
+    must be at least ``min_length`` and ``batch_size`` defaults to ``default_batch_size``."""
 
     min_length: int = 4
     default_batch_size: int = 32
@@ -173,8 +166,8 @@ class ModelTextOperator(TextOperator):
 
     def weights_revision(self, config: Any) -> str | None:
         """The revision reported with the results: the one asked for, the hub commit transformers recorded, or
-        for a local folder the sha256 of its weights (:func:`~semuq_eval.local_models.local_revision`, computed
-        once), so that two runs of ``enc`` on the same path with other weights are told apart."""
+        for a local folder the sha256 of its weights (:func:`~semuq_eval.local_models.local_revision`,
+        computed once), so runs of ``enc`` on one path with other weights are told apart."""
         revision = self.revision or (commit_hash(config) if config is not None else None)
         if revision is None and isinstance(self.model, str) and self._local_revision is None:
             self._local_revision = local_revision(self.model)

@@ -1,11 +1,8 @@
 """NLI cross-encoder operators (paper Eq. S_nli): ``nli`` (hard) and ``nli_soft`` (graded).
 
-Question-conditioned as in Eq. S_nli: premise = question + answer i, hypothesis = question +
-answer j, scored in both directions. All ordered pairs of distinct answers of all questions in a
-call go through the model together, sorted by length, in batches. Label indices are read from the
-model's ``config.id2label``. A cross-encoder needs N(N-1) forward passes per question (O(N^2),
-desideratum D3).
-"""
+Question-conditioned as in Eq. S_nli (premise = question + answer i, hypothesis = question + answer j, both
+directions). A call's ordered pairs go through the model together, sorted by length, in batches; labels are
+read from ``config.id2label``. N(N-1) forward passes per question (O(N^2), desideratum D3)."""
 
 from __future__ import annotations
 
@@ -53,9 +50,7 @@ def label_index(id2label: dict[int, str], label: str) -> int:
 class _NLIOperator(ModelTextOperator):
     """Shared machinery: directional entailment / contradiction probabilities for every ordered pair.
 
-    ``nli`` and ``nli_soft`` built with the same model options share one cross-encoder pass
-    (:meth:`share_key`): the N(N-1) forward passes run once and both matrices derive from them.
-    """
+    ``nli`` and ``nli_soft`` with the same model options share one cross-encoder pass (:meth:`share_key`)."""
 
     min_length = 8
     default_batch_size = 64
@@ -69,9 +64,9 @@ class _NLIOperator(ModelTextOperator):
         **options: Any,
     ) -> None:
         """``model``: hub id, local path, or an already loaded ``PreTrainedModel`` (then
-        ``tokenizer`` must be given too and the model is used where it is). ``options``: the model options of
-        :class:`~semuq_eval.operators.loading.ModelTextOperator` (``max_length`` defaults to the model's limit;
-        longer pairs are truncated with a warning)."""
+        ``tokenizer`` must be given too). ``options``: the model options of
+        :class:`~semuq_eval.operators.loading.ModelTextOperator` (longer pairs than ``max_length`` are
+        truncated with a warning)."""
         if not isinstance(model, (str, os.PathLike)) and tokenizer is None:
             raise ValueError("pass tokenizer= along with an in-memory model")
         super().__init__(model, **options)
@@ -195,10 +190,8 @@ class _NLIOperator(ModelTextOperator):
 class NLIOperator(_NLIOperator):
     """Hard NLI equivalence (Eq. S_nli): a boolean matrix under a named ``rule`` (see :data:`RULES`).
 
-    The default ``"bidirectional_entailment"`` is the paper's rule: the predicted label (argmax)
-    is entailment in both directions. ``"no_contradiction"`` and ``"either_entailment"`` are the
-    rules other implementations use.
-    """
+    The default ``"bidirectional_entailment"`` is the paper's rule (predicted label entailment in both
+    directions); ``"no_contradiction"`` and ``"either_entailment"`` are other implementations' rules."""
 
     kind = "equivalence"
 

@@ -1,16 +1,10 @@
 """Answer-token mean pooling: the ``enc`` operator's named pooling variant (``pooling="answer"``).
 
-Eq. encoder mean-pools the last hidden states of ALL tokens of "question <sep> answer". For a short answer the
-question's tokens are most of the mean, so two answers to one question embed close together whatever they say
-(how this shows on the offline board: docs/leaderboard.md). :class:`AnswerMeanPooling` averages only
-the tokens AFTER the first separator, which still read the question through self-attention (D2's conditioning),
-but no longer include it in the mean. It is a sentence-transformers ``Pooling`` module, so training (the trainer
-calls the model's own modules) and evaluation pool the same way. A trained folder is saved with the standard
-mean ``Pooling`` (:func:`use_mean_pooling`, so it loads without custom code) and records the variant in its
-card; ``enc`` pools such a folder over the answer again through :func:`answer_pooled`.
-
-A row without a separator before its last real token (an answer-only input) is pooled over all its tokens, as
-Eq. encoder does.
+Eq. encoder mean-pools ALL tokens of "question <sep> answer", so for short answers the question dominates and
+two answers embed close whatever they say (docs/leaderboard.md). :class:`AnswerMeanPooling` averages only the
+tokens AFTER the first separator (which still attend to the question, D2); rows without one pool all tokens.
+Trained folders are saved with standard mean ``Pooling`` (:func:`use_mean_pooling`, no custom code) and the
+variant in their card; ``enc`` restores it with :func:`answer_pooled`.
 
 Examples
 --------
@@ -60,19 +54,9 @@ def answer_mask(
 class AnswerMeanPooling(Pooling):
     """Mean pooling over the answer's tokens only (module docstring).
 
-    Parameters
-    ----------
-    embedding_dimension : int
-        Width of the token embeddings.
-    separator_token_id : int
-        Token id of the separator between question and answer (the tokenizer's ``sep_token_id``, else its
-        ``eos_token_id``: the separator ``enc`` writes).
-
-    References
-    ----------
-    Eq. encoder of the paper (mean over all tokens) is the default; this variant is offered as a named option
-    and measured against it (see the reproduction report).
-    """
+    ``separator_token_id``: the separator between question and answer (the tokenizer's ``sep_token_id``, else
+    ``eos_token_id``: what ``enc`` writes). Eq. encoder (mean over all tokens) stays the default; this is a
+    named option measured against it."""
 
     config_keys = ["embedding_dimension", "pooling_mode", "include_prompt", "separator_token_id"]
 
@@ -102,15 +86,10 @@ class AnswerMeanPooling(Pooling):
 
 def answer_pooled(model: Any) -> Any:
     """A copy of the sentence-transformers ``model`` whose mean ``Pooling`` is :class:`AnswerMeanPooling`; the
-    copy shares every other module (and so the weights), and ``model`` itself is left as it was, so a cached or
-    user-supplied model still mean-pools for every other operator that holds it. A model that already pools
-    over the answer is returned as is.
-
-    Raises
-    ------
-    ValueError
-        When the model has no mean Pooling module, or its tokenizer has neither a sep nor an eos token.
-    """
+    copy shares every other module (and the weights) and ``model`` is left as it was, so a cached or
+    user-supplied model still mean-pools for other operators. A model already pooling over the answer is
+    returned as is. Raises ValueError when there is no mean Pooling module, or the tokenizer has neither a sep
+    nor an eos token."""
     tokenizer = model.tokenizer
     separator = tokenizer.sep_token_id if tokenizer.sep_token_id is not None else tokenizer.eos_token_id
     for index, module in enumerate(model):

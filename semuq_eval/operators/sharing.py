@@ -25,21 +25,11 @@ def compute_shared(
 ) -> list[OperatorOutput]:
     """The outputs of ``operators`` (in order) on the same questions, computing a shared pass once.
 
-    One operator alone, or several with the same :meth:`Operator.share_key` (their first one runs the
-    model; the others derive their matrices from its pass and report no forward passes, with
-    ``info["shared_pass"]`` naming the operator that ran it). With ``anchors`` (one per question, for
-    operators that declare the ``greedy_similarities`` extra), each anchor joins its question's answers as
-    one more answer of the same pass (and, for an operator that reads hidden states, its
-    ``anchor_hidden_states`` vector joins the question's hidden states), and is split off again into
-    :attr:`OperatorOutput.anchored`. Each output's ``truncated`` says which answers its operator read only in
-    part (:meth:`Operator.truncations`).
-
-    Raises
-    ------
-    ValueError
-        When several operators are given that do not share a pass, or anchors are given to an operator that
-        does not declare ``greedy_similarities`` or do not match the questions.
-    """
+    Operators sharing a :meth:`Operator.share_key`: the first runs the model, the others derive from its pass
+    (``info["shared_pass"]`` names it). ``anchors`` (one per question) join their question's answers in the
+    same pass (with ``anchor_hidden_states`` for hidden-state operators) and are split off into
+    :attr:`OperatorOutput.anchored`. Raises ValueError for operators that share no pass, or anchors that are
+    undeclared or do not match."""
     check_inputs(questions, answers)
     if anchors is not None:
         outputs = _anchored(operators, questions, answers, hidden_states, anchors, anchor_hidden_states)

@@ -1,17 +1,10 @@
 """Token weights of an answer: the encoder's token norms (:class:`TokenNorms`) and their alignment onto another
 tokenization of the same text (paper Sec. 4.2, Eq. te_enc).
 
-The encoder and the generating model tokenize an answer differently, so the encoder's per-token
-norms ||h_t|| are mapped onto the generating model's tokens through character offsets:
-
-**Rule.** Each encoder token's value is split over the generating tokens whose character spans
-overlap it, in proportion to the number of overlapping characters; each generating token
-receives the sum of its shares, and the result is normalized to sum to 1. An encoder token that
-overlaps no generating token contributes nothing; a generating token that overlaps no encoder
-token (whitespace, a special token with an empty span, text cut by truncation) gets weight 0.
-When no value reaches any generating token (empty answer, no overlap at all, all values 0) the
-weights are uniform, 1/T, so that TE_Enc falls back to plain TE.
-"""
+The encoder's norms ||h_t|| reach the generating model's tokens through character offsets: each encoder
+token's value is split over the generating tokens overlapping it, in proportion to the characters shared; a
+generating token's weight is the sum of its shares, normalized to 1 (0 where it overlaps no encoder token).
+When nothing reaches any generating token the weights are uniform, 1/T, so TE_Enc falls back to plain TE."""
 
 from __future__ import annotations
 
@@ -22,8 +15,8 @@ import numpy as np
 
 class TokenNorms(NamedTuple):
     """The encoder's tokens of one answer: character ``spans`` (K, 2) relative to the answer
-    string, and ``norms`` (K,) = ||h_t||_2 of their last hidden states (Sec. 4.2). Question,
-    separator and special tokens are excluded."""
+    string, and ``norms`` (K,) = ||h_t||_2 of their last hidden states (Sec. 4.2); question, separator and
+    special tokens excluded."""
 
     spans: np.ndarray
     norms: np.ndarray
@@ -52,8 +45,7 @@ def align_weights(
 ) -> np.ndarray:
     """Map per-token ``source_values`` onto the target tokens by character overlap (module rule).
 
-    Returns (T,) non-negative weights summing to 1 (an empty array when T = 0).
-    """
+    Returns (T,) non-negative weights summing to 1 (empty when T = 0)."""
     src = as_spans(source_spans, name="source_spans")
     tgt = as_spans(target_spans, name="target_spans")
     values = np.asarray(source_values, dtype=np.float64).reshape(-1)

@@ -1,9 +1,8 @@
 """A trained operator's record, as ``enc`` reads it at load: ``semuq_training.json`` in the operator's folder.
 
-``semuq-eval train-operator`` writes the record (format ``semuq-operator-training/1``) and its card
-(:mod:`semuq_eval.training.card`); ``enc`` takes from it whether the question is prepended, the separator and
-the pooling (:func:`operator_defaults`), and the harness reads what it was trained on
-(:mod:`semuq_eval.harness.overlap`). Imports neither torch nor sentence-transformers.
+Written by ``semuq-eval train-operator`` (format ``semuq-operator-training/1``) with its card; ``enc`` reads
+the question conditioning, separator and pooling (:func:`operator_defaults`), the harness the training data
+(:mod:`semuq_eval.harness.overlap`). No torch import.
 
 Examples
 --------
@@ -34,11 +33,7 @@ TRAINING_RECORD_FORMAT = "semuq-operator-training/1"
 def read_training_record(folder: str | os.PathLike) -> dict[str, Any] | None:
     """The training record of an operator folder, or None when ``folder`` is not a trained operator.
 
-    Raises
-    ------
-    ValueError
-        When the record exists but is not one this version understands.
-    """
+    Raises ValueError when the record exists but is not one this version understands."""
     path = Path(os.fspath(folder)).expanduser() / TRAINING_RECORD_FILE
     try:
         if not path.is_file():

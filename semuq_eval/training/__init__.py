@@ -1,21 +1,14 @@
 """Training the ``enc`` operator on a generating LLM's own answers (the paper's recipe, Sec. 4, App. B-C).
 
-``semuq-eval train-operator --stores OUT/ --backbone offline:all-minilm-l6-v2 --output ops/enc`` reads run
-stores with per-sample verdicts, draws triplets as App. C does, trains with sentence-transformers' trainer
-as App. B does, and writes a sentence-transformers folder that ``enc`` loads
-(``operator_options: {"enc": {"model": "ops/enc"}}``) with its card.
-
-Modules (one concept each):
-
-- :mod:`~semuq_eval.training.stores`: run stores -> labelled questions, and their provenance;
-- :mod:`~semuq_eval.training.triplets`: P / N filtering, the split by question, per-epoch triplets;
-- :mod:`~semuq_eval.training.config`: the options of a run, checked (:class:`TrainingConfig`);
-- :mod:`~semuq_eval.training.prepare`: stores and training files -> the kept questions, split;
-- :mod:`~semuq_eval.training.recipe`: the objective, schedule and trainer;
-- :mod:`~semuq_eval.training.card`: ``semuq_training.json`` and ``README.md`` (``enc`` reads the record with
-  :mod:`semuq_eval.operators.training_record`; the harness warns of an overlap with :mod:`semuq_eval.harness.overlap`);
-
-Importing this package imports neither torch nor sentence-transformers.
+``semuq-eval train-operator --stores OUT/ --backbone offline:all-minilm-l6-v2 --output ops/enc`` reads run stores
+with per-sample verdicts, draws triplets as App. C does, trains with sentence-transformers' trainer as App. B does,
+and writes a sentence-transformers folder with its card, which ``enc`` loads
+(``operator_options: {"enc": {"model": "ops/enc"}}``). Modules: :mod:`~semuq_eval.training.stores` (run stores ->
+labelled questions, provenance), :mod:`~semuq_eval.training.triplets` (P / N filtering, the split by question,
+per-epoch triplets), :mod:`~semuq_eval.training.config` (the checked options), :mod:`~semuq_eval.training.prepare`
+(the kept questions, split), :mod:`~semuq_eval.training.recipe` (objective, schedule, trainer) and
+:mod:`~semuq_eval.training.card` (``semuq_training.json`` and ``README.md``, which ``enc`` reads with
+:mod:`semuq_eval.operators.training_record`). Importing this package imports neither torch nor sentence-transformers.
 
 Examples
 --------

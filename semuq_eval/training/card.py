@@ -1,13 +1,11 @@
 """The trained operator's card: ``semuq_training.json`` (machine-readable) and ``README.md`` in its folder.
 
-The JSON record (format ``semuq-operator-training/1``) holds what the operator was trained on and how:
-the training data (per store: generating LLM, task, dataset and split, judge and label set), the counts
-(questions seen and kept and why the others were not, train / validation questions, triplets per epoch),
-the hyperparameters, the validation triplet accuracy before training and after every epoch, package
-versions and the seed. ``enc`` reads what it needs of it when it loads the folder
-(:mod:`semuq_eval.operators.training_record`, which also names the file and its format).
-
-This module imports neither torch nor sentence-transformers.
+The JSON record (format ``semuq-operator-training/1``) holds the training data (per store: generating LLM, task,
+dataset and split, judge and label set), the counts (questions seen and kept and why, train / validation questions,
+triplets per epoch), the hyperparameters, the validation accuracy before training and after every epoch, package
+versions and the seed. ``enc`` reads what it needs when it loads the folder
+(:mod:`semuq_eval.operators.training_record` names the file and its format). Imports neither torch nor
+sentence-transformers.
 
 Examples
 --------

@@ -1,12 +1,10 @@
 """Epoch checkpoints that let a killed training resume where it stopped.
 
-Training the operator on a CPU is a long job that a kill or a reboot can cut short. The trainer saves its whole state after every epoch
-(weights, optimizer, schedule, random generators, the early-stopping counter) into
-``<output parent>/.<output name>.checkpoints/``; running the same training again resumes after the last saved
-epoch, and a finished training removes the folder. A fingerprint of the options and of the prepared data, kept in
-the folder's journal (:mod:`semuq_eval.journal`, the resume mechanism of every long job), guards the folder:
-checkpoints of a different training are discarded, never resumed, and a folder a live process is training into
-is refused (the journal's writer lock).
+The trainer saves its whole state after every epoch (weights, optimizer, schedule, random generators, the
+early-stopping counter) into ``<output parent>/.<output name>.checkpoints/``; running the same training again resumes
+after the last saved epoch, and a finished training removes the folder. A fingerprint of the options and the prepared
+data, kept in the folder's journal (:mod:`semuq_eval.journal`), guards it: a different training's checkpoints are
+discarded, never resumed, and a folder a live process trains into is refused (the journal's writer lock).
 """
 
 from __future__ import annotations
@@ -83,11 +81,7 @@ class EpochCheckpoints:
     def open(self) -> str | None:
         """Claim the folder for this process; return the checkpoint to resume from (None: start afresh).
 
-        Raises
-        ------
-        semuq_eval.durable.WriterBusy
-            A live process is training into the folder (the command prints it as one line).
-        """
+        Raises :class:`semuq_eval.durable.WriterBusy` when a live process is training into the folder."""
         self.folder.mkdir(parents=True, exist_ok=True)
         journal = Journal(self.folder / JOURNAL, "training")
         last = self._last_complete()

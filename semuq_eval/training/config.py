@@ -42,19 +42,14 @@ GUIDED_TASK = "semuq_nqopen_train_guided"
 class TrainingConfig:
     """Everything a training run depends on (the CLI's options; recorded in the card).
 
-    ``question=False`` is the answer-only ablation; ``negatives`` is ``hard`` (the paper), ``random`` or
-    ``none``; ``positives``, ``guided`` and ``fact_swap`` add mined texts (:mod:`semuq_eval.training.mining`;
-    the defaults are App. C exactly); ``pooling`` is Eq. encoder's ``all`` or the ``answer`` variant;
-    ``validation`` names held-out stores or files whose App. C triplets (natural samples only, the same for
-    every option) select the epoch, instead of ``val_fraction`` of the training questions; ``select_on="auroc"``
-    selects it on the mean greedy AUROC of the selection rule's eight graph aggregators over every
-    ``validation`` question instead (:mod:`semuq_eval.training.heldout`); ``bf16`` trains in bfloat16 mixed
-    precision (autocast; the weights stay float32), for CPUs with native bf16; ``epochs`` is the budget (early
-    stopping may end sooner); ``warmup_ratio`` is the share of the budget's optimizer steps spent warming up.
-    ``stop_after_epoch=K`` replays a selection already made: it trains epochs 1 to K of the ``epochs`` schedule
-    (the learning rate still warms up and decays over the whole budget) and keeps epoch K; the held-out AUROC is
-    scored only before and after training, so a shipped operator is rebuilt without re-scoring the epochs its
-    selection rejected, to the same bytes.
+    ``question=False`` is the answer-only ablation; ``negatives`` is ``hard`` (the paper), ``random`` or ``none``;
+    ``positives``, ``guided`` and ``fact_swap`` add mined texts (:mod:`semuq_eval.training.mining`; defaults: App. C);
+    ``pooling`` is Eq. encoder's ``all`` or ``answer``; ``validation`` names held-out stores or files whose App. C
+    triplets select the epoch instead of ``val_fraction`` of the training questions, or, with ``select_on="auroc"``,
+    their mean greedy AUROC (:mod:`semuq_eval.training.heldout`); ``bf16`` trains in bfloat16 autocast on CPUs with
+    native bf16; ``epochs`` is the budget (early stopping may end sooner), ``warmup_ratio`` the share of its steps
+    spent warming up; ``stop_after_epoch=K`` replays a selection, training epochs 1 to K of the ``epochs`` schedule
+    and keeping epoch K, so a shipped operator rebuilds to the same bytes (docs/training.md).
     """
 
     stores: Sequence[str]
@@ -151,12 +146,7 @@ def check_bf16(config: TrainingConfig) -> None:
 def resolve_backbone(name: str) -> tuple[str, str]:
     """(name to record, path or hub id to load): ``offline:NAME`` and the bare offline asset names resolve
     to the folders ``semuq-eval assets`` prepares; anything else is passed to sentence-transformers as is.
-
-    Raises
-    ------
-    FileNotFoundError
-        For an offline backbone that is not prepared (the message gives the ``semuq-eval assets`` command).
-    """
+    Raises FileNotFoundError for an offline backbone that is not prepared (the message gives the command)."""
     asset = name.removeprefix("offline:")
     if name.startswith("offline:") or (asset in OFFLINE_BACKBONES and not Path(name).exists()):
         if asset not in OFFLINE_BACKBONES:

@@ -1,16 +1,11 @@
 """Training data kept in the repository: a run store's labelled answers as a run record that keeps its texts.
 
-A run store holds hidden vectors, token log-probabilities and every estimator's score (megabytes per hundred
-questions), and it lives on the machine that generated it. Operator training needs none of that: only each
-question, its references, its sampled answers and their verdicts. :func:`export_store` writes exactly that as a
-run record (:mod:`semuq_eval.harness.record`) with ``texts`` and no scores: one label set (the one exported), the
-provenance of the store in the manifest's ``provenance``, small enough to commit (about 1 MB per 3,000 questions
-at N = 10). :func:`read_training_file` reads it back as the same :class:`~semuq_eval.training.stores.StoreData` a
-store gives, so ``train-operator`` takes either (``--stores out/ data/*.jsonl.gz``).
-
-Files of the former format ``semuq-training-data/1`` (a header ``{"format", "provenance", "n_questions"}``, then
-``{"doc_id", "question", "references", "greedy", "greedy_label", "answers", "labels"}`` per question) are read
-through one converter, :func:`convert_training_file`, into the same record.
+Training needs only each question, its references, its sampled answers and their verdicts, not a store's hidden
+vectors, log-probabilities and scores. :func:`export_store` writes exactly that as a run record
+(:mod:`semuq_eval.harness.record`) with ``texts``, no scores, one label set and the store's provenance, small enough
+to commit; :func:`read_training_file` reads it back as the :class:`~semuq_eval.training.stores.StoreData` a store
+gives, so ``train-operator`` takes either (``--stores out/ data/*.jsonl.gz``). Files of the former format
+``semuq-training-data/1`` are read through :func:`convert_training_file` into the same record.
 
 Examples
 --------
@@ -116,13 +111,9 @@ def write_training_file(path: str | os.PathLike, data: StoreData) -> int:
 def read_training_file(path: str | os.PathLike) -> StoreData:
     """The questions and provenance of a training-data file (a run record with texts, or the former format).
 
-    Raises
-    ------
-    ValueError
-        Naming the file and line: not gzip, not JSON, another format, a record whose fields are missing or of the
-        wrong type (answers and labels of different lengths, a label other than 1 / 0 / null), or a run record
-        that keeps no texts (a leaderboard's record: training needs the answers).
-    """
+    Raises ValueError, naming the file and line, for a file not gzip or not JSON, another format, a record with
+    fields missing or of the wrong type (answers and labels of different lengths, a label other than 1 / 0 / null),
+    or a run record without texts (a leaderboard's record: training needs the answers)."""
     path = Path(path)
     _, header = next(read_jsonl_gz(path, "training-data file"), (1, {}))
     old = isinstance(header, Mapping) and header.get("format") == TRAINING_DATA_FORMAT
@@ -151,11 +142,7 @@ def read_training_file(path: str | os.PathLike) -> StoreData:
 def convert_training_file(path: str | os.PathLike) -> RunRecord:
     """The run record of a file of the former format ``semuq-training-data/1``, checked line by line.
 
-    Raises
-    ------
-    ValueError
-        Naming the file and line, as :func:`read_training_file`.
-    """
+    Raises ValueError naming the file and line, as :func:`read_training_file`."""
     path = Path(path)
     lines = read_jsonl_gz(path, "training-data file")
     number, header = next(lines, (1, {}))
@@ -188,8 +175,7 @@ def export_store(
     """Export a run store's labelled answers (label set ``labels``) to the training-data file ``output``.
 
     Returns the header's provenance with the counts. Raises ``FileExistsError`` when ``output`` exists and
-    ``force`` is false, and what :func:`~semuq_eval.training.stores.read_store` raises for a bad store.
-    """
+    ``force`` is false, and what :func:`~semuq_eval.training.stores.read_store` raises for a bad store."""
     output = Path(output)
     if not str(output).endswith(TRAINING_DATA_SUFFIX):
         raise ValueError(f"--output {output}: a training-data file ends with {TRAINING_DATA_SUFFIX}")

@@ -1,15 +1,12 @@
 """Held-out AUROC: an epoch-selection signal that measures what the product reports.
 
-App. B keeps the epoch with the best validation triplet accuracy. On the offline reproduction that signal did not
-predict AUROC (``docs/reproduction.md``): its App. C triplets start at 0.84 accuracy for the untrained encoder and
-the guided variants stopped after their first epoch, still inside the warm-up, so training barely happened.
-:class:`HeldoutAUROCEvaluator` scores the encoder being trained as the harness scores ``enc``: on held-out
-questions of the training distribution (never an evaluation set), each question's N sampled answers become the
-operator's Gram matrix, each of the eight graph aggregators the reproduction's selection rule names
-(:data:`SELECTION_AGGREGATORS`) turns it into an uncertainty (:func:`~semuq_eval.harness.pipeline.score_docs`, what
-a run, a rescoring and an operator check score questions with), and the AUROC of each against the stored greedy
-verdicts is averaged. ``train-operator --select_on auroc`` selects the epoch on this mean (a named deviation from
-App. B, recorded in the card).
+App. B keeps the epoch with the best validation triplet accuracy, which did not predict AUROC on the offline
+reproduction (``docs/reproduction.md``). :class:`HeldoutAUROCEvaluator` scores the encoder being trained as the
+harness scores ``enc``: on held-out questions of the training distribution (never an evaluation set), each
+question's N sampled answers become the operator's Gram matrix, each aggregator of the selection rule
+(:data:`SELECTION_AGGREGATORS`) turns it into an uncertainty (:func:`~semuq_eval.harness.pipeline.score_docs`), and
+the AUROCs against the stored greedy verdicts are averaged. ``train-operator --select_on auroc`` selects the epoch
+on this mean (a named deviation from App. B, recorded in the card).
 
 Examples
 --------
@@ -57,8 +54,7 @@ registered aggregator never changes a selection rule that was stated before the 
 
 def heldout_docs(questions: Sequence[LabelledQuestion]) -> tuple[list[Doc], np.ndarray]:
     """The docs of the held-out questions that have a greedy answer with a verdict (copies, numbered in order:
-    scoring fills their matrices), and their greedy correctness (1 / 0). Questions without one are left out (an
-    older export has no greedy answers)."""
+    scoring fills their matrices), and their greedy correctness (1 / 0); other questions are left out."""
     kept = [
         q for q in questions if q.greedy is not None and q.greedy_label is not None and len(q.answers) > 1
     ]
@@ -84,23 +80,11 @@ def selection_estimators() -> list[Estimator]:
 class HeldoutAUROCEvaluator(SentenceEvaluator):
     """Mean greedy AUROC of the selection rule's aggregators on held-out questions (module docstring).
 
-    Parameters
-    ----------
-    questions : sequence of LabelledQuestion
-        Held-out questions of the training distribution, with their greedy answer and its verdict.
-    condition_on_question : bool
-        Whether the encoder reads "question <sep> answer" (``enc``) or the answer alone.
-    separator : str, optional
-        The separator ``enc`` writes between question and answer (default: the tokenizer's).
-    batch_size : int
-        Encoding batch size.
-    name : str
-        Prefix of the returned metrics (``{name}_mean_auroc``, ``{name}_{aggregator}_auroc``).
-
-    References
-    ----------
-    The rule is the confirmation plan's selection rule (``docs/reproduction.md``), moved from the choice between
-    variants to the choice of epoch.
+    ``questions`` are held-out questions of the training distribution with their greedy answer and its verdict;
+    ``condition_on_question``: the encoder reads "question <sep> answer" (``enc``) or the answer alone;
+    ``separator``: the one ``enc`` writes between them (default: the tokenizer's); ``name`` prefixes the returned
+    metrics (``{name}_mean_auroc``, ``{name}_{aggregator}_auroc``). The rule is the confirmation plan's selection
+    rule (``docs/reproduction.md``), applied to the choice of epoch.
 
     Examples
     --------

@@ -1,33 +1,24 @@
 """More training signal per question than App. C's samples alone: guided answers, references, fact swaps.
 
-A weak LLM rarely gives two correct answers to one question (SmolLM2-135M: 43 of 999 NQ-Open dev questions pass
-App. C's ``|P| >= 2, |N| >= 1``), so the paper's triplets are too few to move the encoder. :func:`mine` adds
-correct and incorrect texts to each question, every one tagged with its **origin**, and every origin with a
-**style** (how the text reads). The sampler then draws the negative in the positive's style
-(:func:`style_of`), so that how a text is written never tells a positive from a negative; only its fact does.
+A weak LLM rarely gives two correct answers to one question, so the paper's triplets are too few to move the
+encoder (docs/training-data.md). :func:`mine` adds correct and incorrect texts to each question, each tagged with
+its **origin**, every origin with a **style** (:func:`style_of`); the sampler draws the negative in the positive's
+style, so only a text's fact tells a positive from a negative. Origins (style, label; the option that adds them):
 
-=====================  =========  ======  =====================================================================
-origin                 style      label   what it is (option that adds it)
-=====================  =========  ======  =====================================================================
-``sample``             llm        judge   a sampled answer of the natural run (always; App. C)
-``guided``             llm        1       a reference-guided answer the judge found correct, with no trace of
-                                          the prompt (``guided`` questions given)
-``reference``          raw        1       a reference alias as the dataset gives it (``positives`` references
-                                          / both)
-``reference_sentence`` sentence   1       the alias in the answer template (``"The answer is X."``)
-``wrong``              raw        0       a short incorrect sample, stripped to its words (references / both)
-``wrong_sentence``     sentence   0       that wrong answer in the template
-``swapped``            llm        0       a correct LLM answer with its reference mention replaced by a wrong
-                                          answer of the same question (``fact_swap``; the context trap of
-                                          :mod:`semuq_eval.diagnose.rewrite` as training data)
-``repaired``           llm        1       an incorrect sample whose wrong fact (aligned with a correct answer)
-                                          is replaced by the reference mention (``fact_swap``)
-=====================  =========  ======  =====================================================================
+- ``sample`` (llm, the judge's label): a sampled answer of the natural run (always; App. C);
+- ``guided`` (llm, 1): a reference-guided answer the judge found correct, with no trace of the prompt (``guided``);
+- ``reference`` (raw, 1) and ``reference_sentence`` (sentence, 1): a reference alias as the dataset gives it, bare
+  or in the answer template (``"The answer is X."``), with ``positives`` references / both;
+- ``wrong`` (raw, 0) and ``wrong_sentence`` (sentence, 0): a short incorrect sample stripped to its words, bare or
+  in the template (the same option);
+- ``swapped`` (llm, 0): a correct answer with its reference mention replaced by a wrong answer of the same question
+  (``fact_swap``; the context trap of :mod:`semuq_eval.diagnose.rewrite` as training data);
+- ``repaired`` (llm, 1): an incorrect sample whose wrong fact (aligned with a correct answer) is replaced by the
+  reference mention (``fact_swap``).
 
-``positives="samples"`` with no guided questions and no fact swaps leaves every question exactly as App. C has it.
-With ``positives="references"`` the LLM's own correct samples are not positives (only references are); with
-``"both"`` they are. Guided answers whose judge verdict is not "correct", or that echo the guiding prompt
-(:data:`ECHO`), are left out and counted.
+``positives="samples"`` with no guided questions and no fact swaps leaves every question as App. C has it; with
+``"references"`` the LLM's own correct samples are not positives, with ``"both"`` they are. Guided answers whose
+verdict is not "correct", or that echo the guiding prompt (:data:`ECHO`), are left out and counted.
 
 Examples
 --------
@@ -168,27 +159,13 @@ def mine(
 ) -> tuple[list[LabelledQuestion], dict[str, int]]:
     """Every question of ``questions`` with the texts the options add (module docstring), and the counts.
 
-    Parameters
-    ----------
-    questions : sequence of LabelledQuestion
-        The natural run's questions (their samples keep their stored order and verdicts).
-    guided : sequence of LabelledQuestion
-        Reference-guided answers of the same LLM; matched to ``questions`` by
-        :attr:`~semuq_eval.training.stores.LabelledQuestion.key`. A guided question with no natural
-        counterpart is counted and left out (it has no incorrect answer of the LLM's own).
-    positives : {"samples", "references", "both"}
-        Where positives come from.
-    fact_swap : bool
-        Add swapped negatives and repaired positives.
-    template : str
-        The sentence template, with one ``{}``.
-
-    Returns
-    -------
-    (list of LabelledQuestion, dict)
-        Each question with the mined texts as its answers (natural samples first, in stored order) and their
-        ``origins``. The counts: texts added per origin (``added_<origin>``), guided answers left out
-        (``guided_incorrect``, ``guided_echo``, ``guided_unmatched``).
+    ``questions`` are the natural run's (their samples keep their stored order and verdicts); ``guided`` are the
+    same LLM's reference-guided answers, matched by :attr:`~semuq_eval.training.stores.LabelledQuestion.key` (one
+    without a natural counterpart is counted and left out); ``positives`` is ``"samples"``, ``"references"`` or
+    ``"both"``; ``fact_swap`` adds swapped negatives and repaired positives; ``template`` is the sentence template,
+    with one ``{}``. Returns each question with the mined texts as its answers (natural samples first, in stored
+    order) and their ``origins``, and the counts: texts added per origin (``added_<origin>``), guided answers left
+    out (``guided_incorrect``, ``guided_echo``, ``guided_unmatched``).
     """
     if positives not in POSITIVES:
         raise ValueError(f"positives must be one of {POSITIVES}, got {positives!r}")

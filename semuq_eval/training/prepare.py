@@ -46,16 +46,9 @@ class TrainingData:
 def prepare_data(config: TrainingConfig) -> TrainingData:
     """Read the stores, keep the usable questions (App. C), split them by question.
 
-    Raises
-    ------
-    FileNotFoundError
-        No store, or no such label set.
-    ValueError
-        A store without per-sample labels.
-    TooFewQuestionsError
-        Fewer than 2 distinct usable questions (the message says how many were kept and why the others
-        were not).
-    """
+    Raises FileNotFoundError (no store, or no such label set), ValueError (a store without per-sample labels) or
+    :class:`TooFewQuestionsError` (fewer than 2 distinct usable questions; the message says how many were kept and
+    why the others were not)."""
     stores = read_sources(config.stores, config.task, config.labels, llm=config.llm)
     for s in stores:
         if s.provenance.get("task") != DEFAULT_TRAINING_TASK:
@@ -121,17 +114,10 @@ def read_sources(
 ) -> list[StoreData]:
     """The labelled questions of run stores and training-data files (:mod:`semuq_eval.training.data_files`).
 
-    ``patterns`` may mix both (paths or globs): a ``.jsonl.gz`` file is read as training data, anything else
-    as in :func:`~semuq_eval.training.stores.find_stores` (folders searched for stores of ``task``). A file of
-    another task than ``task`` is used when named exactly, and skipped with a warning when a glob found it.
-
-    Raises
-    ------
-    FileNotFoundError
-        A pattern that matches nothing, or no store below a folder.
-    ValueError
-        A training-data file that cannot be read (naming the file and line).
-    """
+    ``patterns`` may mix both (paths or globs): a ``.jsonl.gz`` file is read as training data, anything else as in
+    :func:`~semuq_eval.training.stores.find_stores`. A file of another task than ``task`` is used when named
+    exactly, and skipped with a warning when a glob found it. Raises FileNotFoundError for a pattern that matches
+    nothing or no store below a folder, ValueError for an unreadable training-data file (naming file and line)."""
     import glob
 
     files: dict[str, StoreData] = {}

@@ -1,22 +1,14 @@
 """The paper's training recipe for the ``enc`` operator (Sec. 4, App. B-C), on sentence-transformers' trainer.
 
-Objective and schedule (App. B): ``TripletLoss`` on cosine distance (``1 - cos``; the loss is
-``[cos(a, n) - cos(a, p) + m]_+``, Eq. triplet_loss) with margin m = 0.2, batch 32, AdamW at 2e-5 with a
-linear warm-up (10% of the steps) and linear decay over the 30-epoch budget, evaluation after every epoch
-with ``TripletEvaluator`` (validation triplet accuracy, cosine), early stopping after 3 epochs without a
-gain (transformers' ``EarlyStoppingCallback``), and the best epoch's weights kept (``load_best_model_at_end``).
-No hand-written loop: :class:`~sentence_transformers.SentenceTransformerTrainer` trains.
-
-Triplets are resampled every epoch (App. C): the training dataset has one row per training question and an
-on-the-fly transform (``datasets.Dataset.set_transform``) that returns the question's triplet for the
-CURRENT epoch, drawn by :class:`~semuq_eval.training.triplets.TripletSampler` from ``(seed, epoch)``; a
-callback advances the epoch in ``on_epoch_begin``. The trainer builds its dataloader once and iterates it
-anew every epoch, so the optimizer, the scheduler and the shuffling all stay the trainer's own. Every epoch's
-state is saved (:mod:`~semuq_eval.training.checkpoints`), so a killed training resumes after its last epoch.
-
-Every text is formatted by the ``enc`` operator itself (:meth:`EncoderOperator._input`, i.e.
-:func:`~semuq_eval.operators.encoder.format_input` with the separator ``enc`` derives from the tokenizer), so
-training and evaluation inputs cannot drift apart.
+Objective and schedule (App. B): ``TripletLoss`` on cosine distance (``[cos(a, n) - cos(a, p) + m]_+``, Eq.
+triplet_loss, m = 0.2), batch 32, AdamW at 2e-5 with a linear warm-up (10% of the steps) and decay over the
+30-epoch budget, ``TripletEvaluator`` accuracy after every epoch, early stopping after 3 epochs without a gain and
+the best epoch kept, all in :class:`~sentence_transformers.SentenceTransformerTrainer`. Triplets are resampled every
+epoch (App. C): a ``datasets.Dataset.set_transform`` returns each question's triplet for the CURRENT epoch, drawn by
+:class:`~semuq_eval.training.triplets.TripletSampler` from ``(seed, epoch)``, and a callback advances the epoch, so
+optimizer, scheduler and shuffling stay the trainer's. Every epoch's state is saved
+(:mod:`~semuq_eval.training.checkpoints`) for resuming; every text is formatted by ``enc`` itself
+(:meth:`EncoderOperator._input`), so training and evaluation inputs cannot drift apart.
 """
 
 from __future__ import annotations
@@ -60,8 +52,7 @@ def _new_output(path: Path, overwrite: bool) -> None:
 class _EpochRows:
     """The ``set_transform`` of the training dataset: row indices -> the current epoch's triplet columns.
 
-    ``in_epoch`` is True while the trainer runs an epoch; reads outside epochs (the trainer's model card
-    statistics before training) see epoch 0's draw."""
+    ``in_epoch`` is True while the trainer runs an epoch; reads outside epochs (model card statistics) see epoch 0."""
 
     def __init__(self, sampler: TripletSampler) -> None:
         self.sampler = sampler
@@ -124,17 +115,8 @@ def _history(log_history: list[dict[str, Any]], timings: list[dict[str, float]])
 def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> dict[str, Any]:
     """Train an ``enc`` operator with the paper's recipe and save it to ``config.output``.
 
-    Parameters
-    ----------
-    config : TrainingConfig
-        The options (see :class:`TrainingConfig`).
-    data : TrainingData, optional
-        Already prepared data (:func:`prepare_data`); read from ``config.stores`` otherwise.
-
-    Returns
-    -------
-    dict
-        The training record written to ``<output>/semuq_training.json`` (:mod:`semuq_eval.training.card`).
+    ``data`` is already prepared data (:func:`prepare_data`), else read from ``config.stores``. Returns the
+    training record written to ``<output>/semuq_training.json`` (:mod:`semuq_eval.training.card`).
 
     Examples
     --------

@@ -1,10 +1,9 @@
 """The shipped trained operator's full fine-tune (the ``enc-trained-full`` asset): trained from the committed data
 by its recipe (what ships, ``enc-trained``, is its compact form: :mod:`semuq_eval.assets.delta`).
 
-The asset cache (:mod:`semuq_eval.assets`) knows where the recipe and its data are and checks the result; it
-imports no training code. ``semuq-eval assets`` hands :func:`build_trained_operator` to
-:func:`~semuq_eval.assets.prepare` as its ``train`` argument, which calls it for an asset of recipe
-``trained-operator`` that needs building.
+The asset cache (:mod:`semuq_eval.assets`) imports no training code: ``semuq-eval assets`` hands
+:func:`build_trained_operator` to :func:`~semuq_eval.assets.prepare` as ``train``, which calls it for an asset of
+recipe ``trained-operator`` that needs building.
 """
 
 from __future__ import annotations
@@ -26,10 +25,9 @@ def build_trained_operator(
 ) -> dict[str, Any]:
     """Train the asset's operator into ``out`` (an empty folder) with its recipe; returns facts for the manifest.
 
-    The backbone is prepared first when it names an asset (:func:`~semuq_eval.assets.prepare`). The operator
-    trains in ``<cache>/training/<asset>`` and is then moved into ``out``: that folder's name is the same on every
-    call, so a killed build resumes from its epoch checkpoints (:mod:`semuq_eval.training.checkpoints`).
-    """
+    An asset backbone is prepared first (:func:`~semuq_eval.assets.prepare`). The operator trains in
+    ``<cache>/training/<asset>``, the same folder on every call, so a killed build resumes from its epoch
+    checkpoints (:mod:`semuq_eval.training.checkpoints`), and is then moved into ``out``."""
     from semuq_eval.training.config import TrainingConfig
     from semuq_eval.training.recipe import train_operator
 

@@ -62,9 +62,8 @@ def question_key(question: str) -> str:
 class LabelledQuestion:
     """A view of one question, :class:`~semuq_eval.harness.doc.Doc` ``doc`` (of a run store, or rebuilt from a
     training-data file), with the verdict on each sampled answer (1 / 0 / None) in stored order: what training reads.
-    ``origins`` names where each answer came from when :func:`semuq_eval.training.mining.mine` added texts (empty:
-    every answer is a sample). ``greedy`` and ``greedy_label`` are the greedy answer and its verdict (None when not
-    stored): training never reads them, the held-out AUROC (:mod:`semuq_eval.training.heldout`) does."""
+    ``origins`` names each answer's source when :func:`semuq_eval.training.mining.mine` added texts (empty: all
+    samples); ``greedy`` and ``greedy_label`` (None when not stored) are read by the held-out AUROC only."""
 
     store: str
     doc: Doc
@@ -133,15 +132,9 @@ class StoreData:
 def find_stores(patterns: Sequence[str], task: str | None = DEFAULT_TRAINING_TASK) -> list[Path]:
     """Run store folders named by ``patterns`` (paths or globs).
 
-    A folder holding ``manifest.json`` is a store and is always used. Any other folder is searched for
-    stores below it (an lm-eval ``--output_path``: ``semuq/<task>/<run_id>/``), keeping those of ``task``
-    (``None``: every task).
-
-    Raises
-    ------
-    FileNotFoundError
-        When a pattern matches nothing, or no store is found.
-    """
+    A folder holding ``manifest.json`` is a store and is always used; any other folder is searched for stores of
+    ``task`` (``None``: every task) below it (an lm-eval ``--output_path``: ``semuq/<task>/<run_id>/``). Raises
+    FileNotFoundError when a pattern matches nothing, or no store is found."""
     found: list[Path] = []
     for pattern in patterns:
         matches = sorted(glob.glob(os.path.expanduser(pattern))) or []
@@ -181,16 +174,9 @@ def _manifest_task(root: Path) -> str | None:
 def read_store(path: str | os.PathLike, labels: str = RUN_LABELS, *, llm: str | None = None) -> StoreData:
     """The labelled questions of the store at ``path`` under label set ``labels``, with its provenance.
 
-    Questions without a label record, or whose label count differs from their number of stored samples,
-    are counted and left out.
-
-    Raises
-    ------
-    FileNotFoundError
-        No store, or no such label set.
-    ValueError
-        The label set holds no per-sample verdicts (a store written before they were kept).
-    """
+    Questions without a label record, or whose label count differs from their stored samples, are counted and left
+    out. Raises FileNotFoundError (no store, or no such label set) or ValueError (the label set holds no per-sample
+    verdicts)."""
     root, reader = Path(path), open_store(path)
     docs = reader.docs(hidden=False)
     if not docs:
@@ -261,8 +247,7 @@ def _llm_of(
     given: str | None,
 ) -> tuple[str | None, str]:
     """(LLM name, where it came from). The store records the model explicitly when a newer harness wrote it
-    (``model`` / ``pretrained``); otherwise the folder name is the run id, which is the model's slug unless
-    metadata ``run_id`` chose another."""
+    (``model`` / ``pretrained``); else the folder name: the run id, the model's slug unless metadata set one."""
     if given:
         return given, "--llm"
     for source, mapping in (

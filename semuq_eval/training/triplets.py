@@ -1,19 +1,17 @@
 """Triplets from the generating LLM's own answers, exactly as App. C of the paper.
 
-For each question the sampled answers split by their verdicts into a correct set P and an incorrect set N
-(answers with an unknown verdict, and empty answers, are in neither). A question is kept only when
-``|P| >= 2`` and ``|N| >= 1``. Every epoch, each kept training question contributes ONE triplet, drawn anew:
+For each question the sampled answers split by their verdicts into a correct set P and an incorrect set N (unknown
+verdicts and empty answers are in neither); a question is kept only when ``|P| >= 2`` and ``|N| >= 1``. Every
+epoch, each kept training question contributes ONE triplet, drawn anew:
 
     anchor ~ P,   positive ~ P \\ {anchor},   negative ~ N        (same question for all three)
 
-so each question contributes a different pair each time it is visited. The question is prepended to each
-text by the ``enc`` operator's own formatting (:func:`semuq_eval.operators.encoder.format_input`, passed in
-as ``format_fn``). Ablations (App. A, Tab. "Hard negatives matter"): ``negatives="random"`` draws the
-negative from the answers of ANOTHER training question (still prefixed with the anchor's question, so only
-the answer changes); ``negatives="none"`` yields (anchor, positive) pairs only, for a cosine-similarity loss
-with target 1. The validation split is by question (all stores' copies of one question fall on the same
-side); validation triplets are drawn once (hard negatives whatever the ablation, so that every ablation is
-selected on the same metric) and stay fixed across epochs.
+The question is prepended to each text by ``enc``'s own formatting (:func:`semuq_eval.operators.encoder.format_input`,
+passed as ``format_fn``). Ablations (App. A, Tab. "Hard negatives matter"): ``negatives="random"`` draws the
+negative from ANOTHER training question's answers (still with the anchor's question); ``negatives="none"`` yields
+(anchor, positive) pairs for a cosine-similarity loss with target 1. The validation split is by question (all
+stores' copies of one question on the same side); validation triplets are drawn once, with hard negatives whatever
+the ablation, so every ablation is selected on the same metric.
 
 Examples
 --------
@@ -149,11 +147,7 @@ def split_by_question(
     """(train, validation): the distinct questions (:func:`~semuq_eval.training.stores.question_key`) are
     shuffled with ``seed`` and ``round(val_fraction * n)`` of them (at least 1) go to validation, every copy
     of a question (several stores may hold it) on the same side. Order within each side follows the input.
-
-    Raises
-    ------
-    ValueError
-        With fewer than 2 distinct questions, or a fraction outside (0, 1).
+    Raises ValueError with fewer than 2 distinct questions, or a fraction outside (0, 1).
 
     Examples
     --------
@@ -182,8 +176,7 @@ def split_by_question(
 @dataclass(frozen=True)
 class Drawn:
     """One drawn triplet: the question's position in the sampler, and the stored answer positions of the
-    anchor, positive and negative. ``negative_question`` is the question the negative answers (the same as
-    ``question`` for hard negatives; None without negatives)."""
+    anchor, positive and negative; ``negative_question`` is the negative's question (None without negatives)."""
 
     question: int
     anchor: int
@@ -212,17 +205,9 @@ def _draw_hard(q: TrainingQuestion, qi: int, rng: np.random.Generator) -> Drawn:
 class TripletSampler:
     """Per-epoch triplets of the training questions (App. C), reproducible from ``(seed, epoch)``.
 
-    Parameters
-    ----------
-    questions : sequence of TrainingQuestion
-        The kept training questions.
-    seed : int
-        Epoch ``e``'s draws use ``numpy.random.default_rng([seed, e])``: the same seed gives the same
-        triplets, a different epoch different ones.
-    format_fn : callable
-        ``(question, answer) -> text``: the ``enc`` operator's input formatting.
-    negatives : {"hard", "random", "none"}
-        See the module docstring.
+    ``questions`` are the kept training questions; epoch ``e`` draws with ``numpy.random.default_rng([seed, e])``;
+    ``format_fn`` is ``enc``'s input formatting, ``(question, answer) -> text``; ``negatives`` is ``"hard"``,
+    ``"random"`` or ``"none"`` (module docstring).
 
     Examples
     --------
@@ -314,9 +299,8 @@ def validation_triplets(
     questions: Sequence[TrainingQuestion], *, seed: int, format_fn: FormatFn, per_question: int = 1
 ) -> tuple[list[str], list[str], list[str]]:
     """(anchors, positives, negatives): ``per_question`` distinct hard-negative triplets per validation
-    question (fewer when the question has fewer), drawn once with ``seed``: the evaluator compares the same
-    triplets after every epoch. More than one steadies the early-stopping signal when few questions are
-    held out; the paper does not say how many it draws.
+    question (fewer when it has fewer), drawn once with ``seed``, so the evaluator compares the same triplets
+    after every epoch; more than one steadies early stopping when few questions are held out.
 
     Examples
     --------
