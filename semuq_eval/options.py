@@ -46,7 +46,8 @@ class Options(BaseModel):
             first = err.errors()[0]
             field = str(first["loc"][0]) if first.get("loc") else ""
             if first.get("type") == "value_error":  # a validator's own message, as it wrote it
-                raise OptionError(field, str(first["ctx"]["error"])) from None
+                error = first["ctx"]["error"]
+                raise (error if isinstance(error, OptionError) else OptionError(field, str(error))) from None
             raise OptionError(field, f"{first['msg'].lower()}, got {first.get('input')!r}") from None
 
 
@@ -71,17 +72,23 @@ def option(
 ) -> Any:
     """A field of an :class:`Options` model.
 
-    ``parse`` says how its flag's text is read (``csv``: a comma-separated list; ``many``: words after the flag;
-    ``json``: a JSON object, ``of`` saying what it maps; default: the field's type); ``flag`` overrides ``--<field>`` (a
-    boolean field defaulting to true is switched off by its flag, e.g. ``--no_progress``); ``const`` is the value of the
-    bare flag; ``cli=False`` keeps the field out of the parser and table; ``ge`` / ``le`` / ``gt`` are pydantic
-    bounds."""
+    A ``...`` default makes the flag required. ``parse`` says how its flag's text is read (``csv``: a comma-separated
+    list; ``many``: words after the flag; ``json``: a JSON object, ``of`` saying what it maps; default: the field's
+    type); ``flag`` overrides ``--<field>``, aliases after a space (``"--force --overwrite"``; a boolean field
+    defaulting to true is switched off by its flag, e.g. ``--no_progress``); ``const`` is the value of the bare flag;
+    ``cli=False`` keeps the field out of the parser and table; ``ge`` / ``le`` / ``gt`` are pydantic bounds. A model
+    validator names its field by raising :class:`OptionError`."""
     extra = {"parse": parse, "flag": flag, "of": of, "const": const, "cli": cli}
     return Field(default, description=help, json_schema_extra=extra, **bounds)
 
 
+def _flags_of(name: str, info: Any) -> list[str]:
+    """A field's flag and its aliases."""
+    return ((info.json_schema_extra or {}).get("flag") or f"--{name}").split()
+
+
 def _flag(name: str, info: Any) -> str:
-    return (info.json_schema_extra or {}).get("flag") or f"--{name}"
+    return _flags_of(name, info)[0]
 
 
 def _base_type(annotation: Any) -> Any:
@@ -115,23 +122,24 @@ def _reader(name: str, info: Any) -> Callable[[str], Any]:
 def add_options(parser: argparse.ArgumentParser, model: type[Options]) -> None:
     """One flag per field of ``model`` (a boolean field is a switch); the help text ends with the default."""
     for name, info in _flags(model):
-        flag = _flag(name, info)
+        flags = _flags_of(name, info)
         if _base_type(info.annotation) is bool:
             action = "store_false" if info.default is True else "store_true"
-            parser.add_argument(flag, dest=name, action=action, default=None, help=info.description)
+            parser.add_argument(*flags, dest=name, action=action, default=None, help=info.description)
             continue
-        shown = "" if info.default in (None, [], "") else f" (default {_shown(info.default)})"
-        metavar = flag.lstrip("-").upper()
-        extra: dict[str, Any] = (
-            {"nargs": "*"} if (info.json_schema_extra or {}).get("parse") == "many" else {}
-        )
+        required = info.is_required()
+        shown = "" if required or info.default in (None, [], "") else f" (default {_shown(info.default)})"
+        metavar = flags[0].lstrip("-").upper()
+        extra: dict[str, Any] = {"required": required}
+        if (info.json_schema_extra or {}).get("parse") == "many":
+            extra["nargs"] = "+" if required else "*"
         if (info.json_schema_extra or {}).get("const") is not None:
             extra.update(nargs="?", const=info.json_schema_extra["const"])
         if typing.get_origin(_base_type(info.annotation)) is Literal:
             extra["choices"] = list(typing.get_args(_base_type(info.annotation)))
             metavar = None  # argparse shows the choices
         parser.add_argument(
-            flag,
+            *flags,
             dest=name,
             metavar=metavar,
             type=_reader(name, info),
@@ -186,6 +194,7 @@ def options_table(model: type[Options]) -> str:
     """The Markdown table of a model's options: flag, default, bounds and what it does (the docs show it)."""
     rows = ["| option | default | bounds | what |", "|---|---|---|---|"]
     for name, info in _flags(model):
-        default = _table_default(info.default)
-        rows.append(f"| `{_flag(name, info)}` | {default} | {_bounds(info)} | {info.description} |")
+        default = "required" if info.is_required() else _table_default(info.default)
+        flags = " ".join(f"`{f}`" for f in _flags_of(name, info))
+        rows.append(f"| {flags} | {default} | {_bounds(info)} | {info.description} |")
     return "\n".join(rows)

@@ -413,7 +413,7 @@ def test_options_a_component_takes_pass():
         (["diagnose", "STORE", "--operators", "lexical", "--max_questions", "-1"], "--max_questions"),
         (["leaderboard", "STORE", "--output", "OUT", "--ece-bins", "1000000000000"], "--ece-bins"),
         (["leaderboard", "STORE", "--output", "OUT", "--bootstrap", "many"], "--bootstrap"),
-        (["train-operator", "STORE", "--output", "OUT", "--lr", "inf"], "--lr"),
+        (["train-operator", "--stores", "STORE", "--output", "OUT", "--lr", "inf"], "--lr"),
         (["rescore", "STORE", "--tau", "nan"], "--tau"),
         (
             ["judge", "STORE", "--judge", "string", "--judge_args", "colour=blue"],

@@ -290,6 +290,8 @@ def test_decide_refuses_an_unknown_estimator_and_strategy_in_one_line(store, cap
     assert "no estimator 'nope@enc'" in capsys.readouterr().err
     assert cli_main(["decide", "threshold", str(store), "--estimator", "msp", "--strategy", "vote"]) == 2
     assert "--strategy 'vote'" in capsys.readouterr().err
+    assert cli_main(["decide", "combine", str(store), "--folds", "1"]) == 2
+    assert "--folds: input should be greater than or equal to 2" in capsys.readouterr().err
 
 
 def test_the_offline_boards_decisions_regenerate_from_its_records(tmp_path):

@@ -48,11 +48,21 @@ def test_the_readme_is_a_front_door():
 
 def test_the_option_tables_are_the_models_own():
     """Options are declared once: the docs' table of a command's options is generated from its model."""
+    from semuq_eval.decisions.options import ApplyOptions, CalibrateOptions, CombineOptions, ThresholdOptions
     from semuq_eval.diagnose.diagnosis import DiagnoseOptions
     from semuq_eval.harness.rescore import RescoreOptions
     from semuq_eval.options import options_table
+    from semuq_eval.training.config import TrainingConfig
 
-    for model, page in ((RescoreOptions, "running.md"), (DiagnoseOptions, "diagnose.md")):
+    models = [
+        (RescoreOptions, "running.md"),
+        (DiagnoseOptions, "diagnose.md"),
+        (TrainingConfig, "training.md"),
+    ]
+    models += [
+        (m, "decisions.md") for m in (CalibrateOptions, ApplyOptions, ThresholdOptions, CombineOptions)
+    ]
+    for model, page in models:
         assert options_table(model) in (ROOT / "docs" / page).read_text(encoding="utf-8"), page
 
 

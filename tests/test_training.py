@@ -283,7 +283,7 @@ def test_bad_input_gives_clear_errors(tmp_path, capsys):
     assert main(["--stores", str(few), "--output", str(tmp_path / "op")]) == 2
     assert "only 1 of 3" in capsys.readouterr().err
     with pytest.raises(ValueError, match="negatives"):
-        TrainingConfig(stores=[], output="x", negatives="hardest").check()
+        TrainingConfig(stores=[], output="x", negatives="hardest")
     assert not (tmp_path / "op").exists()
 
 

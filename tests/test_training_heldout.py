@@ -206,8 +206,8 @@ def test_a_replayed_epoch_is_the_selected_epochs_bytes(tmp_path, tiny_st_encoder
     )
     longer = load_file(tmp_path / "longer" / "model.safetensors")
     assert any(not np.array_equal(kept[n], longer[n]) for n in kept)
-    with pytest.raises(ValueError, match="stop_after_epoch must be in"):
-        auroc_config(tmp_path, tiny_st_encoder, stop_after_epoch=5).check()
+    with pytest.raises(ValueError, match=r"stop_after_epoch: must be in \[1, epochs=4\]"):
+        auroc_config(tmp_path, tiny_st_encoder, stop_after_epoch=5)
 
 
 def test_auroc_selection_needs_both_greedy_classes(tmp_path, tiny_st_encoder, capsys):  # noqa: F811
@@ -228,7 +228,7 @@ def test_auroc_selection_needs_both_greedy_classes(tmp_path, tiny_st_encoder, ca
 
 
 def test_select_on_is_checked_before_anything_is_read():
-    with pytest.raises(ValueError, match="select_on must be one of"):
-        TrainingConfig(stores=["x"], output="y", select_on="loss").check()
-    with pytest.raises(ValueError, match="pass validation files"):
-        TrainingConfig(stores=["x"], output="y", select_on="auroc").check()
+    with pytest.raises(ValueError, match="select_on: input should be 'triplets' or 'auroc'"):
+        TrainingConfig(stores=["x"], output="y", select_on="loss")
+    with pytest.raises(ValueError, match="select_on: .*pass validation files"):
+        TrainingConfig(stores=["x"], output="y", select_on="auroc")

@@ -388,7 +388,7 @@ def test_training_reads_files_and_guided_answers_and_records_every_option(tmp_pa
     assert isinstance(reloaded._load()[0][1], AnswerMeanPooling)
     assert reloaded.info["pooling"] == "answer_mean"
     with pytest.raises(ValueError, match="hard negatives only"):
-        TrainingConfig(stores=["x"], output="y", negatives="random", positives="both").check()
+        TrainingConfig(stores=["x"], output="y", negatives="random", positives="both")
 
 
 def test_read_sources_explains_a_pattern_that_matches_nothing(tmp_path):

@@ -26,80 +26,29 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from semuq_eval.commands.arguments import CommandParser, number, whole
+from semuq_eval.commands.arguments import CommandParser
+from semuq_eval.decisions.options import ApplyOptions, CalibrateOptions, CombineOptions, ThresholdOptions
 from semuq_eval.durable import writer_lock
+from semuq_eval.options import add_options, parse_options
 
 __all__ = ["DECISION_FORMAT", "main", "parser"]
 
 DECISION_FORMAT = "semuq-decision/1"
 
 
-def _run_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--label_set", default="run", help="the labels: 'run' (the run's judge) or a judge's set")
-    p.add_argument("--strategy", default="greedy", help="the label strategy: greedy or majority")
-
-
-def _add_calibrate(sub) -> None:
-    p = sub.add_parser("calibrate", help="fit and save a calibrator of one estimator")
-    p.add_argument("run", help="a run store folder or a run record (*.jsonl.gz)")
-    p.add_argument("--estimator", required=True, help="e.g. kle_heat@enc")
-    p.add_argument("--kind", choices=["isotonic", "platt"], default="isotonic")
-    p.add_argument("--output", required=True, help="the calibrator's JSON file")
-    p.add_argument("--force", action="store_true", help="replace an existing file that is not a calibrator")
-    _run_options(p)
-
-
-def _add_apply(sub) -> None:
-    p = sub.add_parser("apply", help="a saved calibrator's confidences for a run's questions")
-    p.add_argument("calibrator", help="a calibrator saved by `decide calibrate`")
-    p.add_argument("run", help="a run store folder or a run record (*.jsonl.gz)")
-    p.add_argument(
-        "--output", required=True, help="a JSON file: per question doc_id, id, uncertainty, confidence"
-    )
-    p.add_argument("--force", action="store_true", help="replace an existing file that is not this command's")
-
-
-def _add_threshold(sub) -> None:
-    p = sub.add_parser("threshold", help="an abstention threshold with a finite-sample guarantee")
-    p.add_argument("run", help="a run store folder or a run record (*.jsonl.gz)")
-    p.add_argument("--estimator", required=True)
-    p.add_argument("--alpha", type=number(0, 1, open_low=True), default=0.1, help="target error rate (0.1)")
-    p.add_argument("--delta", type=number(0, 1, open_low=True), default=0.1, help="1 - confidence (0.1)")
-    p.add_argument("--calibration_run", help="choose the threshold on this run and test it on all of RUN")
-    p.add_argument("--calibration_fraction", type=number(0, 1, open_low=True), default=0.5)
-    p.add_argument("--n_thresholds", type=whole(1, 10_000), default=20, help="candidate thresholds (20)")
-    p.add_argument("--seed", type=whole(0, 2**32 - 1), default=0, help="seed of the calibration split")
-    p.add_argument("--json", help="also write the result to this JSON file")
-    p.add_argument("--force", action="store_true")
-    _run_options(p)
-
-
-def _add_combine(sub) -> None:
-    p = sub.add_parser("combine", help="a cross-fitted combination of estimators vs the best single one")
-    p.add_argument("run", help="a run store folder or a run record (*.jsonl.gz)")
-    p.add_argument(
-        "--estimators", help="comma-separated (default: every estimator scoring every labelled question)"
-    )
-    p.add_argument("--folds", type=whole(2, 100), default=5)
-    p.add_argument("--seed", type=whole(0, 2**32 - 1), default=0)
-    p.add_argument(
-        "--bootstrap", type=whole(1, 100_000), default=1000, help="resamples of the intervals (1000)"
-    )
-    p.add_argument("--json", help="also write the result to this JSON file")
-    p.add_argument("--force", action="store_true")
-    _run_options(p)
-
-
 def parser() -> argparse.ArgumentParser:
-    """The command's argument parser."""
+    """The command's parser: per action its positionals, then its options model's flags."""
     p = CommandParser(
         prog="semuq-eval decide",
         description="From scores to decisions: calibrators, abstention thresholds with guarantees, and a "
         "held-out combination of estimators (docs/decisions.md).",
     )
     sub = p.add_subparsers(dest="action", required=True, parser_class=CommandParser)
-    for add in (_add_calibrate, _add_apply, _add_threshold, _add_combine):
-        add(sub)
+    actions = {name: sub.add_parser(name, help=text) for name, (_, text, _) in ACTIONS.items()}
+    actions["apply"].add_argument("calibrator", help="a calibrator saved by `decide calibrate`")
+    for name, action in actions.items():
+        action.add_argument("run", help="a run store folder or a run record (*.jsonl.gz)")
+        add_options(action, ACTIONS[name][0])
     return p
 
 
@@ -136,20 +85,20 @@ def _write(path: str | Path, document: dict[str, Any], force: bool) -> None:
     write_json(path, document)
 
 
-def _calibrate(args) -> dict[str, Any]:
+def _calibrate(args: argparse.Namespace, o: CalibrateOptions) -> dict[str, Any]:
     from semuq_eval.decisions import CALIBRATOR_FORMAT, fit_calibrator
     from semuq_eval.writes import check_file_target
 
-    check_file_target(args.output, ours=CALIBRATOR_FORMAT, force=args.force, flag="--output")
-    run, correct = _load(args.run, args.label_set, args.strategy)
+    check_file_target(o.output, ours=CALIBRATOR_FORMAT, force=o.force, flag="--output")
+    run, correct = _load(args.run, o.label_set, o.strategy)
     calibrator = fit_calibrator(
-        _scores(run, args.estimator),
+        _scores(run, o.estimator),
         correct,
-        estimator=args.estimator,
-        kind=args.kind,
-        operator=_operator(run, args.estimator),
-        label_set=args.label_set,
-        strategy=args.strategy,
+        estimator=o.estimator,
+        kind=o.kind,
+        operator=_operator(run, o.estimator),
+        label_set=o.label_set,
+        strategy=o.strategy,
         provenance={
             "llm": run.llm,
             "task": run.task,
@@ -157,16 +106,16 @@ def _calibrate(args) -> dict[str, Any]:
             "run": str(run.path),
         },
     )
-    calibrator.save(args.output)
+    calibrator.save(o.output)
     counts = calibrator.provenance
     print(
-        f"{args.output}: {args.kind} calibrator of {args.estimator} on {run.llm} / {run.task} "
-        f"({counts['n_correct']} correct, {counts['n_incorrect']} incorrect, {args.label_set}/{args.strategy})"
+        f"{o.output}: {o.kind} calibrator of {o.estimator} on {run.llm} / {run.task} "
+        f"({counts['n_correct']} correct, {counts['n_incorrect']} incorrect, {o.label_set}/{o.strategy})"
     )
     return calibrator.to_json()
 
 
-def _apply(args) -> dict[str, Any]:
+def _apply(args: argparse.Namespace, o: ApplyOptions) -> dict[str, Any]:
     import numpy as np
 
     from semuq_eval.decisions import load_calibrator
@@ -188,35 +137,33 @@ def _apply(args) -> dict[str, Any]:
             for d, q, x, c in zip(run.doc_ids, ids, u, confidence, strict=True)
         ],
     }
-    _write(args.output, document, args.force)
-    print(f"{args.output}: {int(np.isfinite(confidence).sum())} of {len(u)} questions given a confidence")
+    _write(o.output, document, o.force)
+    print(f"{o.output}: {int(np.isfinite(confidence).sum())} of {len(u)} questions given a confidence")
     return document
 
 
-def _threshold(args) -> dict[str, Any]:
+def _threshold(args: argparse.Namespace, o: ThresholdOptions) -> dict[str, Any]:
     from semuq_eval.decisions import abstention_threshold, held_out, split_questions
 
-    run, correct = _load(args.run, args.label_set, args.strategy)
-    u = _scores(run, args.estimator)
-    if args.calibration_run:
-        cal_run, cal_correct = _load(args.calibration_run, args.label_set, args.strategy)
-        u_cal, y_cal, u_new, y_new = _scores(cal_run, args.estimator), cal_correct, u, correct
-        split = {"calibration_run": args.calibration_run}
+    run, correct = _load(args.run, o.label_set, o.strategy)
+    u = _scores(run, o.estimator)
+    if o.calibration_run:
+        cal_run, cal_correct = _load(o.calibration_run, o.label_set, o.strategy)
+        u_cal, y_cal, u_new, y_new = _scores(cal_run, o.estimator), cal_correct, u, correct
+        split = {"calibration_run": o.calibration_run}
     else:
-        cal, new = split_questions(len(u), calibration_fraction=args.calibration_fraction, seed=args.seed)
+        cal, new = split_questions(len(u), calibration_fraction=o.calibration_fraction, seed=o.seed)
         u_cal, y_cal, u_new, y_new = u[cal], correct[cal], u[new], correct[new]
-        split = {"calibration_fraction": args.calibration_fraction, "seed": args.seed}
-    chosen = abstention_threshold(
-        u_cal, y_cal, alpha=args.alpha, delta=args.delta, n_thresholds=args.n_thresholds
-    )
+        split = {"calibration_fraction": o.calibration_fraction, "seed": o.seed}
+    chosen = abstention_threshold(u_cal, y_cal, alpha=o.alpha, delta=o.delta, n_thresholds=o.n_thresholds)
     result = held_out(chosen.threshold, u_new, y_new)
-    print(_threshold_text(args.estimator, run, chosen, result))
+    print(_threshold_text(o.estimator, run, chosen, result))
     return {
         "format": DECISION_FORMAT,
         "action": "threshold",
         "run": {"llm": run.llm, "task": run.task, "path": str(run.path)},
-        "estimator": args.estimator,
-        "labels": {"label_set": args.label_set, "strategy": args.strategy},
+        "estimator": o.estimator,
+        "labels": {"label_set": o.label_set, "strategy": o.strategy},
         "split": split,
         "calibration": asdict(chosen),
         "held_out": asdict(result),
@@ -249,16 +196,16 @@ def _threshold_text(estimator: str, run, chosen, result) -> str:
     )
 
 
-def _combine(args) -> dict[str, Any]:
+def _combine(args: argparse.Namespace, o: CombineOptions) -> dict[str, Any]:
     from semuq_eval.decisions import complete_estimators, cross_fitted_combination
     from semuq_eval.metrics import Bootstrap, evaluate, paired_difference
 
-    run, correct = _load(args.run, args.label_set, args.strategy)
-    names = args.estimators.split(",") if args.estimators else complete_estimators(run.scores, correct)
+    run, correct = _load(args.run, o.label_set, o.strategy)
+    names = o.estimators or complete_estimators(run.scores, correct)
     combination = cross_fitted_combination(
-        {n: _scores(run, n) for n in names}, correct, n_folds=args.folds, seed=args.seed
+        {n: _scores(run, n) for n in names}, correct, n_folds=o.folds, seed=o.seed
     )
-    bootstrap = Bootstrap(n_resamples=args.bootstrap, seed=args.seed)
+    bootstrap = Bootstrap(n_resamples=o.bootstrap, seed=o.seed)
     scored = {"combination": combination.combined, "best single (cross-fitted)": combination.best_single}
     results = evaluate(scored, correct, metrics=["auroc"], bootstrap=bootstrap)
     diff = paired_difference(combination.combined, combination.best_single, correct, bootstrap=bootstrap)
@@ -267,11 +214,11 @@ def _combine(args) -> dict[str, Any]:
         "format": DECISION_FORMAT,
         "action": "combine",
         "run": {"llm": run.llm, "task": run.task, "path": str(run.path)},
-        "labels": {"label_set": args.label_set, "strategy": args.strategy},
+        "labels": {"label_set": o.label_set, "strategy": o.strategy},
         "estimators": list(combination.estimators),
         "chosen_per_fold": list(combination.chosen),
-        "folds": args.folds,
-        "seed": args.seed,
+        "folds": o.folds,
+        "seed": o.seed,
         "auroc": {name: r["auroc"].as_dict() for name, r in results.items()},
         "difference": diff.as_dict(),
     }
@@ -302,14 +249,25 @@ def _combine_text(run, combination, results, diff) -> str:
     return "\n".join(lines)
 
 
+ACTIONS = {
+    "calibrate": (CalibrateOptions, "fit and save a calibrator of one estimator", _calibrate),
+    "apply": (ApplyOptions, "a saved calibrator's confidences for a run's questions", _apply),
+    "threshold": (ThresholdOptions, "an abstention threshold with a finite-sample guarantee", _threshold),
+    "combine": (CombineOptions, "a cross-fitted combination of estimators vs the best single one", _combine),
+}
+"""Each action's options (docs/decisions.md's tables), its line in ``--help`` and what it does."""
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command; returns the exit code (bad input: one line, exit 2, at the `semuq-eval` boundary)."""
     args = parser().parse_args(sys.argv[1:] if argv is None else argv)
-    actions = {"calibrate": _calibrate, "apply": _apply, "threshold": _threshold, "combine": _combine}
+    model, _, act = ACTIONS[args.action]
+    options = parse_options(model, args)
+    json_file = getattr(options, "json_file", None)
     with contextlib.ExitStack() as locks:  # one writer per output file: a second one gets one line
-        for target in {getattr(args, name, None) for name in ("output", "json")} - {None}:
+        for target in {getattr(options, "output", None), json_file} - {None}:
             locks.enter_context(writer_lock(target, "decision file"))
-        document = actions[args.action](args)
-        if getattr(args, "json", None):
-            _write(args.json, document, args.force)
+        document = act(args, options)
+        if json_file:
+            _write(json_file, document, options.force)
     return 0

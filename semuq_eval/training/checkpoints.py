@@ -14,7 +14,6 @@ import json
 import logging
 import shutil
 from collections.abc import Iterable
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +36,7 @@ def fingerprint(config: TrainingConfig, data: TrainingData) -> str:
     """sha256 of what decides the trained weights: the training options and every kept question's texts, verdicts
     and chosen positives / negatives (training, validation and held-out)."""
     digest = hashlib.sha256()
-    options = {k: v for k, v in asdict(config).items() if k not in _NOT_TRAINING}
+    options = config.model_dump(exclude=set(_NOT_TRAINING))
     digest.update(json.dumps(options, sort_keys=True, default=str).encode())
     for kept in (*data.train, *data.val):
         digest.update(_question_bytes(kept.source, kept.positives, kept.negatives))

@@ -1,17 +1,20 @@
-"""The options of a training run (:func:`~semuq_eval.training.recipe.train_operator`), checked before anything runs.
+"""The options of a training run (:func:`~semuq_eval.training.recipe.train_operator`), checked as they are given.
 
-:class:`TrainingConfig` holds every option the CLI and the shipped recipes set and is recorded in the operator's
-card; :func:`resolve_backbone` maps the offline backbone names to the folders ``semuq-eval assets`` prepares;
+:class:`TrainingConfig` holds every option the CLI and the shipped recipes set (its fields are
+``semuq-eval train-operator``'s flags and docs/training.md's table) and is recorded in the operator's card;
+:func:`resolve_backbone` maps the offline backbone names to the folders ``semuq-eval assets`` prepares;
 :func:`check_bf16` refuses bfloat16 training a CPU would only emulate.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
+
+from pydantic import model_validator
 
 from semuq_eval.harness.label_sets import RUN_LABELS
+from semuq_eval.options import OptionError, Options, option
 from semuq_eval.training.mining import POSITIVES
 from semuq_eval.training.stores import DEFAULT_TRAINING_TASK
 from semuq_eval.training.triplets import NEGATIVES
@@ -20,7 +23,6 @@ __all__ = [
     "DEFAULT_BACKBONE",
     "GUIDED_TASK",
     "OFFLINE_BACKBONES",
-    "SELECT_ON",
     "TrainingConfig",
     "check_bf16",
     "native_cpu_bf16",
@@ -31,94 +33,131 @@ DEFAULT_BACKBONE = "sentence-transformers/sentence-t5-large"
 """The paper's backbone (App. B). Offline: ``offline:all-minilm-l6-v2`` or ``offline:all-mpnet-base-v2``."""
 
 OFFLINE_BACKBONES = ("all-minilm-l6-v2", "all-mpnet-base-v2")
-SELECT_ON = ("triplets", "auroc")
-"""What selects the kept epoch: App. B's validation triplet accuracy, or the held-out AUROC
-(:mod:`semuq_eval.training.heldout`; a named deviation)."""
 GUIDED_TASK = "semuq_nqopen_train_guided"
 """The reference-guided variant of the training set (``--guided``)."""
 
 
-@dataclass
-class TrainingConfig:
-    """Everything a training run depends on (the CLI's options; recorded in the card).
+class TrainingConfig(Options):
+    """Everything a training run depends on (the CLI's options; recorded in the card, in this field order).
 
-    ``question=False`` is the answer-only ablation; ``negatives`` is ``hard`` (the paper), ``random`` or ``none``;
-    ``positives``, ``guided`` and ``fact_swap`` add mined texts (:mod:`semuq_eval.training.mining`; defaults: App. C);
-    ``pooling`` is Eq. encoder's ``all`` or ``answer``; ``validation`` names held-out stores or files whose App. C
-    triplets select the epoch instead of ``val_fraction`` of the training questions, or, with ``select_on="auroc"``,
-    their mean greedy AUROC (:mod:`semuq_eval.training.heldout`); ``bf16`` trains in bfloat16 autocast on CPUs with
-    native bf16; ``epochs`` is the budget (early stopping may end sooner), ``warmup_ratio`` the share of its steps
-    spent warming up; ``stop_after_epoch=K`` replays a selection, training epochs 1 to K of the ``epochs`` schedule
-    and keeping epoch K, so a shipped operator rebuilds to the same bytes (docs/training.md).
+    The defaults are App. B-C's; ``positives``, ``guided`` and ``fact_swap`` add mined texts
+    (:mod:`semuq_eval.training.mining`), ``select_on="auroc"`` selects on held-out AUROC
+    (:mod:`semuq_eval.training.heldout`); ``stop_after_epoch=K`` replays a selection so that a shipped operator rebuilds
+    to the same bytes (docs/training.md).
     """
 
-    stores: Sequence[str]
-    output: str
-    labels: str = RUN_LABELS
-    task: str | None = DEFAULT_TRAINING_TASK
-    llm: str | None = None
-    backbone: str = DEFAULT_BACKBONE
-    negatives: str = "hard"
-    question: bool = True
-    positives: str = "samples"
-    guided: Sequence[str] = ()
-    fact_swap: bool = False
-    validation: Sequence[str] = ()
-    select_on: str = "triplets"
-    bf16: bool = False
-    pooling: str = "all"
-    margin: float = 0.2
-    lr: float = 2e-5
-    epochs: int = 30
-    batch_size: int = 32
-    patience: int = 3
-    early_stopping: bool = True
-    stop_after_epoch: int | None = None
-    warmup_ratio: float = 0.1
-    val_fraction: float = 0.1
-    val_triplets: int = 1
-    seed: int = 0
-    max_length: int | None = None
-    device: str | None = None
-    overwrite: bool = False
-    progress: bool = True
-    command: list[str] = field(default_factory=list)
+    stores: list[str] = option(
+        ...,
+        "run store folders, folders holding stores (an --output_path), training-data files "
+        "(`semuq-eval train-data export`), or globs",
+        parse="many",
+    )
+    output: str = option(..., "folder to write the trained sentence-transformers model to")
+    labels: str = option(RUN_LABELS, "label set with per-sample verdicts")
+    task: str | None = option(
+        DEFAULT_TRAINING_TASK, "keep the stores of this task when searching folders; any: every task"
+    )
+    llm: str | None = option(
+        None, "name of the generating LLM, when the store cannot tell (metadata run_id was set)"
+    )
+    backbone: str = option(
+        DEFAULT_BACKBONE,
+        "sentence-transformers model to start from (the paper's by default): hub id, folder, or "
+        "offline:all-minilm-l6-v2 / offline:all-mpnet-base-v2 for the assets `semuq-eval assets` prepares",
+    )
+    negatives: Literal[NEGATIVES] = option(
+        "hard", "hard (App. C), another question's answer, or none (positive pairs, cosine-similarity loss)"
+    )
+    question: bool = option(
+        True,
+        "answer-only ablation: no question prepended (recorded; enc evaluates it answer-only too)",
+        flag="--no_question",
+    )
+    positives: Literal[POSITIVES] = option(
+        "samples",
+        "where positives come from: the LLM's correct samples (App. C), the dataset's references "
+        "(raw and as a sentence, with wrong answers rendered alike as negatives), or both",
+    )
+    guided: list[str] = option(
+        [],
+        "run stores or training-data files of semuq_nqopen_train_guided: their correct answers that do not "
+        "echo the prompt join the same questions' positives",
+        parse="many",
+    )
+    fact_swap: bool = option(
+        False,
+        "add fact-swapped texts: correct answers with a wrong fact swapped in (negatives) and wrong answers "
+        "with the reference swapped in (positives)",
+    )
+    validation: list[str] = option(
+        [],
+        "held-out stores or training-data files of the training distribution: their App. C triplets "
+        "(natural samples only, so the same whatever the options) select the epoch instead of --val_fraction",
+        parse="many",
+    )
+    select_on: Literal["triplets", "auroc"] = option(
+        "triplets",
+        "what selects the kept epoch: triplets (App. B: validation triplet accuracy) or auroc "
+        "(mean greedy AUROC of the eight graph aggregators CAE, NumSets, KLE heat and Matern, COS, EigV, Deg, "
+        "Ecc on every --validation question; a recorded deviation)",
+    )
+    bf16: bool = option(
+        False, "bfloat16 mixed-precision training (faster on CPUs and GPUs with native bf16; recorded)"
+    )
+    pooling: Literal["all", "answer"] = option(
+        "all",
+        "all: Eq. encoder's mean over question and answer tokens; answer: mean over the answer's "
+        "tokens only (recorded in the trained folder)",
+    )
+    margin: float = option(0.2, "triplet margin", gt=0, allow_inf_nan=False)
+    lr: float = option(2e-5, "peak learning rate", gt=0, allow_inf_nan=False)
+    epochs: int = option(30, "epoch budget (early stopping may end sooner)", ge=1)
+    batch_size: int = option(32, "triplets per batch", ge=1)
+    patience: int = option(3, "epochs without a validation gain before stopping", ge=1)
+    early_stopping: bool = option(
+        True,
+        "train the whole epoch budget and keep the last epoch (a deviation from App. B, for when a few "
+        "held-out questions make early stopping follow noise); validation accuracy is still recorded",
+        flag="--no_early_stopping",
+    )
+    stop_after_epoch: int | None = option(
+        None,
+        "replay a selection already made: train epochs 1-K of the --epochs schedule, keep epoch K, score "
+        "only before and after training (how the shipped operator is rebuilt)",
+        ge=1,
+    )
+    warmup_ratio: float = option(0.1, "share of the steps spent warming up", ge=0, lt=1)
+    val_fraction: float = option(0.1, "share of the questions held out", gt=0, lt=1)
+    val_triplets: int = option(
+        1,
+        "distinct validation triplets per held-out question (more steady early stopping on few questions)",
+        ge=1,
+    )
+    seed: int = option(0, "seed of the split, the triplets and the trainer", ge=0)
+    max_length: int | None = option(None, "token limit of the encoder inputs (default: the backbone's)", ge=1)
+    device: str | None = option(None, "cpu, cuda, ... (default: the trainer's choice)")
+    overwrite: bool = option(False, "replace a non-empty --output folder", flag="--force --overwrite")
+    progress: bool = option(True, "no progress bars", flag="--no_progress")
+    command: list[str] = option([], "the command line, recorded in the card", cli=False)
 
-    def check(self) -> None:
-        """ValueError naming the first bad option."""
-        from semuq_eval.operators.pooling import POOLINGS
-
-        if self.negatives not in NEGATIVES:
-            raise ValueError(f"negatives must be one of {NEGATIVES}, got {self.negatives!r}")
-        if self.positives not in POSITIVES:
-            raise ValueError(f"positives must be one of {POSITIVES}, got {self.positives!r}")
-        if self.pooling not in POOLINGS:
-            raise ValueError(f"pooling must be one of {POOLINGS}, got {self.pooling!r}")
-        if self.select_on not in SELECT_ON:
-            raise ValueError(f"select_on must be one of {SELECT_ON}, got {self.select_on!r}")
+    @model_validator(mode="after")
+    def _consistent(self) -> TrainingConfig:
+        """The rules between options: AUROC selection needs held-out files, mined texts hard negatives, a replay
+        an epoch of the budget."""
         if self.select_on == "auroc" and not self.validation:
-            raise ValueError(
-                "select_on='auroc' scores held-out questions with their greedy verdicts: pass validation files"
+            raise OptionError(
+                "select_on",
+                "auroc scores held-out questions with their greedy verdicts: pass validation files",
             )
         if self.negatives != "hard" and (self.positives != "samples" or self.guided or self.fact_swap):
-            raise ValueError("mined texts (positives, guided, fact_swap) are drawn with hard negatives only")
-        for name in ("epochs", "batch_size", "patience"):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
-        if self.stop_after_epoch is not None and not 1 <= int(self.stop_after_epoch) <= int(self.epochs):
-            raise ValueError(
-                f"stop_after_epoch must be in [1, epochs={self.epochs}], got {self.stop_after_epoch}"
+            raise OptionError(
+                "negatives", "mined texts (positives, guided, fact_swap) are drawn with hard negatives only"
             )
-        if not self.lr > 0:
-            raise ValueError(f"lr must be positive, got {self.lr}")
-        if not self.margin >= 0:
-            raise ValueError(f"margin must be >= 0, got {self.margin}")
-        if not 0.0 <= self.warmup_ratio < 1.0:
-            raise ValueError(f"warmup_ratio must be in [0, 1), got {self.warmup_ratio}")
-        if int(self.val_triplets) < 1:
-            raise ValueError(f"val_triplets must be at least 1, got {self.val_triplets}")
-        if not 0.0 < self.val_fraction < 1.0:
-            raise ValueError(f"val_fraction must be in (0, 1), got {self.val_fraction}")
+        if self.stop_after_epoch is not None and self.stop_after_epoch > self.epochs:
+            raise OptionError(
+                "stop_after_epoch", f"must be in [1, epochs={self.epochs}], got {self.stop_after_epoch}"
+            )
+        return self
 
 
 def native_cpu_bf16() -> bool:

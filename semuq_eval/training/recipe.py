@@ -18,7 +18,6 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -125,7 +124,6 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
     >>> record["validation"]["best_accuracy"]  # doctest: +SKIP
     0.81
     """
-    config.check()
     check_bf16(config)
     data = data or prepare_data(config)
     output = Path(config.output).expanduser()
@@ -258,7 +256,7 @@ def _provenance(config: TrainingConfig) -> dict[str, Any]:
     """Where the operator comes from: the seed, the options, the command, the versions, the time."""
     return {
         "seed": config.seed,
-        "config": {k: v for k, v in asdict(config).items() if k not in ("command",)},
+        "config": config.model_dump(exclude={"command"}),
         "command": list(config.command),
         "versions": package_versions(),
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
