@@ -1,6 +1,6 @@
 """Speed of `semuq-eval train-operator` on the CPU: examples/s and epoch time for MiniLM and mpnet.
 
-Runs the real recipe (:func:`semuq_eval.training.recipe.train_operator`: sentence-transformers' trainer,
+Runs the real recipe (:func:`semuq_eval.training.trainer.train_operator`: sentence-transformers' trainer,
 TripletLoss, batch 32, evaluation and a checkpoint after every epoch) on a run store written here: the
 first ``--questions`` NQ-Open dev questions (the offline asset; their real reference aliases) with 5 sampled
 answers each, 3 "correct" (built around the question's first alias) and 2 "incorrect" (built around another
@@ -35,7 +35,7 @@ from semuq_eval.harness.doc import Doc
 from semuq_eval.harness.store import RunStore
 from semuq_eval.models.generation import Generation
 from semuq_eval.training.config import TrainingConfig, native_cpu_bf16
-from semuq_eval.training.recipe import train_operator
+from semuq_eval.training.trainer import train_operator
 
 CORRECT = (
     "I think the answer is {a}. The question asks {q} and as far as I know the answer would be {a}.",

@@ -3,7 +3,7 @@ labelled answers (Sec. 4, App. B-C) improve the aggregators of ANOTHER LLM on OT
 
 Every step is one of the project's own commands, run as a library:
 
-1. ``train-operator`` on the training LLM's NQ-Open samples (:func:`semuq_eval.training.recipe.train_operator`):
+1. ``train-operator`` on the training LLM's NQ-Open samples (:func:`semuq_eval.training.trainer.train_operator`):
    the paper's recipe (``enc_trained``) and, with ``--ablations``, random negatives (``enc_trained_random``),
    positive pairs only (``enc_trained_pairs``), answer-only (``enc_trained_answer_only``) and the whole epoch
    budget without early stopping (``enc_trained_full_budget``: with a few held-out questions, early stopping
@@ -144,7 +144,7 @@ def _load() -> dict[str, float]:
 def train(args, variants: Mapping[str, Mapping[str, Any]], timings: dict) -> dict[str, Path]:
     """Step 1: one trained operator folder per variant (kept when already trained)."""
     from semuq_eval.training.config import TrainingConfig
-    from semuq_eval.training.recipe import train_operator
+    from semuq_eval.training.trainer import train_operator
 
     folders = {}
     for name, overrides in variants.items():

@@ -17,7 +17,7 @@ from semuq_eval.durable import writer_lock
 from semuq_eval.options import add_options, parse_options
 from semuq_eval.training.config import TrainingConfig, resolve_backbone
 from semuq_eval.training.prepare import TooFewQuestionsError, prepare_data
-from semuq_eval.training.recipe import train_operator
+from semuq_eval.training.trainer import train_operator
 
 __all__ = ["main", "parser"]
 

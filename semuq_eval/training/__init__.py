@@ -6,7 +6,7 @@ and writes a sentence-transformers folder with its card, which ``enc`` loads
 (``operator_options: {"enc": {"model": "ops/enc"}}``). Modules: :mod:`~semuq_eval.training.stores` (run stores ->
 labelled questions, provenance), :mod:`~semuq_eval.training.triplets` (P / N filtering, the split by question,
 per-epoch triplets), :mod:`~semuq_eval.training.config` (the checked options), :mod:`~semuq_eval.training.prepare`
-(the kept questions, split), :mod:`~semuq_eval.training.recipe` (objective, schedule, trainer) and
+(the kept questions, split), :mod:`~semuq_eval.training.trainer` (objective, schedule, trainer) and
 :mod:`~semuq_eval.training.card` (``semuq_training.json`` and ``README.md``, which ``enc`` reads with
 :mod:`semuq_eval.operators.training_record`). Importing this package imports neither torch nor sentence-transformers.
 
@@ -31,7 +31,7 @@ __all__ = [
 _WHERE = {
     "TrainingConfig": "config",
     "prepare_data": "prepare",
-    "train_operator": "recipe",
+    "train_operator": "trainer",
 }
 
 

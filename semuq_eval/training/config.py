@@ -1,4 +1,4 @@
-"""The options of a training run (:func:`~semuq_eval.training.recipe.train_operator`), checked as they are given.
+"""The options of a training run (:func:`~semuq_eval.training.trainer.train_operator`), checked as they are given.
 
 :class:`TrainingConfig` holds every option the CLI and the shipped recipes set (its fields are
 ``semuq-eval train-operator``'s flags and docs/training.md's table) and is recorded in the operator's card;

@@ -1,6 +1,6 @@
 """The training data of a run: read the stores and training files, keep the usable questions (App. C), split them.
 
-:func:`prepare_data` is the step before :func:`~semuq_eval.training.recipe.train_operator`; the CLI calls it
+:func:`prepare_data` is the step before :func:`~semuq_eval.training.trainer.train_operator`; the CLI calls it
 first so a data problem (too few usable questions, a store without labels) is reported before a model loads.
 """
 

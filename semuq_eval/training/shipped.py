@@ -29,7 +29,7 @@ def build_trained_operator(
     ``<cache>/training/<asset>``, the same folder on every call, so a killed build resumes from its epoch
     checkpoints (:mod:`semuq_eval.training.checkpoints`), and is then moved into ``out``."""
     from semuq_eval.training.config import TrainingConfig
-    from semuq_eval.training.recipe import train_operator
+    from semuq_eval.training.trainer import train_operator
 
     root = Path(cache_dir).expanduser() if cache_dir is not None else assets.cache_dir()
     training = root / "training" / asset.name

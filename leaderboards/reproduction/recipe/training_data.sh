@@ -17,7 +17,7 @@ N=${N:-10}
 GUIDED_N=${GUIDED_N:-5}
 KINDS=${KINDS:-"natural guided"}
 # the text is what is kept: bf16 generates 1.37x faster on a CPU with native bf16; elsewhere it is emulated (slow)
-DTYPE=${DTYPE:-$(.venv/bin/python -c 'from semuq_eval.training.recipe import native_cpu_bf16 as n; print("bfloat16" if n() else "float32")')}
+DTYPE=${DTYPE:-$(.venv/bin/python -c 'from semuq_eval.training.config import native_cpu_bf16 as n; print("bfloat16" if n() else "float32")')}
 RUNS=${RUNS:-${TMPDIR:-/tmp}/semuq-training-runs}
 DATA=${DATA:-semuq_eval/assets/training_data/nqopen-dev-smollm2}
 LLM=${LLM:-$(.venv/bin/python -c 'from semuq_eval.assets import locate; print(locate("smollm2-135m-instruct"))')}
