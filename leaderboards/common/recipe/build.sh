@@ -24,7 +24,7 @@ leaderboards/offline/common/*-800-1200.tar.xz"}
 WORK=${WORK:-$RUNS/common-board}
 RECORDS=${RECORDS:-leaderboards/common/records}
 OUTPUT=${OUTPUT:-leaderboards/common}
-LABELS=${LABELS:-}                          # the second judge's label set name (e.g. llm); empty: the string judge only
+LABELS=${LABELS-llm}                        # the second judge's label set (default llm); LABELS= : the string judge only
 JUDGE=${JUDGE:-hf}
 JUDGE_ARGS=${JUDGE_ARGS:-}                  # e.g. model=/path/to/judge,prompt=reference_match,batch_size=8
 JUDGE_ANSWERS=${JUDGE_ANSWERS:-greedy}
