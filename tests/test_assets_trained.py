@@ -106,21 +106,21 @@ class _Killed(Exception):
 
 
 def test_a_killed_build_resumes_from_its_epoch_checkpoints(data_dir, monkeypatch, tmp_path):
-    from semuq_eval.training import recipe
+    from semuq_eval.training import trainer
 
     first = _weights(assets.prepare(["enc-tiny"], progress=False, train=build_trained_operator)["enc-tiny"])
-    original = recipe._EpochRows.__call__
+    original = trainer._EpochRows.__call__
 
     def killed_in_epoch_2(self, batch):
         if self.in_epoch and self.epoch == 1:
             raise _Killed
         return original(self, batch)
 
-    monkeypatch.setattr(recipe._EpochRows, "__call__", killed_in_epoch_2)
+    monkeypatch.setattr(trainer._EpochRows, "__call__", killed_in_epoch_2)
     with pytest.raises(AssetError, match="_Killed"):
         assets.prepare(["enc-tiny"], progress=False, train=build_trained_operator, force=True)
     assert list((tmp_path / "cache" / "training" / ".enc-tiny.checkpoints").glob("checkpoint-*"))
-    monkeypatch.setattr(recipe._EpochRows, "__call__", original)
+    monkeypatch.setattr(trainer._EpochRows, "__call__", original)
     path = assets.prepare(["enc-tiny"], progress=False, train=build_trained_operator, force=True)["enc-tiny"]
     manifest = json.loads((path / ".semuq-asset.json").read_text())
     assert manifest["training"]["resumed_from"].startswith("checkpoint-")

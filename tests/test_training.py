@@ -27,7 +27,7 @@ from semuq_eval.harness.store import RunStore
 from semuq_eval.models.generation import Generation
 from semuq_eval.operators import training_record
 from semuq_eval.operators.encoder import format_input
-from semuq_eval.training import card, recipe, stores
+from semuq_eval.training import card, stores, trainer
 from semuq_eval.training.config import TrainingConfig
 from semuq_eval.training.prepare import TooFewQuestionsError, prepare_data
 from semuq_eval.training.stores import LabelledQuestion, question_key
@@ -379,7 +379,7 @@ def config_for(store: Path, output: Path, backbone: Path, **kw) -> TrainingConfi
 def trained(train_store, tiny_st_encoder, tmp_path_factory):  # noqa: F811
     """A 2-epoch training on the tiny encoder, with every batch the trainer received recorded."""
     seen: list[tuple[int, dict]] = []
-    original = recipe._EpochRows.__call__
+    original = trainer._EpochRows.__call__
 
     def spy(self, batch):
         out = original(self, batch)
@@ -388,14 +388,14 @@ def trained(train_store, tiny_st_encoder, tmp_path_factory):  # noqa: F811
             seen.extend((self.epoch, dict(zip(out, values, strict=True))) for values in rows)
         return out
 
-    recipe._EpochRows.__call__ = spy
+    trainer._EpochRows.__call__ = spy
     try:
         output = tmp_path_factory.mktemp("ops") / "enc-tiny"
         config = config_for(train_store, output, tiny_st_encoder, patience=5)
         data = prepare_data(config)
-        record = recipe.train_operator(config, data)
+        record = trainer.train_operator(config, data)
     finally:
-        recipe._EpochRows.__call__ = original
+        trainer._EpochRows.__call__ = original
     return output, record, data, seen
 
 
@@ -467,7 +467,7 @@ def test_same_seed_same_weights(train_store, tiny_st_encoder, tmp_path, trained)
     from safetensors.numpy import load_file
 
     output, *_ = trained
-    again = recipe.train_operator(config_for(train_store, tmp_path / "again", tiny_st_encoder, patience=5))
+    again = trainer.train_operator(config_for(train_store, tmp_path / "again", tiny_st_encoder, patience=5))
     first, second = (
         load_file(output / "model.safetensors"),
         load_file(tmp_path / "again" / "model.safetensors"),
@@ -478,7 +478,7 @@ def test_same_seed_same_weights(train_store, tiny_st_encoder, tmp_path, trained)
         again["validation"]["per_epoch"][0]["accuracy"]
         == trained[1]["validation"]["per_epoch"][0]["accuracy"]
     )
-    other = recipe.train_operator(
+    other = trainer.train_operator(
         config_for(train_store, tmp_path / "other", tiny_st_encoder, seed=1, epochs=1)
     )
     third = load_file(tmp_path / "other" / "model.safetensors")
@@ -498,10 +498,10 @@ def test_a_killed_training_resumes_after_its_last_saved_epoch(
 ):
     from safetensors.numpy import load_file
 
-    whole = recipe.train_operator(
+    whole = trainer.train_operator(
         config_for(train_store, tmp_path / "whole", tiny_st_encoder, epochs=3, patience=5)
     )
-    original = recipe._EpochRows.__call__
+    original = trainer._EpochRows.__call__
 
     def killed_in_epoch_3(self, batch):
         if self.in_epoch and self.epoch == 2:
@@ -509,14 +509,14 @@ def test_a_killed_training_resumes_after_its_last_saved_epoch(
         return original(self, batch)
 
     config = config_for(train_store, tmp_path / "resumed", tiny_st_encoder, epochs=3, patience=5)
-    monkeypatch.setattr(recipe._EpochRows, "__call__", killed_in_epoch_3)
+    monkeypatch.setattr(trainer._EpochRows, "__call__", killed_in_epoch_3)
     with pytest.raises(_Killed):
-        recipe.train_operator(config)
+        trainer.train_operator(config)
     saved = tmp_path / ".resumed.checkpoints"
     assert [p.name for p in saved.glob("checkpoint-*")]  # epochs 1-2 saved, the output not written
     assert not (tmp_path / "resumed").exists() or not any((tmp_path / "resumed").iterdir())
-    monkeypatch.setattr(recipe._EpochRows, "__call__", original)
-    resumed = recipe.train_operator(config)
+    monkeypatch.setattr(trainer._EpochRows, "__call__", original)
+    resumed = trainer.train_operator(config)
 
     first, second = (
         load_file(tmp_path / "whole" / "model.safetensors"),
@@ -560,7 +560,7 @@ def test_checkpoints_of_another_training_or_a_live_process_are_not_resumed(tmp_p
 
 def test_without_early_stopping_every_epoch_runs_and_the_last_is_kept(train_store, tiny_st_encoder, tmp_path):  # noqa: F811
     out = tmp_path / "full"
-    record = recipe.train_operator(
+    record = trainer.train_operator(
         config_for(train_store, out, tiny_st_encoder, epochs=3, patience=1, early_stopping=False)
     )
     val = record["validation"]
@@ -635,7 +635,7 @@ def test_minilm_trains_one_epoch_on_real_nq_open_questions(real_asset, tmp_path)
         rows.append((rec["question"], samples))
     store = make_store(tmp_path / "semuq" / "semuq_nqopen_train" / "smollm2-135m-instruct", rows)
     started = time.perf_counter()
-    record = recipe.train_operator(
+    record = trainer.train_operator(
         TrainingConfig(
             stores=[str(store)], output=str(tmp_path / "op"), backbone="offline:all-minilm-l6-v2", epochs=1,
             device="cpu", progress=False,

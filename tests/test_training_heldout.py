@@ -14,7 +14,7 @@ from sklearn.metrics import roc_auc_score
 from semuq_eval.commands import main as cli_main
 from semuq_eval.harness.doc import Doc
 from semuq_eval.operators.encoder import EncoderOperator
-from semuq_eval.training import recipe
+from semuq_eval.training import trainer
 from semuq_eval.training.config import TrainingConfig
 from semuq_eval.training.data_files import read_training_file
 from semuq_eval.training.heldout import (
@@ -134,7 +134,7 @@ def test_select_on_auroc_keeps_the_best_held_out_epoch(tmp_path, tiny_st_encoder
     config = auroc_config(tmp_path, tiny_st_encoder)
     kept = read_training_file(tmp_path / "held.jsonl.gz").questions
     assert [(q.greedy, q.greedy_label) for q in kept] == [(r[2][0][0], r[2][0][1]) for r in held_rows(8)]
-    record = recipe.train_operator(config)
+    record = trainer.train_operator(config)
     val = record["validation"]
     per_epoch = [e["heldout_auroc"] for e in val["per_epoch"]]
     assert len(per_epoch) == 4 and all(0.0 <= v <= 1.0 for v in per_epoch)
@@ -157,7 +157,7 @@ def test_a_replayed_epoch_is_the_selected_epochs_bytes(tmp_path, tiny_st_encoder
     the selection kept (how the shipped operator is rebuilt without scoring every epoch)."""
     from safetensors.numpy import load_file
 
-    selected = recipe.train_operator(auroc_config(tmp_path, tiny_st_encoder))
+    selected = trainer.train_operator(auroc_config(tmp_path, tiny_st_encoder))
     k = selected["validation"]["best_epoch"]
     calls = []
     original = HeldoutAUROCEvaluator.__call__
@@ -168,7 +168,7 @@ def test_a_replayed_epoch_is_the_selected_epochs_bytes(tmp_path, tiny_st_encoder
 
     HeldoutAUROCEvaluator.__call__ = counted
     try:
-        replay = recipe.train_operator(
+        replay = trainer.train_operator(
             auroc_config(tmp_path, tiny_st_encoder, output=str(tmp_path / "replay"), stop_after_epoch=k)
         )
     finally:
@@ -189,10 +189,10 @@ def test_a_replayed_epoch_is_the_selected_epochs_bytes(tmp_path, tiny_st_encoder
     assert replay["hyperparameters"]["kept_epoch"].startswith(f"epoch {k} of the budget, replayed")
     assert "kept: epoch" in (tmp_path / "replay" / "README.md").read_text()
     # held-out scoring after each of epochs 1-3 (none kept early) leaves epoch 4 as the replay of 4 trains it
-    recipe.train_operator(
+    trainer.train_operator(
         auroc_config(tmp_path, tiny_st_encoder, output=str(tmp_path / "every"), early_stopping=False)
     )
-    recipe.train_operator(
+    trainer.train_operator(
         auroc_config(tmp_path, tiny_st_encoder, output=str(tmp_path / "replay4"), stop_after_epoch=4)
     )
     every, replay4 = (
@@ -201,7 +201,7 @@ def test_a_replayed_epoch_is_the_selected_epochs_bytes(tmp_path, tiny_st_encoder
     )
     assert all(np.array_equal(every[n], replay4[n]) for n in every)
     # the learning rate follows the budget: the same epochs of a longer budget give other weights
-    recipe.train_operator(
+    trainer.train_operator(
         auroc_config(tmp_path, tiny_st_encoder, output=str(tmp_path / "longer"), epochs=8, stop_after_epoch=k)
     )
     longer = load_file(tmp_path / "longer" / "model.safetensors")

@@ -20,7 +20,7 @@ from semuq_eval.harness.doc import Doc
 from semuq_eval.harness.record import read_record
 from semuq_eval.operators.encoder import EncoderOperator, pooling_mode
 from semuq_eval.operators.pooling import AnswerMeanPooling, answer_mask
-from semuq_eval.training import recipe
+from semuq_eval.training import trainer
 from semuq_eval.training.config import TrainingConfig
 from semuq_eval.training.data_files import (
     TRAINING_DATA_FORMAT,
@@ -378,7 +378,7 @@ def test_training_reads_files_and_guided_answers_and_records_every_option(tmp_pa
     data = prepare_data(config)
     assert data.counts["kept"] == 8 and data.counts["added_guided"] == 16 and data.counts["guided_echo"] == 8
     assert len(data.stores) == 2  # the glob's guided file is of another task: only named with --guided
-    record = recipe.train_operator(config, data)
+    record = trainer.train_operator(config, data)
     assert record["hyperparameters"]["positives"] == "both" and record["hyperparameters"]["fact_swap"]
     assert record["pooling"] == "answer_mean"
     assert any("guided" in d for d in record["deviations_from_paper"])
@@ -449,12 +449,12 @@ def test_bf16_mixed_precision_training_is_recorded_as_a_deviation(tmp_path, tiny
     )
     monkeypatch.setattr("semuq_eval.training.config.native_cpu_bf16", lambda: False)
     with pytest.raises(ValueError, match="no native bfloat16.*without --bf16"):
-        recipe.train_operator(config)
+        trainer.train_operator(config)
     assert not (tmp_path / "op").exists()
     monkeypatch.setattr(
         "semuq_eval.training.config.native_cpu_bf16", lambda: True
     )  # the tiny encoder trains either way
-    record = recipe.train_operator(config)
+    record = trainer.train_operator(config)
     assert record["hyperparameters"]["precision"] == "bf16 mixed"
     assert any(d.startswith("bf16") for d in record["deviations_from_paper"])
     weights = EncoderOperator(config.output, progress=False)._load()[0]
