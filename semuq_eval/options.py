@@ -30,7 +30,7 @@ from semuq_eval.jsonio import json_object
 
 __all__ = ["OptionError", "Options", "add_options", "option", "options_table", "parse_options"]
 
-Parse = Literal["csv", "json", "many"]
+Parse = Literal["append", "csv", "json", "many"]
 
 
 class Options(BaseModel):
@@ -73,11 +73,12 @@ def option(
     """A field of an :class:`Options` model.
 
     A ``...`` default makes the flag required. ``parse`` says how its flag's text is read (``csv``: a comma-separated
-    list; ``many``: words after the flag; ``json``: a JSON object, ``of`` saying what it maps; default: the field's
-    type); ``flag`` overrides ``--<field>``, aliases after a space (``"--force --overwrite"``; a boolean field
-    defaulting to true is switched off by its flag, e.g. ``--no_progress``); ``const`` is the value of the bare flag;
-    ``cli=False`` keeps the field out of the parser and table; ``ge`` / ``le`` / ``gt`` are pydantic bounds. A model
-    validator names its field by raising :class:`OptionError`."""
+    list; ``many``: words after the flag; ``append``: a repeatable flag, an item each time; ``json``: a JSON object,
+    ``of`` saying what it maps; default: the field's type); ``flag`` overrides ``--<field>``, aliases after a space
+    (``"--force --overwrite"``, ``"--output -o"``; a boolean field defaulting to true is switched off by its flag,
+    e.g. ``--no_progress``); ``const`` is the value of the bare flag; ``cli=False`` keeps the field out of the parser
+    and table; ``ge`` / ``le`` / ``gt`` are pydantic bounds. A model validator names its field by raising
+    :class:`OptionError`."""
     extra = {"parse": parse, "flag": flag, "of": of, "const": const, "cli": cli}
     return Field(default, description=help, json_schema_extra=extra, **bounds)
 
@@ -131,8 +132,11 @@ def add_options(parser: argparse.ArgumentParser, model: type[Options]) -> None:
         shown = "" if required or info.default in (None, [], "") else f" (default {_shown(info.default)})"
         metavar = flags[0].lstrip("-").upper()
         extra: dict[str, Any] = {"required": required}
-        if (info.json_schema_extra or {}).get("parse") == "many":
+        parse = (info.json_schema_extra or {}).get("parse")
+        if parse == "many":
             extra["nargs"] = "+" if required else "*"
+        if parse == "append":
+            extra["action"] = "append"
         if (info.json_schema_extra or {}).get("const") is not None:
             extra.update(nargs="?", const=info.json_schema_extra["const"])
         if typing.get_origin(_base_type(info.annotation)) is Literal:

@@ -49,15 +49,26 @@ def test_the_readme_is_a_front_door():
 def test_the_option_tables_are_the_models_own():
     """Options are declared once: the docs' table of a command's options is generated from its model."""
     from semuq_eval.decisions.options import ApplyOptions, CalibrateOptions, CombineOptions, ThresholdOptions
-    from semuq_eval.diagnose.diagnosis import DiagnoseOptions
+    from semuq_eval.diagnose.diagnosis import DiagnoseCommandOptions, DiagnoseOptions
+    from semuq_eval.harness.relabel import JudgeOptions
     from semuq_eval.harness.rescore import RescoreOptions
+    from semuq_eval.judges.validation import ValidationOptions
+    from semuq_eval.leaderboard.build import BuildOptions, LeaderboardOptions
     from semuq_eval.options import options_table
     from semuq_eval.training.config import TrainingConfig
+    from semuq_eval.training.data_files import ExportOptions, StatsOptions
 
     models = [
         (RescoreOptions, "running.md"),
         (DiagnoseOptions, "diagnose.md"),
+        (DiagnoseCommandOptions, "diagnose.md"),
+        (LeaderboardOptions, "leaderboard.md"),
+        (BuildOptions, "leaderboard.md"),
         (TrainingConfig, "training.md"),
+        (JudgeOptions, "judges.md"),
+        (ValidationOptions, "judges.md"),
+        (ExportOptions, "training-data.md"),
+        (StatsOptions, "training-data.md"),
     ]
     models += [
         (m, "decisions.md") for m in (CalibrateOptions, ApplyOptions, ThresholdOptions, CombineOptions)

@@ -589,13 +589,14 @@ def test_judge_command_relabels_a_store_and_rescore_uses_the_labels(stub, tmp_pa
 
 
 def test_judge_command_errors(tmp_path, capsys):
-    from semuq_eval.commands.judge import main, parse_judge_args
+    from semuq_eval.commands.judge import main
+    from semuq_eval.harness.relabel import JudgeOptions
 
     with pytest.raises(SystemExit) as exit_info:
         main([str(tmp_path), "--judge", "string", "--name", "x"])
     assert exit_info.value.code == 2 and "not a semuq run store" in capsys.readouterr().err
     with pytest.raises(ValueError, match="not key=value"):
-        parse_judge_args("model")
+        JudgeOptions(judge_args="model")
 
 
 def test_llm_judge_inside_a_run_keeps_probabilities_and_sample_labels(stub, tmp_path):

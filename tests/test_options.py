@@ -87,3 +87,17 @@ def test_switch_off_flags_word_lists_and_choices():
     table = options_table(Switches).splitlines()
     assert "| `--no_progress` |  |  | no progress bars |" in table  # a switch shows no default
     assert "| `--seed` | `0` | >= 0 | the seed |" in table  # a zero default is shown
+
+
+class Repeated(Options):
+    add: list[str] = option([], "a record (repeatable)", parse="append")
+    output: str = option(..., "the folder", flag="--output -o")
+
+
+def test_a_repeatable_flag_and_a_short_alias():
+    parser = argparse.ArgumentParser()
+    add_options(parser, Repeated)
+    got = parse_options(Repeated, parser.parse_args(["-o", "out", "--add", "a", "--add", "b"]))
+    assert got == Repeated(output="out", add=["a", "b"])
+    assert parse_options(Repeated, parser.parse_args(["--output", "out"])).add == []
+    assert "| `--output` `-o` | required |  | the folder |" in options_table(Repeated)

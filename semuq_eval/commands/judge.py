@@ -15,8 +15,6 @@ Example
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import sys
 from collections.abc import Mapping
@@ -24,34 +22,19 @@ from pathlib import Path
 from typing import Any
 
 from semuq_eval.cell_text import cell_text
-from semuq_eval.commands.arguments import CommandParser, number, whole
+from semuq_eval.commands.arguments import CommandParser
 from semuq_eval.durable import writer_lock
-from semuq_eval.jsonio import loads
-from semuq_eval.judges import strategies as label_strategies
+from semuq_eval.harness import relabel
+from semuq_eval.harness.label_sets import label_set_names
+from semuq_eval.harness.relabel import JudgeOptions
+from semuq_eval.jsonio import read_json, write_json
+from semuq_eval.judges import validation
+from semuq_eval.judges.agreement import agreement_table
+from semuq_eval.judges.panel import combine
+from semuq_eval.judges.validation import ValidationOptions
+from semuq_eval.options import add_options, parse_options
 
-__all__ = ["main", "parse_judge_args"]
-
-
-def parse_judge_args(text: str) -> dict[str, Any]:
-    """``"k=v,k2=v2"`` as a dict, values read as JSON when they parse (numbers, true/false, null).
-
-    Examples
-    --------
-    >>> parse_judge_args("base_url=http://h:8/v1,model=m,concurrency=4,logprobs=false")
-    {'base_url': 'http://h:8/v1', 'model': 'm', 'concurrency': 4, 'logprobs': False}
-    """
-    out: dict[str, Any] = {}
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        key, sep, value = part.partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"--judge_args: {part!r} is not key=value")
-        try:
-            out[key.strip()] = loads(value)
-        except json.JSONDecodeError as err:
-            if err.msg == "nested too deep":  # not echoed: argparse would print the whole value
-                raise argparse.ArgumentTypeError(f"{key.strip()} is nested too deep to read") from None
-            out[key.strip()] = value
-    return out
+__all__ = ["main"]
 
 
 def _fmt(r: Mapping[str, Any] | None) -> str:
@@ -64,58 +47,6 @@ def _fmt(r: Mapping[str, Any] | None) -> str:
 def main(argv: list[str]) -> int:
     """`semuq-eval judge STORE --judge NAME --judge_args k=v,... --name LABELS` (or ``--panel A,B``, or
     ``--validate FOLDER``)."""
-    parser = _parser()
-    args = parser.parse_args(argv)
-    if args.validate:
-        return _validate(args, parser)
-    if args.store is None:
-        parser.error("give a run store, or --validate FOLDER")
-    if args.panel:
-        return _panel(args, parser)
-    if not args.judge:
-        parser.error("the following arguments are required: --judge (or --panel A,B)")
-    name = args.name or _default_name(args.judge, args.judge_args)
-    # the label set is written by judge_store (labels/<name>.jsonl, then labels/<name>.json) and its manifest
-    # gets the comparison in _compare: one writer of the label set from here to the end
-    with writer_lock(Path(args.store) / "labels" / name, "label set"):
-        return _judge(args, name, parser)
-
-
-def _judge(args: argparse.Namespace, name: str, parser: CommandParser) -> int:
-    from semuq_eval.harness.relabel import judge_store
-
-    try:
-        provenance = judge_store(
-            args.store, args.judge, args.judge_args, name=name, force=args.force, answers=args.answers
-        )
-    except (ValueError, FileNotFoundError, FileExistsError, RuntimeError) as exc:
-        parser.exit(2, f"semuq-eval judge: {exc}\n")
-    stats = provenance["judge_stats"]
-    print(
-        f"label set {name!r} written to {Path(args.store) / 'labels'} in {provenance['seconds']} s"
-        + (
-            f"; {stats.get('cache_hits', 0)} of {stats.get('distinct', 0)} distinct answers from the cache"
-            if stats
-            else ""
-        )
-    )
-    if provenance["unknown_reasons"]:
-        print(f"unknown labels (left out of the metrics): {provenance['unknown_reasons']}")
-    failed, line = _request_failures(provenance, name, allow_unknown=args.allow_unknown)
-    if line:
-        print(f"semuq-eval judge: {line}", file=sys.stderr)
-    if failed:
-        return 1
-    return _compare(args, name)
-
-
-def _parser() -> CommandParser:
-    from semuq_eval.harness.label_sets import RUN_LABELS
-    from semuq_eval.harness.relabel import ANSWERS
-    from semuq_eval.judges import names
-    from semuq_eval.judges.panel import PANEL_RULES
-    from semuq_eval.judges.validation import HALVES
-
     parser = CommandParser(
         prog="semuq-eval judge",
         description="Label a run store's answers with a judge (no LLM under test needed), store the labels as a "
@@ -124,112 +55,88 @@ def _parser() -> CommandParser:
     parser.add_argument(
         "store", nargs="?", help="a run store directory (<output_path>/semuq/<task>/<run_id>)"
     )
-    parser.add_argument("--judge", choices=names(), help="the judge")
-    parser.add_argument(
-        "--judge_args", type=parse_judge_args, default={}, help="the judge's options: key=value,key=value"
+    add_options(parser, JudgeOptions)
+    add_options(
+        parser.add_argument_group("validation against annotated labels (docs/judges.md)"), ValidationOptions
     )
-    parser.add_argument("--name", help="the label set's name (default: the judge's name and model)")
-    parser.add_argument("--compare", default=RUN_LABELS, help="compare with this label set (default: run)")
-    parser.add_argument(
-        "--strategy",
-        default="greedy",
-        choices=label_strategies.label_strategy_names(),
-        help="for the AUROC table",
-    )
-    parser.add_argument(
-        "--top",
-        type=whole(1),
-        default=15,
-        help="rows shown: estimators in the AUROC table, candidates with --choose",
-    )
-    parser.add_argument(
-        "--answers",
-        default="all",
-        choices=ANSWERS,
-        help="judge every answer, or the greedy answers only (the sampled and majority labels stay unknown)",
-    )
-    parser.add_argument(
-        "--panel",
-        type=lambda text: text.split(","),
-        metavar="A,B",
-        help="instead of a judge: the panel of two label sets of the store (with --validate: two verdict sets)",
-    )
-    parser.add_argument("--rule", default="both", choices=PANEL_RULES, help="the panel's rule")
-    validation = parser.add_argument_group("validation against annotated labels (docs/judges.md)")
-    validation.add_argument(
-        "--validate",
-        metavar="FOLDER",
-        help="a validation set (items.jsonl, annotations.jsonl): judge its items (--judge) or combine two "
-        "verdict sets (--panel) and report agreement with the annotation; alone: the table of every verdict set",
-    )
-    validation.add_argument("--half", default="test", choices=HALVES, help="the items reported")
-    validation.add_argument(
-        "--choose",
-        action="store_true",
-        help="rank every candidate (each verdict set alone, with thresholds on p_correct, in a panel with "
-        "--partner) by kappa on the dev half, choose the best (a tie within 0.01: the faster), report it on --half",
-    )
-    validation.add_argument(
-        "--partner",
-        default="string-contains",
-        help="the verdict set panels pair with (default string-contains)",
-    )
-    validation.add_argument(
-        "--threshold",
-        type=number(0, 1),
-        help="report labels p_correct > T for verdicts with a probability (choose it on the dev half)",
-    )
-    parser.add_argument("--force", action="store_true", help="replace a label set of the same name")
-    parser.add_argument(
-        "--allow-unknown",
-        action="store_true",
-        help="exit 0 even when every judge request failed (every label unknown); by default that exits 1",
-    )
-    return parser
+    args = parser.parse_args(argv)
+    try:  # a bad value: one line naming the flag
+        o, v = parse_options(JudgeOptions, args), parse_options(ValidationOptions, args)
+    except ValueError as err:
+        parser.error(str(err))
+    if v.folder:
+        return _validate(o, v, parser)
+    if args.store is None:
+        parser.error("give a run store, or --validate FOLDER")
+    if o.panel:
+        return _panel(args.store, o, parser)
+    if not o.judge:
+        parser.error("the following arguments are required: --judge (or --panel A,B)")
+    name = o.name or _default_name(o.judge, o.judge_args)
+    # the label set is written by judge_store (labels/<name>.jsonl, then labels/<name>.json) and its manifest
+    # gets the comparison in _compare: one writer of the label set from here to the end
+    with writer_lock(Path(args.store) / "labels" / name, "label set"):
+        return _judge(args.store, o, name, parser)
 
 
-def _panel(args: argparse.Namespace, parser: CommandParser) -> int:
-    """``--panel A,B``: a panel label set of the store, compared with ``--compare``."""
-    from semuq_eval.harness.relabel import panel_store
-
-    name = args.name or f"panel-{args.rule}"
+def _judge(store: str, o: JudgeOptions, name: str, parser: CommandParser) -> int:
     try:
-        panel_store(args.store, args.panel, args.rule, name=name, force=args.force)
+        provenance = relabel.judge_store(
+            store, o.judge, o.judge_args, name=name, force=o.force, answers=o.answers
+        )
+    except (ValueError, FileNotFoundError, FileExistsError, RuntimeError) as exc:
+        parser.exit(2, f"semuq-eval judge: {exc}\n")
+    stats = provenance["judge_stats"]
+    print(
+        f"label set {name!r} written to {Path(store) / 'labels'} in {provenance['seconds']} s"
+        + (
+            f"; {stats.get('cache_hits', 0)} of {stats.get('distinct', 0)} distinct answers from the cache"
+            if stats
+            else ""
+        )
+    )
+    if provenance["unknown_reasons"]:
+        print(f"unknown labels (left out of the metrics): {provenance['unknown_reasons']}")
+    failed, line = _request_failures(provenance, name, allow_unknown=o.allow_unknown)
+    if line:
+        print(f"semuq-eval judge: {line}", file=sys.stderr)
+    if failed:
+        return 1
+    return _compare(store, o, name)
+
+
+def _panel(store: str, o: JudgeOptions, parser: CommandParser) -> int:
+    """``--panel A,B``: a panel label set of the store, compared with ``--compare``."""
+    name = o.name or f"panel-{o.rule}"
+    try:
+        relabel.panel_store(store, o.panel, o.rule, name=name, force=o.force)
     except (ValueError, FileNotFoundError, FileExistsError) as exc:
         parser.exit(2, f"semuq-eval judge: {exc}\n")
-    print(
-        f"label set {name!r} ({args.rule} of {', '.join(args.panel)}) written to {Path(args.store) / 'labels'}"
-    )
-    return _compare(args, name)
+    print(f"label set {name!r} ({o.rule} of {', '.join(o.panel)}) written to {Path(store) / 'labels'}")
+    return _compare(store, o, name)
 
 
-def _validate(args: argparse.Namespace, parser: CommandParser) -> int:
+def _validate(o: JudgeOptions, v: ValidationOptions, parser: CommandParser) -> int:
     """``--validate FOLDER``: judge the validation set (or build a panel of two verdict sets) and report it
     against the annotation; with neither, the Markdown table of every verdict set."""
-    from semuq_eval.judges import validation
-
     try:
-        if args.choose:
-            return _choose(args)
-        if not args.judge and not args.panel:
-            print(validation.markdown_table(args.validate, half=args.half, threshold=args.threshold))
+        if v.choose:
+            return _choose(v, o.top)
+        if not o.judge and not o.panel:
+            print(validation.markdown_table(v.folder, half=v.half, threshold=v.threshold))
             return 0
-        if args.panel:
-            name = args.name or f"panel-{args.rule}-{'-'.join(args.panel)}"[:64]
-            validation.panel_verdicts(args.validate, args.panel, args.rule, name=name, force=args.force)
+        if o.panel:
+            name = o.name or f"panel-{o.rule}-{'-'.join(o.panel)}"[:64]
+            validation.panel_verdicts(v.folder, o.panel, o.rule, name=name, force=o.force)
         else:
-            name = args.name or _default_name(args.judge, args.judge_args)
-            meta = validation.judge_items(
-                args.validate, args.judge, args.judge_args, name=name, force=args.force
-            )
+            name = o.name or _default_name(o.judge, o.judge_args)
+            meta = validation.judge_items(v.folder, o.judge, o.judge_args, name=name, force=o.force)
             print(
                 f"verdict set {name!r}: {meta['seconds']} s ({meta['seconds_per_answer']} s per answer judged)"
             )
-        verdicts, _ = validation.read_verdicts(args.validate, name)
+        verdicts, _ = validation.read_verdicts(v.folder, name)
         report = validation.validation_report(
-            validation.read_items(args.validate),
-            validation.thresholded(verdicts, args.threshold),
-            half=args.half,
+            validation.read_items(v.folder), validation.thresholded(verdicts, v.threshold), half=v.half
         )
     except (ValueError, FileNotFoundError, FileExistsError, RuntimeError) as exc:
         parser.exit(2, f"semuq-eval judge: {exc}\n")
@@ -237,17 +144,14 @@ def _validate(args: argparse.Namespace, parser: CommandParser) -> int:
     return 0
 
 
-def _choose(args: argparse.Namespace) -> int:
+def _choose(v: ValidationOptions, top: int) -> int:
     """``--validate FOLDER --choose``: the candidates ranked on the dev half, the chosen one reported on ``--half``."""
-    from semuq_eval.judges import validation
-    from semuq_eval.judges.panel import combine
-
-    ranked = validation.candidates(args.validate, partner=args.partner)
+    ranked = validation.candidates(v.folder, partner=v.partner)
     print(
         f"candidates on the dev half, by kappa (of {len(ranked)}; a tie within {validation.TIE}: the faster):"
     )
     print(f"{'judge':<30} {'threshold':>9} {'panel':<28} {'accuracy':>8} {'kappa':>7} {'s/answer':>9}")
-    for c in ranked[: args.top]:
+    for c in ranked[:top]:
         kappa = "-" if c["kappa"] is None else f"{c['kappa']:.3f}"
         print(
             f"{c['judge']:<30} {c['threshold'] if c['threshold'] is not None else 'own':>9} "
@@ -255,13 +159,13 @@ def _choose(args: argparse.Namespace) -> int:
         )
     chosen = ranked[0]
     labels = validation.thresholded(
-        validation.read_verdicts(args.validate, chosen["judge"])[0], chosen["threshold"]
+        validation.read_verdicts(v.folder, chosen["judge"])[0], chosen["threshold"]
     )
     if chosen["panel"]:
-        partner = validation.thresholded(validation.read_verdicts(args.validate, args.partner)[0], None)
+        partner = validation.thresholded(validation.read_verdicts(v.folder, v.partner)[0], None)
         rule = chosen["panel"].split()[0]
-        labels = {k: combine(v, partner[k], rule) for k, v in labels.items()}
-    report = validation.validation_report(validation.read_items(args.validate), labels, half=args.half)
+        labels = {k: combine(x, partner[k], rule) for k, x in labels.items()}
+    report = validation.validation_report(validation.read_items(v.folder), labels, half=v.half)
     name = f"{chosen['judge']} (threshold {chosen['threshold'] or 'own'}, {chosen['panel'] or 'alone'})"
     print(f"\nchosen: {name}\n" + validation.format_report(report, name))
     return 0
@@ -301,37 +205,30 @@ def _request_failures(
     return True, line + ": fix the server and run again with --force, or pass --allow-unknown to keep it"
 
 
-def _compare(args: Any, name: str) -> int:
+def _compare(store: str, o: JudgeOptions, name: str) -> int:
     """Compare the new label set with ``--compare``: agreement and AUROC tables, printed and stored in its
     manifest."""
-    from semuq_eval.harness.label_sets import label_set_names
-    from semuq_eval.harness.relabel import auroc_side_by_side, compare_label_sets
-    from semuq_eval.jsonio import read_json, write_json
-    from semuq_eval.judges.agreement import agreement_table
-
-    if args.compare not in label_set_names(args.store):
-        print(f"(no label set {args.compare!r} to compare with)")
+    if o.compare not in label_set_names(store):
+        print(f"(no label set {o.compare!r} to compare with)")
         return 0
-    comparison = compare_label_sets(args.store, args.compare, name)
-    table = auroc_side_by_side(args.store, [args.compare, name], args.strategy)
-    meta_path = Path(args.store) / "labels" / f"{name}.json"
+    comparison = relabel.compare_label_sets(store, o.compare, name)
+    table = relabel.auroc_side_by_side(store, [o.compare, name], o.strategy)
+    meta_path = Path(store) / "labels" / f"{name}.json"
     write_json(meta_path, {**read_json(meta_path), "agreement": comparison, "auroc": table})
-    print(f"\nagreement of {args.compare!r} (a) and {name!r} (b) on {comparison['n_docs']} questions:")
+    print(f"\nagreement of {o.compare!r} (a) and {name!r} (b) on {comparison['n_docs']} questions:")
     print(agreement_table({k: v for k, v in comparison.items() if isinstance(v, dict)}))
-    la, lb = table[args.compare]["labels"], table[name]["labels"]
+    la, lb = table[o.compare]["labels"], table[name]["labels"]
     print(
-        f"\nAUROC under each label set ({args.strategy} labels; {args.compare}: {la['n_correct']} correct / "
+        f"\nAUROC under each label set ({o.strategy} labels; {o.compare}: {la['n_correct']} correct / "
         f"{la['n_incorrect']} incorrect, {name}: {lb['n_correct']} / {lb['n_incorrect']}; ! = small sample):"
     )
     ests = sorted(
-        table[args.compare]["auroc"],
-        key=lambda e: -(table[args.compare]["auroc"][e].get("value") or float("-inf")),
-    )[: args.top]
-    print(f"{'estimator':<24} {args.compare:>24} {name:>24}")
+        table[o.compare]["auroc"],
+        key=lambda e: -(table[o.compare]["auroc"][e].get("value") or float("-inf")),
+    )[: o.top]
+    print(f"{'estimator':<24} {o.compare:>24} {name:>24}")
     for e in ests:
-        print(
-            f"{e:<24} {_fmt(table[args.compare]['auroc'].get(e)):>24} {_fmt(table[name]['auroc'].get(e)):>24}"
-        )
+        print(f"{e:<24} {_fmt(table[o.compare]['auroc'].get(e)):>24} {_fmt(table[name]['auroc'].get(e)):>24}")
     return 0
 
 

@@ -18,13 +18,14 @@ from pathlib import Path
 
 from semuq_eval.commands.arguments import CommandParser
 from semuq_eval.durable import writer_lock
-from semuq_eval.harness.label_sets import RUN_LABELS
+from semuq_eval.options import add_options, parse_options
+from semuq_eval.training.data_files import TRAINING_DATA_SUFFIX, ExportOptions, StatsOptions, export_store
 
 __all__ = ["main", "parser"]
 
 
 def parser() -> argparse.ArgumentParser:
-    """The command's argument parser."""
+    """The command's parser: per action its positionals, then its options model's flags."""
     p = CommandParser(
         prog="semuq-eval train-data",
         description="Export run stores' labelled answers to compact training-data files; count what they hold.",
@@ -32,23 +33,17 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="action", required=True)
     e = sub.add_parser("export", help="a run store's labelled answers -> one .jsonl.gz file (text only)")
     e.add_argument("stores", nargs="+", help="run store folders")
-    e.add_argument("--output", required=True, help="a .jsonl.gz file (one store) or a folder (several)")
-    e.add_argument("--labels", default=RUN_LABELS, help="label set with per-sample verdicts (default: run)")
-    e.add_argument("--llm", help="name of the generating LLM, when the store cannot tell")
-    e.add_argument("--note", help="free text kept in the file's header (e.g. which chunk of questions)")
-    e.add_argument("--force", action="store_true", help="replace an existing output file")
+    add_options(e, ExportOptions)
     s = sub.add_parser(
         "stats", help="questions held and kept by the paper's rule (>= 2 correct, >= 1 incorrect)"
     )
     s.add_argument("inputs", nargs="+", help="training-data files or run store folders")
-    s.add_argument("--labels", default=RUN_LABELS, help="label set of the stores (default: run)")
+    add_options(s, StatsOptions)
     return p
 
 
-def _export(args: argparse.Namespace) -> int:
-    from semuq_eval.training.data_files import TRAINING_DATA_SUFFIX, export_store
-
-    output = Path(args.output)
+def _export(args: argparse.Namespace, o: ExportOptions) -> int:
+    output = Path(o.output)
     several = len(args.stores) > 1
     if several and str(output).endswith(TRAINING_DATA_SUFFIX):
         raise ValueError(f"--output {output}: several stores export into a folder, not one file")
@@ -63,9 +58,7 @@ def _export(args: argparse.Namespace) -> int:
         raise ValueError(f"two stores would export to the same file under {output}; export them one by one")
     for store, target in zip(args.stores, targets, strict=True):
         with writer_lock(target, "training-data file"):
-            info = export_store(
-                store, target, labels=args.labels, llm=args.llm, note=args.note, force=args.force
-            )
+            info = export_store(store, target, **o.model_dump(exclude={"output"}))
         print(
             f"{info['output']}: {info['n_questions']} questions of {info.get('task')} "
             f"({info.get('llm')}, N = {info.get('n_samples')}), {target.stat().st_size:,} bytes"
@@ -73,13 +66,13 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
-def _stats(args: argparse.Namespace) -> int:
+def _stats(args: argparse.Namespace, o: StatsOptions) -> int:
     from semuq_eval.training.data_files import is_training_file, read_training_file
     from semuq_eval.training.stores import read_store
     from semuq_eval.training.triplets import filter_questions
 
     for item in args.inputs:
-        data = read_training_file(item) if is_training_file(item) else read_store(item, args.labels)
+        data = read_training_file(item) if is_training_file(item) else read_store(item, o.labels)
         kept, counts = filter_questions(data.questions)
         answers = sum(len(q.answers) for q in data.questions)
         correct = sum(v == 1 for q in data.questions for v in q.labels)
@@ -95,7 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command; returns the exit code (2 for bad input, with the reason on stderr)."""
     args = parser().parse_args(sys.argv[1:] if argv is None else argv)
     try:
-        return _export(args) if args.action == "export" else _stats(args)
+        if args.action == "export":
+            return _export(args, parse_options(ExportOptions, args))
+        return _stats(args, parse_options(StatsOptions, args))
     except (FileNotFoundError, FileExistsError, ValueError) as err:
         print(f"semuq-eval train-data {args.action}: {err}", file=sys.stderr)
         return 2

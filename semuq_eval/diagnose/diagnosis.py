@@ -40,7 +40,14 @@ from semuq_eval.metrics import Bootstrap
 from semuq_eval.metrics.bootstrap import MAX_RESAMPLES
 from semuq_eval.options import Options, option
 
-__all__ = ["DIAGNOSE_FORMAT", "DiagnoseOptions", "Diagnosis", "build_pair_sets", "diagnose"]
+__all__ = [
+    "DIAGNOSE_FORMAT",
+    "DiagnoseCommandOptions",
+    "DiagnoseOptions",
+    "Diagnosis",
+    "build_pair_sets",
+    "diagnose",
+]
 
 log = logging.getLogger(__name__)
 
@@ -116,6 +123,27 @@ class DiagnoseOptions(Options):
     def _pairs(cls, value: Any) -> Any:
         """``"A:B"`` texts (the flag's) as ``(A, B)`` pairs."""
         return [_pair(v) if isinstance(v, str) else v for v in value or []]
+
+
+class DiagnoseCommandOptions(Options):
+    """``semuq-eval diagnose``'s own flags: where it writes, and the judges and rewrite route it builds for
+    :func:`diagnose` (its table in docs/diagnose.md)."""
+
+    output: str = option("diagnosis", "output folder")
+    force: bool = option(False, "write into an --output folder that holds other files than a diagnosis")
+    judge: str | None = option(None, "label every answer now with this judge instead (e.g. string)")
+    judge_options: dict | None = option(None, "JSON options of --judge", parse="json")
+    rewrite: Literal["offline", "llm"] = option("offline", "context-trap rewrite route")
+    rewrite_options: dict | None = option(
+        None,
+        'JSON: offline {"max_words", "max_short_words", "context_slack"}; '
+        'llm {"base_url", "model", "endpoint", "api_key_env", "max_tokens", "concurrency"}',
+        parse="json",
+    )
+    equivalence_judge: str | None = option(
+        None, "judge deciding wrong-answer equivalence (default: string, contains); e.g. openai"
+    )
+    equivalence_judge_options: dict | None = option(None, "JSON options of --equivalence_judge", parse="json")
 
 
 def _pair(spec: str) -> tuple[str, str]:

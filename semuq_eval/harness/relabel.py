@@ -7,16 +7,20 @@ gives Cohen's kappa and confusion matrices (greedy, majority, per-sample; greedy
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import field_validator, model_validator
 
 from semuq_eval import judges
 from semuq_eval.durable import writer_lock
 from semuq_eval.harness.breakdown import summarize
 from semuq_eval.harness.label_sets import (
+    RUN_LABELS,
     check_name,
     label_docs,
     label_set_names,
@@ -25,11 +29,13 @@ from semuq_eval.harness.label_sets import (
 )
 from semuq_eval.harness.settings import stored_settings
 from semuq_eval.harness.store import open_store
+from semuq_eval.jsonio import loads
 from semuq_eval.judges.agreement import agreement
-from semuq_eval.judges.panel import check_panel, combine
+from semuq_eval.judges.panel import PANEL_RULES, check_panel, combine
 from semuq_eval.judges.strategies import majority_label
+from semuq_eval.options import OptionError, Options, option
 
-__all__ = ["ANSWERS", "auroc_side_by_side", "compare_label_sets", "judge_store", "panel_store"]
+__all__ = ["JudgeOptions", "auroc_side_by_side", "compare_label_sets", "judge_store", "panel_store"]
 
 
 def judge_store(
@@ -168,3 +174,61 @@ def auroc_side_by_side(store: str | os.PathLike, label_sets: Sequence[str], stra
             "auroc": {e: r["auroc"] for e, r in b["results"][strategy].items()},
         }
     return out
+
+
+class JudgeOptions(Options):
+    """``semuq-eval judge``'s options: the judge or panel, the label set it writes and the one it is compared with
+    (docs/judges.md's table; the store is the command's positional).
+
+    Examples
+    --------
+    >>> JudgeOptions(judge_args="base_url=http://h:8/v1,model=m,concurrency=4,logprobs=false").judge_args
+    {'base_url': 'http://h:8/v1', 'model': 'm', 'concurrency': 4, 'logprobs': False}
+    """
+
+    judge: str | None = option(None, "the judge: string, hf, openai or a plugin's")
+    judge_args: dict[str, Any] = option({}, "the judge's options: key=value,key=value")
+    name: str | None = option(None, "the label set's name (default: the judge's name and model)")
+    compare: str = option(RUN_LABELS, "compare with this label set")
+    strategy: str = option("greedy", "the label strategy of the AUROC table")
+    top: int = option(15, "rows shown: estimators in the AUROC table, candidates with --choose", ge=1)
+    answers: Literal[ANSWERS] = option(
+        "all", "all: every answer; greedy: the greedy answers only (sampled and majority labels stay unknown)"
+    )
+    panel: list[str] | None = option(
+        None, "instead of a judge: a panel of label sets A,B (with --validate: of verdict sets)", parse="csv"
+    )
+    rule: Literal[PANEL_RULES] = option("both", "the panel's rule: correct when both say so or either does")
+    force: bool = option(False, "replace a label set of the same name")
+    allow_unknown: bool = option(
+        False, "exit 0, not 1, when every judge request failed (no label known)", flag="--allow-unknown"
+    )
+
+    @field_validator("judge_args", mode="before")
+    @classmethod
+    def _read(cls, value: Any) -> Any:
+        """The flag's ``k=v,...`` text as a dict, values read as JSON when they parse (numbers, true/false,
+        null); a mapping given in Python stays as it is."""
+        if not isinstance(value, str):
+            return value
+        out: dict[str, Any] = {}
+        for part in filter(None, (p.strip() for p in value.split(","))):
+            key, sep, text = (s.strip() for s in part.partition("="))
+            if not sep or not key:
+                raise ValueError(f"{part!r} is not key=value")
+            try:
+                out[key] = loads(text)
+            except json.JSONDecodeError as err:
+                if err.msg == "nested too deep":  # not echoed: the error would print the whole value
+                    raise ValueError(f"{key} is nested too deep to read") from None
+                out[key] = text
+        return out
+
+    @model_validator(mode="after")
+    def _registered(self) -> JudgeOptions:
+        """The judge and the strategy are registered names (plugins add more, so no Literal)."""
+        for field, known in (("judge", judges.names()), ("strategy", judges.label_strategy_names())):
+            value = getattr(self, field)
+            if value is not None and value not in known:
+                raise OptionError(field, f"invalid choice: {value!r} (choose from {', '.join(known)})")
+        return self

@@ -24,17 +24,19 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from semuq_eval.durable import writer_lock
 from semuq_eval.jsonio import read_json, read_jsonl, write_json, write_jsonl
 from semuq_eval.judges.panel import PANEL_RULES, check_panel, combine
+from semuq_eval.options import Options, option
 
 __all__ = [
     "HALVES",
     "ValidationItem",
+    "ValidationOptions",
     "candidates",
     "judge_items",
     "panel_verdicts",
@@ -49,6 +51,26 @@ HALVES = ("dev", "test", "all")
 VERDICTS_FORMAT = "semuq-validation-verdicts/1"
 _KINDS = ("greedy", "sampled")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+class ValidationOptions(Options):
+    """``semuq-eval judge``'s options for a validation set: the half reported and the choice of a judge
+    (docs/judges.md's table)."""
+
+    folder: str | None = option(
+        None,
+        "a validation set: judge its items (--judge) or combine two verdict sets (--panel) and report agreement "
+        "with the annotation; alone: the table of every verdict set",
+        flag="--validate",
+    )
+    half: Literal[HALVES] = option("test", "the items reported: dev, test or all")
+    choose: bool = option(
+        False,
+        "rank every candidate (each verdict set alone, with thresholds on p_correct, in a panel with --partner) "
+        "by kappa on the dev half, choose the best (a tie within 0.01: the faster), report it on --half",
+    )
+    partner: str = option("string-contains", "the verdict set panels pair with")
+    threshold: float | None = option(None, "labels p_correct > T for verdicts with a probability", ge=0, le=1)
 
 
 @dataclass(frozen=True)

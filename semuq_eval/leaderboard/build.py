@@ -12,15 +12,20 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from pydantic import model_validator
+
 from semuq_eval.durable import UNFINISHED, clean_temporary, is_temporary
 from semuq_eval.durable import unfinished as writing_unfinished
 from semuq_eval.jsonio import read_json
-from semuq_eval.options import Options, option
+from semuq_eval.leaderboard.board import REFERENCE
+from semuq_eval.metrics.bootstrap import MAX_RESAMPLES
+from semuq_eval.metrics.calibrators import MAX_BINS
+from semuq_eval.options import OptionError, Options, option
 
 if TYPE_CHECKING:
     from semuq_eval.leaderboard.compute import LeaderboardConfig
 
-__all__ = ["BuildOptions", "build"]
+__all__ = ["BuildOptions", "LeaderboardOptions", "build"]
 
 log = logging.getLogger("semuq_eval.leaderboard")
 
@@ -50,6 +55,82 @@ class BuildOptions(Options):
     )
     created: str | None = option(None, "a fixed build time (golden files); default now", cli=False)
     command: str = option("", "the command line shown on the pages", cli=False)
+
+
+class LeaderboardOptions(Options):
+    """``semuq-eval leaderboard``'s other flags: the folder it writes, the records it adds (:func:`build`'s
+    ``output`` and ``add``) and how the board computes (:meth:`config`)."""
+
+    output: str = option(..., "the folder to write", flag="--output -o")
+    add: list[str] = option(
+        [],
+        "a run record (or glob) that must join a section of the inputs (repeatable); one that does not (named with "
+        "the field) or cannot be read is left out, and the exit status is 1",
+        parse="append",
+    )
+    bootstrap: int = option(1000, "bootstrap resamples", ge=1, le=MAX_RESAMPLES)
+    seed: int = option(0, "bootstrap seed (as runs)", ge=0)
+    metrics: list[str] | None = option(
+        None,
+        "cell metrics, comma-separated, AUROC first (default: auroc, then the runs' `metrics` settings); metrics a "
+        "run's breakdown lacks are computed from its scores (the slow part of a large board)",
+        parse="csv",
+    )
+    ece_bins: int = option(10, "ECE's equal-width bins", ge=1, le=MAX_BINS, flag="--ece-bins")
+    ece_refit: Literal["once", "per_resample"] = option(
+        "once", "ECE's interval: resample the calibrated pairs, or refit per resample", flag="--ece-refit"
+    )
+    estimator: list[str] = option(
+        [], "estimator for the LLM-vs-LLM tests (repeatable); default: the best mean AUROC", parse="append"
+    )
+    reference: str = option(REFERENCE, "the headline's reference estimator, the same for every LLM and task")
+    headline_metric: str = option(
+        "auroc",
+        "the metric the headline shows and ranks by, e.g. coverage_at_risk (see --coverage-at-risk)",
+        flag="--headline-metric",
+    )
+    coverage_at_risk: list[float] | None = option(
+        None,
+        "ALPHA,DELTA: the levels of coverage_at_risk (named in --metrics or --headline-metric), the share answered "
+        "at a certified error rate ALPHA with probability 1 - DELTA (default 0.1,0.1; docs/decisions.md)",
+        parse="csv",
+        flag="--coverage-at-risk",
+    )
+    compare: list[str] = option(
+        [],
+        "OP:BASE[,BASE...]: also compare operator OP with each BASE aggregator by aggregator (repeatable), e.g. "
+        "a trained variant: --compare enc_nq:enc,cos_ext,lexical,cos_int",
+        parse="append",
+    )
+    jobs: int = option(1, "worker processes", ge=1, flag="--jobs -j")
+
+    @model_validator(mode="after")
+    def _levels(self) -> LeaderboardOptions:
+        """``coverage_at_risk``: two levels, of a metric that is named."""
+        levels, named = self.coverage_at_risk, [*(self.metrics or []), self.headline_metric]
+        if levels is not None and len(levels) != 2:
+            raise OptionError("coverage_at_risk", f"expected ALPHA,DELTA, got {','.join(map(str, levels))!r}")
+        if levels and "coverage_at_risk" not in named:
+            raise OptionError("coverage_at_risk", "name coverage_at_risk in --metrics or --headline-metric")
+        return self
+
+    def config(self) -> LeaderboardConfig:
+        """The board's :class:`~.compute.LeaderboardConfig`, ``coverage_at_risk`` at the ``coverage_at_risk``
+        levels; ValueError for bad levels, metrics or ``compare``."""
+        from semuq_eval.leaderboard.baselines import parse_compare
+        from semuq_eval.leaderboard.compute import LeaderboardConfig as Config
+        from semuq_eval.metrics.risk import coverage_metric
+
+        levels = self.coverage_at_risk
+        names = {"coverage_at_risk": coverage_metric(*levels) if levels else "coverage_at_risk"}
+        return Config(
+            **self.model_dump(include={"seed", "ece_bins", "ece_refit", "jobs", "reference"}),
+            n_resamples=self.bootstrap,
+            metrics=tuple(names.get(m, m) for m in self.metrics) if self.metrics else None,
+            llm_estimators=tuple(self.estimator),
+            compare=tuple(map(parse_compare, self.compare)),
+            headline_metric=names.get(self.headline_metric, self.headline_metric),
+        )
 
 
 def build(

@@ -43,11 +43,14 @@ from semuq_eval.harness.record import (
 from semuq_eval.harness.schemas import TrainingHeader, TrainingLine, check_line
 from semuq_eval.jsonio import json_safe, read_jsonl_gz
 from semuq_eval.judges.base import as_label
+from semuq_eval.options import Options, option
 from semuq_eval.training.stores import LabelledQuestion, StoreData, read_store
 
 __all__ = [
     "TRAINING_DATA_FORMAT",
     "TRAINING_DATA_SUFFIX",
+    "ExportOptions",
+    "StatsOptions",
     "convert_training_file",
     "export_store",
     "is_training_file",
@@ -59,6 +62,22 @@ __all__ = [
 TRAINING_DATA_FORMAT = "semuq-training-data/1"
 """The former format of training-data files, read through :func:`convert_training_file`."""
 TRAINING_DATA_SUFFIX = ".jsonl.gz"
+
+
+class ExportOptions(Options):
+    """``semuq-eval train-data export``'s options (:func:`export_store`; docs/training-data.md's table)."""
+
+    output: str = option(..., "a .jsonl.gz file (one store) or a folder (several)")
+    labels: str = option(RUN_LABELS, "label set with per-sample verdicts")
+    llm: str | None = option(None, "name of the generating LLM, when the store cannot tell")
+    note: str | None = option(None, "free text kept in the file's header (e.g. which chunk of questions)")
+    force: bool = option(False, "replace an existing output file")
+
+
+class StatsOptions(Options):
+    """``semuq-eval train-data stats``'s options (docs/training-data.md's table)."""
+
+    labels: str = option(RUN_LABELS, "label set of the stores")
 
 
 def is_training_file(path: str | os.PathLike) -> bool:
