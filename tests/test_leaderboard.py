@@ -870,6 +870,7 @@ LEADERBOARDS = Path(__file__).resolve().parents[1] / "leaderboards"
 REPRODUCTION = LEADERBOARDS / "reproduction"
 COMMITTED_BOARDS = {  # recipe script -> the board it rebuilds from the run records committed beside it
     "offline": (LEADERBOARDS / "offline" / "recipe" / "regenerate.sh", LEADERBOARDS / "offline"),
+    "common": (LEADERBOARDS / "common" / "recipe" / "build.sh", LEADERBOARDS / "common"),
     "reproduction": (REPRODUCTION / "recipe" / "board.sh", REPRODUCTION / "leaderboard"),
     "confirmation": (
         REPRODUCTION / "confirmation" / "recipe" / "board.sh",
