@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from semuq_eval.decisions.calibrator import KINDS
 from semuq_eval.metrics.bootstrap import MAX_RESAMPLES
 from semuq_eval.metrics.risk import ALPHA, DELTA, N_THRESHOLDS
 from semuq_eval.options import Options, option
@@ -23,7 +24,7 @@ class CalibrateOptions(LabelOptions):
     """``decide calibrate``: the map fitted (:func:`~semuq_eval.decisions.fit_calibrator`)."""
 
     estimator: str = option(..., "the estimator, e.g. kle_heat@enc")
-    kind: Literal["isotonic", "platt"] = option("isotonic", "the map: isotonic regression or Platt scaling")
+    kind: Literal[KINDS] = option("isotonic", "the map: isotonic regression or Platt scaling")
     output: str = option(..., "the calibrator's JSON file")
     force: bool = option(False, "replace an existing file that is not a calibrator")
 
