@@ -76,7 +76,8 @@ def option(
     list; ``many``: words after the flag; ``append``: a repeatable flag, an item each time; ``json``: a JSON object,
     ``of`` saying what it maps; default: the field's type); ``flag`` overrides ``--<field>``, aliases after a space
     (``"--force --overwrite"``, ``"--output -o"``; a boolean field defaulting to true is switched off by its flag,
-    e.g. ``--no_progress``); ``const`` is the value of the bare flag; ``cli=False`` keeps the field out of the parser
+    e.g. ``--no_progress``; a name without dashes makes the field a positional argument, ``parse="many"`` for
+    several); ``const`` is the value of the bare flag; ``cli=False`` keeps the field out of the parser
     and table; ``ge`` / ``le`` / ``gt`` are pydantic bounds. A model validator names its field by raising
     :class:`OptionError`."""
     extra = {"parse": parse, "flag": flag, "of": of, "const": const, "cli": cli}
@@ -120,10 +121,29 @@ def _reader(name: str, info: Any) -> Callable[[str], Any]:
     return str
 
 
+def _is_positional(name: str, info: Any) -> bool:
+    return not _flags_of(name, info)[0].startswith("-")
+
+
+def _add_positional(parser: argparse.ArgumentParser, name: str, info: Any) -> None:
+    """A positional argument: one value, or several with ``parse="many"``; optional when it has a default."""
+    required = info.is_required()
+    many = (info.json_schema_extra or {}).get("parse") == "many"
+    nargs = ("+" if required else "*") if many else (None if required else "?")
+    metavar = _flags_of(name, info)[0]
+    parser.add_argument(
+        name, nargs=nargs, metavar=None if metavar == name else metavar, help=info.description
+    )
+
+
 def add_options(parser: argparse.ArgumentParser, model: type[Options]) -> None:
-    """One flag per field of ``model`` (a boolean field is a switch); the help text ends with the default."""
+    """One flag per field of ``model`` (a boolean field is a switch, a name without dashes a positional argument);
+    the help text ends with the default."""
     for name, info in _flags(model):
         flags = _flags_of(name, info)
+        if _is_positional(name, info):
+            _add_positional(parser, name, info)
+            continue
         if _base_type(info.annotation) is bool:
             action = "store_false" if info.default is True else "store_true"
             parser.add_argument(*flags, dest=name, action=action, default=None, help=info.description)
@@ -179,7 +199,9 @@ def parse_options(model: type[Options], namespace: argparse.Namespace) -> Option
 
 
 def _bounds(info: Any) -> str:
-    """A field's bounds as text (``> 0, <= 1``), from its pydantic constraints."""
+    """A field's bounds as text (``> 0, <= 1``, or the choices ``em, f1``), from its pydantic constraints."""
+    if typing.get_origin(_base_type(info.annotation)) is Literal:
+        return ", ".join(map(str, typing.get_args(_base_type(info.annotation))))
     signs = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
     found = [
         f"{sign} {getattr(m, key)}" for m in info.metadata for key, sign in signs.items() if hasattr(m, key)
@@ -198,6 +220,8 @@ def options_table(model: type[Options]) -> str:
     """The Markdown table of a model's options: flag, default, bounds and what it does (the docs show it)."""
     rows = ["| option | default | bounds | what |", "|---|---|---|---|"]
     for name, info in _flags(model):
+        if _is_positional(name, info):
+            continue  # the command's usage line shows its positional arguments
         default = "required" if info.is_required() else _table_default(info.default)
         flags = " ".join(f"`{f}`" for f in _flags_of(name, info))
         rows.append(f"| {flags} | {default} | {_bounds(info)} | {info.description} |")

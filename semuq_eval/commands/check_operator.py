@@ -15,9 +15,27 @@ from pathlib import Path
 
 from semuq_eval.commands.arguments import CommandParser
 from semuq_eval.diagnose.check import CheckOptions
-from semuq_eval.options import add_options, parse_options
+from semuq_eval.options import Options, add_options, option, parse_options
 
 __all__ = ["main"]
+
+
+class CheckCommandOptions(Options):
+    """What ``semuq-eval check-operator`` checks and where it writes (the check's own options: CheckOptions)."""
+
+    model: str = option(
+        ..., "an enc model folder or hub id, an operator name (lexical), or name:MODEL", flag="model"
+    )
+    baseline: str | None = option(None, "baseline JSON to compare with")
+    write_baseline: str | None = option(None, "record one here", flag="--write-baseline --write_baseline")
+    report: str | None = option(None, "also write the report as JSON here")
+    force: bool = option(False, "replace an existing --write-baseline or --report file")
+    cache: str | None = option(
+        None,
+        "where the figures of an operator checked before are kept (default: <asset cache>/check-operator): the "
+        "same weights on the same store are read back, not computed",
+    )
+    no_cache: bool = option(False, "compute the figures every time")
 
 
 def main(argv: list[str]) -> int:
@@ -28,25 +46,13 @@ def main(argv: list[str]) -> int:
         "record and compare them with a baseline: exit 0 when none regressed beyond the tolerance, 1 when one did, "
         "2 on bad input.",
     )
-    p.add_argument("model", help="an enc model folder or hub id, an operator name (lexical), or name:MODEL")
-    p.add_argument("--baseline", default=None, help="baseline JSON to compare with")
-    p.add_argument(
-        "--write-baseline", "--write_baseline", dest="write_baseline", default=None, help="record one here"
-    )
-    p.add_argument("--report", default=None, help="also write the report as JSON here")
-    p.add_argument(
-        "--force", action="store_true", help="replace an existing --write-baseline or --report file"
-    )
-    p.add_argument(
-        "--cache",
-        default=None,
-        metavar="DIR",
-        help="where the figures of an operator checked before are kept (default: <asset cache>/check-operator): "
-        "the same weights on the same store are read back, not computed",
-    )
-    p.add_argument("--no_cache", action="store_true", help="compute the figures every time")
+    add_options(p, CheckCommandOptions)
     add_options(p, CheckOptions)
-    args = p.parse_args(argv)
+    namespace = p.parse_args(argv)
+    try:
+        args = parse_options(CheckCommandOptions, namespace)
+    except ValueError as err:
+        p.error(str(err))
     for flag, path in (("--write-baseline", args.write_baseline), ("--report", args.report)):
         if path and Path(path).exists() and not args.force:  # a committed baseline is the user's
             print(
@@ -58,7 +64,7 @@ def main(argv: list[str]) -> int:
     from semuq_eval.jsonio import write_json
 
     try:
-        options = parse_options(CheckOptions, args)
+        options = parse_options(CheckOptions, namespace)
         options.cache = False if args.no_cache else (Path(args.cache) if args.cache else True)
         report = check_operator(args.model, args.baseline, options, write_baseline=args.write_baseline)
     except (ValueError, FileNotFoundError, KeyError, RuntimeError) as err:

@@ -37,7 +37,7 @@ DECISION_FORMAT = "semuq-decision/1"
 
 
 def parser() -> argparse.ArgumentParser:
-    """The command's parser: per action its positionals, then its options model's flags."""
+    """The command's parser: per action its options model's arguments."""
     p = CommandParser(
         prog="semuq-eval decide",
         description="From scores to decisions: calibrators, abstention thresholds with guarantees, and a "
@@ -45,9 +45,7 @@ def parser() -> argparse.ArgumentParser:
     )
     sub = p.add_subparsers(dest="action", required=True, parser_class=CommandParser)
     actions = {name: sub.add_parser(name, help=text) for name, (_, text, _) in ACTIONS.items()}
-    actions["apply"].add_argument("calibrator", help="a calibrator saved by `decide calibrate`")
     for name, action in actions.items():
-        action.add_argument("run", help="a run store folder or a run record (*.jsonl.gz)")
         add_options(action, ACTIONS[name][0])
     return p
 
@@ -85,12 +83,12 @@ def _write(path: str | Path, document: dict[str, Any], force: bool) -> None:
     write_json(path, document)
 
 
-def _calibrate(args: argparse.Namespace, o: CalibrateOptions) -> dict[str, Any]:
+def _calibrate(o: CalibrateOptions) -> dict[str, Any]:
     from semuq_eval.decisions import CALIBRATOR_FORMAT, fit_calibrator
     from semuq_eval.writes import check_file_target
 
     check_file_target(o.output, ours=CALIBRATOR_FORMAT, force=o.force, flag="--output")
-    run, correct = _load(args.run, o.label_set, o.strategy)
+    run, correct = _load(o.run, o.label_set, o.strategy)
     calibrator = fit_calibrator(
         _scores(run, o.estimator),
         correct,
@@ -115,13 +113,13 @@ def _calibrate(args: argparse.Namespace, o: CalibrateOptions) -> dict[str, Any]:
     return calibrator.to_json()
 
 
-def _apply(args: argparse.Namespace, o: ApplyOptions) -> dict[str, Any]:
+def _apply(o: ApplyOptions) -> dict[str, Any]:
     import numpy as np
 
     from semuq_eval.decisions import load_calibrator
 
-    calibrator = load_calibrator(args.calibrator)
-    run, _ = _load(args.run, calibrator.label_set, calibrator.strategy)
+    calibrator = load_calibrator(o.calibrator)
+    run, _ = _load(o.run, calibrator.label_set, calibrator.strategy)
     u = _scores(run, calibrator.estimator)
     confidence = calibrator.confidence(
         u, estimator=calibrator.estimator, operator=_operator(run, calibrator.estimator)
@@ -142,10 +140,10 @@ def _apply(args: argparse.Namespace, o: ApplyOptions) -> dict[str, Any]:
     return document
 
 
-def _threshold(args: argparse.Namespace, o: ThresholdOptions) -> dict[str, Any]:
+def _threshold(o: ThresholdOptions) -> dict[str, Any]:
     from semuq_eval.decisions import abstention_threshold, held_out, split_questions
 
-    run, correct = _load(args.run, o.label_set, o.strategy)
+    run, correct = _load(o.run, o.label_set, o.strategy)
     u = _scores(run, o.estimator)
     if o.calibration_run:
         cal_run, cal_correct = _load(o.calibration_run, o.label_set, o.strategy)
@@ -196,11 +194,11 @@ def _threshold_text(estimator: str, run, chosen, result) -> str:
     )
 
 
-def _combine(args: argparse.Namespace, o: CombineOptions) -> dict[str, Any]:
+def _combine(o: CombineOptions) -> dict[str, Any]:
     from semuq_eval.decisions import complete_estimators, cross_fitted_combination
     from semuq_eval.metrics import Bootstrap, evaluate, paired_difference
 
-    run, correct = _load(args.run, o.label_set, o.strategy)
+    run, correct = _load(o.run, o.label_set, o.strategy)
     names = o.estimators or complete_estimators(run.scores, correct)
     combination = cross_fitted_combination(
         {n: _scores(run, n) for n in names}, correct, n_folds=o.folds, seed=o.seed
@@ -267,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     with contextlib.ExitStack() as locks:  # one writer per output file: a second one gets one line
         for target in {getattr(options, "output", None), json_file} - {None}:
             locks.enter_context(writer_lock(target, "decision file"))
-        document = act(args, options)
+        document = act(options)
         if json_file:
             _write(json_file, document, options.force)
     return 0

@@ -13,53 +13,45 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
+from typing import Literal
 
-from semuq_eval.commands.arguments import CommandParser, whole
+from semuq_eval.commands.arguments import CommandParser
+from semuq_eval.options import Options, add_options, option, parse_options
 
-LLMS = ("smollm2-135m-instruct", "gemma-3-270m")
 TASK_DATA = {
     "semuq_triviaqa_dpr": "triviaqa",
     "semuq_nqopen": "nq-open",
     "semuq_webquestions": "webquestions",
 }
-DEFAULT_LLM, DEFAULT_TASK, DEFAULT_LIMIT = "smollm2-135m-instruct", "semuq_webquestions", 210
+
+
+class DemoOptions(Options):
+    """The options of ``semuq-eval demo``."""
+
+    llm: Literal["smollm2-135m-instruct", "gemma-3-270m"] = option(
+        "smollm2-135m-instruct", "the LLM under test"
+    )
+    task: Literal["semuq_nqopen", "semuq_triviaqa_dpr", "semuq_webquestions"] = option(
+        "semuq_webquestions", "the QA set"
+    )
+    limit: int = option(210, "the first N questions of the set", ge=1)
+    chat_template: Literal["auto", "on", "off"] = option(
+        "auto", "apply the LLM's chat template (auto: when the LLM is an instruct model)"
+    )
+    n_samples: int = option(20, "sampled answers per question", ge=1)
+    max_gen_toks: int = option(32, "token budget per answer (the CPU time budget)", ge=1)
+    output_path: str = option("semuq-demo", "where results go")
+    batch_size: str = option("8", "prompts per generate call (x N samples each)")
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the offline demo; returns the process exit code."""
     parser = CommandParser(prog="semuq-eval demo", description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--llm", choices=LLMS, default=DEFAULT_LLM, help=f"the LLM under test (default {DEFAULT_LLM})"
-    )
-    parser.add_argument(
-        "--task", choices=sorted(TASK_DATA), default=DEFAULT_TASK, help=f"default {DEFAULT_TASK}"
-    )
-    parser.add_argument(
-        "--limit",
-        type=whole(1),
-        default=DEFAULT_LIMIT,
-        help=f"the first N questions of the set (default {DEFAULT_LIMIT})",
-    )
-    parser.add_argument(
-        "--chat_template",
-        choices=("auto", "on", "off"),
-        default="auto",
-        help="apply the LLM's chat template (auto: when the LLM is an instruct model)",
-    )
-    parser.add_argument(
-        "--n_samples", type=whole(1), default=20, help="sampled answers per question (default 20)"
-    )
-    parser.add_argument(
-        "--max_gen_toks",
-        type=whole(1),
-        default=32,
-        help="token budget per answer (default 32: the CPU time budget)",
-    )
-    parser.add_argument("--output_path", default="semuq-demo", help="where results go (default ./semuq-demo)")
-    parser.add_argument(
-        "--batch_size", default="8", help="prompts per generate call (x N samples each; default 8)"
-    )
-    args = parser.parse_args(argv)
+    add_options(parser, DemoOptions)
+    try:
+        args = parse_options(DemoOptions, parser.parse_args(argv))
+    except ValueError as err:
+        parser.error(str(err))
 
     from semuq_eval.assets import locate, prepare
     from semuq_eval.commands.run import run_lm_eval

@@ -45,7 +45,6 @@ def _parser() -> CommandParser:
         description="The four traps (App. F), wrong-answer clustering (App. A.1) and token localization (App. A.4) "
         "of operators on run stores; writes diagnosis.json, diagnosis.md and diagnosis.png.",
     )
-    p.add_argument("stores", nargs="+", help="run store folders (<output_path>/semuq/<task>/<run_id>)")
     add_options(p, DiagnoseCommandOptions)
     add_options(p, DiagnoseOptions)
     return p
@@ -67,7 +66,7 @@ def main(argv: list[str]) -> int:
     from semuq_eval.diagnose.outputs import markdown, write_report
 
     try:
-        result = _diagnose(args.stores, command, options)
+        result = _diagnose(command.stores, command, options)
     except (ValueError, FileNotFoundError, KeyError, RuntimeError) as err:
         print(f"semuq-eval diagnose: {err}", file=sys.stderr)
         return 2

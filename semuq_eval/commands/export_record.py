@@ -20,6 +20,7 @@ from pathlib import Path
 
 from semuq_eval.commands.arguments import CommandParser
 from semuq_eval.durable import writer_lock
+from semuq_eval.options import Options, add_options, option, parse_options
 
 __all__ = ["main", "parser"]
 
@@ -31,10 +32,18 @@ def parser() -> argparse.ArgumentParser:
         description="Write finished run stores' run records: per-question labels and scores, text only "
         "(what a leaderboard is built from, small enough to commit).",
     )
-    p.add_argument("stores", nargs="+", help="run store folders (<output_path>/semuq/<task>/<run_id>)")
-    p.add_argument("--output", required=True, help="a .jsonl.gz file (one store) or a folder (several)")
-    p.add_argument("--force", action="store_true", help="replace an existing output file")
+    add_options(p, RecordExportOptions)
     return p
+
+
+class RecordExportOptions(Options):
+    """The options of ``semuq-eval export-record``."""
+
+    stores: list[str] = option(
+        ..., "run store folders (<output_path>/semuq/<task>/<run_id>)", flag="stores", parse="many"
+    )
+    output: str = option(..., "a .jsonl.gz file (one store) or a folder (several)")
+    force: bool = option(False, "replace an existing output file")
 
 
 def _targets(stores: list[str], output: Path) -> list[Path]:
@@ -58,12 +67,16 @@ def _targets(stores: list[str], output: Path) -> list[Path]:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command; returns the exit code (2 for bad input, with the reason on stderr)."""
-    args = parser().parse_args(sys.argv[1:] if argv is None else argv)
+    p = parser()
+    try:
+        args = parse_options(RecordExportOptions, p.parse_args(sys.argv[1:] if argv is None else argv))
+    except ValueError as err:
+        p.error(str(err))
     with contextlib.ExitStack() as locks:  # one writer per record file: a second one gets one line
         return _export(args, locks)
 
 
-def _export(args: argparse.Namespace, locks: contextlib.ExitStack) -> int:
+def _export(args: RecordExportOptions, locks: contextlib.ExitStack) -> int:
     from semuq_eval.harness.record import record_from_store, write_record
 
     try:

@@ -52,9 +52,6 @@ def main(argv: list[str]) -> int:
         description="Label a run store's answers with a judge (no LLM under test needed), store the labels as a "
         "named label set, and compare them with another label set.",
     )
-    parser.add_argument(
-        "store", nargs="?", help="a run store directory (<output_path>/semuq/<task>/<run_id>)"
-    )
     add_options(parser, JudgeOptions)
     add_options(
         parser.add_argument_group("validation against annotated labels (docs/judges.md)"), ValidationOptions
@@ -66,17 +63,17 @@ def main(argv: list[str]) -> int:
         parser.error(str(err))
     if v.folder:
         return _validate(o, v, parser)
-    if args.store is None:
+    if o.store is None:
         parser.error("give a run store, or --validate FOLDER")
     if o.panel:
-        return _panel(args.store, o, parser)
+        return _panel(o.store, o, parser)
     if not o.judge:
         parser.error("the following arguments are required: --judge (or --panel A,B)")
     name = o.name or _default_name(o.judge, o.judge_args)
     # the label set is written by judge_store (labels/<name>.jsonl, then labels/<name>.json) and its manifest
     # gets the comparison in _compare: one writer of the label set from here to the end
-    with writer_lock(Path(args.store) / "labels" / name, "label set"):
-        return _judge(args.store, o, name, parser)
+    with writer_lock(Path(o.store) / "labels" / name, "label set"):
+        return _judge(o.store, o, name, parser)
 
 
 def _judge(store: str, o: JudgeOptions, name: str, parser: CommandParser) -> int:

@@ -35,11 +35,6 @@ def _parser() -> argparse.ArgumentParser:
         "PNG plots: AUROC / ECE / PRR / AUARC with 95% CIs per cell, Enc vs base and LLM vs LLM paired "
         "differences, rank intervals.",
     )
-    p.add_argument(
-        "inputs",
-        nargs="+",
-        help="run store dirs, breakdown JSON files, run records (*.jsonl.gz), or quoted globs ('out/**/semuq/*/*')",
-    )
     add_options(p, LeaderboardOptions)
     add_options(p, BuildOptions)
     return p
@@ -69,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         with writer_lock(board.output, "leaderboard"):  # one writer per board folder
             if (Path(board.output) / "leaderboard.json").is_file():
                 print(f"semuq-eval leaderboard: replacing the leaderboard in {board.output}")
-            document = build(args.inputs, board.output, options, add=board.add, config=config)
+            document = build(board.inputs, board.output, options, add=board.add, config=config)
     except (WriteFailed, WriterBusy):
         raise  # one line and exit 1 at the `semuq-eval` boundary
     except (LeaderboardInputError, ValueError, KeyError, FileExistsError, OSError) as err:

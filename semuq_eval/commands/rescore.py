@@ -9,10 +9,18 @@ import sys
 from semuq_eval.commands.arguments import CommandParser
 from semuq_eval.harness.breakdown import breakdown_table
 from semuq_eval.harness.rescore import RescoreOptions, rescore
-from semuq_eval.judges import MODES
-from semuq_eval.options import add_options, parse_options
+from semuq_eval.judges.string import Mode
+from semuq_eval.options import Options, add_options, option, parse_options
 
 __all__ = ["main"]
+
+
+class RescoreCommandOptions(Options):
+    """The store ``semuq-eval rescore`` reads and how it prints (what it recomputes: RescoreOptions)."""
+
+    store: str = option(..., "a run store directory (<output_path>/semuq/<task>/<run_id>)", flag="store")
+    label_mode: Mode | None = option(None, "shorthand: --judge string with this mode")
+    as_json: bool = option(False, "print the breakdown JSON instead of the table", flag="--json")
 
 
 def main(argv: list[str]) -> int:
@@ -21,13 +29,14 @@ def main(argv: list[str]) -> int:
         prog="semuq-eval rescore",
         description="Recompute operators, estimators and AUROC/ECE from a run store, without the LLM.",
     )
-    parser.add_argument("store", help="a run store directory (<output_path>/semuq/<task>/<run_id>)")
+    add_options(parser, RescoreCommandOptions)
     add_options(parser, RescoreOptions)
-    parser.add_argument("--label_mode", choices=MODES, help="shorthand: --judge string with this mode")
-    parser.add_argument("--json", action="store_true", help="print the breakdown JSON instead of the table")
-    args = parser.parse_args(argv)
+    namespace = parser.parse_args(argv)
     try:  # bad input: one line, no traceback
-        options = parse_options(RescoreOptions, args)
+        args, options = (
+            parse_options(RescoreCommandOptions, namespace),
+            parse_options(RescoreOptions, namespace),
+        )
         if args.label_mode is not None:
             if options.judge not in (None, "string"):
                 parser.error("--label_mode is an option of the string judge")
@@ -37,5 +46,5 @@ def main(argv: list[str]) -> int:
     except (FileNotFoundError, FileExistsError, ValueError) as err:
         print(f"semuq-eval rescore: {err}", file=sys.stderr)
         return 2
-    print(json.dumps(breakdown, indent=1) if args.json else breakdown_table(breakdown))
+    print(json.dumps(breakdown, indent=1) if args.as_json else breakdown_table(breakdown))
     return 0

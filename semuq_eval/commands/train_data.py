@@ -25,26 +25,24 @@ __all__ = ["main", "parser"]
 
 
 def parser() -> argparse.ArgumentParser:
-    """The command's parser: per action its positionals, then its options model's flags."""
+    """The command's parser: per action its options model's arguments."""
     p = CommandParser(
         prog="semuq-eval train-data",
         description="Export run stores' labelled answers to compact training-data files; count what they hold.",
     )
     sub = p.add_subparsers(dest="action", required=True)
     e = sub.add_parser("export", help="a run store's labelled answers -> one .jsonl.gz file (text only)")
-    e.add_argument("stores", nargs="+", help="run store folders")
     add_options(e, ExportOptions)
     s = sub.add_parser(
         "stats", help="questions held and kept by the paper's rule (>= 2 correct, >= 1 incorrect)"
     )
-    s.add_argument("inputs", nargs="+", help="training-data files or run store folders")
     add_options(s, StatsOptions)
     return p
 
 
-def _export(args: argparse.Namespace, o: ExportOptions) -> int:
+def _export(o: ExportOptions) -> int:
     output = Path(o.output)
-    several = len(args.stores) > 1
+    several = len(o.stores) > 1
     if several and str(output).endswith(TRAINING_DATA_SUFFIX):
         raise ValueError(f"--output {output}: several stores export into a folder, not one file")
     # several stores: <output>/<task folder>.<run id>.jsonl.gz (a store lies at .../semuq/<task>/<run_id>)
@@ -52,13 +50,13 @@ def _export(args: argparse.Namespace, o: ExportOptions) -> int:
         output / f"{Path(s).resolve().parent.name}.{Path(s).resolve().name}{TRAINING_DATA_SUFFIX}"
         if several
         else output
-        for s in args.stores
+        for s in o.stores
     ]
     if len(set(targets)) < len(targets):
         raise ValueError(f"two stores would export to the same file under {output}; export them one by one")
-    for store, target in zip(args.stores, targets, strict=True):
+    for store, target in zip(o.stores, targets, strict=True):
         with writer_lock(target, "training-data file"):
-            info = export_store(store, target, **o.model_dump(exclude={"output"}))
+            info = export_store(store, target, **o.model_dump(exclude={"output", "stores"}))
         print(
             f"{info['output']}: {info['n_questions']} questions of {info.get('task')} "
             f"({info.get('llm')}, N = {info.get('n_samples')}), {target.stat().st_size:,} bytes"
@@ -66,12 +64,12 @@ def _export(args: argparse.Namespace, o: ExportOptions) -> int:
     return 0
 
 
-def _stats(args: argparse.Namespace, o: StatsOptions) -> int:
+def _stats(o: StatsOptions) -> int:
     from semuq_eval.training.data_files import is_training_file, read_training_file
     from semuq_eval.training.stores import read_store
     from semuq_eval.training.triplets import filter_questions
 
-    for item in args.inputs:
+    for item in o.inputs:
         data = read_training_file(item) if is_training_file(item) else read_store(item, o.labels)
         kept, counts = filter_questions(data.questions)
         answers = sum(len(q.answers) for q in data.questions)
@@ -89,8 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(sys.argv[1:] if argv is None else argv)
     try:
         if args.action == "export":
-            return _export(args, parse_options(ExportOptions, args))
-        return _stats(args, parse_options(StatsOptions, args))
+            return _export(parse_options(ExportOptions, args))
+        return _stats(parse_options(StatsOptions, args))
     except (FileNotFoundError, FileExistsError, ValueError) as err:
         print(f"semuq-eval train-data {args.action}: {err}", file=sys.stderr)
         return 2

@@ -1,5 +1,5 @@
-"""The options of ``semuq-eval decide``'s actions, declared once: their flags, checks and docs/decisions.md's
-tables (the positional run and calibrator are the command's)."""
+"""The options of ``semuq-eval decide``'s actions, declared once: their arguments, checks and docs/decisions.md's
+tables."""
 
 from __future__ import annotations
 
@@ -12,10 +12,13 @@ from semuq_eval.options import Options, option
 
 __all__ = ["ApplyOptions", "CalibrateOptions", "CombineOptions", "LabelOptions", "ThresholdOptions"]
 
+RUN_HELP = "a run store folder or a run record (*.jsonl.gz)"
+
 
 class LabelOptions(Options):
-    """Which labels a decision learns from (``calibrate``, ``threshold`` and ``combine``)."""
+    """The run and the labels a decision learns from (``calibrate``, ``threshold`` and ``combine``)."""
 
+    run: str = option(..., RUN_HELP, flag="run")
     label_set: str = option("run", "the labels: 'run' (the run's judge) or a judge's set")
     strategy: str = option("greedy", "the label strategy: greedy or majority")
 
@@ -32,6 +35,8 @@ class CalibrateOptions(LabelOptions):
 class ApplyOptions(Options):
     """``decide apply``: a saved calibrator's confidences."""
 
+    calibrator: str = option(..., "a calibrator saved by `decide calibrate`", flag="calibrator")
+    run: str = option(..., RUN_HELP, flag="run")
     output: str = option(..., "a JSON file: per question doc_id, id, uncertainty, confidence")
     force: bool = option(False, "replace an existing file that is not this command's")
 

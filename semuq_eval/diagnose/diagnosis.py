@@ -129,6 +129,9 @@ class DiagnoseCommandOptions(Options):
     """``semuq-eval diagnose``'s own flags: where it writes, and the judges and rewrite route it builds for
     :func:`diagnose` (its table in docs/diagnose.md)."""
 
+    stores: list[str] = option(
+        ..., "run store folders (<output_path>/semuq/<task>/<run_id>)", flag="stores", parse="many"
+    )
     output: str = option("diagnosis", "output folder")
     force: bool = option(False, "write into an --output folder that holds other files than a diagnosis")
     judge: str | None = option(None, "label every answer now with this judge instead (e.g. string)")

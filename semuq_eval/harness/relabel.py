@@ -178,7 +178,7 @@ def auroc_side_by_side(store: str | os.PathLike, label_sets: Sequence[str], stra
 
 class JudgeOptions(Options):
     """``semuq-eval judge``'s options: the judge or panel, the label set it writes and the one it is compared with
-    (docs/judges.md's table; the store is the command's positional).
+    (docs/judges.md's table).
 
     Examples
     --------
@@ -186,6 +186,9 @@ class JudgeOptions(Options):
     {'base_url': 'http://h:8/v1', 'model': 'm', 'concurrency': 4, 'logprobs': False}
     """
 
+    store: str | None = option(
+        None, "a run store directory (<output_path>/semuq/<task>/<run_id>)", flag="store"
+    )
     judge: str | None = option(None, "the judge: string, hf, openai or a plugin's")
     judge_args: dict[str, Any] = option({}, "the judge's options: key=value,key=value")
     name: str | None = option(None, "the label set's name (default: the judge's name and model)")

@@ -13,12 +13,14 @@ import string
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 from semuq_eval.registry import NamedByRegistry
 
 __all__ = ["MODES", "StringJudge", "normalize", "token_f1"]
 
-MODES = ("contains", "em", "f1")
+Mode = Literal["contains", "em", "f1"]
+MODES: tuple[str, ...] = get_args(Mode)
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCT = set(string.punctuation) | {"\u2018", "\u2019", "\u201c", "\u201d", "\u2013", "\u2014"}

@@ -61,6 +61,12 @@ class LeaderboardOptions(Options):
     """``semuq-eval leaderboard``'s other flags: the folder it writes, the records it adds (:func:`build`'s
     ``output`` and ``add``) and how the board computes (:meth:`config`)."""
 
+    inputs: list[str] = option(
+        ...,
+        "run store dirs, breakdown JSON files, run records (*.jsonl.gz), or quoted globs ('out/**/semuq/*/*')",
+        flag="inputs",
+        parse="many",
+    )
     output: str = option(..., "the folder to write", flag="--output -o")
     add: list[str] = option(
         [],

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from semuq_eval.models.api import SemuqAPILM
+from semuq_eval.options import Options, add_options, option, parse_options
 
 __all__ = ["LlamaCppServer", "SemuqLlamaCppLM", "find_gguf"]
 
@@ -178,16 +179,22 @@ def _dist_version(name: str) -> str | None:
         return None
 
 
+class ServeOptions(Options):
+    """The options of ``python -m semuq_eval.models.llamacpp``."""
+
+    gguf: str = option(..., "an asset name, a .gguf file or a folder holding one", flag="gguf")
+    port: int = option(0, "the loopback port (0: a free one)", ge=0, le=65535)
+    threads: int | None = option(None, "CPU threads (default: llama.cpp's choice)", ge=1)
+    slots: int = option(DEFAULT_SLOTS, "parallel request slots", ge=1)
+    ctx_per_slot: int = option(DEFAULT_CTX_PER_SLOT, "context tokens per slot", ge=1)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Serve a GGUF on loopback until SIGTERM / SIGINT; print the /v1 URL once it listens."""
     parser = argparse.ArgumentParser(prog="python -m semuq_eval.models.llamacpp", description=main.__doc__)
-    parser.add_argument("gguf", help="an asset name, a .gguf file or a folder holding one")
-    parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=None)
-    parser.add_argument("--slots", type=int, default=DEFAULT_SLOTS)
-    parser.add_argument("--ctx_per_slot", type=int, default=DEFAULT_CTX_PER_SLOT)
-    args = parser.parse_args(argv)
+    add_options(parser, ServeOptions)
     try:
+        args = parse_options(ServeOptions, parser.parse_args(argv))
         server = LlamaCppServer(
             find_gguf(args.gguf),
             threads=args.threads,

