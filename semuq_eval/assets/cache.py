@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from semuq_eval.assets.catalogue import ASSETS, Asset, _get_asset
-from semuq_eval.assets.progress import _bar
+from semuq_eval.assets.progress import _bar, _stream
 from semuq_eval.jsonio import read_json, write_json
 
 log = logging.getLogger(__name__)
@@ -32,20 +32,15 @@ def cache_dir() -> Path:
     """Root of the prepared assets.
 
     ``$SEMUQ_EVAL_CACHE``, else ``$XDG_CACHE_HOME/semuq-eval``, else ``~/.cache/semuq-eval``."""
-    return _default_root()
-
-
-def _default_root() -> Path:
     env = os.environ.get("SEMUQ_EVAL_CACHE")
     if env:
         return Path(env).expanduser()
     xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "semuq-eval"
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "semuq-eval"
 
 
 def _root(explicit: str | os.PathLike | None) -> Path:
-    return Path(explicit).expanduser() if explicit is not None else _default_root()
+    return Path(explicit).expanduser() if explicit is not None else cache_dir()
 
 
 def _asset_dir(root: Path, asset: Asset) -> Path:
@@ -82,9 +77,7 @@ def file_sha256(path: Path, *, progress: bool = False, desc: str | None = None) 
         open(path, "rb") as fh,
         _bar(size, desc or f"sha256 {path.name}", progress and size > 50_000_000) as bar,
     ):
-        while block := fh.read(1 << 20):
-            digest.update(block)
-            bar.update(len(block))
+        _stream(fh, digest.update, bar)
     return digest.hexdigest()
 
 
@@ -101,13 +94,6 @@ def _sources(asset: Asset) -> list[dict[str, str]]:
     ]
 
 
-def _read_manifest(path: Path) -> dict[str, Any]:
-    data = read_json(path / MANIFEST)
-    if not isinstance(data, dict) or not isinstance(data.get("files"), dict):
-        raise ValueError("manifest has no file list")
-    return data
-
-
 DAMAGED = "does not match its sha256"
 
 
@@ -119,7 +105,9 @@ def _check(path: Path, asset: Asset, *, deep: bool, progress: bool = False) -> s
     if not (path / MANIFEST).is_file():
         return "incomplete: no manifest"
     try:
-        man = _read_manifest(path)
+        man = read_json(path / MANIFEST)
+        if not isinstance(man, dict) or not isinstance(man.get("files"), dict):
+            raise ValueError("manifest has no file list")
     except (OSError, ValueError) as err:
         return f"unreadable manifest: {err}"
     if man.get("format") != MANIFEST_FORMAT or man.get("name") != asset.name:

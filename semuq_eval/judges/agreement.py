@@ -35,8 +35,7 @@ def agreement(a: Sequence[int | bool | None], b: Sequence[int | bool | None]) ->
     out: dict[str, Any] = {"n": n, "n_skipped": len(a) - n, "confusion": [[0, 0], [0, 0]]}
     if not n:
         return {**out, "observed": None, "kappa": None, "note": "no pair with both labels"}
-    x = np.array([p[0] for p in pairs])
-    y = np.array([p[1] for p in pairs])
+    x, y = np.array(pairs).T
     from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
     out["confusion"] = confusion_matrix(x, y, labels=[0, 1]).tolist()

@@ -123,9 +123,8 @@ def register(name: str) -> Callable[[type], type]:
 def get(name: str, **options: Any) -> Judge:
     """The judge registered as ``name``, built with ``options`` (KeyError listing the known names; ValueError
     naming an option the judge does not take)."""
-    cls = registry.get(name)
-    check_keywords(f"judge {name!r}", cls, options)
-    return cls(**options)
+    check_options(name, options)
+    return registry.get(name)(**options)
 
 
 def check_options(name: str, options: Mapping[str, Any]) -> None:

@@ -21,6 +21,7 @@ Verdict(label=True, p_correct=0.9, reply='yes', error=None)
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -53,6 +54,7 @@ CREATE TABLE IF NOT EXISTS verdicts (
 
 
 _COLUMNS = ["key", "label", "p_correct", "reply", "error", "judge", "created"]
+_ADVICE = "delete the file, point cache= elsewhere or pass cache=none"
 
 
 def default_cache_path() -> Path:
@@ -101,16 +103,15 @@ class JudgeCache:
                 self._db.commit()
                 columns = _COLUMNS
         except (sqlite3.Error, OSError) as exc:
-            advice = "delete the file, point cache= elsewhere" if existed else "point cache= elsewhere"
+            advice = _ADVICE if existed else _ADVICE.removeprefix("delete the file, ")
             raise JudgeCacheError(
-                f"judge cache {self.path} cannot be {'used' if existed else 'created'} ({exc}); {advice} or "
-                "pass cache=none"
+                f"judge cache {self.path} cannot be {'used' if existed else 'created'} ({exc}); {advice}"
             ) from exc
         if columns != _COLUMNS:
             self._db.close()
             raise JudgeCacheError(
                 f"judge cache {self.path} is an SQLite file of another schema (table verdicts has columns "
-                f"{columns}, expected {_COLUMNS}); delete the file, point cache= elsewhere or pass cache=none"
+                f"{columns}, expected {_COLUMNS}); {_ADVICE}"
             )
         if self.read_only:
             log.warning(
@@ -176,7 +177,9 @@ class JudgeCache:
                 self._db.commit()
             except sqlite3.Error as exc:
                 self.write_error = str(exc)
-                _rollback(self._db)
+                # a full disk can fail the rollback too: the journal undoes it
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.rollback()
                 log.warning(
                     "judge cache %s cannot be written (%s): new verdicts are not stored for the rest of this run",
                     self.path,
@@ -187,10 +190,7 @@ class JudgeCache:
         try:
             return self._db.execute(sql, parameters).fetchall()
         except sqlite3.Error as exc:
-            raise JudgeCacheError(
-                f"judge cache {self.path} cannot be read ({exc}); delete the file, point cache= elsewhere or "
-                "pass cache=none"
-            ) from exc
+            raise JudgeCacheError(f"judge cache {self.path} cannot be read ({exc}); {_ADVICE}") from exc
 
     def __len__(self) -> int:
         with self._lock:
@@ -220,11 +220,3 @@ def _verdict(label: Any, p_correct: Any, reply: Any, error: Any) -> Verdict | No
     if not all(text is None or isinstance(text, str) for text in (reply, error)):
         return None
     return Verdict(None if label is None else bool(label), p_correct, reply, error)
-
-
-def _rollback(db: sqlite3.Connection) -> None:
-    """End a failed write's transaction (a full disk can fail the rollback too: the journal undoes it)."""
-    try:
-        db.rollback()
-    except sqlite3.Error:
-        pass

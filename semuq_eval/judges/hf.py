@@ -36,12 +36,8 @@ def yes_no_token_ids(tokenizer: Any) -> tuple[list[int], list[int]]:
     """The single-token spellings of "yes" and "no" in a tokenizer (ValueError when one has none)."""
 
     def ids(words: Sequence[str]) -> list[int]:
-        out = []
-        for word in words:
-            toks = tokenizer.encode(word, add_special_tokens=False)
-            if len(toks) == 1 and toks[0] not in out:
-                out.append(toks[0])
-        return out
+        encoded = (tokenizer.encode(word, add_special_tokens=False) for word in words)
+        return list(dict.fromkeys(toks[0] for toks in encoded if len(toks) == 1))
 
     yes, no = ids(YES), ids(NO)
     if not yes or not no:
@@ -134,10 +130,9 @@ class HFJudge(PromptedJudge):
 
     @property
     def identity(self) -> dict[str, Any]:
+        # hashed once: the verdict cache reads it often
         if self.revision is None and self._local_revision is None and Path(self.model_name).is_dir():
-            self._local_revision = local_revision(
-                self.model_name
-            )  # hashed once: the verdict cache reads it often
+            self._local_revision = local_revision(self.model_name)
         return {
             "judge": self.name,
             "model": self.model_name,
@@ -148,8 +143,7 @@ class HFJudge(PromptedJudge):
         }
 
     def _text(self, tok: Any, prompt: str) -> str:
-        use_chat = self.chat_template is True or (self.chat_template == "auto" and tok.chat_template)
-        if use_chat:
+        if self.chat_template is True or (self.chat_template == "auto" and tok.chat_template):
             return tok.apply_chat_template(
                 [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
             )
@@ -183,15 +177,13 @@ class HFJudge(PromptedJudge):
 
         from transformers import DynamicCache
 
-        shared = common_prefix_length(rows) if len(rows) > 1 else len(rows[0])
-        shared = min(shared, min(len(r) for r in rows) - 1)
+        shared = min(common_prefix_length(rows), min(len(r) for r in rows) - 1)
         start = base[1] if base else 0
         if shared - start < MIN_SHARED_TOKENS:
             return base
-        if base:
-            cache = copy.deepcopy(base[0])
-        else:
-            cache = DynamicCache(config=lm.config.get_text_config(decoder=True))
+        cache = (
+            copy.deepcopy(base[0]) if base else DynamicCache(config=lm.config.get_text_config(decoder=True))
+        )
         tokens = self._torch.tensor([rows[0][start:shared]], device=self.device)
         lm(input_ids=tokens, use_cache=True, logits_to_keep=1, **{cache_keyword(lm): cache})
         return cache, shared

@@ -44,16 +44,13 @@ def yes_no_probability(top: Mapping[str, float]) -> float | None:
     >>> yes_no_probability({"Maybe": -0.1}) is None
     True
     """
-    yes = no = 0.0
+    mass = {"yes": 0.0, "no": 0.0}
     for token, logprob in top.items():
         word = str(token).strip().lower()
-        if logprob is None or not math.isfinite(float(logprob)):
-            continue
-        if word == "yes":
-            yes += math.exp(float(logprob))
-        elif word == "no":
-            no += math.exp(float(logprob))
-    return yes / (yes + no) if yes + no > 0.0 else None
+        if logprob is not None and math.isfinite(float(logprob)) and word in mass:
+            mass[word] += math.exp(float(logprob))
+    total = mass["yes"] + mass["no"]
+    return mass["yes"] / total if total > 0.0 else None
 
 
 class OpenAIJudge(PromptedJudge):
@@ -87,23 +84,11 @@ class OpenAIJudge(PromptedJudge):
         self.max_tokens = int(max_tokens)
 
     @property
-    def url(self) -> str:
-        return self.client.url
-
-    @property
-    def model(self) -> str:
-        return self.client.model
-
-    @property
-    def endpoint(self) -> str:
-        return self.client.endpoint
-
-    @property
     def identity(self) -> dict[str, Any]:
         return {
             "judge": self.name,
-            "model": self.model,
-            "endpoint": self.endpoint,
+            "model": self.client.model,
+            "endpoint": self.client.endpoint,
             "decoding": f"temperature 0, max_tokens {self.max_tokens}; yes/no log-probabilities when returned, "
             "else the reply parsed strictly",
         }
@@ -113,22 +98,18 @@ class OpenAIJudge(PromptedJudge):
         return {**super().info, "base_url": self.client.base_url}
 
     # ------------------------------------------------------------------ requests
-    def _body(self, prompt: str) -> dict[str, Any]:
-        fields: dict[str, Any] = {"temperature": 0.0, "max_tokens": self.max_tokens}
-        if self.logprobs:
-            fields.update(self.client.logprob_fields(10))
-        return self.client.body(prompt, **fields)
-
     def _ask(self, prompt: str) -> Verdict:
+        logprobs = self.client.logprob_fields(10) if self.logprobs else {}
+        body = self.client.body(prompt, temperature=0.0, max_tokens=self.max_tokens, **logprobs)
         try:
-            return self.client.send(self._body(prompt), self._read)
+            return self.client.send(body, self._read)
         except RequestFailed as exc:
             return Verdict(None, error=str(exc))
 
     def _read(self, payload: Any) -> Verdict:
         choice = first_choice(payload)
-        text = choice_text(choice, self.endpoint)
-        p = yes_no_probability(_first_top(choice.get("logprobs"), self.endpoint))
+        text = choice_text(choice, self.client.endpoint)
+        p = yes_no_probability(_first_top(choice.get("logprobs"), self.client.endpoint))
         if p is not None:
             return Verdict(p > 0.5, p, text)
         if not text.strip():

@@ -24,8 +24,7 @@ PANEL_RULES = ("both", "either")
 
 def combine(a: int | bool | None, b: int | bool | None, rule: str) -> int | None:
     """The panel's label of one answer from the two judges' labels (module docstring)."""
-    x = None if a is None else int(a)
-    y = None if b is None else int(b)
+    x, y = (None if v is None else int(v) for v in (a, b))
     if rule == "both":
         return 0 if 0 in (x, y) else (None if None in (x, y) else 1)
     if rule == "either":

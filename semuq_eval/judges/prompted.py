@@ -59,10 +59,8 @@ class PromptedJudge(NamedByRegistry):
         if int(max_answer_chars) < 1:
             raise ValueError(f"max_answer_chars must be >= 1, got {max_answer_chars}")
         self.prompt = JudgePrompt(self.prompt.name, self.prompt.template, int(max_answer_chars))
-        if cache is None or str(cache).lower() == "none":
-            self.cache = None
-        else:
-            self.cache = JudgeCache(default_cache_path() if str(cache) == "default" else cache)
+        off = cache is None or str(cache).lower() == "none"
+        self.cache = None if off else JudgeCache(default_cache_path() if str(cache) == "default" else cache)
         self.progress = bool(progress)
         self.max_references = None if max_references is None else int(max_references)
         if self.max_references is not None and self.max_references < 1:
@@ -123,12 +121,9 @@ class PromptedJudge(NamedByRegistry):
         numbers: dict[tuple, int] = {}
         for q, a, refs in zip(questions, answers, references, strict=True):
             refs = shortest_references([str(r) for r in refs if str(r).strip()], self.max_references)
-            if not refs:
-                keys.append(None)
-                continue
-            key = verdict_key(identity, prompt_sha, q, refs, a)
+            key = verdict_key(identity, prompt_sha, q, refs, a) if refs else None  # None: no reference
             keys.append(key)
-            if key not in todo:
+            if key is not None and key not in todo:
                 todo[key] = self.prompt.render(q, refs, a)
                 question_of[key] = numbers.setdefault((str(q), tuple(refs)), len(numbers))
         known = self.cache.get(todo) if self.cache is not None else {}

@@ -9,6 +9,7 @@ kept (``samples``): operator training needs them, and any strategy can be derive
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -153,11 +154,8 @@ def label_answers(
         }
         if any(v.p_correct is not None for v in own):
             record["p_correct"] = {"greedy": own[0].p_correct, "samples": [v.p_correct for v in own[1:]]}
-        errors: dict[str, int] = {}
-        for v in own:
-            if v.label is None and v.error:
-                errors[v.error] = errors.get(v.error, 0) + 1
+        errors = Counter(v.error for v in own if v.label is None and v.error)
         if errors:
-            record["errors"] = errors
+            record["errors"] = dict(errors)
         out.append(record)
     return out

@@ -37,11 +37,8 @@ def normalize(text: str) -> str:
 def token_f1(prediction: str, reference: str) -> float:
     """SQuAD token F1 between two normalized strings (0.0 when either is empty)."""
     pred, ref = prediction.split(), reference.split()
-    if not pred or not ref:
-        return 0.0
-    common = Counter(pred) & Counter(ref)
-    same = sum(common.values())
-    if same == 0:
+    same = sum((Counter(pred) & Counter(ref)).values())
+    if same == 0:  # no common token, or an empty string
         return 0.0
     precision, recall = same / len(pred), same / len(ref)
     return 2 * precision * recall / (precision + recall)
@@ -73,8 +70,7 @@ class StringJudge(NamedByRegistry):
             raise ValueError(f"f1_threshold must be in [0, 1], got {self.f1_threshold}")
 
     def __call__(self, question: str, answer: str, references: Sequence[str]) -> bool | None:
-        refs = [normalize(r) for r in references if isinstance(r, str)]
-        refs = [r for r in refs if r]
+        refs = [r for r in (normalize(r) for r in references if isinstance(r, str)) if r]
         if not refs:
             return None  # nothing to compare with: missing, not incorrect
         pred = normalize(str(answer))
@@ -92,7 +88,5 @@ class StringJudge(NamedByRegistry):
 
     @property
     def info(self) -> dict:
-        info = {"judge": self.name, "mode": self.mode, "normalization": "squad"}
-        if self.mode == "f1":
-            info["f1_threshold"] = self.f1_threshold
-        return info
+        f1 = {"f1_threshold": self.f1_threshold} if self.mode == "f1" else {}
+        return {"judge": self.name, "mode": self.mode, "normalization": "squad", **f1}

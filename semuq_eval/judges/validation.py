@@ -51,6 +51,8 @@ HALVES = ("dev", "test", "all")
 VERDICTS_FORMAT = "semuq-validation-verdicts/1"
 _KINDS = ("greedy", "sampled")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_ITEM_FIELDS = {"references": list, "llm": str, "set": str, "doc_id": int, "question": str, "answer": str}
+"""The typed fields of an item, in the order they are checked."""
 
 
 class ValidationOptions(Options):
@@ -129,22 +131,10 @@ def read_items(folder: str | os.PathLike) -> list[ValidationItem]:
             raise ValueError(
                 f"{items_path}:{number}: fields 'kind' / 'half' must be greedy|sampled / dev|test"
             )
-        refs = _field(items_path, number, obj, "references", list)
-        items.append(
-            ValidationItem(
-                key,
-                _field(items_path, number, obj, "llm", str),
-                _field(items_path, number, obj, "set", str),
-                _field(items_path, number, obj, "doc_id", int),
-                obj["kind"],
-                obj.get("sample"),
-                obj["half"],
-                _field(items_path, number, obj, "question", str),
-                tuple(str(r) for r in refs),
-                _field(items_path, number, obj, "answer", str),
-                labels.pop(key),
-            )
-        )
+        fields = {name: _field(items_path, number, obj, name, kind) for name, kind in _ITEM_FIELDS.items()}
+        fields["references"] = tuple(str(r) for r in fields["references"])
+        fields.update(kind=obj["kind"], sample=obj.get("sample"), half=obj["half"], label=labels.pop(key))
+        items.append(ValidationItem(key, **fields))
     if labels:
         raise ValueError(f"{notes_path}: annotations of items not in {items_path}: {sorted(labels)[:5]}")
     return sorted(items, key=lambda i: i.id)
@@ -180,7 +170,7 @@ def read_verdicts(folder: str | os.PathLike, name: str) -> tuple[dict[int, dict[
 
 def _write_verdicts(
     folder: Path, name: str, rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any]
-) -> Path:
+) -> None:
     if not _NAME.fullmatch(name):
         raise ValueError(f"verdict set name {name!r}: use 1-64 letters, digits, '_', '.' or '-'")
     path = folder / VERDICTS / f"{name}.jsonl"
@@ -191,7 +181,6 @@ def _write_verdicts(
     write_json(
         path.with_suffix(".json"), {"format": VERDICTS_FORMAT, "name": name, **meta, "rows_sha256": sha}
     )
-    return path
 
 
 def _check_new(folder: Path, name: str, force: bool) -> None:
@@ -214,16 +203,13 @@ def judge_items(
         _check_new(folder, name, force)
         judge = judges.get(judge_name, **dict(options))
         start = time.perf_counter()
-        verdicts = [
-            judges.as_verdict(v)
-            for v in judge.batch(
-                [i.question for i in items], [i.answer for i in items], [i.references for i in items]
-            )
-        ]
+        got = judge.batch(
+            [i.question for i in items], [i.answer for i in items], [i.references for i in items]
+        )
         seconds = time.perf_counter() - start
         rows = [
-            {"id": i.id, "label": None if v.label is None else int(v.label), "p_correct": v.p_correct}
-            for i, v in zip(items, verdicts, strict=True)
+            {"id": i.id, "label": judges.as_label(v.label), "p_correct": v.p_correct}
+            for i, v in zip(items, map(judges.as_verdict, got), strict=True)
         ]
         stats = dict(getattr(judge, "stats", {}) or {})
         asked = stats.get("judged") or len(items)
@@ -288,12 +274,8 @@ def _group_values(
     kappa_draws = np.array([d[1] for d in draws if d[1] is not None])
 
     def interval(value: float | None, values: np.ndarray) -> dict[str, Any]:
-        low, high = (None, None) if value is None or not len(values) else np.percentile(values, [2.5, 97.5])
-        return {
-            "value": value,
-            "ci_low": None if low is None else float(low),
-            "ci_high": None if high is None else float(high),
-        }
+        bounds = (None, None) if value is None or not len(values) else np.percentile(values, [2.5, 97.5])
+        return dict(zip(_VALUE_CI, (value, *(None if b is None else float(b) for b in bounds)), strict=True))
 
     confusion = [[int(((y == a) & (j == b)).sum()) for b in (0, 1)] for a in (0, 1)]
     return {
@@ -325,8 +307,7 @@ def validation_report(
     missing = [i.id for i in chosen if i.id not in labels]
     if missing:
         raise ValueError(f"the verdicts have no label for items {missing[:5]} ({len(missing)} in all)")
-    known = [i for i in chosen if labels[i.id] is not None]
-    if not known:
+    if all(labels[i.id] is None for i in chosen):
         raise ValueError(f"no item of half {half!r} has a known label")
     keys = sorted({i.question_id for i in chosen})
     index = {k: n for n, k in enumerate(keys)}
@@ -357,11 +338,12 @@ def thresholded(verdicts: Mapping[int, Mapping[str, Any]], threshold: float | No
     >>> thresholded({0: {"label": 1, "p_correct": 0.6}, 1: {"label": 0, "p_correct": None}}, 0.7)
     {0: 0, 1: 0}
     """
-    out = {}
-    for key, v in verdicts.items():
-        p = v.get("p_correct")
-        out[key] = int(p > threshold) if threshold is not None and p is not None else v.get("label")
-    return out
+    return {
+        key: v.get("label")
+        if threshold is None or v.get("p_correct") is None
+        else int(v["p_correct"] > threshold)
+        for key, v in verdicts.items()
+    }
 
 
 def _ci(fig: Mapping[str, Any]) -> str:
@@ -429,6 +411,18 @@ TIE = 0.01
 """Candidates whose kappa is within this of the best tie; the faster one is chosen (PROTOCOL.md)."""
 
 
+def _figures(y: np.ndarray, got: list[int | None], partner: list[int | None]) -> dict[str, Any] | None:
+    """Accuracy, kappa and unknown count of a candidate's labels ``got`` against the annotation ``y``; None with
+    no known label on the half (nothing to rank) or the partner's label on every item (the string judge again,
+    not a second judge)."""
+    known = np.array([g is not None for g in got])
+    if not known.any() or got == partner:
+        return None
+    j = np.array([0 if g is None else g for g in got])
+    accuracy, kappa = _rates(y[known], j[known], np.ones(int(known.sum())))
+    return {"accuracy": accuracy, "kappa": kappa, "n_unknown": int((~known).sum())}
+
+
 def candidates(
     folder: str | os.PathLike,
     *,
@@ -448,10 +442,13 @@ def candidates(
         raise FileNotFoundError(f"{Path(folder) / VERDICTS}: no verdict set {partner!r} to pair in panels")
     y = np.array([i.label for i in items])
     partner_labels = thresholded(sets[partner][0], None)
+    partner_got = [partner_labels.get(i.id) for i in items]
+    partner_seconds = float(sets[partner][1].get("seconds_per_answer") or 0.0)
     out = []
     for name, (verdicts, meta) in sets.items():
         if name == partner or not any(v.get("p_correct") is not None for v in verdicts.values()):
             continue
+        seconds = float(meta.get("seconds_per_answer") or 0.0)
         for threshold in (None, *thresholds):
             labels = thresholded(verdicts, threshold)
             for rule in (None, *PANEL_RULES):
@@ -459,35 +456,19 @@ def candidates(
                     labels[i.id] if rule is None else combine(labels[i.id], partner_labels[i.id], rule)
                     for i in items
                 ]
-                known = np.array([g is not None for g in got])
-                if not known.any():
-                    continue  # no known label on this half: nothing to rank
-                if all(g == partner_labels[i.id] for g, i in zip(got, items, strict=True)):
-                    continue  # the partner's label on every item: the string judge again, not a second judge
-                j = np.array([0 if g is None else g for g in got])
-                accuracy, kappa = _rates(y[known], j[known], np.ones(int(known.sum())))
-                seconds = float(meta.get("seconds_per_answer") or 0.0)
-                if rule:
-                    seconds += float(sets[partner][1].get("seconds_per_answer") or 0.0)
-                out.append(
-                    {
-                        "judge": name,
-                        "threshold": threshold,
-                        "panel": rule and f"{rule} with {partner}",
-                        "accuracy": accuracy,
-                        "kappa": kappa,
-                        "n_unknown": int((~known).sum()),
-                        "seconds_per_answer": seconds,
-                    }
-                )
+                figures = _figures(y, got, partner_got)
+                if figures is not None:
+                    panel, extra = (f"{rule} with {partner}", partner_seconds) if rule else (None, 0.0)
+                    row = {"judge": name, "threshold": threshold, "panel": panel, **figures}
+                    out.append({**row, "seconds_per_answer": seconds + extra})
     if not out:
         raise FileNotFoundError(
             f"{Path(folder) / VERDICTS}: no LLM judge's verdict set (with p_correct) to choose"
         )
     out.sort(key=lambda c: -(c["kappa"] if c["kappa"] is not None else -2.0))
-    best = out[0]["kappa"] if out and out[0]["kappa"] is not None else None
-    tied = [c for c in out if best is not None and c["kappa"] is not None and c["kappa"] >= best - TIE]
-    if tied:
+    best = out[0]["kappa"]
+    if best is not None:
+        tied = [c for c in out if c["kappa"] is not None and c["kappa"] >= best - TIE]
         chosen = min(tied, key=lambda c: (c["seconds_per_answer"], -c["kappa"]))
         out.remove(chosen)
         out.insert(0, chosen)
