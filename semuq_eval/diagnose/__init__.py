@@ -2,8 +2,8 @@
 
 Modules: ``questions`` (labelled answers of run stores), ``spans`` (reference mentions in an answer), ``rewrite``
 (the context trap's corrupted answers), ``traps`` (the four traps as pairs), ``wrong_clusters`` (App. A.1),
-``scoring`` (pair similarities; means with bootstrap CIs), ``localization`` (App. A.4), ``checkpoint`` (resuming a
-diagnosis), ``resolve`` (building the operators), ``comparisons`` (paired operator differences), ``diagnosis``
+``scoring`` (pair similarities; means with bootstrap CIs; paired operator differences), ``localization`` (App. A.4),
+``checkpoint`` (resuming a diagnosis), ``resolve`` (building the operators), ``diagnosis``
 (:func:`diagnose`), ``outputs`` (JSON, Markdown, plot), ``check_values``, ``value_cache`` and ``check``
 (:func:`check_operator`: tracked figures vs a baseline), ``freeze`` (the frozen record it reads), ``pytest_plugin``.
 The commands are :mod:`semuq_eval.commands.diagnose` and :mod:`semuq_eval.commands.check_operator`.

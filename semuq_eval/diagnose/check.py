@@ -1,11 +1,9 @@
 """Operator checks for CI: recompute tracked figures on a small frozen run record, compare with a baseline.
 
-``check_operator(MODEL, baseline=PATH)`` builds the operator (an ``enc`` model path or hub id, an operator name or
-``name:model``), runs the diagnosis and the pipeline (AUROC of the tracked estimators under greedy and majority labels)
-on the frozen record in ``semuq_eval/diagnose/data/`` (or ``store=``) and compares every tracked figure
-(:mod:`~semuq_eval.diagnose.check_values`) with the baseline. A figure *regresses* when it moves the bad way by more
-than its absolute tolerance (the baseline's per-figure ``tolerance``, else the check's); a figure missing now fails
-too, as does a baseline recorded on another store (its fingerprint differs: record it again with ``--write-baseline``).
+``check_operator(MODEL, baseline=PATH)`` computes every tracked figure (:mod:`~semuq_eval.diagnose.check_values`)
+on the frozen record in ``semuq_eval/diagnose/data/`` (or ``store=``) and compares it with the baseline. A figure
+*regresses* when it moves the bad way by more than its absolute tolerance (the baseline's per-figure ``tolerance``,
+else the check's); a figure missing now fails too, as does a baseline recorded on another store.
 
 Examples
 --------
@@ -90,9 +88,7 @@ class ValueCheck:
 
     @property
     def delta(self) -> float | None:
-        if self.baseline is None or self.current is None:
-            return None
-        return self.current - self.baseline
+        return None if self.baseline is None or self.current is None else self.current - self.baseline
 
 
 @dataclass
@@ -109,7 +105,7 @@ class CheckReport:
 
     @property
     def ok(self) -> bool:
-        return not self.problems and not any(r.status in ("regressed", "missing") for r in self.rows)
+        return not self.problems and not self.regressions
 
     @property
     def regressions(self) -> list[ValueCheck]:
@@ -118,17 +114,16 @@ class CheckReport:
     def summary(self) -> str:
         """A plain-text table of every figure, then the verdict."""
 
-        def num(x):
-            return "   n/a" if x is None else f"{x:6.3f}"
+        def num(x, spec="6.3f"):
+            return "   n/a" if x is None else f"{x:{spec}}"
 
         head = f"operator check: {self.operator.get('spec')} ({self.operator.get('name')}) on {self.store}"
         lines = [head, f"{'figure':<34} {'baseline':>8} {'current':>8} {'delta':>8}  tol    better  status"]
-        for r in self.rows:
-            d = r.delta
-            lines.append(
-                f"{r.figure:<34} {num(r.baseline):>8} {num(r.current):>8} "
-                f"{('   n/a' if d is None else f'{d:+6.3f}'):>8}  {r.tolerance:.3f}  {r.better:<6}  {r.status.upper()}"
-            )
+        lines += [
+            f"{r.figure:<34} {num(r.baseline):>8} {num(r.current):>8} "
+            f"{num(r.delta, '+6.3f'):>8}  {r.tolerance:.3f}  {r.better:<6}  {r.status.upper()}"
+            for r in self.rows
+        ]
         lines += [f"PROBLEM: {p}" for p in self.problems]
         bad = self.regressions
         verdict = (
@@ -208,11 +203,10 @@ def check_operator(
 ) -> CheckReport:
     """Check an operator against a baseline (module docstring), or record one.
 
-    ``model`` is an ``enc`` model (folder or hub id), an operator name, or ``name:MODEL``; ``options`` (or
-    ``**given``) say how it measures (:class:`CheckOptions`); ``write_baseline`` records the current figures as a
-    baseline there (the report then compares with nothing and is ok). Raises FileNotFoundError when the baseline or
-    the store does not exist, ValueError for a malformed baseline, an unknown operator or estimator, or neither
-    ``baseline`` nor ``write_baseline``.
+    ``model`` as :func:`operator_from_spec` reads it; ``options`` (or ``**given``) as :class:`CheckOptions`;
+    ``write_baseline`` records the current figures there (the report then compares with nothing and is ok). Raises
+    FileNotFoundError when the baseline or the store does not exist, ValueError for a malformed baseline, an unknown
+    operator or estimator, or neither ``baseline`` nor ``write_baseline``.
     """
     o = options if options is not None else CheckOptions(**given)
     if options is not None and given:
@@ -240,34 +234,22 @@ def check_operator(
         progress=o.progress,
         cache=o.cache,
     )
-    tolerance = o.tolerance
-    tol = float(tolerance if tolerance is not None else (base or {}).get("tolerance", DEFAULT_TOLERANCE))
+    tol = float(o.tolerance if o.tolerance is not None else (base or {}).get("tolerance", DEFAULT_TOLERANCE))
     if not tol >= 0:
         raise ValueError(f"tolerance must be >= 0, got {tol}")
     operator = {"spec": model, "name": name, "options": {k: str(v) for k, v in built.items()}}
-    report = CheckReport(operator, str(store), figures=figures)
+    # without a baseline (one is being recorded), every figure is new
+    report = CheckReport(operator, str(store), _compare(figures, base or {}, tol), figures=figures)
     if base is not None:
         report.baseline_path = str(baseline)
-        report.rows = _compare(figures, base, tol)
         if base.get("store_fingerprint") not in (None, *same):
             report.problems.append(
                 f"the baseline was recorded on another store (fingerprint {str(base.get('store_fingerprint'))[:12]}, "
                 f"this store {fingerprint[:12]}): its figures are not comparable; record it again with --write-baseline"
             )
     if write_baseline is not None:
-        record = {
-            "operator": operator,
-            "store": str(store),
-            "store_fingerprint": fingerprint,
-            "max_questions": max_questions,
-            "tolerance": tol,
-            "figures": figures,
-        }
-        _write_baseline(write_baseline, record)
-        if base is None:
-            report.rows = [
-                ValueCheck(k, None, f["value"], tol, f["better"], "new") for k, f in figures.items()
-            ]
+        kept = {"store": str(store), "store_fingerprint": fingerprint, "max_questions": max_questions}
+        _write_baseline(write_baseline, {"operator": operator, **kept, "tolerance": tol, "figures": figures})
     return report
 
 

@@ -2,15 +2,12 @@
 localization (:func:`~semuq_eval.diagnose.diagnosis.diagnose`) and the AUROC of the tracked estimators under every
 label strategy (scored as a run scores them).
 
-Lower is better for ``trap.context`` and ``trap.autoregressive``, higher for ``trap.entailment``, ``trap.ood_syntax``
-(mean similarities), ``clustering.incorrect_equivalent``, ``clustering.gap``, ``localization.hit_rate`` (operators
-with token weights) and ``auroc.<estimator>.<strategy>``: by default ``kle_heat@OP``, ``cos@OP`` and ``cae@OP`` where
-valid (estimators needing log-probabilities, such as ``se``, have no input in a frozen record).
+:data:`BETTER` says which way each figure should go; ``auroc.<estimator>.<strategy>`` are higher-better, by default
+``kle_heat@OP``, ``cos@OP`` and ``cae@OP`` where valid (a frozen record has no log-probabilities).
 """
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Mapping, Sequence
 from importlib import resources
@@ -51,11 +48,7 @@ def frozen_store_path(name: str = FROZEN_STORE) -> Path:
     root = Path(str(resources.files("semuq_eval.diagnose") / "data"))
     path = root / f"{name}{RECORD_SUFFIX}"
     if not path.is_file():
-        have = (
-            sorted(p.name[: -len(RECORD_SUFFIX)] for p in root.glob(f"*{RECORD_SUFFIX}"))
-            if root.is_dir()
-            else []
-        )
+        have = sorted(p.name[: -len(RECORD_SUFFIX)] for p in root.glob(f"*{RECORD_SUFFIX}"))
         raise FileNotFoundError(f"no frozen record {name!r} in {root}; shipped: {have}")
     return path
 
@@ -72,15 +65,22 @@ def fingerprints(source: str | os.PathLike) -> tuple[str, set[str]]:
     return fingerprint, {fingerprint, *([former] if isinstance(former, str) else [])}
 
 
-def _put_auroc(
-    put: Any,
-    figures: dict[str, dict[str, Any]],
-    docs: Sequence[Any],
-    questions: Sequence[Any],
-    settings: Any,
-    chosen: Sequence[Any],
-    n_resamples: int,
-) -> None:
+def _figure(key: str, r: Mapping[str, Any], value: str, n: int | None = None, **more: Any) -> dict[str, Any]:
+    """Figure ``key`` from a result ``r``: its entry ``value`` and its interval (None where undefined), ``n`` and
+    what else it rests on (``more``)."""
+    return {
+        "value": finite_or_none(r.get(value)),
+        "better": BETTER.get(key, "higher"),
+        "ci_low": finite_or_none(r.get("ci_low")),
+        "ci_high": finite_or_none(r.get("ci_high")),
+        "n": n,
+        **more,
+    }
+
+
+def _auroc_figures(
+    docs: Sequence[Any], questions: Sequence[Any], settings: Any, chosen: Sequence[Any], n_resamples: int
+) -> dict[str, dict[str, Any]]:
     """The tracked estimators' AUROC under every label strategy, scored as a run scores (the pipeline's
     :func:`~semuq_eval.harness.pipeline.score_docs` and the breakdown's ``summarize``) on the diagnosis's docs."""
     from dataclasses import replace
@@ -91,16 +91,14 @@ def _put_auroc(
     labels = [{"greedy": q.greedy_label, "samples": q.sample_labels} for q in questions]
     items = score_docs(docs, settings, labels, chosen)
     breakdown = summarize(items, replace(settings, metrics=("auroc",), bootstrap=n_resamples, seed=0))
+    figures = {}
     for strategy, results in breakdown["results"].items():
         for e in chosen:
-            m = (results.get(e.name) or {}).get("auroc")
-            if m is None:
-                put(f"auroc.{e.name}.{strategy}", None)
-                continue
-            put(f"auroc.{e.name}.{strategy}", m["value"], (m["ci_low"], m["ci_high"]), m["n"])
-            figures[f"auroc.{e.name}.{strategy}"].update(
-                n_correct=m["n_correct"], n_incorrect=m["n_incorrect"]
-            )
+            m = (results.get(e.name) or {}).get("auroc") or {}
+            key = f"auroc.{e.name}.{strategy}"
+            counts = {k: m[k] for k in ("n", "n_correct", "n_incorrect")} if m else {}
+            figures[key] = _figure(key, m, "value", **counts)
+    return figures
 
 
 def tracked_estimators(name: str, n_samples: int, wanted: Sequence[str] | None) -> list[str]:
@@ -158,29 +156,15 @@ def compute_values(
     result = diagnosis.result([str(store)], "run")
     if name in result["unavailable"]:
         raise RuntimeError(result["unavailable"][name])
-    figures: dict[str, dict[str, Any]] = {}
-
-    def put(key: str, value: Any, ci=(None, None), n: int | None = None) -> None:
-        ok = value is not None and math.isfinite(value)
-        figures[key] = {
-            "value": float(value) if ok else None,
-            "better": BETTER.get(key, "higher"),
-            "ci_low": finite_or_none(ci[0]),
-            "ci_high": finite_or_none(ci[1]),
-            "n": n,
-        }
-
-    for trap, res in result["traps"].items():
-        r = res["results"][name]
-        put(f"trap.{trap}", r["mean"], (r["ci_low"], r["ci_high"]), r["n_pairs"])
-    r = result["clustering"]["incorrect_equivalent"]["results"][name]
-    put("clustering.incorrect_equivalent", r["mean"], (r["ci_low"], r["ci_high"]), r["n_pairs"])
-    g = result["clustering"]["gap"]["results"][name]
-    put("clustering.gap", g["difference"], (g["ci_low"], g["ci_high"]))
+    cl = result["clustering"]
+    rows = {f"trap.{t}": res["results"][name] for t, res in result["traps"].items()}
+    rows["clustering.incorrect_equivalent"] = cl["incorrect_equivalent"]["results"][name]
+    figures = {key: _figure(key, r, "mean", r["n_pairs"]) for key, r in rows.items()}
+    figures["clustering.gap"] = _figure("clustering.gap", cl["gap"]["results"][name], "difference")
     loc = result["localization"].get(name, {})
     if "hit_rate" in loc:
-        h = loc["hit_rate"]
-        put("localization.hit_rate", h["mean"], (h["ci_low"], h["ci_high"]), loc["n_answers"])
+        key = "localization.hit_rate"
+        figures[key] = _figure(key, loc["hit_rate"], "mean", loc["n_answers"])
     if names:
-        _put_auroc(put, figures, docs, questions, settings, chosen, n_resamples)
+        figures.update(_auroc_figures(docs, questions, settings, chosen, n_resamples))
     return figures

@@ -1,11 +1,9 @@
 """Per-operator checkpoints of a diagnosis: a killed run resumes at the operator it was on.
 
-With a checkpoint folder, :func:`~semuq_eval.diagnose.diagnosis.diagnose` appends each operator's outcome to the
-folder's journal ``diagnosis.jsonl`` (:mod:`semuq_eval.journal`: every pair's similarity, the localization) as soon
-as it is measured, and a rerun reads it back when its fingerprint matches: a SHA-256 over the operator's identity (its
-``info``, with the weights' revision for a local model), its options, the settings that change the figures and every
-text, label, token offset and hidden vector of the questions and pairs. Anything else scores again and adds an entry;
-a line cut short by a kill, or an entry that does not read, is logged and scored again.
+Each operator's outcome goes to the folder's journal ``diagnosis.jsonl`` (:mod:`semuq_eval.journal`) as soon as it
+is measured; a rerun reads it back when its fingerprint matches: a SHA-256 over the operator's identity (``info``,
+with the weights' revision for a local model), its options, the settings that change the figures and every text,
+label, token offset and hidden vector of the questions and pairs. An entry that does not read is scored again.
 
 Examples
 --------

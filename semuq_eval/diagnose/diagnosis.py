@@ -1,11 +1,9 @@
 """``diagnose``: the four traps, wrong-answer clustering and token localization of any set of operators.
 
-:meth:`Diagnosis.prepare` builds every pair set once (:mod:`~semuq_eval.diagnose.traps`,
-:mod:`~semuq_eval.diagnose.wrong_clusters`); :meth:`Diagnosis.measure` scores one operator on all of them in one
-batched call (:func:`~semuq_eval.diagnose.scoring.score_diagnostics`) plus token localization when it yields token
-weights, and hands back the pipeline docs it scored (``check-operator`` scores estimators on them);
-:meth:`Diagnosis.result` is one JSON-safe dict (format ``semuq-diagnose/1``) for :mod:`~semuq_eval.diagnose.outputs`.
-:func:`diagnose` takes those steps for many operators, with paired differences on request (``compare``).
+:meth:`Diagnosis.prepare` builds every pair set once; :meth:`Diagnosis.measure` scores one operator on all of them
+in one batched call plus token localization when it yields token weights, and hands back the pipeline docs it scored
+(``check-operator`` scores estimators on them); :meth:`Diagnosis.result` is one JSON-safe dict (format
+``semuq-diagnose/1``). :func:`diagnose` takes those steps for many operators, with paired differences (``compare``).
 """
 
 from __future__ import annotations
@@ -22,7 +20,6 @@ import numpy as np
 from pydantic import field_validator
 
 from semuq_eval.diagnose.checkpoint import Outcome, fingerprint, keep, resume
-from semuq_eval.diagnose.comparisons import paired_comparisons
 from semuq_eval.diagnose.localization import localization
 from semuq_eval.diagnose.questions import DiagnosticQuestion, load_questions
 from semuq_eval.diagnose.resolve import resolve_operators
@@ -31,6 +28,7 @@ from semuq_eval.diagnose.scoring import (
     OperatorUnavailable,
     difference_with_ci,
     mean_with_ci,
+    paired_comparisons,
     score_diagnostics,
 )
 from semuq_eval.diagnose.traps import TRAPS, PairSet, build_traps
@@ -63,25 +61,23 @@ def build_pair_sets(
 ) -> tuple[dict[str, PairSet], dict[str, PairSet]]:
     """``(traps, clustering)``: every pair set of a diagnosis, built once for all operators."""
     traps = build_traps(questions, rewriter=rewriter)
-    groups = clustering_pairs(
+    return traps, clustering_pairs(
         questions, judge=equivalence_judge, max_pairs_per_question=max_pairs_per_question
     )
-    return traps, groups
 
 
-def _examples(pair_set: PairSet, sims: np.ndarray | None, k: int = 2) -> list[dict[str, Any]]:
-    out = []
-    for i, p in enumerate(pair_set.pairs[:k]):
-        row = {
+def _examples(pair_set: PairSet, sims: np.ndarray, k: int = 2) -> list[dict[str, Any]]:
+    """The first ``k`` pairs of a set as the report shows them, with their similarity where it is defined."""
+    return [
+        {
             "question": p.question,
             "a": p.a,
             "b": p.b,
-            **{k2: v for k2, v in p.meta.items() if k2 != "samples"},
+            **{key: v for key, v in p.meta.items() if key != "samples"},
+            **({"similarity": float(sims[i])} if np.isfinite(sims[i]) else {}),
         }
-        if sims is not None and np.isfinite(sims[i]):
-            row["similarity"] = float(sims[i])
-        out.append(row)
-    return out
+        for i, p in enumerate(pair_set.pairs[:k])
+    ]
 
 
 class DiagnoseOptions(Options):
@@ -170,18 +166,14 @@ def diagnose(
     """Diagnose operators on run stores (module docstring); returns the JSON-safe result.
 
     ``stores`` are the run stores to read, unless loaded ``questions`` are given. ``options`` (or ``**given``:
-    ``diagnose(store, operators="lexical")``) say what is measured (:class:`DiagnoseOptions`); ``compare`` names
-    pairs ``(a, b)`` of diagnosed operators: ``a`` minus ``b`` on every pair set and localization, paired. ``judge``
-    labels the answers now instead of reading ``labels``; ``rewriter`` is the context trap's rewrite route (default:
-    offline substitution); ``equivalence_judge`` decides wrong-answer equivalence (default: ``string``, ``contains``);
-    ``checkpoint`` is a folder keeping each operator's outcome, so a rerun on the same questions, weights and
-    settings resumes (:mod:`~semuq_eval.diagnose.checkpoint`).
+    ``diagnose(store, operators="lexical")``) say what is measured (:class:`DiagnoseOptions`). ``judge`` labels the
+    answers now instead of reading ``labels``; ``rewriter`` is the context trap's rewrite route (default: offline);
+    ``equivalence_judge`` decides wrong-answer equivalence (default: ``string``, ``contains``); ``checkpoint`` is a
+    folder keeping each operator's outcome, so a rerun resumes (:mod:`~semuq_eval.diagnose.checkpoint`).
 
-    The result has ``format``, ``created``, ``stores``, ``labels``, ``counts``, ``operators``, ``unavailable``,
-    ``traps``, ``clustering``, ``localization``, ``comparisons``, ``settings`` and ``timing``; an operator that cannot
-    run (its model does not load, no hidden states for ``cos_int``) is listed in ``unavailable`` with the reason.
-    Raises ValueError for unknown operators, a comparison of an operator not diagnosed, no questions, or no correct
-    answer at all.
+    An operator that cannot run (its model does not load, no hidden states for ``cos_int``) is listed in
+    ``unavailable`` with the reason. Raises ValueError for unknown operators, a comparison of an operator not
+    diagnosed, no questions, or no correct answer at all.
 
     Examples
     --------
@@ -199,9 +191,9 @@ def diagnose(
     built = resolve_operators(o.operators, o.operator_options, progress=o.progress)
     _check_compare(built, o.compare)
     if questions is None:
-        questions = load_questions(
-            _given(stores), labels=o.labels, judge=judge, max_questions=o.max_questions
-        )
+        if stores is None:
+            raise ValueError("give run stores or questions")
+        questions = load_questions(stores, labels=o.labels, judge=judge, max_questions=o.max_questions)
     run = Diagnosis.prepare(
         questions,
         rewriter=rewriter,
@@ -217,15 +209,6 @@ def diagnose(
     paths = [str(s) for s in ([stores] if isinstance(stores, (str, os.PathLike)) else stores or [])]
     labelled = "judged now: " + str(getattr(judge, "info", judge)) if judge is not None else o.labels
     return run.result(paths, labelled, o.compare)
-
-
-def _given(
-    stores: str | os.PathLike | Sequence[str | os.PathLike] | None,
-) -> str | os.PathLike | Sequence[str | os.PathLike]:
-    """The run stores to read, refused when neither they nor the questions were given."""
-    if stores is None:
-        raise ValueError("give run stores or questions")
-    return stores
 
 
 def _check_compare(built: Mapping[str, Any], compare: Sequence[tuple[str, str]]) -> None:
@@ -446,27 +429,26 @@ class Diagnosis:
 
     def _add(self, name: str, outcome: Outcome) -> None:
         """Operator ``name``'s mean similarity per trap and group (with CIs), the groups' gap and its localization."""
-        bootstrap, min_pairs = self.bootstrap, self.min_pairs
         self.infos[name] = outcome.info
         self.sims[name] = sims = outcome.sims
+        uids = {key: [p.uid for p in pairs] for key, pairs in self.pair_sets.items()}
+
+        def stat(key: str) -> dict[str, Any]:
+            s = sims[key]
+            mean = mean_with_ci(s, uids[key], bootstrap=self.bootstrap, min_pairs=self.min_pairs)
+            return {**mean.as_dict(), "n_unavailable": int(np.isnan(s).sum())}
+
         for trap, ps in self.trap_sets.items():
             s = sims[f"trap:{trap}"]
-            stat = mean_with_ci(s, [p.uid for p in ps.pairs], bootstrap=bootstrap, min_pairs=min_pairs)
-            self.traps[trap]["results"][name] = {**stat.as_dict(), "n_unavailable": int(np.isnan(s).sum())}
+            row = self.traps[trap]["results"][name] = stat(f"trap:{trap}")
             if outcome.unavailable and np.isnan(s).any():
-                self.traps[trap]["results"][name]["unavailable"] = outcome.unavailable
+                row["unavailable"] = outcome.unavailable
             self.traps[trap].setdefault("examples", {})[name] = _examples(ps, s)
-        for group, ps in self.group_sets.items():
-            s = sims[f"cluster:{group}"]
-            stat = mean_with_ci(s, [p.uid for p in ps.pairs], bootstrap=bootstrap, min_pairs=min_pairs)
-            self.groups[group]["results"][name] = {**stat.as_dict(), "n_unavailable": int(np.isnan(s).sum())}
-        inc, cor = self.group_sets["incorrect_equivalent"], self.group_sets["correct_equivalent"]
+        for group in self.group_sets:
+            self.groups[group]["results"][name] = stat(f"cluster:{group}")
+        inc, cor = "cluster:incorrect_equivalent", "cluster:correct_equivalent"
         self.groups["gap"]["results"][name] = difference_with_ci(
-            sims["cluster:incorrect_equivalent"],
-            [p.uid for p in inc.pairs],
-            sims["cluster:correct_equivalent"],
-            [p.uid for p in cor.pairs],
-            bootstrap=bootstrap,
+            sims[inc], uids[inc], sims[cor], uids[cor], bootstrap=self.bootstrap
         )
         if outcome.located is not None:
             self.localization[name] = outcome.located.as_dict()

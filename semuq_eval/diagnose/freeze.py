@@ -1,12 +1,9 @@
 """Freeze a real run store into the small, text-only run record that ``check-operator`` reads.
 
-:func:`freeze_store` writes the compact record format (:mod:`semuq_eval.harness.record`, keeping texts) with, per
-question, ``doc_id``, ``id``, the question, its references, the greedy answer's text and the generating model's token
-spans in it, every sampled answer's text, and one label set's greedy, majority and per-sample labels; hidden vectors,
-token ids, log-probabilities, entropies, estimator scores and the breakdown are dropped. The header's ``provenance``
-(source, label set and judge, questions, package version) lets ``tools/freeze_store.py`` reproduce it byte for byte.
-A store that was itself frozen keeps its provenance and fingerprint (``former_store_fingerprint``), so a baseline
-recorded on it still matches the record.
+Per question, the record keeps the question, its references, the answers' texts, the greedy answer's token spans and
+one label set's labels; hidden vectors, log-probabilities, scores and the breakdown are dropped. The header's
+``provenance`` lets ``tools/freeze_store.py`` reproduce it byte for byte. A store that was itself frozen keeps its
+provenance and fingerprint (``former_store_fingerprint``), so a baseline recorded on it still matches the record.
 """
 
 from __future__ import annotations
@@ -48,9 +45,10 @@ def _provenance(
 ):
     from semuq_eval import __version__
 
-    settings = reader.manifest.get("settings") or {}
     former = reader.manifest.get("frozen")
-    provenance = {
+    if isinstance(former, dict):  # a store frozen before: its provenance, and the fingerprint baselines hold
+        return {**former, "former_store_fingerprint": reader.fingerprint()}
+    return {
         "source": name or str(source),
         "task": reader.manifest.get("task"),
         "run_id": source.name,
@@ -59,13 +57,10 @@ def _provenance(
         "judge": judge,
         "n_questions": len(questions),
         "doc_ids": [questions[0]["doc_id"], questions[-1]["doc_id"]] if questions else [],
-        "n_samples": settings.get("n_samples"),
+        "n_samples": (reader.manifest.get("settings") or {}).get("n_samples"),
         "kept": "question, references, answer texts, the greedy answer's token offsets, labels",
         "semuq_eval_version": __version__,
     }
-    if isinstance(former, dict):  # a store frozen before: its provenance, and the fingerprint baselines hold
-        provenance = {**former, "former_store_fingerprint": reader.fingerprint()}
-    return provenance
 
 
 def freeze_store(
@@ -78,16 +73,13 @@ def freeze_store(
 ) -> dict[str, Any]:
     """Write the frozen record of run store ``source`` to ``dest`` (a ``.jsonl.gz`` file); returns its provenance.
 
-    ``source`` is a finished run store with per-sample labels (``sample_labels`` in ``scores.jsonl``, or
-    ``labels``); ``dest`` is replaced whole; ``max_questions`` keeps the first questions (by doc id); ``labels`` is
-    the label set to freeze (default: the run's own); ``source_name`` names the source in the provenance (default:
-    its path). Raises ValueError when the label set lacks per-sample verdicts.
+    ``source`` is a finished run store with per-sample labels; ``max_questions`` keeps the first questions;
+    ``labels`` is the label set to freeze (default: the run's own); ``source_name`` names the source in the
+    provenance (default: its path). Raises ValueError when the label set lacks per-sample verdicts.
     """
     source = Path(source)
     reader = open_store(source)
-    docs = reader.docs(hidden=False)
-    if max_questions is not None:
-        docs = docs[: int(max_questions)]
+    docs = reader.docs(hidden=False)[: None if max_questions is None else int(max_questions)]
     label_set = read_label_set(source, labels)
     questions = []
     for d in docs:

@@ -1,13 +1,11 @@
 """Token localization (App. A.4): does the operator's highest-weight token fall on the reference?
 
-Kept: correct greedy answers naming exactly ONE reference mention (:func:`~semuq_eval.diagnose.spans.alias_spans`,
-nested mentions merged). The operator's token weights on the answer given the question (``enc``'s ``token_weights``,
-Eq. te_enc) give the highest-weight token (the first on ties); it is a *hit* when its character span overlaps the
-mention's. Chance is the share of the answer's tokens overlapping the mention, averaged over answers (the paper: 72%
-hits against 3.9% chance). Token units: ``"generator"`` (default), the generating model's tokens through
-``token_weights`` (needs the greedy answer's token offsets: a white-box run); ``"encoder"``, the encoder's own tokens
-and norms ``||h_t||`` (``token_norms``), which works on any store, as the paper matches the span "to the encoder
-tokens using character offsets".
+Kept: correct greedy answers naming exactly ONE reference mention (:func:`~semuq_eval.diagnose.spans.alias_spans`).
+The operator's token weights on the answer (``enc``'s ``token_weights``, Eq. te_enc) give the highest-weight token
+(the first on ties); it is a *hit* when its character span overlaps the mention's. Chance is the share of the
+answer's tokens overlapping the mention, averaged over answers. Token units: ``"generator"`` (default), the generating
+model's tokens (needs the greedy answer's token offsets: a white-box run); ``"encoder"``, the encoder's own tokens and
+norms ``||h_t||`` (``token_norms``), on any store, as the paper matches the span "to the encoder tokens".
 """
 
 from __future__ import annotations

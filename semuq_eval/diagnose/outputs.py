@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +17,28 @@ from semuq_eval.jsonio import write_json
 
 __all__ = ["markdown", "plot", "write_report"]
 
+_GROUPS = ("incorrect_equivalent", "correct_equivalent", "incorrect_different")
+"""The clustering groups, in the order of the tables and the plot."""
+
 
 def _num(x: Any, digits: int = 3) -> str:
     return "n/a" if x is None or (isinstance(x, float) and not math.isfinite(x)) else f"{x:.{digits}f}"
+
+
+def _ci(r: Mapping[str, Any]) -> str:
+    return f"[{_num(r['ci_low'])}, {_num(r['ci_high'])}]"
+
+
+def _row(lead: str, cells: Iterable[str]) -> str:
+    return f"| {lead} | " + " | ".join(cells) + " |"
+
+
+def _head(lead: str, columns: Sequence[str]) -> list[str]:
+    """A table's header and rule: the ``lead`` columns, then one column per name (in backticks)."""
+    return [
+        _row(lead, (f"`{c}`" for c in columns)),
+        "|---" * (lead.count("|") + 1) + "|" + "---|" * len(columns),
+    ]
 
 
 def _cell(r: Mapping[str, Any] | None) -> str:
@@ -58,12 +77,11 @@ def markdown(result: Mapping[str, Any]) -> str:
         "",
         "## Traps (App. F)",
         "",
-        "| trap | pair | better | " + " | ".join(f"`{o}`" for o in ops) + " |",
-        "|---|---|---|" + "---|" * len(ops),
+        *_head("trap | pair | better", ops),
     ]
     for trap in result["traps"].values():
-        cells = " | ".join(_cell(trap["results"].get(o)) for o in ops)
-        lines.append(f"| {trap['title']} | {trap['pair']} | {trap['better']} | {cells} |")
+        lead = f"{trap['title']} | {trap['pair']} | {trap['better']}"
+        lines.append(_row(lead, (_cell(trap["results"].get(o)) for o in ops)))
     lines += ["", "Questions without a pair:", ""]
     for name, trap in result["traps"].items():
         skipped = "; ".join(f"{why}: {n}" for why, n in trap["skipped"].items()) or "none"
@@ -83,23 +101,12 @@ def markdown(result: Mapping[str, Any]) -> str:
         f"Equivalent: the judge {cl.get('equivalence')} accepts one answer with the other as its reference "
         "(either direction).",
         "",
-        "| group | " + " | ".join(f"`{o}`" for o in ops) + " |",
-        "|---|" + "---|" * len(ops),
+        *_head("group", ops),
+        *(_row(cl[g]["pair"], (_cell(cl[g]["results"].get(o)) for o in ops)) for g in _GROUPS),
     ]
-    for name in ("incorrect_equivalent", "correct_equivalent", "incorrect_different"):
-        g = cl[name]
-        lines.append(f"| {g['pair']} | " + " | ".join(_cell(g["results"].get(o)) for o in ops) + " |")
     gap = cl["gap"]["results"]
-    lines.append(
-        "| gap (incorrect eq. - correct eq.) | "
-        + " | ".join(
-            f"{_num(gap[o]['difference'])} [{_num(gap[o]['ci_low'])}, {_num(gap[o]['ci_high'])}]"
-            if o in gap
-            else "n/a"
-            for o in ops
-        )
-        + " |"
-    )
+    cells = (f"{_num(gap[o]['difference'])} {_ci(gap[o])}" if o in gap else "n/a" for o in ops)
+    lines.append(_row("gap (incorrect eq. - correct eq.)", cells))
     lines += [
         "",
         "## Token localization (App. A.4)",
@@ -115,7 +122,7 @@ def markdown(result: Mapping[str, Any]) -> str:
         h, ch = loc["hit_rate"], loc["chance_rate"]
         flag = " !" if h.get("small_sample") else ""
         lines.append(
-            f"| `{o}` | {loc['unit']} | {_num(h['mean'])} [{_num(h['ci_low'])}, {_num(h['ci_high'])}] "
+            f"| `{o}` | {loc['unit']} | {_num(h['mean'])} {_ci(h)} "
             f"({loc['n_hits']}/{loc['n_answers']}){flag} | {_num(ch['mean'])} | {_num(loc['ratio_over_chance'], 1)}x "
             f"| {loc['n_answers']} of {loc['n_eligible']} eligible |"
         )
@@ -143,10 +150,7 @@ def comparison_lines(result: Mapping[str, Any], heading: str = "## Paired differ
     min_questions = result["settings"]["min_pairs"]
     rows = [
         *((f"trap:{k}", f"{t['title']} (better: {t['better']})") for k, t in result["traps"].items()),
-        *(
-            (f"cluster:{k}", f"{result['clustering'][k]['pair']} (clustering)")
-            for k in ("incorrect_equivalent", "correct_equivalent", "incorrect_different")
-        ),
+        *((f"cluster:{k}", f"{result['clustering'][k]['pair']} (clustering)") for k in _GROUPS),
         ("localization", "token localization hit rate (better: higher)"),
     ]
     lines = [
@@ -157,30 +161,28 @@ def comparison_lines(result: Mapping[str, Any], heading: str = "## Paired differ
         "questions), questions resampled together for both; `*`: the interval excludes 0; `!`: fewer than "
         f"{min_questions} questions (small sample, never starred).",
         "",
-        "| figure | " + " | ".join(f"`{k}`" for k in comparisons) + " |",
-        "|---|" + "---|" * len(comparisons),
+        *_head("figure", list(comparisons)),
     ]
     for key, title in rows:
-        cells = []
-        for row in comparisons.values():
-            d = row.get(key)
-            if "unavailable" in row:
-                cells.append(f"n/a ({row['unavailable']})")
-            elif not d or d.get("difference") is None:
-                cells.append("n/a")
-            else:
-                n = d.get("n_pairs", d.get("n_answers"))
-                if d["n_questions"] < min_questions:
-                    sig = " !"
-                elif d["ci_low"] is not None and (d["ci_low"] > 0 or d["ci_high"] < 0):
-                    sig = " *"
-                else:
-                    sig = ""
-                cells.append(
-                    f"{d['difference']:+.3f} [{_num(d['ci_low'])}, {_num(d['ci_high'])}] ({n} / {d['n_questions']}){sig}"
-                )
-        lines.append(f"| {title} | " + " | ".join(cells) + " |")
+        lines.append(_row(title, (_difference_cell(row, key, min_questions) for row in comparisons.values())))
     return lines
+
+
+def _difference_cell(row: Mapping[str, Any], key: str, min_questions: int) -> str:
+    """One comparison's cell of figure ``key`` (:func:`comparison_lines`)."""
+    d = row.get(key)
+    if "unavailable" in row:
+        return f"n/a ({row['unavailable']})"
+    if not d or d.get("difference") is None:
+        return "n/a"
+    if d["n_questions"] < min_questions:
+        sig = " !"
+    elif d["ci_low"] is not None and (d["ci_low"] > 0 or d["ci_high"] < 0):
+        sig = " *"
+    else:
+        sig = ""
+    n = d.get("n_pairs", d.get("n_answers"))
+    return f"{d['difference']:+.3f} {_ci(d)} ({n} / {d['n_questions']}){sig}"
 
 
 def plot(result: Mapping[str, Any], path: str | os.PathLike) -> Path:
@@ -193,10 +195,7 @@ def plot(result: Mapping[str, Any], path: str | os.PathLike) -> Path:
 
     ops = list(result["operators"])
     rows = [(f"{t['title']}\n({t['better']} is better)", t["results"]) for t in result["traps"].values()]
-    rows += [
-        (result["clustering"][g]["pair"], result["clustering"][g]["results"])
-        for g in ("incorrect_equivalent", "correct_equivalent", "incorrect_different")
-    ]
+    rows += [(result["clustering"][g]["pair"], result["clustering"][g]["results"]) for g in _GROUPS]
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(13, 4.8), gridspec_kw={"width_ratios": [3, 1]})
     width = 0.8 / max(1, len(ops))
     x = np.arange(len(rows))
@@ -214,11 +213,9 @@ def plot(result: Mapping[str, Any], path: str | os.PathLike) -> Path:
                 color="lightgrey" if small else colors[k % len(colors)],
                 edgecolor=colors[k % len(colors)],
                 hatch="//" if small else None,
-                yerr=[[r["mean"] - r["ci_low"]], [r["ci_high"] - r["mean"]]],
+                yerr=_yerr(r),
                 capsize=2,
-                label=o
-                if i == 0 or not any((rr.get(o) or {}).get("mean") is not None for _, rr in rows[:i])
-                else None,
+                label=None if any((rr.get(o) or {}).get("mean") is not None for _, rr in rows[:i]) else o,
             )
     for i, (_, res) in enumerate(rows):
         if not any((res.get(o) or {}).get("mean") is not None for o in ops):
@@ -237,7 +234,7 @@ def plot(result: Mapping[str, Any], path: str | os.PathLike) -> Path:
             h["mean"],
             0.4,
             hatch="//" if h.get("small_sample") else None,
-            yerr=[[h["mean"] - h["ci_low"]], [h["ci_high"] - h["mean"]]],
+            yerr=_yerr(h),
             capsize=2,
             color="tab:blue",
             label="top token in reference" if k == 0 else None,
@@ -251,18 +248,22 @@ def plot(result: Mapping[str, Any], path: str | os.PathLike) -> Path:
     else:
         ax2.text(0.5, 0.5, "no operator with token weights", ha="center", transform=ax2.transAxes, fontsize=8)
     fig.tight_layout()
-    path = Path(path)
-    replace_file(path, lambda fh: fig.savefig(fh, format="png", dpi=120))
+    path = replace_file(path, lambda fh: fig.savefig(fh, format="png", dpi=120))
     plt.close(fig)
     return path
+
+
+def _yerr(r: Mapping[str, Any]) -> list[list[float]]:
+    """A bar's error bar: its interval around its mean."""
+    return [[r["mean"] - r["ci_low"]], [r["ci_high"] - r["mean"]]]
 
 
 def write_report(result: Mapping[str, Any], folder: str | os.PathLike) -> dict[str, Path]:
     """Write ``diagnosis.json``, ``diagnosis.md`` and ``diagnosis.png`` into ``folder`` (created)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    paths = {"json": write_json(folder / "diagnosis.json", result)}
-    paths["markdown"] = folder / "diagnosis.md"
-    replace_file(paths["markdown"], markdown(result))
-    paths["plot"] = plot(result, folder / "diagnosis.png")
-    return paths
+    return {
+        "json": write_json(folder / "diagnosis.json", result),
+        "markdown": replace_file(folder / "diagnosis.md", markdown(result)),
+        "plot": plot(result, folder / "diagnosis.png"),
+    }

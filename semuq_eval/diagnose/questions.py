@@ -1,10 +1,8 @@
 """The questions a diagnosis reads: answers from run stores, with a correctness label on every answer.
 
-:func:`load_questions` reads run stores (:func:`~semuq_eval.harness.store.open_store`) or run records that keep their
-texts (:mod:`~semuq_eval.diagnose.freeze`) with a label set of each
-(:func:`~semuq_eval.harness.label_sets.read_label_set`; ``"run"``: the run's own judge), or labels every answer now
-with ``judge=``. Every diagnostic needs the verdict on each SAMPLED answer: a store without them is refused with the
-command that adds them.
+:func:`load_questions` reads run stores or run records that keep their texts with a label set of each, or labels
+every answer now with ``judge=``. Every diagnostic needs the verdict on each SAMPLED answer: a store without them is
+refused with the command that adds them.
 """
 
 from __future__ import annotations
@@ -119,7 +117,7 @@ def _record_questions(path: Path, labels: str, judge: Judge | None, max_question
     own label set)."""
     record = read_record(path)
     chosen = record.get("label_set", RUN_LABELS) if labels == RUN_LABELS else labels
-    lines = record.questions[: int(max_questions)] if max_questions is not None else record.questions
+    lines = record.questions[: None if max_questions is None else int(max_questions)]
     if any(q.get("texts") is None for q in lines):
         raise ValueError(
             f"{path}: a run record without texts (a leaderboard's record) holds no answers to diagnose"
@@ -144,11 +142,10 @@ def load_questions(
 ) -> list[DiagnosticQuestion]:
     """The questions of one or more run stores with per-answer labels.
 
-    ``stores`` are run store directories (``<output_path>/semuq/<task>/<run_id>``) or run record files that keep
-    their texts; ``labels`` is the label set to read (default ``"run"``: the run's own judge's); ``judge`` labels
-    every answer now instead; ``max_questions`` keeps the first questions of each store. Raises FileNotFoundError
-    when a path is not a run store or the label set does not exist, :class:`NoSampleLabelsError` when the label set
-    has no per-sample verdicts (and no ``judge`` was given).
+    ``stores``: run store folders or run records that keep their texts; ``labels``: the label set to read (``"run"``:
+    the run's own); ``judge`` labels every answer now instead; ``max_questions`` keeps each store's first questions.
+    Raises FileNotFoundError when a path is not a run store or the label set does not exist,
+    :class:`NoSampleLabelsError` when the label set has no per-sample verdicts (and no ``judge`` was given).
 
     Examples
     --------
@@ -165,9 +162,7 @@ def load_questions(
         if store.is_file() and store.name.endswith(RECORD_SUFFIX):
             docs, by_doc = _record_questions(store, labels, judge, max_questions)
         else:
-            docs = open_store(store).docs()
-            if max_questions is not None:
-                docs = docs[: int(max_questions)]
+            docs = open_store(store).docs()[: None if max_questions is None else int(max_questions)]
             by_doc = _labels_of(store, docs, labels, judge)
         for d in docs:
             lab = by_doc.get(d.doc_id)

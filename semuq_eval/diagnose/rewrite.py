@@ -1,18 +1,16 @@
 """The context trap's corrupted answers: a correct answer with its fact replaced by a wrong one (App. F).
 
-The paper asks an LLM to "replace the correct fact with a plausible but different incorrect one, preserving sentence
-structure and style". Two routes implement :class:`FactRewriter` (``rewrite(requests) -> list[Rewrite]``):
+Two routes implement :class:`FactRewriter` (``rewrite(requests) -> list[Rewrite]``):
 
 - :class:`SampleSubstitution` (offline, default) replaces the reference's mentions in the greedy answer with a WRONG
-  answer the LLM itself sampled, from the question's incorrect samples in stored order: *aligned*, when a word
-  alignment (``difflib.SequenceMatcher`` on lowercased words) has one ``replace`` block covering the whole mention,
-  changing at most ``context_slack`` other words and putting 1 to ``max_words`` sample words in its place (greedy
-  "The capital is Paris." + sample "The capital is Lyon." -> "Lyon"; not past :data:`MAX_ALIGNED_WORDS` words); else
-  *short*, an incorrect sample of at most ``max_short_words`` words, taken whole. Candidates holding a reference alias
-  are skipped, and a result is kept only if the string judge (``contains``) calls it incorrect; a question without
-  one is skipped and counted.
+  answer the LLM itself sampled (its incorrect samples in stored order): *aligned*, when a word alignment
+  (``difflib.SequenceMatcher`` on lowercased words) has one ``replace`` block covering the whole mention, changing at
+  most ``context_slack`` other words and putting 1 to ``max_words`` sample words in its place ("The capital is
+  Paris." + "The capital is Lyon." -> "Lyon"); else *short*, an incorrect sample of at most ``max_short_words`` words.
+  Candidates holding a reference alias are skipped; a result is kept only if the string judge (``contains``) calls it
+  incorrect.
 - :class:`LLMRewriter`: any text-completion callable (``complete(prompt) -> str``), e.g. an OpenAI-compatible server
-  through :meth:`LLMRewriter.from_openai`; the reply is checked the same way.
+  (:meth:`LLMRewriter.from_openai`); the reply is checked the same way.
 """
 
 from __future__ import annotations
@@ -175,21 +173,18 @@ class SampleSubstitution:
         return aligned + short
 
     def rewrite(self, requests: Sequence[RewriteRequest]) -> list[Rewrite]:
-        out = []
-        for request in requests:
-            if not request.wrong_answers:
-                out.append(Rewrite(None, reason="no incorrect sample for this question"))
+        return [self._one(request) for request in requests]
+
+    def _one(self, request: RewriteRequest) -> Rewrite:
+        if not request.wrong_answers:
+            return Rewrite(None, reason="no incorrect sample for this question")
+        for fact, source in self.candidates(request):
+            if not normalize(fact) or _CONTAINS(request.question, fact, request.references):
                 continue
-            found = None
-            for fact, source in self.candidates(request):
-                if not normalize(fact) or _CONTAINS(request.question, fact, request.references):
-                    continue
-                text = substitute(request.answer, request.mentions, fact)
-                if not _still_correct(request, text):
-                    found = Rewrite(text, source)
-                    break
-            out.append(found or Rewrite(None, reason="no incorrect sample gives a short wrong answer"))
-        return out
+            text = substitute(request.answer, request.mentions, fact)
+            if not _still_correct(request, text):
+                return Rewrite(text, source)
+        return Rewrite(None, reason="no incorrect sample gives a short wrong answer")
 
 
 class LLMRewriter:
@@ -284,12 +279,6 @@ class LLMRewriter:
     def rewrite(self, requests: Sequence[RewriteRequest]) -> list[Rewrite]:
         from tqdm.auto import tqdm
 
+        bar = {"total": len(requests), "desc": f"rewrite {self.name}", "disable": not self.progress}
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
-            return list(
-                tqdm(
-                    pool.map(self._one, requests),
-                    total=len(requests),
-                    desc=f"rewrite {self.name}",
-                    disable=not self.progress,
-                )
-            )
+            return list(tqdm(pool.map(self._one, requests), **bar))

@@ -1,16 +1,16 @@
 """Scoring pairs with an operator, and the mean similarity with a bootstrap interval over questions.
 
-:func:`score_pairs` scores every pair of every diagnostic in ONE batched operator call: per question, the distinct
-texts of its pairs form one answer list, and each pair reads its entry of that question's matrix. An operator needing
-the generating model's hidden states (``cos_int``) scores only pairs of answers with a stored hidden vector.
-:func:`mean_with_ci` is the mean over pairs with a percentile bootstrap over QUESTIONS (pairs of one question
-resampled together), on :class:`~semuq_eval.metrics.Bootstrap`'s shared seeded resamples.
+:func:`score_pairs` scores every pair of every diagnostic in ONE batched operator call (per question, the distinct
+texts of its pairs form one answer list). :func:`mean_with_ci` is the mean over pairs with a percentile bootstrap over
+QUESTIONS (pairs of one question resampled together). :func:`paired_comparisons` gives the paired differences between
+operators of one diagnosis (a trained operator minus its untrained backbone) on the same pairs and answers.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -26,6 +26,7 @@ __all__ = [
     "OperatorUnavailable",
     "difference_with_ci",
     "mean_with_ci",
+    "paired_comparisons",
     "question_docs",
     "score_diagnostics",
     "score_pairs",
@@ -59,11 +60,11 @@ class MeanCI:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> MeanCI:
         """The inverse of :meth:`as_dict` (None back to NaN)."""
-        nan = float("nan")
+        mean, low, high = (math.nan if d[k] is None else float(d[k]) for k in ("mean", "ci_low", "ci_high"))
         return cls(
-            float(nan if d["mean"] is None else d["mean"]),
-            float(nan if d["ci_low"] is None else d["ci_low"]),
-            float(nan if d["ci_high"] is None else d["ci_high"]),
+            mean,
+            low,
+            high,
             int(d["n_pairs"]),
             int(d["n_questions"]),
             bool(d["small_sample"]),
@@ -90,22 +91,15 @@ def mean_with_ci(
     (0.5, 3, 2, False)
     """
     bootstrap = bootstrap or Bootstrap()
-    v = np.asarray(values, dtype=np.float64)
-    if v.size != len(groups):
-        raise ValueError(f"got {v.size} values but {len(groups)} groups")
-    keep = np.isfinite(v)
-    v = v[keep]
-    groups = [g for g, k in zip(groups, keep, strict=True) if k]
+    if np.size(values) != len(groups):
+        raise ValueError(f"got {np.size(values)} values but {len(groups)} groups")
+    v, groups = _finite(values, groups)
     n = int(v.size)
     if n == 0:
         return MeanCI(math.nan, math.nan, math.nan, 0, 0, True, f"no {what}")
     _, index = np.unique(np.asarray(groups, dtype=object).astype(str), return_inverse=True)
     n_groups = int(index.max()) + 1
-    sums = np.bincount(index, weights=v, minlength=n_groups)
-    counts = np.bincount(index, minlength=n_groups).astype(np.float64)
-    draws = bootstrap.counts(n_groups)
-    resampled = (draws @ sums) / np.maximum(draws @ counts, 1e-300)
-    low, high = bootstrap.interval(resampled)
+    low, high = bootstrap.interval(_resampled_means(bootstrap.counts(n_groups), index, v))
     small = n_groups < min_pairs
     note = f"small sample: {n_groups} questions, {n} {what} (< {min_pairs} questions)" if small else None
     return MeanCI(float(v.mean()), low, high, n, n_groups, small, note)
@@ -128,26 +122,31 @@ def difference_with_ci(
     0.35
     """
     bootstrap = bootstrap or Bootstrap()
-    va, vb = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    ka, kb = np.isfinite(va), np.isfinite(vb)
-    ga = [g for g, k in zip(groups_a, ka, strict=True) if k]
-    gb = [g for g, k in zip(groups_b, kb, strict=True) if k]
-    va, vb = va[ka], vb[kb]
+    (va, ga), (vb, gb) = _finite(a, groups_a), _finite(b, groups_b)
     if va.size == 0 or vb.size == 0:
         return {"difference": None, "ci_low": None, "ci_high": None}
     names = {g: i for i, g in enumerate(dict.fromkeys([*map(str, ga), *map(str, gb)]))}
     ia, ib = np.array([names[str(g)] for g in ga]), np.array([names[str(g)] for g in gb])
-    n = len(names)
-    draws = bootstrap.counts(n)
-
-    def ratio(index, values):
-        sums = np.bincount(index, weights=values, minlength=n)
-        counts = np.bincount(index, minlength=n).astype(np.float64)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return (draws @ sums) / (draws @ counts)
-
-    low, high = bootstrap.interval(ratio(ia, va) - ratio(ib, vb))
+    draws = bootstrap.counts(len(names))
+    low, high = bootstrap.interval(_resampled_means(draws, ia, va) - _resampled_means(draws, ib, vb))
     return {"difference": float(va.mean() - vb.mean()), "ci_low": low, "ci_high": high}
+
+
+def _finite(values: Sequence[float], groups: Sequence[str]) -> tuple[np.ndarray, list[str]]:
+    """The finite values (float64) and their groups."""
+    v = np.asarray(values, dtype=np.float64)
+    keep = np.isfinite(v)
+    return v[keep], [g for g, k in zip(groups, keep, strict=True) if k]
+
+
+def _resampled_means(draws: np.ndarray, index: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Each resample's mean over the values of the groups it draws (``index``: each value's group; NaN when a
+    resample draws none of them)."""
+    n = draws.shape[1]
+    sums = np.bincount(index, weights=values, minlength=n)
+    counts = np.bincount(index, minlength=n).astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (draws @ sums) / (draws @ counts)
 
 
 def score_pairs(
@@ -160,17 +159,15 @@ def score_pairs(
     counts the pairs left unscored, by reason."""
     needs_hidden = "hidden_states" in getattr(operator, "needs", frozenset())
     keys: dict[str, dict[str, int]] = {}  # per question: text key -> row of its answer list
-    answers: dict[str, list[str]] = {}
-    hidden: dict[str, list[np.ndarray | None]] = {}
+    answers: dict[str, list[tuple[str, np.ndarray | None]]] = {}  # per question: (text, hidden vector)
     questions: dict[str, str] = {}
     where: dict[str, list[tuple[str, int, int] | None]] = {}
-    unavailable: dict[str, int] = {}
+    unavailable: Counter[str] = Counter()
     for name, pairs in pair_sets.items():
-        slots: list[tuple[str, int, int] | None] = []
+        slots = where[name] = []
         for p in pairs:
             if needs_hidden and (p.hidden_a is None or p.hidden_b is None):
-                why = f"{operator.name} needs the generating model's hidden state of both answers"
-                unavailable[why] = unavailable.get(why, 0) + 1
+                unavailable[f"{operator.name} needs the generating model's hidden state of both answers"] += 1
                 slots.append(None)
                 continue
             questions.setdefault(p.uid, p.question)
@@ -181,28 +178,27 @@ def score_pairs(
                 key = normalize_answer(text) if not needs_hidden else f"{text}\x00{id(h)}"
                 if key not in index:
                     index[key] = len(index)
-                    answers.setdefault(p.uid, []).append(text)
-                    hidden.setdefault(p.uid, []).append(h)
+                    answers.setdefault(p.uid, []).append((text, h))
                 ids.append(index[key])
             slots.append((p.uid, ids[0], ids[1]))
-        where[name] = slots
-    out = {name: np.full(len(slots), np.nan) for name, slots in where.items()}
     uids = list(questions)
-    if not uids:
-        return out, unavailable
-    hidden_states = None
-    if needs_hidden:
-        hidden_states = [np.stack([np.asarray(h, dtype=np.float64) for h in hidden[uid]]) for uid in uids]
-    result = operator(
-        [questions[uid] for uid in uids], [answers[uid] for uid in uids], hidden_states=hidden_states
-    )
-    matrices = dict(zip(uids, result.matrices, strict=True))
-    for name, slots in where.items():
-        for k, slot in enumerate(slots):
-            if slot is not None:
-                uid, i, j = slot
-                out[name][k] = float(matrices[uid][i, j])
-    return out, unavailable
+    matrices = {}
+    if uids:
+        hidden_states = None
+        if needs_hidden:
+            hidden_states = [
+                np.stack([np.asarray(h, dtype=np.float64) for _, h in answers[uid]]) for uid in uids
+            ]
+        texts = [[t for t, _ in answers[uid]] for uid in uids]
+        result = operator([questions[uid] for uid in uids], texts, hidden_states=hidden_states)
+        matrices = dict(zip(uids, result.matrices, strict=True))
+    out = {
+        name: np.array(
+            [np.nan if s is None else float(matrices[s[0]][s[1], s[2]]) for s in slots], dtype=np.float64
+        )
+        for name, slots in where.items()
+    }
+    return out, dict(unavailable)
 
 
 def question_docs(questions: Sequence[Any]) -> list[Any]:
@@ -220,49 +216,96 @@ def score_diagnostics(
     questions: Sequence[Any],
     pair_sets: Mapping[str, Sequence[Pair]],
     *,
-    docs: list[Any] | None = None,
     token_extras: Collection[str] = (),
 ) -> tuple[dict[str, np.ndarray], dict[str, int], list[Any]]:
     """Every pair's similarity under operator ``name``, with each question's sample matrix computed ONCE.
 
     The sampled answers go through the pipeline's operator pass
-    (:func:`~semuq_eval.harness.operator_runs.compute_operators`: batched, deduplicated, hidden states for
-    ``cos_int``) and pairs of two samples read that matrix; the other pairs (a greedy answer, a rewrite, a reference)
-    go through one more batched call (:func:`score_pairs`). ``token_extras``: the token extras the returned docs
+    (:func:`~semuq_eval.harness.operator_runs.compute_operators`) and pairs of two samples read that matrix; the other
+    pairs go through one more batched call (:func:`score_pairs`). ``token_extras``: the token extras the returned docs
     carry for estimators (none by default: ``token_similarity`` costs one encoder pass per greedy-answer token).
-    Returns ``(similarities, unavailable, docs)`` as :func:`score_pairs`, plus the docs holding the sample
-    matrices; raises :class:`OperatorUnavailable`, with the reason, when the operator cannot run at all.
+    Returns ``(similarities, unavailable, docs)``; raises :class:`OperatorUnavailable` when the operator cannot run.
     """
     from semuq_eval.harness.operator_runs import compute_operators, get_operator
 
-    docs = question_docs(questions) if docs is None else docs
-    runs = compute_operators(docs, [name], {name: dict(options or {})}, token_extras=token_extras)
-    run = runs[name]
+    docs = question_docs(questions)
+    run = compute_operators(docs, [name], {name: dict(options or {})}, token_extras=token_extras)[name]
     if run.status == "unavailable" and any(q.samples for q in questions):
         reasons = "; ".join(run.reasons) or "unknown reason"
         raise OperatorUnavailable(f"operator {name} is unavailable: {reasons}")
-    by_uid = {q.uid: (q, d) for q, d in zip(questions, docs, strict=True)}
+    by_uid = {q.uid: d for q, d in zip(questions, docs, strict=True)}
     sims = {k: np.full(len(v), np.nan) for k, v in pair_sets.items()}
-    unavailable: dict[str, int] = {}
-    extra: dict[str, list[Pair]] = {}
-    extra_at: dict[str, list[int]] = {}
+    unavailable: Counter[str] = Counter()
+    extra_at: dict[str, list[int]] = {}  # per pair set: the pairs not of two samples
     for key, pairs in pair_sets.items():
         for k, p in enumerate(pairs):
             if p.sample_a is None or p.sample_b is None:
-                extra.setdefault(key, []).append(p)
                 extra_at.setdefault(key, []).append(k)
                 continue
-            doc = by_uid[p.uid][1]
+            doc = by_uid[p.uid]
             matrix = doc.matrices.get(name)
             if matrix is None:
-                why = doc.unavailable.get(name, f"{name} did not run")
-                unavailable[why] = unavailable.get(why, 0) + 1
+                unavailable[doc.unavailable.get(name, f"{name} did not run")] += 1
             else:
                 sims[key][k] = float(matrix[p.sample_a, p.sample_b])
-    if extra:
+    if extra_at:
+        extra = {key: [pair_sets[key][k] for k in at] for key, at in extra_at.items()}
         more, why = score_pairs(get_operator(name, dict(options or {})), extra)
         for key, values in more.items():
             sims[key][extra_at[key]] = values
-        for reason, n in why.items():
-            unavailable[reason] = unavailable.get(reason, 0) + n
-    return sims, unavailable, docs
+        unavailable.update(why)
+    return sims, dict(unavailable), docs
+
+
+def paired_comparisons(
+    compare: Sequence[tuple[str, str]],
+    pair_sets: Mapping[str, Sequence[Any]],
+    scored: Mapping[str, Mapping[str, np.ndarray]],
+    located: Mapping[str, Any],
+    *,
+    bootstrap: Bootstrap,
+) -> dict[str, dict[str, Any]]:
+    """``a`` minus ``b`` for each pair of ``compare``: the mean similarity of every pair set (``trap:<name>``,
+    ``cluster:<group>``) over the pairs both operators scored, and the localization hit rate over the answers both
+    localized; a percentile bootstrap over questions resamples both operators' values with the same draw.
+
+    ``scored`` maps an operator to its similarities per set (as :func:`score_diagnostics` returns them), ``located``
+    to its :class:`~semuq_eval.diagnose.localization.Localization`; an operator that did not run gets ``unavailable``.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as P
+    >>> pairs = {"trap:context": [P(uid="q1"), P(uid="q1"), P(uid="q2")]}
+    >>> sims = {"a": {"trap:context": np.array([0.5, 0.6, 0.4])}, "b": {"trap:context": np.array([0.7, 0.8, 0.6])}}
+    >>> out = paired_comparisons([("a", "b")], pairs, sims, {}, bootstrap=Bootstrap(100))
+    >>> row = out["a vs b"]["trap:context"]
+    >>> round(row["difference"], 3), row["n_pairs"], row["ci_high"] < 0
+    (-0.2, 3, True)
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for a, b in compare:
+        key = f"{a} vs {b}"
+        if a not in scored or b not in scored:
+            out[key] = {"unavailable": f"{a if a not in scored else b} did not run"}
+            continue
+        row: dict[str, Any] = {}
+        for name, pairs in pair_sets.items():
+            sa, sb = (
+                np.asarray(scored[a][name], dtype=np.float64),
+                np.asarray(scored[b][name], dtype=np.float64),
+            )
+            both = np.isfinite(sa) & np.isfinite(sb)
+            uids = [str(p.uid) for p, keep in zip(pairs, both, strict=True) if keep]
+            d = difference_with_ci(sa[both], uids, sb[both], uids, bootstrap=bootstrap)
+            row[name] = {**d, "n_pairs": int(both.sum()), "n_questions": len(set(uids))}
+        if a in located and b in located:
+            # one localized answer per question (its greedy answer); an answer without tokens is left out by both
+            hits_b = dict(zip(located[b].uids, located[b].hits, strict=True))
+            common = [(u, h) for u, h in zip(located[a].uids, located[a].hits, strict=True) if u in hits_b]
+            uids = [u for u, _ in common]
+            d = difference_with_ci(
+                [h for _, h in common], uids, [hits_b[u] for u in uids], uids, bootstrap=bootstrap
+            )
+            row["localization"] = {**d, "n_answers": len(common), "n_questions": len(set(uids))}
+        out[key] = row
+    return out

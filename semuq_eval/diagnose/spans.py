@@ -1,10 +1,8 @@
 """Where a reference alias occurs in an answer: character spans under the string judge's normalization.
 
-The ``contains`` judge (:mod:`semuq_eval.judges.string`) calls an answer correct when a SQuAD-normalized alias occurs
-in the normalized answer as whole words; :func:`alias_spans` finds those occurrences in the ORIGINAL text as
-character spans ``[start, end)``: words are runs of word characters, lowercased, articles a / an / the skipped, and a
-span is a run of consecutive words equal to the alias's normalized words. Occurrences nested inside a longer one
-(``"English"`` inside ``"Jamaican English"``) are dropped, so each span is one mention of one reference.
+:func:`alias_spans` finds, in the ORIGINAL text, where the ``contains`` judge sees an alias: character spans
+``[start, end)`` of consecutive words (runs of word characters, lowercased, articles skipped) equal to the alias's
+normalized words. Occurrences nested inside a longer one are dropped: each span is one mention of one reference.
 
 Examples
 --------

@@ -1,13 +1,8 @@
 """The four traps of Sec. 3.2 / App. F, built as pairs of answers from run stores.
 
 Each builder returns :class:`PairSet`: the pairs (at most one per question, as in App. F) and, per reason, how many
-questions gave none; an operator then scores every pair (:mod:`semuq_eval.diagnose.scoring`). Per question, a good
-operator scores LOW ``context`` (a correct greedy answer naming a reference vs the same answer with that fact
-replaced, :mod:`semuq_eval.diagnose.rewrite`) and ``autoregressive`` (the first correct and incorrect samples sharing
-their last four words), HIGH ``entailment`` (the shortest vs the longest correct sample, by words then characters)
-and ``ood_syntax`` (the correct greedy answer vs the bare reference string it names: the first mention's alias, else
-the first reference). Pairs identical after the operators' normalization (strip, collapse whitespace, casefold) are
-not built: every operator scores them 1.
+questions gave none. A good operator scores ``context`` and ``autoregressive`` LOW, ``entailment`` and ``ood_syntax``
+HIGH (:data:`TRAPS`). Pairs identical after the operators' normalization are not built: every operator scores them 1.
 """
 
 from __future__ import annotations
@@ -33,6 +28,7 @@ __all__ = [
     "context_pairs",
     "entailment_pairs",
     "ood_syntax_pairs",
+    "sample_pair",
 ]
 
 TRAPS: dict[str, dict[str, str]] = {
@@ -89,8 +85,20 @@ class PairSet:
     info: dict[str, Any] = field(default_factory=dict)
 
 
-def _hidden(q: DiagnosticQuestion, i: int) -> np.ndarray | None:
-    return None if q.sample_hidden is None else q.sample_hidden[i]
+def sample_pair(q: DiagnosticQuestion, i: int, j: int, meta: dict[str, Any]) -> Pair:
+    """The pair of samples ``i`` and ``j`` of ``q``, with their hidden vectors when the store kept them."""
+    hidden = q.sample_hidden
+    return Pair(
+        q.uid,
+        q.question,
+        q.samples[i],
+        q.samples[j],
+        None if hidden is None else hidden[i],
+        None if hidden is None else hidden[j],
+        meta,
+        i,
+        j,
+    )
 
 
 def _same(a: str, b: str) -> bool:
@@ -137,15 +145,8 @@ def context_pairs(questions: Sequence[DiagnosticQuestion], rewriter: FactRewrite
             source = result.source
             if route in ("aligned", "short") and k.isdigit():  # k-th incorrect sample -> its sample index
                 source = f"{route}:{q.incorrect_samples()[int(k)]}"
-            pairs.append(
-                Pair(
-                    q.uid,
-                    q.question,
-                    q.greedy,
-                    result.text,
-                    meta={"fact": request.fact, "source": source},
-                )
-            )
+            meta = {"fact": request.fact, "source": source}
+            pairs.append(Pair(q.uid, q.question, q.greedy, result.text, meta=meta))
     n = sum(1 for q in questions if q.greedy_label == 1)
     return PairSet("context", pairs, n, dict(skipped), {"rewriter": rewriter.info, "sources": dict(sources)})
 
@@ -179,19 +180,8 @@ def autoregressive_pairs(questions: Sequence[DiagnosticQuestion], n_words: int =
                 continue
             found = next((j for j in bad if ends[j] == tail), None)
             if found is not None:
-                pairs.append(
-                    Pair(
-                        q.uid,
-                        q.question,
-                        q.samples[i],
-                        q.samples[found],
-                        _hidden(q, i),
-                        _hidden(q, found),
-                        {"correct": i, "incorrect": found, "suffix": " ".join(tail)},
-                        i,
-                        found,
-                    )
-                )
+                meta = {"correct": i, "incorrect": found, "suffix": " ".join(tail)}
+                pairs.append(sample_pair(q, i, found, meta))
                 break
         if found is None:
             skipped[f"no correct / incorrect samples share their last {n_words} words"] += 1
@@ -223,19 +213,8 @@ def entailment_pairs(questions: Sequence[DiagnosticQuestion]) -> PairSet:
         if short == long or _same(q.samples[short], q.samples[long]):
             skipped["all correct samples are the same answer"] += 1
             continue
-        pairs.append(
-            Pair(
-                q.uid,
-                q.question,
-                q.samples[short],
-                q.samples[long],
-                _hidden(q, short),
-                _hidden(q, long),
-                {"shortest": short, "longest": long, "words": [size[short][0], size[long][0]]},
-                short,
-                long,
-            )
-        )
+        meta = {"shortest": short, "longest": long, "words": [size[short][0], size[long][0]]}
+        pairs.append(sample_pair(q, short, long, meta))
     return PairSet("entailment", pairs, n, dict(skipped))
 
 
@@ -265,15 +244,8 @@ def ood_syntax_pairs(questions: Sequence[DiagnosticQuestion]) -> PairSet:
         if _same(reference, q.greedy):
             skipped["the greedy answer is the bare reference"] += 1
             continue
-        pairs.append(
-            Pair(
-                q.uid,
-                q.question,
-                q.greedy,
-                reference,
-                meta={"reference": "named in the answer" if mentions else "first reference"},
-            )
-        )
+        meta = {"reference": "named in the answer" if mentions else "first reference"}
+        pairs.append(Pair(q.uid, q.question, q.greedy, reference, meta=meta))
     return PairSet("ood_syntax", pairs, n, dict(skipped))
 
 

@@ -1,12 +1,10 @@
 """Wrong-answer clustering (App. A.1): does the operator group equivalent WRONG answers as it groups
 equivalent correct ones?
 
-The paper calls two answers equivalent when they state the same fact, whatever its truth. Here the correctness judge
-decides it with one answer as the other's reference, in either direction (default ``string`` judge, ``contains``: the
-normalized shorter answer occurs as whole words in the other, "Madrid" ~ "It is Madrid."; an LLM judge compares
-meaning), for correct and incorrect pairs alike, so the groups of :data:`CLUSTER_GROUPS` compare like for like.
-Pairs identical after the operators' normalization are left out (every operator scores them 1) and counted. A good
-operator scores ``incorrect_equivalent`` as high as ``correct_equivalent`` (the paper: .980 vs .975).
+Two answers are equivalent when they state the same fact, whatever its truth: the correctness judge accepts one with
+the other as its reference, in either direction (default ``string``, ``contains``: "Madrid" ~ "It is Madrid."), for
+correct and incorrect pairs alike. Pairs identical after the operators' normalization are left out (every operator
+scores them 1) and counted. A good operator scores ``incorrect_equivalent`` as high as ``correct_equivalent``.
 """
 
 from __future__ import annotations
@@ -16,7 +14,7 @@ from collections.abc import Sequence
 from itertools import combinations
 
 from semuq_eval.diagnose.questions import DiagnosticQuestion
-from semuq_eval.diagnose.traps import Pair, PairSet
+from semuq_eval.diagnose.traps import Pair, PairSet, sample_pair
 from semuq_eval.judges import Judge, StringJudge
 from semuq_eval.judges.base import as_verdict
 from semuq_eval.operators.base import normalize_answer
@@ -38,9 +36,8 @@ def clustering_pairs(
 ) -> dict[str, PairSet]:
     """The pairs of each group of :data:`CLUSTER_GROUPS`.
 
-    ``judge`` decides equivalence with one answer as the other's reference (default ``StringJudge("contains")``);
-    ``max_pairs_per_question`` judges at most that many candidate pairs per question and label class (the first, in
-    sample order), which bounds an LLM judge's work.
+    ``judge`` decides equivalence (default ``StringJudge("contains")``); ``max_pairs_per_question`` judges at most
+    that many candidate pairs per question and label class (the first, in sample order), bounding an LLM judge's work.
 
     Examples
     --------
@@ -78,26 +75,14 @@ def clustering_pairs(
         equivalent = bool(verdicts[2 * k]) or bool(verdicts[2 * k + 1])
         if kind == "correct" and not equivalent:
             continue
-        name = f"{kind}_{'equivalent' if equivalent else 'different'}"
-        hidden = q.sample_hidden
-        groups[name].append(
-            Pair(
-                q.uid,
-                q.question,
-                q.samples[i],
-                q.samples[j],
-                None if hidden is None else hidden[i],
-                None if hidden is None else hidden[j],
-                {"samples": [i, j]},
-                i,
-                j,
-            )
+        groups[f"{kind}_{'equivalent' if equivalent else 'different'}"].append(
+            sample_pair(q, i, j, {"samples": [i, j]})
         )
     info = {"equivalence": getattr(judge, "info", {"judge": getattr(judge, "name", "?")})}
-    out = {}
-    for name, pairs in groups.items():
-        kind = name.split("_")[0]
-        n = len({p.uid for p in pairs})
-        skipped = {"identical pairs left out": identical[kind]} if identical[kind] else {}
-        out[name] = PairSet(name, pairs, n, skipped, info)
-    return out
+    left_out = {kind: {"identical pairs left out": n} for kind, n in identical.items() if n}
+    return {
+        name: PairSet(
+            name, pairs, len({p.uid for p in pairs}), dict(left_out.get(name.split("_")[0], {})), info
+        )
+        for name, pairs in groups.items()
+    }
