@@ -1,9 +1,7 @@
 """The trained operator's card: ``semuq_training.json`` (machine-readable) and ``README.md`` in its folder.
 
-The JSON record (format ``semuq-operator-training/1``) holds the training data (per store: generating LLM, task,
-dataset and split, judge and label set), the counts (questions seen and kept and why, train / validation questions,
-triplets per epoch), the hyperparameters, the validation accuracy before training and after every epoch, package
-versions and the seed. ``enc`` reads what it needs when it loads the folder
+The JSON record holds the training data and its provenance, the counts, the hyperparameters, the validation
+scores and what reproduces the training; ``enc`` reads what it needs when it loads the folder
 (:mod:`semuq_eval.operators.training_record` names the file and its format). Imports neither torch nor
 sentence-transformers.
 
@@ -32,19 +30,13 @@ from semuq_eval.operators.training_record import TRAINING_RECORD_FILE, TRAINING_
 
 __all__ = ["package_versions", "render_readme", "write_card", "write_record"]
 
+_PACKAGES = "semuq-eval sentence-transformers transformers torch datasets accelerate numpy".split()
+
 
 def package_versions() -> dict[str, str | None]:
     """Versions of the packages that make the training reproducible (None when not installed)."""
     out: dict[str, str | None] = {"python": platform.python_version()}
-    for name in (
-        "semuq-eval",
-        "sentence-transformers",
-        "transformers",
-        "torch",
-        "datasets",
-        "accelerate",
-        "numpy",
-    ):
+    for name in _PACKAGES:
         try:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
@@ -113,12 +105,10 @@ def render_readme(record: Mapping[str, Any]) -> str:
     ]
     for s in record.get("training_data", {}).get("stores", []):
         judge = s.get("judge") or {}
-        judge_text = (
-            ", ".join(f"{k}={v}" for k, v in judge.items() if isinstance(v, (str, int, float))) or "-"
-        )
+        judged = ", ".join(f"{k}={v}" for k, v in judge.items() if isinstance(v, (str, int, float))) or "-"
         lines.append(
             f"| `{Path(s.get('path', '')).name}` | {_fmt(s.get('llm'))} | {_fmt(s.get('task'))} | "
-            f"{_fmt(s.get('dataset'))} | {_fmt(s.get('split'))} | {judge_text} | {_fmt(s.get('label_set'))} | "
+            f"{_fmt(s.get('dataset'))} | {_fmt(s.get('split'))} | {judged} | {_fmt(s.get('label_set'))} | "
             f"{_fmt(s.get('n_questions'))} |"
         )
     lines += [

@@ -20,6 +20,7 @@ from typing import Any
 from semuq_eval.journal import Journal
 from semuq_eval.training.config import TrainingConfig
 from semuq_eval.training.prepare import TrainingData
+from semuq_eval.training.stores import labelled_questions
 
 __all__ = ["EpochCheckpoints", "fingerprint"]
 
@@ -40,26 +41,14 @@ def fingerprint(config: TrainingConfig, data: TrainingData) -> str:
     digest.update(json.dumps(options, sort_keys=True, default=str).encode())
     for kept in (*data.train, *data.val):
         digest.update(_question_bytes(kept.source, kept.positives, kept.negatives))
-    for store in data.validation_stores:
-        for question in store.questions:
-            digest.update(_question_bytes(question, (), ()))
+    for question in labelled_questions(data.validation_stores):
+        digest.update(_question_bytes(question, (), ()))
     return digest.hexdigest()
 
 
-def _question_bytes(question: Any, positives: Iterable[int], negatives: Iterable[int]) -> bytes:
-    return json.dumps(
-        [
-            question.key,
-            question.question,
-            list(question.answers),
-            list(question.labels),
-            question.greedy,
-            question.greedy_label,
-            list(question.origins),
-            list(positives),
-            list(negatives),
-        ]
-    ).encode()
+def _question_bytes(q: Any, positives: Iterable[int], negatives: Iterable[int]) -> bytes:
+    texts = [q.key, q.question, list(q.answers), list(q.labels), q.greedy, q.greedy_label, list(q.origins)]
+    return json.dumps([*texts, list(positives), list(negatives)]).encode()
 
 
 class EpochCheckpoints:

@@ -1,9 +1,7 @@
 """The options of a training run (:func:`~semuq_eval.training.trainer.train_operator`), checked as they are given.
 
-:class:`TrainingConfig` holds every option the CLI and the shipped recipes set (its fields are
-``semuq-eval train-operator``'s flags and docs/training.md's table) and is recorded in the operator's card;
-:func:`resolve_backbone` maps the offline backbone names to the folders ``semuq-eval assets`` prepares;
-:func:`check_bf16` refuses bfloat16 training a CPU would only emulate.
+:class:`TrainingConfig`'s fields are ``semuq-eval train-operator``'s flags and docs/training.md's table; it is
+recorded in the operator's card.
 """
 
 from __future__ import annotations
@@ -40,10 +38,9 @@ GUIDED_TASK = "semuq_nqopen_train_guided"
 class TrainingConfig(Options):
     """Everything a training run depends on (the CLI's options; recorded in the card, in this field order).
 
-    The defaults are App. B-C's; ``positives``, ``guided`` and ``fact_swap`` add mined texts
-    (:mod:`semuq_eval.training.mining`), ``select_on="auroc"`` selects on held-out AUROC
-    (:mod:`semuq_eval.training.heldout`); ``stop_after_epoch=K`` replays a selection so that a shipped operator rebuilds
-    to the same bytes (docs/training.md).
+    The defaults are App. B-C's; ``positives``, ``guided`` and ``fact_swap`` add mined texts, ``select_on="auroc"``
+    selects on held-out AUROC; ``stop_after_epoch=K`` replays a selection so that a shipped operator rebuilds to the
+    same bytes (docs/training.md).
     """
 
     stores: list[str] = option(
@@ -167,15 +164,19 @@ def native_cpu_bf16() -> bool:
     return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
 
 
+def _on_cpu(config: TrainingConfig) -> bool:
+    """Whether the training runs on the CPU: asked for, or no GPU when no device is given."""
+    import torch
+
+    return config.device == "cpu" or (config.device is None and not torch.cuda.is_available())
+
+
 def check_bf16(config: TrainingConfig) -> None:
     """ValueError for ``bf16`` on a CPU without native bfloat16: autocast would emulate it, many times slower
     than float32 (docs/training-data.md has the figures)."""
-    if not config.bf16:
-        return
-    import torch
+    if config.bf16 and _on_cpu(config) and not native_cpu_bf16():
+        import torch
 
-    on_cpu = config.device == "cpu" or (config.device is None and not torch.cuda.is_available())
-    if on_cpu and not native_cpu_bf16():
         raise ValueError(
             f"bf16: this CPU has no native bfloat16 (torch reports {torch.backends.cpu.get_cpu_capability()}), "
             "so bf16 training would be emulated and many times slower than float32: train without --bf16"

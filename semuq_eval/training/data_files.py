@@ -1,11 +1,9 @@
 """Training data kept in the repository: a run store's labelled answers as a run record that keeps its texts.
 
-Training needs only each question, its references, its sampled answers and their verdicts, not a store's hidden
-vectors, log-probabilities and scores. :func:`export_store` writes exactly that as a run record
-(:mod:`semuq_eval.harness.record`) with ``texts``, no scores, one label set and the store's provenance, small enough
-to commit; :func:`read_training_file` reads it back as the :class:`~semuq_eval.training.stores.StoreData` a store
-gives, so ``train-operator`` takes either (``--stores out/ data/*.jsonl.gz``). Files of the former format
-``semuq-training-data/1`` are read through :func:`convert_training_file` into the same record.
+Training needs only each question, its references, its sampled answers and their verdicts: :func:`export_store`
+writes exactly that as a run record (:mod:`semuq_eval.harness.record`) with ``texts``, small enough to commit, and
+:func:`read_training_file` reads it back as the :class:`~semuq_eval.training.stores.StoreData` a store gives, so
+``train-operator`` takes either. Files of the former format are read through :func:`convert_training_file`.
 
 Examples
 --------
@@ -24,7 +22,7 @@ Examples
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -104,13 +102,12 @@ def training_record(data: StoreData) -> RunRecord:
         }
         for q in data.questions
     ]
-    n_samples = max([int(provenance.get("n_samples") or 0), *(len(q.labels) for q in data.questions)])
     header = {
         "format": RECORD_FORMAT,
         "task": str(provenance.get("task") or ""),
         "llm": str(provenance.get("llm") or ""),
         "model": {},
-        "n_samples": n_samples,
+        "n_samples": max([int(provenance.get("n_samples") or 0), *(len(q.labels) for q in data.questions)]),
         "n_questions": len(questions),
         "question_set": question_set_hash(questions),
         "estimators": [],
@@ -148,14 +145,7 @@ def read_training_file(path: str | os.PathLike) -> StoreData:
                 "reads the answers' texts (export a store with `semuq-eval train-data`)"
             )
         labels = q["labels"][own]
-        data.questions.append(
-            LabelledQuestion(
-                str(path),
-                doc_of_texts(q),
-                tuple(as_label(v) for v in labels["samples"]),
-                greedy_label=as_label(labels.get("greedy")),
-            )
-        )
+        data.questions.append(_labelled(path, doc_of_texts(q), labels["samples"], labels.get("greedy")))
     data.provenance["n_questions"] = len(data.questions)
     return data
 
@@ -177,11 +167,13 @@ def convert_training_file(path: str | os.PathLike) -> RunRecord:
                 "answer)"
             )
         doc = doc_of_texts({"doc_id": obj["doc_id"], "texts": obj})  # the former line holds the same texts
-        labels = tuple(as_label(v) for v in obj["labels"])
-        data.questions.append(
-            LabelledQuestion(str(path), doc, labels, greedy_label=as_label(obj.get("greedy_label")))
-        )
+        data.questions.append(_labelled(path, doc, obj["labels"], obj.get("greedy_label")))
     return training_record(data)
+
+
+def _labelled(path: Path, doc: Any, samples: Iterable[Any], greedy: Any) -> LabelledQuestion:
+    """A question of the file at ``path``, its verdicts read as labels (1 / 0 / None)."""
+    return LabelledQuestion(str(path), doc, tuple(map(as_label, samples)), greedy_label=as_label(greedy))
 
 
 def export_store(
@@ -203,7 +195,7 @@ def export_store(
     if output.exists() and not force:
         raise FileExistsError(f"{output} exists; choose another --output or pass --force")
     data = read_store(store, labels, llm=llm)
-    provenance = {
+    data.provenance = {
         **{k: v for k, v in data.provenance.items() if k != "path"},
         "source": Path(store).name,
         "exported": datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
@@ -211,6 +203,5 @@ def export_store(
         "n_unlabelled": data.n_unlabelled,
         "n_label_mismatch": data.n_label_mismatch,
     }
-    data.provenance = provenance
     write_training_file(output, data)
-    return {**provenance, "n_questions": len(data.questions), "output": str(output)}
+    return {**data.provenance, "n_questions": len(data.questions), "output": str(output)}

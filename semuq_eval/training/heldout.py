@@ -1,12 +1,10 @@
 """Held-out AUROC: an epoch-selection signal that measures what the product reports.
 
-App. B keeps the epoch with the best validation triplet accuracy, which did not predict AUROC on the offline
-reproduction (``docs/reproduction.md``). :class:`HeldoutAUROCEvaluator` scores the encoder being trained as the
-harness scores ``enc``: on held-out questions of the training distribution (never an evaluation set), each
-question's N sampled answers become the operator's Gram matrix, each aggregator of the selection rule
-(:data:`SELECTION_AGGREGATORS`) turns it into an uncertainty (:func:`~semuq_eval.harness.pipeline.score_docs`), and
-the AUROCs against the stored greedy verdicts are averaged. ``train-operator --select_on auroc`` selects the epoch
-on this mean (a named deviation from App. B, recorded in the card).
+:class:`HeldoutAUROCEvaluator` scores the encoder being trained as the harness scores ``enc``, on held-out questions
+of the training distribution (never an evaluation set): each aggregator of the selection rule
+(:data:`SELECTION_AGGREGATORS`) turns the operator's Gram matrix into an uncertainty, and the AUROCs against the
+stored greedy verdicts are averaged. ``train-operator --select_on auroc`` selects the epoch on this mean instead of
+App. B's validation triplet accuracy (a deviation recorded in the card).
 
 Examples
 --------
@@ -83,8 +81,7 @@ class HeldoutAUROCEvaluator(SentenceEvaluator):
     ``questions`` are held-out questions of the training distribution with their greedy answer and its verdict;
     ``condition_on_question``: the encoder reads "question <sep> answer" (``enc``) or the answer alone;
     ``separator``: the one ``enc`` writes between them (default: the tokenizer's); ``name`` prefixes the returned
-    metrics (``{name}_mean_auroc``, ``{name}_{aggregator}_auroc``). The rule is the confirmation plan's selection
-    rule (``docs/reproduction.md``), applied to the choice of epoch.
+    metrics (``{name}_mean_auroc``, ``{name}_{aggregator}_auroc``).
 
     Examples
     --------
@@ -105,9 +102,9 @@ class HeldoutAUROCEvaluator(SentenceEvaluator):
         super().__init__()
         self.docs, self.correct = heldout_docs(questions)
         check_both_classes(self.correct)
-        self.condition_on_question = condition_on_question
-        self.separator = separator
-        self.batch_size = batch_size
+        self.operator_options = dict(
+            condition_on_question=condition_on_question, separator=separator, batch_size=batch_size
+        )
         self.name = name
         self.estimators = selection_estimators()
         self.settings = Settings(n_samples=max((len(d.samples) for d in self.docs), default=0))
@@ -123,13 +120,7 @@ class HeldoutAUROCEvaluator(SentenceEvaluator):
     def __call__(
         self, model: Any, output_path: str | None = None, epoch: int = -1, steps: int = -1
     ) -> dict[str, float]:
-        op = EncoderOperator(
-            model,
-            condition_on_question=self.condition_on_question,
-            separator=self.separator,
-            batch_size=self.batch_size,
-            progress=False,
-        )
+        op = EncoderOperator(model, progress=False, **self.operator_options)
         was_training = model.training
         try:
             matrices = op([d.question for d in self.docs], [[g.text for g in d.samples] for d in self.docs])

@@ -40,27 +40,15 @@ from dataclasses import dataclass
 
 from semuq_eval.training.stores import LabelledQuestion
 
-__all__ = [
-    "ECHO",
-    "ORIGINS",
-    "POSITIVES",
-    "SENTENCE_TEMPLATE",
-    "mine",
-    "style_of",
-]
+__all__ = ["ECHO", "ORIGINS", "POSITIVES", "SENTENCE_TEMPLATE", "mine", "style_of"]
 
 POSITIVES = ("samples", "references", "both")
 """Where positives come from: the LLM's correct samples (App. C), the dataset's references, or both."""
 
 ORIGINS = {
-    "sample": "llm",
-    "guided": "llm",
-    "swapped": "llm",
-    "repaired": "llm",
-    "reference": "raw",
-    "wrong": "raw",
-    "reference_sentence": "sentence",
-    "wrong_sentence": "sentence",
+    **dict.fromkeys(("sample", "guided", "swapped", "repaired"), "llm"),
+    **dict.fromkeys(("reference", "wrong"), "raw"),
+    **dict.fromkeys(("reference_sentence", "wrong_sentence"), "sentence"),
 }
 """origin -> style (module docstring)."""
 
@@ -112,6 +100,11 @@ def _bare(text: str) -> str | None:
     return words if words and len(words.split()) <= MAX_WRONG_WORDS else None
 
 
+def _written(text: str, label: int, origin: str, template: str) -> list[MinedText]:
+    """``text`` bare and as a sentence of ``template`` (origins ``origin`` and ``<origin>_sentence``)."""
+    return [MinedText(text, label, origin), MinedText(template.format(text), label, f"{origin}_sentence")]
+
+
 def _fact_swaps(q: LabelledQuestion, texts: list[MinedText]) -> list[MinedText]:
     """Swapped negatives of the correct LLM-style texts, and repaired positives of the incorrect samples."""
     from semuq_eval.diagnose.rewrite import RewriteRequest, SampleSubstitution, substitute
@@ -124,13 +117,10 @@ def _fact_swaps(q: LabelledQuestion, texts: list[MinedText]) -> list[MinedText]:
     out: list[MinedText] = []
     seen = {t.text for t in texts}
     for t in texts:
-        if t.label != 1 or t.style != "llm":
-            continue
-        mentions = tuple(alias_spans(t.text, q.references))
+        mentions = tuple(alias_spans(t.text, q.references)) if t.label == 1 and t.style == "llm" else ()
         if not mentions or not wrong:
             continue
-        request = RewriteRequest(q.question, t.text, q.references, mentions, wrong)
-        candidates = rewriter.candidates(request)
+        candidates = rewriter.candidates(RewriteRequest(q.question, t.text, q.references, mentions, wrong))
         for fact, _ in candidates:  # the first wrong fact that gives a new, incorrect text
             if not fact.strip() or contains(q.question, fact, q.references):
                 continue
@@ -159,13 +149,11 @@ def mine(
 ) -> tuple[list[LabelledQuestion], dict[str, int]]:
     """Every question of ``questions`` with the texts the options add (module docstring), and the counts.
 
-    ``questions`` are the natural run's (their samples keep their stored order and verdicts); ``guided`` are the
-    same LLM's reference-guided answers, matched by :attr:`~semuq_eval.training.stores.LabelledQuestion.key` (one
-    without a natural counterpart is counted and left out); ``positives`` is ``"samples"``, ``"references"`` or
-    ``"both"``; ``fact_swap`` adds swapped negatives and repaired positives; ``template`` is the sentence template,
-    with one ``{}``. Returns each question with the mined texts as its answers (natural samples first, in stored
-    order) and their ``origins``, and the counts: texts added per origin (``added_<origin>``), guided answers left
-    out (``guided_incorrect``, ``guided_echo``, ``guided_unmatched``).
+    ``guided`` are the same LLM's reference-guided answers, matched by
+    :attr:`~semuq_eval.training.stores.LabelledQuestion.key` (one without a natural counterpart is counted and left
+    out); ``template`` is the sentence template, with one ``{}``. Each question keeps its samples first, as stored;
+    the counts are the texts added per origin (``added_<origin>``) and the guided answers left out
+    (``guided_incorrect``, ``guided_echo``, ``guided_unmatched``).
     """
     if positives not in POSITIVES:
         raise ValueError(f"positives must be one of {POSITIVES}, got {positives!r}")
@@ -177,17 +165,15 @@ def mine(
     by_key: dict[str, list[LabelledQuestion]] = {}
     for g in guided:
         by_key.setdefault(g.key, []).append(g)
-    matched: set[str] = set()
     out = []
     for q in questions:
-        texts = []
-        for answer, label in zip(q.answers, q.labels, strict=True):
-            # with positives="references" the LLM's own correct samples are not positives
-            keep_label = None if (positives == "references" and label == 1) else label
-            texts.append(MinedText(answer, keep_label, "sample"))
+        # with positives="references" the LLM's own correct samples are not positives
+        texts = [
+            MinedText(answer, None if (positives == "references" and label == 1) else label, "sample")
+            for answer, label in zip(q.answers, q.labels, strict=True)
+        ]
         seen = {t.text for t in texts}
         for g in by_key.get(q.key, ()):
-            matched.add(q.key)
             for answer, label in zip(g.answers, g.labels, strict=True):
                 if label != 1:
                     counts["guided_incorrect"] += 1
@@ -197,18 +183,10 @@ def mine(
                     seen.add(answer)
                     texts.append(MinedText(answer, 1, "guided"))
         if positives != "samples":
-            for ref in dict.fromkeys(r.strip() for r in q.references if r.strip()):
-                texts += [
-                    MinedText(ref, 1, "reference"),
-                    MinedText(template.format(ref), 1, "reference_sentence"),
-                ]
-            bare = [
-                b
-                for b in dict.fromkeys(_bare(t.text) for t in texts if t.label == 0 and t.origin == "sample")
-                if b
-            ]
-            for b in bare:
-                texts += [MinedText(b, 0, "wrong"), MinedText(template.format(b), 0, "wrong_sentence")]
+            refs = dict.fromkeys(r.strip() for r in q.references if r.strip())
+            bare = dict.fromkeys(_bare(t.text) for t in texts if t.label == 0 and t.origin == "sample")
+            texts += [t for ref in refs for t in _written(ref, 1, "reference", template)]
+            texts += [t for b in bare if b for t in _written(b, 0, "wrong", template)]
         if fact_swap and q.references:
             texts += _fact_swaps(q, texts)
         for t in texts[len(q.answers) :]:
@@ -216,5 +194,5 @@ def mine(
         out.append(
             q.with_answers([t.text for t in texts], [t.label for t in texts], [t.origin for t in texts])
         )
-    counts["guided_unmatched"] = len(set(by_key) - matched)
+    counts["guided_unmatched"] = len(set(by_key) - {q.key for q in questions})
     return out, counts

@@ -6,6 +6,7 @@ first so a data problem (too few usable questions, a store without labels) is re
 
 from __future__ import annotations
 
+import glob
 import logging
 import os
 from collections.abc import Sequence
@@ -87,11 +88,11 @@ def prepare_data(config: TrainingConfig) -> TrainingData:
         val, val_counts = filter_questions(labelled_questions(held_out))
         keys = {q.source.key for q in val}
         train = [q for q in kept if q.source.key not in keys]
-        counts.update(validation_seen=val_counts["seen"], train_dropped_as_validation=len(kept) - len(train))
-        if len(kept) > len(train):
+        dropped = len(kept) - len(train)
+        counts.update(validation_seen=val_counts["seen"], train_dropped_as_validation=dropped)
+        if dropped:
             log.warning(
-                "%d training question(s) are also validation questions: left out of training",
-                len(kept) - len(train),
+                "%d training question(s) are also validation questions: left out of training", dropped
             )
         if not val or not train:
             raise TooFewQuestionsError(
@@ -101,7 +102,7 @@ def prepare_data(config: TrainingConfig) -> TrainingData:
         if config.select_on == "auroc":  # checked before anything is written
             from semuq_eval.training.heldout import check_both_classes, heldout_docs
 
-            check_both_classes(heldout_docs([q for s in held_out for q in s.questions])[1])
+            check_both_classes(heldout_docs(labelled_questions(held_out))[1])
     else:
         held_out = []
         train, val = split_by_question(kept, config.val_fraction, config.seed)
@@ -118,8 +119,6 @@ def read_sources(
     :func:`~semuq_eval.training.stores.find_stores`. A file of another task than ``task`` is used when named
     exactly, and skipped with a warning when a glob found it. Raises FileNotFoundError for a pattern that matches
     nothing or no store below a folder, ValueError for an unreadable training-data file (naming file and line)."""
-    import glob
-
     files: dict[str, StoreData] = {}
     others: list[str] = []
     for pattern in patterns:

@@ -62,8 +62,6 @@ def build_trained_operator(
                 k: record["validation"][k] for k in ("before_training", "best_epoch", "best_accuracy")
             },
             "deviations_from_paper": record["deviations_from_paper"],
-            "train_seconds": record["timing"]["train_seconds"],
-            "resumed_from": record["timing"]["resumed_from"],
-            "torch_threads": record["timing"]["torch_threads"],
+            **{k: record["timing"][k] for k in ("train_seconds", "resumed_from", "torch_threads")},
         },
     }

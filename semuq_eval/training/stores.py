@@ -137,7 +137,7 @@ def find_stores(patterns: Sequence[str], task: str | None = DEFAULT_TRAINING_TAS
     FileNotFoundError when a pattern matches nothing, or no store is found."""
     found: list[Path] = []
     for pattern in patterns:
-        matches = sorted(glob.glob(os.path.expanduser(pattern))) or []
+        matches = sorted(glob.glob(os.path.expanduser(pattern)))
         if not matches:
             raise FileNotFoundError(f"--stores {pattern!r}: no such file or folder")
         for match in map(Path, matches):
@@ -191,24 +191,18 @@ def read_store(path: str | os.PathLike, labels: str = RUN_LABELS, *, llm: str | 
     data = StoreData(str(root), store_provenance(reader, label_set.provenance, labels, llm=llm))
     for doc in docs:
         label = label_set.records.get(int(doc.doc_id))
-        answers = tuple(str(g.text or "") for g in doc.samples)
         if label is None or not label["samples"]:
             data.n_unlabelled += 1
-            continue
-        if len(label["samples"]) != len(answers):
+        elif len(label["samples"]) != len(doc.samples):
             data.n_label_mismatch += 1
-            continue
-        data.questions.append(LabelledQuestion(str(root), doc, tuple(label["samples"]), label.get("greedy")))
+        else:
+            data.questions.append(LabelledQuestion(str(root), doc, label["samples"], label.get("greedy")))
     data.provenance["n_questions"] = len(docs)
     return data
 
 
 def store_provenance(
-    reader: StoreReader,
-    label_provenance: Mapping[str, Any],
-    label_set: str,
-    *,
-    llm: str | None = None,
+    reader: StoreReader, label_provenance: Mapping[str, Any], label_set: str, *, llm: str | None = None
 ) -> dict[str, Any]:
     """What the card records about one store: the generating LLM (and where that name came from), the task,
     its dataset and split, the decoding and N, and the judge of the label set."""
@@ -216,7 +210,8 @@ def store_provenance(
     settings = dict(manifest.get("settings") or {})
     breakdown = _read_optional(reader)
     task = manifest.get("task")
-    llm_name, llm_source = _llm_of(root, manifest, settings, breakdown, llm)
+    sources = {"manifest": manifest, "manifest settings": settings, "breakdown": breakdown}
+    llm_name, llm_source = _llm_of(root, sources, llm)
     return {
         "path": str(root),
         "task": task,
@@ -239,34 +234,25 @@ def _read_optional(reader: StoreReader) -> dict[str, Any]:
         return {}
 
 
-def _llm_of(
-    root: Path,
-    manifest: Mapping[str, Any],
-    settings: Mapping[str, Any],
-    breakdown: Mapping[str, Any],
-    given: str | None,
-) -> tuple[str | None, str]:
+def _llm_of(root: Path, sources: Mapping[str, Mapping], given: str | None) -> tuple[str | None, str]:
     """(LLM name, where it came from). The store records the model explicitly when a newer harness wrote it
-    (``model`` / ``pretrained``); else the folder name: the run id, the model's slug unless metadata set one."""
+    (``model`` / ``pretrained``, in one of ``sources``); else the folder name: the run id, the model's slug unless
+    metadata set one."""
     if given:
         return given, "--llm"
-    for source, mapping in (
-        ("manifest", manifest),
-        ("manifest settings", settings),
-        ("breakdown", breakdown),
-    ):
+    for source, mapping in sources.items():
         for key in ("model", "pretrained", "llm"):
             value = mapping.get(key)
             if isinstance(value, Mapping):
                 value = value.get("pretrained") or value.get("name")
             if isinstance(value, str) and value:
                 return value, f"{source} {key!r}"
-    if not settings.get("run_id"):
+    if not (run_id := sources["manifest settings"].get("run_id")):
         return root.name, "store folder name (the run id: the model's slug)"
     log.warning(
         "%s: the store does not name its LLM and its run id %r was chosen by hand; pass --llm NAME to record it",
         root,
-        settings.get("run_id"),
+        run_id,
     )
     return None, "unknown (metadata run_id was set; pass --llm)"
 

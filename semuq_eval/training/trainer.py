@@ -1,14 +1,11 @@
 """The paper's training recipe for the ``enc`` operator (Sec. 4, App. B-C), on sentence-transformers' trainer.
 
-Objective and schedule (App. B): ``TripletLoss`` on cosine distance (``[cos(a, n) - cos(a, p) + m]_+``, Eq.
-triplet_loss, m = 0.2), batch 32, AdamW at 2e-5 with a linear warm-up (10% of the steps) and decay over the
-30-epoch budget, ``TripletEvaluator`` accuracy after every epoch, early stopping after 3 epochs without a gain and
-the best epoch kept, all in :class:`~sentence_transformers.SentenceTransformerTrainer`. Triplets are resampled every
-epoch (App. C): a ``datasets.Dataset.set_transform`` returns each question's triplet for the CURRENT epoch, drawn by
-:class:`~semuq_eval.training.triplets.TripletSampler` from ``(seed, epoch)``, and a callback advances the epoch, so
-optimizer, scheduler and shuffling stay the trainer's. Every epoch's state is saved
-(:mod:`~semuq_eval.training.checkpoints`) for resuming; every text is formatted by ``enc`` itself
-(:meth:`EncoderOperator._input`), so training and evaluation inputs cannot drift apart.
+App. B's ``TripletLoss`` on cosine distance (Eq. triplet_loss), AdamW with linear warm-up and decay, early stopping
+on ``TripletEvaluator`` accuracy, all in :class:`~sentence_transformers.SentenceTransformerTrainer`. Triplets are
+resampled every epoch (App. C): a ``set_transform`` returns each question's triplet of the CURRENT epoch
+(:class:`~semuq_eval.training.triplets.TripletSampler`), and a callback advances the epoch, so optimizer, scheduler
+and shuffling stay the trainer's. Every epoch's state is saved for resuming (:mod:`~semuq_eval.training.checkpoints`);
+``enc`` formats every text itself, so training and evaluation inputs cannot drift apart.
 """
 
 from __future__ import annotations
@@ -25,8 +22,9 @@ from typing import Any
 from semuq_eval.durable import unfinished, write_fault
 from semuq_eval.training.card import package_versions, write_card
 from semuq_eval.training.checkpoints import EpochCheckpoints, fingerprint
-from semuq_eval.training.config import TrainingConfig, check_bf16, resolve_backbone
+from semuq_eval.training.config import TrainingConfig, _on_cpu, check_bf16, resolve_backbone
 from semuq_eval.training.prepare import TrainingData, prepare_data
+from semuq_eval.training.stores import labelled_questions
 from semuq_eval.training.triplets import TripletSampler, validation_triplets
 
 __all__ = ["train_operator"]
@@ -41,10 +39,7 @@ def _new_output(path: Path, overwrite: bool) -> None:
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
         if not overwrite:
             raise FileExistsError(f"{path} exists and is not empty; choose another --output or pass --force")
-        if path.is_dir():
-            shutil.rmtree(path)
-        else:
-            path.unlink()
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
     path.mkdir(parents=True, exist_ok=True)
 
 
@@ -72,20 +67,17 @@ def _callbacks(rows: _EpochRows, checkpoints: EpochCheckpoints, stop_after_epoch
         training after epoch ``stop_after_epoch`` when it is set. The epoch is the trainer's own count, so a
         resumed training draws the triplets the uninterrupted one would."""
 
-        def __init__(self) -> None:
-            self.epoch = 0
-            self.started = 0.0
+        started = 0.0
 
         def on_epoch_begin(self, args, state, control, **kwargs):
-            self.epoch = round(state.epoch or 0)
-            rows.epoch, rows.in_epoch = self.epoch, True
-            rows.sampler.draw(self.epoch)
+            rows.epoch, rows.in_epoch = round(state.epoch or 0), True
+            rows.sampler.draw(rows.epoch)
             self.started = time.perf_counter()
 
         def on_epoch_end(self, args, state, control, **kwargs):
-            checkpoints.save_timing(self.epoch + 1, time.perf_counter() - self.started)
+            checkpoints.save_timing(rows.epoch + 1, time.perf_counter() - self.started)
             rows.in_epoch = False
-            if self.epoch + 1 == stop_after_epoch:
+            if rows.epoch + 1 == stop_after_epoch:
                 control.should_training_stop = True
 
     return ResampleTriplets()
@@ -96,10 +88,9 @@ def _history(log_history: list[dict[str, Any]], timings: list[dict[str, float]])
     loss and training time."""
     per: dict[int, dict[str, Any]] = {}
     for entry in log_history:
-        epoch = entry.get("epoch")
-        if epoch is None:
+        if entry.get("epoch") is None:
             continue
-        e = round(float(epoch))
+        e = round(float(entry["epoch"]))
         if f"eval_{METRIC}" in entry:
             per.setdefault(e, {"epoch": e})["accuracy"] = float(entry[f"eval_{METRIC}"])
             if f"eval_{HELDOUT_METRIC}" in entry:
@@ -129,9 +120,7 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
     output = Path(config.output).expanduser()
     _new_output(output, config.overwrite)
 
-    import datasets
     import transformers
-    from sentence_transformers import SentenceTransformerTrainingArguments
 
     from semuq_eval.operators.encoder import pooling_mode
     from semuq_eval.operators.pooling import use_mean_pooling
@@ -142,23 +131,12 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
     sampler = TripletSampler(data.train, seed=config.seed, format_fn=format_fn, negatives=config.negatives)
     triplets, heldout, evaluator = _evaluators(config, data, format_fn, separator)
     scores_before = evaluator(model)
-    before, n_val = float(scores_before[METRIC]), len(triplets.anchors)
+    n_val = len(triplets.anchors)
     _log_before(scores_before, n_val, heldout)
-    selection_metric = HELDOUT_METRIC if heldout is not None else METRIC
-
-    rows = _EpochRows(sampler)
-    train_dataset = datasets.Dataset.from_dict({"row": list(range(len(data.train)))})
-    train_dataset.set_transform(rows)
     loss, loss_name = _loss(model, config)
-
-    replay = config.stop_after_epoch is not None
-    select = config.early_stopping and not replay  # score every epoch and keep the best
     checkpoints = EpochCheckpoints(output, fingerprint(config, data))
     resume_from = checkpoints.open()
-    args = SentenceTransformerTrainingArguments(
-        **_training_arguments(config, checkpoints.folder, select, selection_metric)
-    )
-    trainer = _trainer(config, args, model, train_dataset, loss, (triplets, evaluator), rows, checkpoints)
+    trainer = _trainer(config, model, loss, (triplets, evaluator), _EpochRows(sampler), checkpoints)
     started = time.perf_counter()
     _train(trainer, resume_from, checkpoints.folder.parent)
     train_seconds = time.perf_counter() - started
@@ -167,9 +145,9 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
     per_epoch = _history(trainer.state.log_history, checkpoints.timings())
     pooling_used = pooling_mode(model)
     use_mean_pooling(model)  # the folder keeps the standard module; the card records the variant
-    if replay and heldout is not None and per_epoch:  # the kept epoch's held-out AUROC, scored after training
+    # a replay's kept epoch: its held-out AUROC is scored after training
+    if config.stop_after_epoch is not None and heldout is not None and per_epoch:
         per_epoch[-1]["heldout_auroc"] = float(scores_final[HELDOUT_METRIC])
-    best = _best_epoch(per_epoch, heldout is not None, before)
     record = {
         "operator": "enc",
         "output": str(output),
@@ -179,13 +157,9 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
         "backbone": {"name": backbone_name, "path": backbone_path, "revision": _revision(model)},
         "training_data": _training_data(data, config.labels),
         "counts": dict(data.counts, triplets_per_epoch=len(data.train), val_triplets=n_val),
-        "hyperparameters": _hyperparameters(
-            config, loss_name, select, replay, heldout is not None, max_length, args
-        ),
-        "deviations_from_paper": _deviations(config, replay, heldout is not None),
-        "validation": _validation_record(
-            config, replay, per_epoch, best, heldout, scores_before, scores_final
-        ),
+        "hyperparameters": _hyperparameters(config, loss_name, max_length, trainer.args),
+        "deviations_from_paper": _deviations(config),
+        "validation": _validation_record(config, per_epoch, heldout, (scores_before, scores_final)),
         "timing": _timing(per_epoch, train_seconds, len(data.train), model, resume_from),
         **_provenance(config),
     }
@@ -193,41 +167,41 @@ def train_operator(config: TrainingConfig, data: TrainingData | None = None) -> 
     return record
 
 
+def _modes(config: TrainingConfig) -> tuple[bool, bool]:
+    """``(replay, select)``: a replay of a selection made before; every epoch scored to keep the best."""
+    replay = config.stop_after_epoch is not None
+    return replay, config.early_stopping and not replay
+
+
 def _trainer(
     config: TrainingConfig,
-    args: Any,
     model: Any,
-    train_dataset: Any,
     loss: Any,
     evaluators: tuple[Any, Any],
-    rows: Any,
+    rows: _EpochRows,
     checkpoints: EpochCheckpoints,
 ) -> Any:
     """The sentence-transformers trainer of the recipe: early stopping on the selection metric unless a replay,
     the epoch rows and checkpoints as callbacks. ``evaluators``: (the validation triplets, the full evaluator)."""
+    import datasets
     import transformers
     from sentence_transformers import SentenceTransformerTrainer
 
-    replay = config.stop_after_epoch is not None
-    select = config.early_stopping and not replay
+    replay, select = _modes(config)
     triplets, evaluator = evaluators
+    train_dataset = datasets.Dataset.from_dict({"row": list(range(len(rows.sampler.questions)))})
+    train_dataset.set_transform(rows)
+    early = [transformers.EarlyStoppingCallback(early_stopping_patience=config.patience)] if select else []
     return SentenceTransformerTrainer(
         model=model,
-        args=args,
+        args=_training_arguments(config, checkpoints.folder),
         train_dataset=train_dataset,
         loss=loss,
         # a replay scores the validation triplets after every epoch as the selection did: the trainer's
         # evaluation loop draws from torch's generator (its dataloader's base seed), which sets the next
         # epoch's dropout; only the costly held-out AUROC is left for after training
         evaluator=triplets if replay else evaluator,
-        callbacks=[
-            *(
-                [transformers.EarlyStoppingCallback(early_stopping_patience=config.patience)]
-                if select
-                else []
-            ),
-            _callbacks(rows, checkpoints, config.stop_after_epoch),
-        ],
+        callbacks=[*early, _callbacks(rows, checkpoints, config.stop_after_epoch)],
     )
 
 
@@ -264,16 +238,9 @@ def _provenance(config: TrainingConfig) -> dict[str, Any]:
     }
 
 
-def _hyperparameters(
-    config: TrainingConfig,
-    loss_name: str,
-    select: bool,
-    replay: bool,
-    heldout: bool,
-    max_length: Any,
-    args: Any,
-) -> dict[str, Any]:
+def _hyperparameters(config: TrainingConfig, loss_name: str, max_length: Any, args: Any) -> dict[str, Any]:
     """The record's hyperparameters: the options as the trainer applied them (``args``: its training arguments)."""
+    replay, select = _modes(config)
     return {
         "negatives": config.negatives,
         "loss": loss_name,
@@ -291,7 +258,7 @@ def _hyperparameters(
         if config.early_stopping
         else "last epoch (early stopping off)",
         "early_stopping_metric": f"validation triplet accuracy ({METRIC})"
-        if not heldout
+        if config.select_on != "auroc"
         else f"held-out mean greedy AUROC of the selection rule's eight graph aggregators ({HELDOUT_METRIC})",
         "select_on": config.select_on,
         "val_fraction": None if config.validation else config.val_fraction,
@@ -311,80 +278,53 @@ def _hyperparameters(
     }
 
 
-def _deviations(config: TrainingConfig, replay: bool, heldout: bool) -> list[str]:
+def _deviations(config: TrainingConfig) -> list[str]:
     """What this training does differently from the paper's recipe (App. B), one sentence each."""
-    return [
-        text
-        for applies, text in (
-            (
-                config.positives != "samples",
-                f"positives={config.positives}: the dataset's references (raw and "
-                "in a sentence template) are positives, with wrong answers rendered the same way as negatives",
-            ),
-            (bool(config.guided), "guided: correct reference-guided answers of the same LLM are positives"),
-            (
-                config.fact_swap,
-                "fact_swap: correct answers with their fact swapped are negatives, wrong answers "
-                "with the reference swapped in are positives",
-            ),
-            (
-                config.pooling != "all",
-                "pooling=answer: mean over the answer's tokens only (Eq. encoder: all tokens)",
-            ),
-            (
-                not config.early_stopping and not replay,
-                "no early stopping: the whole epoch budget, last epoch kept",
-            ),
-            (
-                heldout,
-                "select_on=auroc: the epoch is selected on the held-out questions' mean greedy AUROC over the "
-                "eight graph aggregators of the selection rule (App. B: validation triplet accuracy)",
-            ),
-            (
-                config.bf16,
-                "bf16: bfloat16 mixed-precision training (this machine's CPU time; weights float32)",
-            ),
-        )
-        if applies
-    ]
+    last_kept = not config.early_stopping and config.stop_after_epoch is None
+    answer_pooled, on_auroc = config.pooling != "all", config.select_on == "auroc"
+    deviations = {  # sentence: whether it applies
+        f"positives={config.positives}: the dataset's references (raw and in a sentence template) are "
+        "positives, with wrong answers rendered the same way as negatives": config.positives != "samples",
+        "guided: correct reference-guided answers of the same LLM are positives": bool(config.guided),
+        "fact_swap: correct answers with their fact swapped are negatives, wrong answers with the reference "
+        "swapped in are positives": config.fact_swap,
+        "pooling=answer: mean over the answer's tokens only (Eq. encoder: all tokens)": answer_pooled,
+        "no early stopping: the whole epoch budget, last epoch kept": last_kept,
+        "select_on=auroc: the epoch is selected on the held-out questions' mean greedy AUROC over the eight "
+        "graph aggregators of the selection rule (App. B: validation triplet accuracy)": on_auroc,
+        "bf16: bfloat16 mixed-precision training (this machine's CPU time; weights float32)": config.bf16,
+    }
+    return [text for text, applies in deviations.items() if applies]
 
 
 def _training_data(data: TrainingData, labels: str) -> dict[str, Any]:
     """Where the training data came from: its stores (LLMs, tasks, datasets), label set and validation stores."""
+    stores = [s.provenance for s in data.stores]
     return {
-        "stores": [s.provenance for s in data.stores],
-        "llms": sorted({s.provenance["llm"] for s in data.stores if s.provenance.get("llm")}),
-        "tasks": sorted({s.provenance["task"] for s in data.stores if s.provenance.get("task")}),
-        "datasets": sorted(
-            {
-                f"{s.provenance['dataset']} ({s.provenance['split']})"
-                for s in data.stores
-                if s.provenance.get("dataset")
-            }
-        ),
+        "stores": stores,
+        "llms": sorted({p["llm"] for p in stores if p.get("llm")}),
+        "tasks": sorted({p["task"] for p in stores if p.get("task")}),
+        "datasets": sorted({f"{p['dataset']} ({p['split']})" for p in stores if p.get("dataset")}),
         "label_set": labels,
         "validation_stores": [s.provenance for s in data.validation_stores],
     }
 
 
-def _training_arguments(
-    config: TrainingConfig, checkpoints: Path, select: bool, metric: str
-) -> dict[str, Any]:
+def _training_arguments(config: TrainingConfig, checkpoints: Path) -> Any:
     """The trainer's arguments: App. B's schedule, every epoch's state saved (to resume) and, with ``select``, the
     best by ``metric`` kept."""
-    import torch
+    from sentence_transformers import SentenceTransformerTrainingArguments
 
-    return dict(
+    _, select = _modes(config)
+    metric = HELDOUT_METRIC if config.select_on == "auroc" else METRIC
+    return SentenceTransformerTrainingArguments(
         output_dir=str(checkpoints),
         num_train_epochs=config.epochs,
-        per_device_train_batch_size=config.batch_size,
-        per_device_eval_batch_size=config.batch_size,
+        **dict.fromkeys(("per_device_train_batch_size", "per_device_eval_batch_size"), config.batch_size),
         learning_rate=config.lr,
         lr_scheduler_type="linear",
         warmup_steps=float(config.warmup_ratio),
-        eval_strategy="epoch",
-        save_strategy="epoch",
-        logging_strategy="epoch",
+        **dict.fromkeys(("eval_strategy", "save_strategy", "logging_strategy"), "epoch"),
         load_best_model_at_end=select,
         metric_for_best_model=f"eval_{metric}" if select else None,
         greater_is_better=True if select else None,
@@ -395,21 +335,18 @@ def _training_arguments(
         report_to="none",
         disable_tqdm=not config.progress,
         dataloader_num_workers=0,
-        use_cpu=config.device == "cpu" or (config.device is None and not torch.cuda.is_available()),
+        use_cpu=_on_cpu(config),
         bf16=bool(config.bf16),
     )
 
 
 def _validation_record(
-    config: TrainingConfig,
-    replay: bool,
-    per_epoch: list[dict[str, Any]],
-    best: Mapping[str, Any] | None,
-    heldout: Any,
-    scores_before: Mapping[str, Any],
-    scores_final: Mapping[str, Any],
+    config: TrainingConfig, per_epoch: list[dict[str, Any]], heldout: Any, scores: tuple[Mapping, Mapping]
 ) -> dict[str, Any]:
-    """The record's validation: triplet accuracy before, per epoch and kept, the held-out AUROC when it selected."""
+    """The record's validation: triplet accuracy before, per epoch and kept, the held-out AUROC when it selected.
+    ``scores``: the evaluator's before and after training."""
+    scores_before, scores_final = scores
+    best = _best_epoch(per_epoch, heldout is not None, float(scores_before[METRIC]))
     n_epochs = len([e for e in per_epoch if "train_seconds" in e])
     return {
         "metric": "triplet accuracy: share of validation triplets with cos(anchor, positive) > "
@@ -423,9 +360,8 @@ def _validation_record(
         **(
             {
                 "heldout_auroc": {
-                    "metric": "mean greedy AUROC over "
-                    + ", ".join(e.aggregator for e in heldout.estimators)
-                    + " of the operator on every held-out question with a greedy verdict",
+                    "metric": f"mean greedy AUROC over {', '.join(e.aggregator for e in heldout.estimators)} of "
+                    "the operator on every held-out question with a greedy verdict",
                     **heldout.counts,
                     "before_training": float(scores_before[HELDOUT_METRIC]),
                     "best": best.get("heldout_auroc") if best else None,
@@ -436,7 +372,7 @@ def _validation_record(
             else {}
         ),
         "epochs_run": n_epochs,
-        "stopped_early": not replay and n_epochs < config.epochs,
+        "stopped_early": config.stop_after_epoch is None and n_epochs < config.epochs,
         "stopped_after_epoch": config.stop_after_epoch,
     }
 
@@ -448,13 +384,10 @@ def _evaluators(
     ``select_on`` is ``auroc`` (else None), and the evaluator that scores both."""
     from sentence_transformers.sentence_transformer.evaluation import SequentialEvaluator, TripletEvaluator
 
-    anchors, positives, negatives = validation_triplets(
-        data.val, seed=config.seed, format_fn=format_fn, per_question=int(config.val_triplets)
-    )
     triplets = TripletEvaluator(
-        anchors,
-        positives,
-        negatives,
+        *validation_triplets(
+            data.val, seed=config.seed, format_fn=format_fn, per_question=config.val_triplets
+        ),
         main_similarity_function="cosine",
         name="dev",
         batch_size=config.batch_size,
@@ -465,7 +398,7 @@ def _evaluators(
     from semuq_eval.training.heldout import HeldoutAUROCEvaluator
 
     heldout = HeldoutAUROCEvaluator(
-        [q for s in data.validation_stores for q in s.questions],
+        labelled_questions(data.validation_stores),
         condition_on_question=config.question,
         separator=separator,
         batch_size=config.batch_size,

@@ -103,41 +103,23 @@ def filter_questions(questions: Sequence[LabelledQuestion]) -> tuple[list[Traini
     >>> len(kept), counts["no_incorrect"], counts["fewer_than_2_correct"], counts["empty_answers"]
     (0, 1, 1, 1)
     """
-    counts = dict.fromkeys(
-        (
-            "seen",
-            "kept",
-            "fewer_than_2_correct",
-            "no_incorrect",
-            "no_negative_in_style",
-            "unknown_verdicts",
-            "empty_answers",
-        ),
-        0,
-    )
+    left_out = ("fewer_than_2_correct", "no_incorrect", "no_negative_in_style")
+    counts = dict.fromkeys(("seen", "kept", *left_out, "unknown_verdicts", "empty_answers"), 0)
     kept = []
     for q in questions:
         counts["seen"] += 1
         pos, neg = [], []
         for i, (answer, label) in enumerate(zip(q.answers, q.labels, strict=True)):
-            if not answer.strip():
-                counts["empty_answers"] += 1
-            elif label is None:
-                counts["unknown_verdicts"] += 1
-            elif label:
-                pos.append(i)
+            if not answer.strip() or label is None:
+                counts["empty_answers" if not answer.strip() else "unknown_verdicts"] += 1
             else:
-                neg.append(i)
+                (pos if label else neg).append(i)
         candidate = TrainingQuestion(q, tuple(pos), tuple(neg))
-        if len(pos) < 2:
-            counts["fewer_than_2_correct"] += 1
-        elif not neg:
-            counts["no_incorrect"] += 1
-        elif not candidate.matchable():
-            counts["no_negative_in_style"] += 1
-        else:
+        failed = (len(pos) < 2, not neg, not candidate.matchable())  # in the order of left_out
+        reason = next((r for r, fails in zip(left_out, failed, strict=True) if fails), "kept")
+        counts[reason] += 1
+        if reason == "kept":
             kept.append(candidate)
-            counts["kept"] += 1
     return kept, counts
 
 
@@ -185,29 +167,29 @@ class Drawn:
     negative_question: int | None
 
 
+def _pick(rng: np.random.Generator, items: Sequence[int]) -> int:
+    """One of ``items``, drawn uniformly."""
+    return items[int(rng.integers(len(items)))]
+
+
 def _draw_hard(q: TrainingQuestion, qi: int, rng: np.random.Generator) -> Drawn:
     """anchor ~ P, positive ~ P minus the anchor, negative ~ N (App. C). With mined texts of several styles the
     positive is drawn first among those with a negative of their style, the negative in that style, and the
     anchor among the other positives (any style)."""
     if q.one_style:
         a, p = rng.choice(len(q.positives), size=2, replace=False)
-        n = rng.integers(len(q.negatives))
-        return Drawn(qi, q.positives[a], q.positives[p], q.negatives[n], qi)
-    matchable = q.matchable()
-    positive = matchable[int(rng.integers(len(matchable)))]
+        return Drawn(qi, q.positives[a], q.positives[p], _pick(rng, q.negatives), qi)
+    positive = _pick(rng, q.matchable())
     anchors = [i for i in q.positives if i != positive]
     same = [i for i in q.negatives if q.style(i) == q.style(positive)]
-    return Drawn(
-        qi, anchors[int(rng.integers(len(anchors)))], positive, same[int(rng.integers(len(same)))], qi
-    )
+    return Drawn(qi, _pick(rng, anchors), positive, _pick(rng, same), qi)
 
 
 class TripletSampler:
     """Per-epoch triplets of the training questions (App. C), reproducible from ``(seed, epoch)``.
 
-    ``questions`` are the kept training questions; epoch ``e`` draws with ``numpy.random.default_rng([seed, e])``;
-    ``format_fn`` is ``enc``'s input formatting, ``(question, answer) -> text``; ``negatives`` is ``"hard"``,
-    ``"random"`` or ``"none"`` (module docstring).
+    Epoch ``e`` draws with ``numpy.random.default_rng([seed, e])``; ``format_fn`` is ``enc``'s input formatting
+    (:data:`FormatFn`); ``negatives`` is one of :data:`NEGATIVES` (module docstring).
 
     Examples
     --------
@@ -242,39 +224,29 @@ class TripletSampler:
     @property
     def columns(self) -> tuple[str, ...]:
         """The columns of a row, in the order the loss reads them."""
-        return (
-            ("anchor", "positive", "label")
-            if self.negatives == "none"
-            else ("anchor", "positive", "negative")
-        )
+        return ("anchor", "positive", "label" if self.negatives == "none" else "negative")
 
     def draw(self, epoch: int) -> list[Drawn]:
         """Epoch ``epoch``'s triplets: one per training question, in question order."""
         if epoch not in self._cache:
             rng = np.random.default_rng([self.seed, int(epoch)])
-            out = []
-            n_q = len(self.questions)
-            for qi, q in enumerate(self.questions):
-                if self.negatives == "hard":
-                    out.append(_draw_hard(q, qi, rng))
-                    continue
-                a, p = rng.choice(len(q.positives), size=2, replace=False)
-                if self.negatives == "none":
-                    out.append(Drawn(qi, q.positives[a], q.positives[p], None, None))
-                    continue
-                other = int(rng.integers(n_q - 1))
-                other += other >= qi  # uniform over the other questions
-                while (
-                    self.questions[other].source.key == q.source.key
-                ):  # the same question from another store
-                    other = int(rng.integers(n_q))
-                oq = self.questions[other]
-                pool = (*oq.positives, *oq.negatives)
-                out.append(
-                    Drawn(qi, q.positives[a], q.positives[p], pool[int(rng.integers(len(pool)))], other)
-                )
-            self._cache = {epoch: out}  # only the current epoch is kept
+            drawn = [self._draw(qi, q, rng) for qi, q in enumerate(self.questions)]
+            self._cache = {epoch: drawn}  # only the current epoch is kept
         return self._cache[epoch]
+
+    def _draw(self, qi: int, q: TrainingQuestion, rng: np.random.Generator) -> Drawn:
+        """Question ``qi``'s triplet of the epoch that ``rng`` draws, as :attr:`negatives` asks."""
+        if self.negatives == "hard":
+            return _draw_hard(q, qi, rng)
+        a, p = rng.choice(len(q.positives), size=2, replace=False)
+        if self.negatives == "none":
+            return Drawn(qi, q.positives[a], q.positives[p], None, None)
+        other = int(rng.integers(len(self.questions) - 1))
+        other += other >= qi  # uniform over the other questions
+        while self.questions[other].source.key == q.source.key:  # the same question from another store
+            other = int(rng.integers(len(self.questions)))
+        pool = (*self.questions[other].positives, *self.questions[other].negatives)
+        return Drawn(qi, q.positives[a], q.positives[p], _pick(rng, pool), other)
 
     def epoch_rows(self, epoch: int) -> list[dict[str, Any]]:
         """Epoch ``epoch``'s triplets as formatted rows (see :attr:`columns`)."""
@@ -283,16 +255,11 @@ class TripletSampler:
     def row(self, d: Drawn) -> dict[str, Any]:
         """One drawn triplet as encoder inputs; every text carries the anchor's question."""
         q = self.questions[d.question]
-        fmt = self.format_fn
-        row: dict[str, Any] = {
-            "anchor": fmt(q.question, q.answer(d.anchor)),
-            "positive": fmt(q.question, q.answer(d.positive)),
-        }
-        if d.negative is None:
-            row["label"] = 1.0
-        else:
-            row["negative"] = fmt(q.question, self.questions[d.negative_question].answer(d.negative))
-        return row
+        texts = {"anchor": (q, d.anchor), "positive": (q, d.positive)}
+        if d.negative is not None:
+            texts["negative"] = (self.questions[d.negative_question], d.negative)
+        row = {col: self.format_fn(q.question, of.answer(i)) for col, (of, i) in texts.items()}
+        return row if d.negative is not None else {**row, "label": 1.0}
 
 
 def validation_triplets(
@@ -320,10 +287,8 @@ def validation_triplets(
         seen: set[tuple[int, int, int]] = set()
         while len(seen) < min(per_question, n_distinct):
             d = _draw_hard(q, qi, rng)
-            if (d.anchor, d.positive, d.negative) in seen:
-                continue
-            seen.add((d.anchor, d.positive, d.negative))
-            anchors.append(format_fn(q.question, q.answer(d.anchor)))
-            positives.append(format_fn(q.question, q.answer(d.positive)))
-            negatives.append(format_fn(q.question, q.answer(d.negative)))
+            if (key := (d.anchor, d.positive, d.negative)) not in seen:
+                seen.add(key)
+                for texts, i in zip((anchors, positives, negatives), key, strict=True):
+                    texts.append(format_fn(q.question, q.answer(i)))
     return anchors, positives, negatives
