@@ -3,31 +3,29 @@ returns `Generation`s with the log-probabilities the server gives.
 
 A run, step by step (docs/serving.md is the user's page): 1. a **probe** (`semuq_eval.models.capabilities`) finds
 what the server supports, the fallbacks recorded in ``Generation.source``; 2. **requests**
-(`semuq_eval.models.planning`, `semuq_eval.models.server_requests`) ask for a question's N samples in one request
-(``n=N``, split at ``max_n``; without ``n``: N requests, seeds ``seed + i``) and for the greedy answer at
-temperature 0, ``concurrency`` at a time through `semuq_eval.openai_client`; 3. **answers**
-(`semuq_eval.models.server_answer`) carry the text, its tokens' spans and log-probabilities and top-k entropy
-estimates (`semuq_eval.models.topk`), no token ids or hidden states; 4. **reflexive follow-ups**
-(`semuq_eval.models.reflexive`) are one request each at temperature 0 after the greedy answer (a failed one is
-recorded with its reason, the answer then not journaled); 5. the **journal** (`semuq_eval.models.journal`) keeps
-each prompt's complete, error-free answers, so a restarted run asks only for what is missing. A request that fails
-after its retries gives empty answers with the reason in ``Generation.error`` and the run goes on; a server that
-cannot be reached stops the run, HTTP 401 / 403 / 404 at once."""
+(`semuq_eval.models.server_requests`): a question's N samples in one request (``n=N``, split at ``max_n``; without
+``n``: N requests, seeds ``seed + i``), its greedy answer at temperature 0, ``concurrency`` at a time; 3.
+**answers** (`semuq_eval.models.server_answer`): the text, its tokens' spans, log-probabilities and top-k entropy
+estimates, no token ids or hidden states; 4. **reflexive follow-ups**: one request each at temperature 0 after the
+greedy answer; 5. the **journal** keeps each prompt's complete, error-free answers, so a restarted run asks only
+for what is missing. A request failing after its retries gives empty answers with the reason in
+``Generation.error``; an unreachable server stops the run, HTTP 401 / 403 / 404 at once."""
 
 from __future__ import annotations
 
 import json
 import logging
+from dataclasses import asdict
+from functools import partial
 from typing import Any
 
 from lm_eval.api.instance import Instance
 from lm_eval.api.model import LM
 from lm_eval.models.utils import normalize_gen_kwargs
-from tqdm import tqdm
 
 from semuq_eval.models.capabilities import Capabilities, probe
 from semuq_eval.models.generation import Generation
-from semuq_eval.models.journal import OFF, GenerationJournal, journal_key, open_journal, restore_groups
+from semuq_eval.models.journal import OFF, GenerationJournal, open_journal, progress, restore_groups
 from semuq_eval.models.planning import PromptGroup, deliver, group_requests
 from semuq_eval.models.reflexive import check_model
 from semuq_eval.models.server_requests import ChatPrompt, ServerRequests, extra_sampling
@@ -41,6 +39,7 @@ log = logging.getLogger(__name__)
 HIDDEN_STATES_REASON = "OpenAI-compatible servers return no hidden states: cos_int and its estimators are unavailable (semuq-hf has them)"
 LM_EVAL_ARGS = ("batch_size", "max_batch_size", "device")
 """Arguments lm-eval passes to every model; a server has no use for them."""
+NO_LOGLIKELIHOOD = "semuq-api serves generate_until (the semuq tasks); for {} use lm-eval's local-completions"
 
 
 class SemuqAPILM(LM):
@@ -74,10 +73,8 @@ class SemuqAPILM(LM):
                 "results); put it in an environment variable and name it with api_key_env=NAME (now "
                 f"{kwargs.get('api_key_env', 'OPENAI_API_KEY')})"
             )
-        kwargs = dict(kwargs)
         transport = {k: kwargs.pop(k) for k in TRANSPORT_OPTIONS if k in kwargs}
-        unknown = sorted(set(kwargs) - set(LM_EVAL_ARGS))
-        if unknown:
+        if unknown := sorted(set(kwargs) - set(LM_EVAL_ARGS)):
             raise ValueError(f"semuq-api: unknown model argument(s) {unknown}; see docs/serving.md")
         if not model or not base_url:
             raise ValueError("semuq-api needs model=NAME and base_url=http://HOST:PORT/v1 in --model_args")
@@ -101,16 +98,10 @@ class SemuqAPILM(LM):
 
     # -- lm-eval's interface ----------------------------------------------------------------------------------
     def loglikelihood(self, requests, disable_tqdm: bool = False):
-        raise NotImplementedError(
-            "semuq-api serves generate_until (the semuq tasks); for log-likelihood tasks use lm-eval's "
-            "local-completions"
-        )
+        raise NotImplementedError(NO_LOGLIKELIHOOD.format("log-likelihood tasks"))
 
     def loglikelihood_rolling(self, requests, disable_tqdm: bool = False):
-        raise NotImplementedError(
-            "semuq-api serves generate_until (the semuq tasks); for rolling log-likelihoods use lm-eval's "
-            "local-completions"
-        )
+        raise NotImplementedError(NO_LOGLIKELIHOOD.format("rolling log-likelihoods"))
 
     @property
     def tokenizer_name(self) -> str:
@@ -134,30 +125,11 @@ class SemuqAPILM(LM):
         check_model(sorted({m for g in groups for m in g.reflexive or ()}), "semuq-api")
         self._start(groups)
         results: list[Generation | None] = [None] * len(requests)
-
-        def hand_out(group: PromptGroup, answers: list[Generation]) -> None:
-            deliver(results, group, answers, self.cache_hook)
-
+        hand_out = partial(deliver, results, self.cache_hook, self.source)
         journal = self._journal()
-        identity = self._identity()
-        keys = {
-            id(g): journal_key(identity, g.context, g.request_kwargs, g.aux, g.n_gen, self.seed)
-            for g in groups
-        }
-        todo = restore_groups(
-            groups,
-            journal,
-            keys,
-            lambda group, stored: hand_out(group, [_with_source(g, self.source) for g in stored]),
-            model="semuq-api",
-        )
-        pbar = tqdm(
-            total=sum(g.n_gen for g in groups),
-            initial=sum(g.n_gen for g in groups) - sum(g.n_gen for g in todo),
-            disable=disable_tqdm,
-            desc=f"semuq-api: {len(groups)} prompts",
-            unit=" answers",
-        )
+        keys = journal.group_keys(groups, self._identity(), self.seed) if journal is not None else {}
+        todo = restore_groups(groups, journal, keys, hand_out, model="semuq-api")
+        pbar = progress(groups, todo, "semuq-api", disable_tqdm)
         try:
             assert self.capabilities is not None
             asker = ServerRequests(
@@ -201,7 +173,7 @@ class SemuqAPILM(LM):
             "server_version": self.client.server_version(),
             "base_url": self.client.public_url,
             "endpoint": self.client.endpoint,
-            "capabilities": {k: v for k, v in caps.as_dict().items() if k != "fallbacks"},
+            "capabilities": {k: v for k, v in asdict(caps).items() if k != "fallbacks"},
             "fallbacks": list(caps.fallbacks),
             "token_entropies": topk_method(caps.top_logprobs) if caps.top_logprobs else None,
             "unavailable": {
@@ -243,8 +215,3 @@ class SemuqAPILM(LM):
         if self._journal_obj is None:
             self._journal_obj = open_journal(self.journal, self.client.model, model="semuq-api")
         return self._journal_obj
-
-
-def _with_source(answer: Generation, source: dict[str, Any] | None) -> Generation:
-    answer.source = source
-    return answer

@@ -1,19 +1,17 @@
 """What an OpenAI-compatible server can give `semuq-api`, found by one probe request at the start of a run.
 
-One two-token request asks for everything the run would use: ``n=2`` samples, each token's log-probability with
-``top_k`` alternatives, ``echo`` (completions only) and the task's sampling options beyond OpenAI's own (e.g.
-``top_k``). It finds ``n`` (two choices came back), ``logprobs`` (readable per-token log-probabilities),
-``top_logprobs`` (alternatives per token that came back, at most ``top_k``), ``echo`` (reported, unused) and
-``sampling`` (the extra options taken). A refused probe (HTTP 400 / 413 / 422) is asked again without one feature
-at a time: the one its error names, else, in order, ``echo``, the extra sampling options, more than 5 alternatives
-(OpenAI's completions limit), ``n``, the alternatives, the log-probabilities. Each fallback is logged and recorded
-(``Generation.source``; docs/serving.md, "Capability detection and fallbacks")."""
+One two-token request asks for everything the run would use (``n=2``, log-probabilities with ``top_k``
+alternatives, ``echo`` on completions, the task's sampling options beyond OpenAI's own) and finds what came back. A
+refused probe (HTTP 400 / 413 / 422) is asked again without one feature at a time: the one its error names, else,
+in order, ``echo``, the extra sampling options, more than 5 alternatives (OpenAI's completions limit), ``n``, the
+alternatives, the log-probabilities. Each fallback is logged and recorded (``Generation.source``; docs/serving.md,
+"Capability detection and fallbacks")."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from semuq_eval.openai_client import RequestFailed, ServerClient, Unreadable
@@ -38,9 +36,6 @@ class Capabilities:
     sampling: dict[str, Any] = field(default_factory=dict)
     fallbacks: list[str] = field(default_factory=list)
     probe_requests: int = 0
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _choices(payload: Any) -> list:
@@ -70,9 +65,8 @@ def _read(payload: Any, asked: dict[str, Any], endpoint: str) -> Capabilities:
     first = choices[0]
     if not isinstance(first, Mapping):
         raise Unreadable("the server's reply to the capability probe has a choice that is not an object")
-    echo = (
-        None if endpoint == "chat" else False
-    )  # chat has no echo; a completions server that refused it: False
+    # chat has no echo; a completions server that refused it: False
+    echo = None if endpoint == "chat" else False
     caps = Capabilities(n=False, logprobs=False, top_logprobs=0, echo=echo, sampling=dict(asked["sampling"]))
     fallbacks = caps.fallbacks
     if asked["n"]:
@@ -82,32 +76,37 @@ def _read(payload: Any, asked: dict[str, Any], endpoint: str) -> Capabilities:
     if asked["echo"]:
         text = first.get("text")
         caps.echo = isinstance(text, str) and text.startswith(PROBE_PROMPT)
-    if asked["logprobs"]:
-        try:
-            parsed = read_logprobs(_generated_logprobs(first.get("logprobs"), bool(caps.echo)))
-        except MalformedLogprobs as err:
-            parsed = None
-            fallbacks.append(f"logprobs: unreadable ({err}); answers are text only")
-        else:
-            if parsed is None or not parsed.tokens:
-                fallbacks.append("logprobs: the server returned none; answers are text only")
-        if parsed is not None and parsed.tokens:
-            caps.logprobs = True
-            if asked["top"] > 0:
-                returned = max(len(top) for top in parsed.top)
-                caps.top_logprobs = min(returned, asked["top"])
-                if caps.top_logprobs < 2:
-                    caps.top_logprobs = 0
-                    fallbacks.append(
-                        f"top_logprobs: asked for {asked['top']} alternatives, got {returned}; "
-                        "no token entropies (te, te_enc unavailable)"
-                    )
-                elif caps.top_logprobs < asked["top"]:
-                    fallbacks.append(
-                        f"top_logprobs: asked for {asked['top']} alternatives, got {returned}; "
-                        f"token entropies from the top {caps.top_logprobs}"
-                    )
+    if not asked["logprobs"]:
+        return caps
+    try:
+        parsed = read_logprobs(_generated_logprobs(first.get("logprobs"), bool(caps.echo)))
+    except MalformedLogprobs as err:
+        parsed, missing = None, f"unreadable ({err})"
+    else:
+        missing = "the server returned none"
+    caps.logprobs = parsed is not None and bool(parsed.tokens)
+    if not caps.logprobs:
+        fallbacks.append(f"logprobs: {missing}; answers are text only")
+    elif asked["top"] > 0:
+        returned = max(len(top) for top in parsed.top)
+        caps.top_logprobs = min(returned, asked["top"])
+        got = f"top_logprobs: asked for {asked['top']} alternatives, got {returned}; "
+        if caps.top_logprobs < 2:
+            caps.top_logprobs = 0
+            fallbacks.append(got + "no token entropies (te, te_enc unavailable)")
+        elif caps.top_logprobs < asked["top"]:
+            fallbacks.append(got + f"token entropies from the top {caps.top_logprobs}")
     return caps
+
+
+_DROPS = {
+    "echo": {"echo": False},
+    "top_logprobs>5": {"top": OPENAI_COMPLETIONS_TOP},
+    "n": {"n": False},
+    "top_logprobs": {"top": 0},
+    "logprobs": {"logprobs": False, "top": 0},
+}
+"""What dropping each feature changes in the probe's request (`_drop_next`)."""
 
 
 def _drop_next(asked: dict[str, Any], message: str) -> str | None:
@@ -127,20 +126,10 @@ def _drop_next(asked: dict[str, Any], message: str) -> str | None:
         ("logprobs", asked["logprobs"]),
     ]
     choice = next((name for name, hit in named if hit), None) or next((n for n, ok in order if ok), None)
-    if choice is None:
-        return None
-    if choice == "echo":
-        asked["echo"] = False
-    elif choice.startswith("sampling:"):
+    if choice is not None and choice.startswith("sampling:"):
         asked["sampling"].pop(choice.split(":", 1)[1])
-    elif choice == "top_logprobs>5":
-        asked["top"] = OPENAI_COMPLETIONS_TOP
-    elif choice == "n":
-        asked["n"] = False
-    elif choice == "top_logprobs":
-        asked["top"] = 0
-    else:
-        asked["logprobs"], asked["top"] = False, 0
+    elif choice is not None:
+        asked.update(_DROPS[choice])
     return choice
 
 
@@ -155,8 +144,7 @@ def probe(
     """Probe ``client``'s server (module docstring); raise RuntimeError when even a plain request fails.
 
     ``logprobs``: ask for log-probabilities at all; ``top_k``: alternatives per token wanted (0: none); ``sampling``:
-    the sampling options beyond OpenAI's own that the run would send (e.g. ``{"top_k": 50}``); ``seed``: the
-    request's seed (None: none sent)."""
+    the extra sampling options the run would send (e.g. ``{"top_k": 50}``); ``seed``: None sends none."""
     asked: dict[str, Any] = {
         "n": True,
         "logprobs": bool(logprobs),

@@ -16,11 +16,9 @@ def cpu_data_parallel_split(
 ) -> tuple[int, int] | None:
     """(rank, world_size) to split the requests over the processes of a multi-process CPU launch, or None.
 
-    ``accelerator``: the `accelerate.Accelerator` HFLM kept, or None; ``world_size``: HFLM's (already > 1: HFLM split
-    the requests itself); ``parallelize``, ``tp_plan``: the model arguments (model or tensor parallelism is not data
-    parallelism). Returns the accelerator's global process index and process count (as HFLM does on GPUs, so that
-    ``gather_object(dst=0)`` reaches process 0) when it runs several CPU processes without model parallelism or a
-    tensor-parallel plan; None otherwise (HFLM's values stand)."""
+    ``accelerator``: the `accelerate.Accelerator` HFLM kept, or None; ``world_size``: HFLM's (> 1: HFLM split the
+    requests itself); ``parallelize``, ``tp_plan``: model or tensor parallelism, not data parallelism. Returns the
+    accelerator's global process index and count (as HFLM on GPUs, so that ``gather_object(dst=0)`` reaches process 0)."""
     if accelerator is None or int(world_size) > 1:
         return None
     if accelerator.num_processes <= 1 or getattr(accelerator.device, "type", None) != "cpu":

@@ -1,10 +1,9 @@
 """The paper's decoding, stated in full, so that a model's own ``generation_config`` cannot change it.
 
 ``model.generate`` fills every option the caller leaves unset from ``generation_config.json`` (a repetition
-penalty, n-gram blocking, beam search, min-p, a minimum length, ...), so the semuq models pass every option that
-shapes the next-token distribution or the search: the task's (App. E.2: temperature 1.0, top-p 0.9, top-k 50 for
-the samples; greedy for the reference answer) over :data:`NEUTRAL_DECODING`, transformers' neutral values, with the
-task's stop sequences and budget. Other lm-eval models (``hf``, ``vllm``, servers) apply their own defaults."""
+penalty, beam search, min-p, ...), so the semuq models pass every option that shapes the next-token distribution or
+the search: the task's (App. E.2: temperature 1.0, top-p 0.9, top-k 50 for the samples; greedy for the reference
+answer) over :data:`NEUTRAL_DECODING`. Other lm-eval models (``hf``, ``vllm``, servers) apply their own defaults."""
 
 from __future__ import annotations
 

@@ -86,8 +86,7 @@ class Generation(str):
     reflexive: dict[str, dict[str, Any]] | None
 
     def __new__(cls, text: str = "", **fields: Unpack[GenerationFields]) -> Generation:
-        unknown = sorted(set(fields) - set(_FIELDS))
-        if unknown:
+        if unknown := sorted(set(fields) - set(_FIELDS)):
             raise TypeError(f"Generation got unknown field(s) {unknown}; the fields are {list(_FIELDS)}")
         obj = super().__new__(cls, text)
         obj.token_ids = _array(fields.get("token_ids"), np.int64)
@@ -121,8 +120,7 @@ class Generation(str):
             raise ValueError(f"token_offsets must have shape (T, 2), got {self.token_offsets.shape}")
         if self.hidden is not None and self.hidden.ndim != 1:
             raise ValueError(f"hidden must have shape (d,), got {self.hidden.shape}")
-        unknown = sorted(set(self.approximate) - set(_FIELDS))
-        if unknown:
+        if unknown := sorted(set(self.approximate) - set(_FIELDS)):
             raise ValueError(f"approximate names unknown fields {unknown}")
 
     # -- text -----------------------------------------------------------------------------------
@@ -203,10 +201,8 @@ class Generation(str):
 
 def _rebuild(text: str, state: dict[str, Any]) -> Generation:
     obj = str.__new__(Generation, text)
-    obj.__dict__.update(
-        {"approximate": {}, "error": None, "source": None, "reflexive": None}
-    )  # pickled by an older version
-    obj.__dict__.update(state)
+    # the fields a Generation pickled by an older version lacks
+    obj.__dict__.update({"approximate": {}, "error": None, "source": None, "reflexive": None, **state})
     return obj
 
 
@@ -218,9 +214,7 @@ def as_generation(x: Any, *, greedy: bool | None = None) -> Generation:
     if isinstance(x, Generation):
         if greedy is None or bool(greedy) == x.greedy:
             return x
-        state = x._state()
-        state["greedy"] = bool(greedy)
-        return _rebuild(x.text, state)
+        return _rebuild(x.text, {**x._state(), "greedy": bool(greedy)})
     if x is None:
         raise TypeError("as_generation got None instead of a generated answer")
     return Generation(str(x), greedy=bool(greedy))

@@ -1,20 +1,18 @@
 """`semuq-hf`: lm-eval's HFLM that samples N answers per `generate` call and returns `Generation`s.
 
-This module holds the model classes; the steps of `generate_until` live in their own modules: planning
-(`semuq_eval.models.planning`: a prompt's k samples are k rows of ONE `generate` call, in calls of at most
-`batch_size * N` rows), the shared prefill (`semuq_eval.models.prefill`), the per-step signals and row compaction
-(`semuq_eval.models.recorder`), the kept tokens and their spans (`semuq_eval.models.token_spans`), the journal
-(`semuq_eval.models.journal`) and CPU data parallelism (`semuq_eval.models.data_parallel`). Tokenization, padding,
-truncation, chat templates, stop sequences, EOS and text post-processing are HFLM's, so the text is exactly what
-HFLM returns for the same tokens. Generation runs one step past the budget and the stop criterion (the step that
-reads the last kept token), so prompts are left-truncated to `max_length - max_gen_toks - 1` tokens (HFLM: one
-more). Reflexive follow-ups (`semuq_eval.models.reflexive`) run after each batch of greedy answers: the P(True)
-prompts in one batched forward pass, the verbalized ones in one short batched greedy generation; the results ride
-on the greedy `Generation` (``reflexive``) and are journaled with it."""
+The steps of `generate_until` live in planning, prefill, recorder, token_spans, journal and data_parallel
+(`semuq_eval.models.*`). Tokenization, padding, truncation, chat templates, stop sequences, EOS and text
+post-processing are HFLM's, so the text is exactly HFLM's for the same tokens. Generation runs one step past the
+budget and the stop criterion (the step that reads the last kept token), so prompts are left-truncated to
+`max_length - max_gen_toks - 1` tokens (HFLM: one more). Reflexive follow-ups run after each batch of greedy
+answers (P(True): one batched forward pass; verbalized: one short greedy generation) and ride on the greedy
+`Generation` into the journal."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -23,13 +21,12 @@ import transformers
 from lm_eval.api.instance import Instance
 from lm_eval.models.huggingface import HFLM
 from lm_eval.models.utils_hf import stop_sequences_criteria
-from tqdm import tqdm
 
 from semuq_eval.models.cpu_dtype import cpu_generation_dtype
 from semuq_eval.models.data_parallel import cpu_data_parallel_split
 from semuq_eval.models.decoding import decoding_kwargs
 from semuq_eval.models.generation import Generation, as_generation
-from semuq_eval.models.journal import GenerationJournal, journal_key, open_journal, restore_groups
+from semuq_eval.models.journal import GenerationJournal, open_journal, progress, restore_groups
 from semuq_eval.models.kv_cache import passed_cache
 from semuq_eval.models.planning import GenerateCall, PromptGroup, batch_groups, deliver, group_requests
 from semuq_eval.models.prefill import shared_prefill, supports_shared_prefill
@@ -52,9 +49,8 @@ eval_logger = logging.getLogger(__name__)
 class SemuqGenerateMixin:
     """`generate_until` returning `Generation`s, N samples of a prompt per `generate` call.
 
-    Mixed into HFLM (`SemuqHFLM`) and HFMultimodalLM (`SemuqHFMultimodalLM`). Subclasses may override `_semuq_encode`
-    (a batch of groups into `generate` inputs; default: text prompts), `_semuq_postprocess` (text post-processing),
-    `_semuq_share_ok` (whether a batch can share its prefill) and `_semuq_resolve_share_prefill` (its default)."""
+    Mixed into HFLM and HFMultimodalLM; subclasses may override `_semuq_encode` (groups into `generate` inputs),
+    `_semuq_postprocess`, `_semuq_share_ok` and `_semuq_resolve_share_prefill`."""
 
     #: keep the last hidden state (model argument `return_hidden`)
     return_hidden: bool = True
@@ -145,30 +141,11 @@ class SemuqGenerateMixin:
             return [as_generation(s) for s in super().generate_until(requests, disable_tqdm=disable_tqdm)]
         groups = group_requests(requests, self.max_gen_toks, self.tok_encode)
         results: list[Generation | None] = [None] * len(requests)
-        # progress in answers generated (a prompt with N samples counts N): the cost of a batch grows with its
-        # rows, so the rate, and the ETA, stay steady whether greedy or sampled prompts come first
-        pbar = tqdm(
-            total=sum(g.n_gen for g in groups),
-            disable=(disable_tqdm or (self.rank != 0)),
-            desc=f"semuq-hf: {len(groups)} prompts",
-            unit=" answers",
-        )
-
-        source = self._semuq_source()
-
-        def hand_out(group: PromptGroup, outs: list[Generation]) -> None:
-            for answer in outs:
-                answer.source = source
-            deliver(results, group, outs, self.cache_hook)
-
+        pbar = progress(groups, groups, "semuq-hf", disable_tqdm or self.rank != 0)
+        hand_out = partial(deliver, results, self.cache_hook, self._semuq_source())
         journal = self._semuq_journal()
-        keys = {}
-        if journal is not None:
-            identity, seed = self._semuq_model_identity(), torch.initial_seed()
-            keys = {
-                id(g): journal_key(identity, g.context, g.request_kwargs, g.aux, g.n_gen, seed)
-                for g in groups
-            }
+        identity, seed = self._semuq_model_identity(), torch.initial_seed()
+        keys = journal.group_keys(groups, identity, seed) if journal is not None else {}
         todo = restore_groups(groups, journal, keys, hand_out, model="semuq-hf")
         pbar.update(sum(g.n_gen for g in groups) - sum(g.n_gen for g in todo))
         eos = self.tok_decode(self.eot_token_id, skip_special_tokens=False)
@@ -201,14 +178,11 @@ class SemuqGenerateMixin:
         verbal = [(g, a) for g, a in asked if "verbalized" in g.reflexive]
         if verbal:
             kwargs = {"until": [], "max_gen_toks": VERBALIZED_MAX_TOKENS, "do_sample": False}
+            prompts = [fill_answer(g.reflexive["verbalized"], a.text) for g, a in verbal]
             groups = [
-                PromptGroup(
-                    fill_answer(g.reflexive["verbalized"], a.text), kwargs, None, request_kwargs=kwargs
-                )
-                for g, a in verbal
+                PromptGroup(p, kwargs, None, request_kwargs=kwargs, length=len(self.tok_encode(p)))
+                for p in prompts
             ]
-            for group in groups:
-                group.length = len(self.tok_encode(group.context))
             replies: dict[int, str] = {}
             for sub in batch_groups(groups, self._semuq_rows_per_call(1)):
                 for group, outs in zip(sub, self._semuq_generate_batch(sub, eos), strict=True):
@@ -227,25 +201,17 @@ class SemuqGenerateMixin:
 
     def _semuq_next_token_logprobs(self, prompts: list[str]):
         """The raw next-token log-distribution (V,) after each prompt, one batched forward pass per
-        `_semuq_rows_per_call(1)` prompts (left padding, positions from the attention mask as `generate` sets
-        them); yields numpy arrays in order."""
+        `_semuq_rows_per_call(1)` prompts (positions from the attention mask, as `generate` sets them)."""
         rows = self._semuq_rows_per_call(1)
-        autocast = torch.autocast(
-            device_type=self.device.type,
-            dtype=self.mixed_precision_dtype,
-            enabled=self.mixed_precision_dtype is not None,
-        )
         for start in range(0, len(prompts), rows):
             ids, mask = self.tok_batch_encode(
                 prompts[start : start + rows], left_truncate_len=self.max_length, truncation=self.truncation
             )
             ids, mask = ids.to(self.device), mask.to(self.device)
             positions = (mask.long().cumsum(-1) - 1).clamp(min=0)
-            with torch.no_grad(), autocast:
-                logits = self.model(input_ids=ids, attention_mask=mask, position_ids=positions).logits[
-                    :, -1, :
-                ]
-            yield from torch.log_softmax(logits.float(), dim=-1).cpu().numpy()
+            with torch.no_grad(), self._semuq_autocast():
+                out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions)
+            yield from torch.log_softmax(out.logits[:, -1, :].float(), dim=-1).cpu().numpy()
 
     # -- resume ------------------------------------------------------------------------------------------------
     def _semuq_journal(self) -> GenerationJournal | None:
@@ -296,7 +262,7 @@ class SemuqGenerateMixin:
         self, batch: list[PromptGroup], left_truncate_len: int, repeat: int = 1
     ) -> dict[str, Any]:
         """Tokenize the batch's prompts into `generate` inputs, each prompt's row repeated `repeat` times
-        (text prompts: HFLM's `tok_batch_encode`, with its left padding and truncation)."""
+        (HFLM's `tok_batch_encode`)."""
         context_enc, attn_masks = self.tok_batch_encode(
             [g.context for g in batch],
             left_truncate_len=left_truncate_len,
@@ -307,10 +273,10 @@ class SemuqGenerateMixin:
             attn_masks = attn_masks.repeat_interleave(repeat, dim=0)
         return {"input_ids": context_enc.to(self.device), "attention_mask": attn_masks.to(self.device)}
 
-    def _semuq_can_share_prefill(self) -> bool:
-        if not self.share_prefill or getattr(self, "_semuq_share_failed", False):
-            return False
-        return supports_shared_prefill(self.model)
+    def _semuq_autocast(self) -> torch.autocast:
+        """HFLM's mixed precision (`mixed_precision_dtype`; none: off) on the model's device."""
+        dtype = self.mixed_precision_dtype
+        return torch.autocast(device_type=self.device.type, dtype=dtype, enabled=dtype is not None)
 
     def _semuq_share_ok(self, inputs: dict[str, Any]) -> bool:
         """Whether this batch's encoded prompts can be split for a shared prefill."""
@@ -318,11 +284,7 @@ class SemuqGenerateMixin:
 
     def _semuq_run_generate(self, call: GenerateCall) -> tuple[torch.Tensor, StepRecorder, int, int]:
         """One `generate` call for the batch; returns (sequences (rows, P + G), recorder, P, budget)."""
-        autocast = torch.autocast(
-            device_type=self.device.type,
-            dtype=self.mixed_precision_dtype,
-            enabled=self.mixed_precision_dtype is not None,
-        )
+        autocast = self._semuq_autocast()
         inputs = self._semuq_encode(call.batch, call.left_truncate_len)
         prompt_len = inputs["input_ids"].shape[1]
         expand = call.n_gen
@@ -372,9 +334,10 @@ class SemuqGenerateMixin:
     def _semuq_generate_batch(self, batch: list[PromptGroup], eos: str) -> list[list[Generation]]:
         call = GenerateCall.for_batch(batch, eos, self.max_gen_toks, self.max_length)
         result = None
-        if call.n_gen > 1 and self._semuq_can_share_prefill():
+        failed = getattr(self, "_semuq_share_failed", False)
+        if call.n_gen > 1 and self.share_prefill and not failed and supports_shared_prefill(self.model):
             try:
-                result = self._semuq_run_generate(call.with_shared(True))
+                result = self._semuq_run_generate(dataclasses.replace(call, shared=True))
             except torch.OutOfMemoryError:
                 raise
             except Exception as err:  # a cache or architecture that cannot be shared: plain generate
@@ -406,15 +369,11 @@ class SemuqGenerateMixin:
         gen_tokens = sequences[:, prompt_len:].tolist()
         special = set(self.tokenizer.all_special_ids)
         think_int = self.think_end_token if isinstance(self.think_end_token, int) else None
-
-        def batch_decode(seqs: list[list[int]]) -> list[str]:
-            return self.tokenizer.batch_decode(seqs, skip_special_tokens=True)
-
         answers = [
             align_answer(
                 toks[:budget],
                 decode=self.tok_decode,
-                batch_decode=batch_decode,
+                batch_decode=lambda seqs: self.tokenizer.batch_decode(seqs, skip_special_tokens=True),
                 postprocess=lambda full: self._semuq_postprocess(full, call.until),
                 special_ids=special,
                 think_end_id=think_int,
@@ -442,10 +401,9 @@ class SemuqHFLM(SemuqGenerateMixin, HFLM):
     """lm-eval `hf` model whose `generate_until` returns `Generation`s (registered as `semuq-hf`).
 
     Takes every HFLM argument, plus `return_hidden` (default True: keep every answer's last hidden state),
-    `share_prefill` (default True: compute a sampled group's prompt once and expand its KV cache to the k rows; plain
-    `num_return_sequences` when the model's cache does not allow it), `compact_rows` (default True: stop computing a
-    call's finished rows) and `journal` (default `<output_dir>/semuq/_journal/<model>/`, `off` disables; see
-    `semuq_eval.models.journal`). `loglikelihood*` are HFLM's, unchanged."""
+    `share_prefill` (default True: a sampled group's prompt computed once, `semuq_eval.models.prefill`),
+    `compact_rows` (default True: stop computing a call's finished rows) and `journal` (`semuq_eval.models.journal`;
+    `off` disables). `loglikelihood*` are HFLM's."""
 
 
 def _runs_on_cpu(device: Any) -> bool:

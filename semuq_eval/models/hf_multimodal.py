@@ -36,11 +36,6 @@ class SemuqHFMultimodalLM(SemuqGenerateMixin, HFMultimodalLM):
             return getattr(self.config, "model_type", None) in SHARED_PREFILL_MODEL_TYPES
         return super()._semuq_resolve_share_prefill(value)
 
-    def _semuq_image_token_ids(self) -> set[int]:
-        ids = {getattr(self, "image_token_id", None)}
-        ids |= {getattr(self.config, k, None) for k in ("image_token_id", "image_token_index")}
-        return {i for i in ids if isinstance(i, int)}
-
     def _semuq_encode(
         self, batch: list[PromptGroup], left_truncate_len: int, repeat: int = 1
     ) -> dict[str, Any]:
@@ -62,8 +57,10 @@ class SemuqHFMultimodalLM(SemuqGenerateMixin, HFMultimodalLM):
 
     def _semuq_share_ok(self, inputs: dict[str, Any]) -> bool:
         # the shared prefill leaves the last prompt token to `generate`: it must not be an image token
+        ids = {getattr(self, "image_token_id", None)}
+        ids |= {getattr(self.config, k, None) for k in ("image_token_id", "image_token_index")}
         last = inputs["input_ids"][:, -1]
-        return not any(bool((last == i).any()) for i in self._semuq_image_token_ids())
+        return not any(bool((last == i).any()) for i in ids if isinstance(i, int))
 
     def _semuq_postprocess(self, full: str, until: list[str]) -> tuple[str, int]:
         # hf-multimodal's generate_until: cut at every stop sequence, nothing else

@@ -1,14 +1,13 @@
 """The generation journal: what `semuq-hf` has generated, appended as it goes, so that a killed run
 restarted with the same arguments generates only what is missing.
 
-lm-eval hands a run's every request to one `generate_until` call, so a killed run would lose every answer; the
-models append each prompt's answers as soon as they exist and look every prompt up first (docs/running.md).
-Location: ``<output_dir>/semuq/_journal/<model>/rank<R>.jsonl`` (``journal=DIR`` or ``journal=off``), a line per
-prompt (no pickle): ``{"key": "<sha256>", "generations": [Generation.to_record(include_hidden=False) +
-{"hidden_f32": "<base64 of little-endian float32>"}, ...]}``. The key hashes all that decides what is generated
-(model name, revision, dtype, maximum length, hidden states kept; prompt; decoding; image contents; number of
-samples; torch's seed), so changing any generates afresh (for new samples with the same arguments, delete the folder
-or pass ``journal=off``). A line cut short by a kill is skipped with a warning."""
+lm-eval hands a run's every request to one `generate_until` call, so the models append each prompt's answers as
+soon as they exist and look every prompt up first (docs/running.md). Location:
+``<output_dir>/semuq/_journal/<model>/rank<R>.jsonl`` (``journal=DIR`` or ``journal=off``), a line per prompt (no
+pickle): ``{"key": "<sha256>", "generations": [Generation.to_record(include_hidden=False) + {"hidden_f32": "<base64
+of little-endian float32>"}, ...]}``. The key hashes all that decides what is generated (model name, revision,
+dtype, maximum length, hidden states kept; prompt; decoding; image contents; number of samples; torch's seed), so
+changing any generates afresh. A line cut short by a kill is skipped with a warning."""
 
 from __future__ import annotations
 
@@ -21,12 +20,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from tqdm import tqdm
 
 from semuq_eval.context import RunContext
 from semuq_eval.journal import Journal, decode_array, encode_array
 from semuq_eval.models.generation import Generation
 
-__all__ = ["GenerationJournal", "journal_key", "open_journal", "restore_groups"]
+__all__ = ["GenerationJournal", "journal_key", "open_journal", "progress", "restore_groups"]
 
 OFF = ("off", "none", "false", "no", "0")
 """Values of the model argument ``journal`` that turn the journal off."""
@@ -103,6 +103,12 @@ class GenerationJournal:
             return None
         return [_decode(r) for r in records]
 
+    def group_keys(self, groups: Sequence[Any], identity: dict[str, Any], seed: int | None) -> dict[int, str]:
+        """Each prompt group's :func:`journal_key` by ``id(group)`` (``identity``: the model's)."""
+        return {
+            id(g): journal_key(identity, g.context, g.request_kwargs, g.aux, g.n_gen, seed) for g in groups
+        }
+
     def add(self, entries: Iterable[tuple[str, Sequence[Generation]]]) -> None:
         """Append answers and flush, so that they survive the process being killed."""
         self._journal.add((key, [_encode(g) for g in gens]) for key, gens in entries)
@@ -134,6 +140,19 @@ def restore_groups(
             journal.directory,
         )
     return todo
+
+
+def progress(groups: Sequence[Any], todo: Sequence[Any], model: str, disable: bool) -> tqdm:
+    """A progress bar in answers (a prompt with N samples counts N: the rate, and the ETA, stay steady whether
+    greedy or sampled prompts come first), started at the answers of the groups not in ``todo``."""
+    total = sum(g.n_gen for g in groups)
+    return tqdm(
+        total=total,
+        initial=total - sum(g.n_gen for g in todo),
+        disable=disable,
+        desc=f"{model}: {len(groups)} prompts",
+        unit=" answers",
+    )
 
 
 def open_journal(setting: str | None, name: str, *, model: str) -> GenerationJournal | None:

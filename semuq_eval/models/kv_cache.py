@@ -23,9 +23,15 @@ def cache_keyword(model: Any) -> str:
     >>> cache_keyword(Old())
     'past_key_values'
     """
+    return (
+        "cache" if "cache" in inspect.signature(base_model(model).forward).parameters else "past_key_values"
+    )
+
+
+def base_model(model: Any) -> Any:
+    """``model`` unwrapped from PEFT (``get_base_model``), else itself."""
     get_base = getattr(model, "get_base_model", None)
-    base = get_base() if callable(get_base) else model
-    return "cache" if "cache" in inspect.signature(base.forward).parameters else "past_key_values"
+    return get_base() if callable(get_base) else model
 
 
 def passed_cache(kwargs: Mapping[str, Any]) -> Any:

@@ -2,8 +2,7 @@
 
 llama.cpp's server (the prebuilt ``xllamacpp`` wheel) runs on a free loopback port with ``slots`` parallel slots, so
 a question's samples and greedy answer decode as one continuous batch; everything else is `semuq-api`'s
-(docs/serving.md). ``gguf`` is a prepared asset's name (``semuq-eval assets --only NAME``), a ``.gguf`` file or a
-folder holding one::
+(docs/serving.md). ``gguf``: a prepared asset's name, a ``.gguf`` file or a folder holding one::
 
     lm_eval --model semuq-llamacpp --model_args gguf=qwen2.5-coder-1.5b-instruct,endpoint=chat \\
         --apply_chat_template --tasks semuq_triviaqa_dpr --output_path out/
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from semuq_eval.models.api import SemuqAPILM
+from semuq_eval.models.vllm_cpu import _installed
 from semuq_eval.options import Options, add_options, option, parse_options
 
 __all__ = ["LlamaCppServer", "SemuqLlamaCppLM", "find_gguf"]
@@ -48,8 +48,7 @@ def find_gguf(spec: str | os.PathLike) -> Path:
         if str(spec) in ASSETS:
             path = locate(str(spec))
     if path.is_dir():
-        found = sorted(path.glob("*.gguf"))
-        if found:
+        if found := sorted(path.glob("*.gguf")):
             return found[0]
         raise FileNotFoundError(f"semuq-llamacpp: {path} holds no .gguf file")
     raise FileNotFoundError(
@@ -78,9 +77,8 @@ def gguf_sha256(path: Path) -> str:
 class LlamaCppServer:
     """llama.cpp's OpenAI-compatible server (xllamacpp) in this process, on loopback.
 
-    ``gguf``: the model file; ``threads``: threads for decoding and the prompt (default: every core this process may
-    use); ``slots``: requests decoded together (continuous batching); ``ctx_per_slot``: context tokens of each slot
-    (prompt + answer); ``port``: 0 for a free port."""
+    ``threads``: for decoding and the prompt (default: every core this process may use); ``slots``: requests decoded
+    together; ``ctx_per_slot``: context tokens of each slot (prompt + answer); ``port``: 0 for a free port."""
 
     def __init__(
         self,
@@ -113,7 +111,7 @@ class LlamaCppServer:
         params.cpuparams_batch.n_threads = self.threads
         params.port = int(port)
         params.verbosity = 0
-        self.version = getattr(xllamacpp, "__version__", None) or _dist_version("xllamacpp")
+        self.version = getattr(xllamacpp, "__version__", None) or _installed("xllamacpp")
         self._server = xllamacpp.Server(params)
         self.address = self._server.listening_address
         self.url = self.address + "/v1"
@@ -126,10 +124,9 @@ class LlamaCppServer:
 class SemuqLlamaCppLM(SemuqAPILM):
     """lm-eval model ``semuq-llamacpp`` (module docstring).
 
-    ``gguf``: an asset name, a ``.gguf`` file or a folder holding one; ``threads``, ``slots``, ``ctx_per_slot``: the
-    server's (:class:`LlamaCppServer`; ``concurrency`` defaults to ``slots``); ``**kwargs``: `semuq-api`'s arguments
-    (``endpoint``, ``top_logprobs``, ``seed``, ``journal``, ...) except ``model`` and ``base_url``, which name the
-    server started here."""
+    ``gguf``: an asset name, a ``.gguf`` file or a folder holding one; ``threads``, ``slots``, ``ctx_per_slot``:
+    :class:`LlamaCppServer`'s (``concurrency`` defaults to ``slots``); ``**kwargs``: `semuq-api`'s arguments but
+    ``model`` and ``base_url``, which name the server started here."""
 
     def __init__(
         self,
@@ -139,8 +136,7 @@ class SemuqLlamaCppLM(SemuqAPILM):
         ctx_per_slot: int = DEFAULT_CTX_PER_SLOT,
         **kwargs: Any,
     ) -> None:
-        taken = sorted({"model", "base_url"} & set(kwargs))
-        if taken:
+        if taken := sorted({"model", "base_url"} & set(kwargs)):
             raise ValueError(
                 f"semuq-llamacpp: {taken} name the server it starts itself; give gguf=... instead"
             )
@@ -168,15 +164,6 @@ class SemuqLlamaCppLM(SemuqAPILM):
 
     def _identity(self) -> dict[str, Any]:
         return {**super()._identity(), "gguf_sha256": self.gguf["sha256"]}
-
-
-def _dist_version(name: str) -> str | None:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(name)
-    except PackageNotFoundError:  # pragma: no cover - imported, so installed
-        return None
 
 
 class ServeOptions(Options):

@@ -1,13 +1,11 @@
 """The step recorder: per-step signals streamed out of `generate` by hooks, and finished rows dropped.
 
-O(rows) per step, not `output_logits=True`'s O(rows x vocab) or `output_hidden_states`'s O(rows x layers x d): a
-forward hook on the causal LM takes a float32 log-softmax of the last position's logits (after any soft-capping)
-and keeps that raw distribution's entropy and, one step later, the chosen token's log-prob (temperature 1, no
-top-k/top-p/penalties: not the distribution sampled from); a forward pre-hook on the LM head (else a hook on the
-final norm, else `output_hidden_states=True`) keeps the last-layer hidden state after the final norm. The state at
-the last answer token comes from the step that *reads* it, so generation runs one step past the budget and past the
-stop criterion (`OneStepLater`). Finished rows are removed from the KV cache and the step inputs one step after
-they end (row compaction, `StepRecorder`)."""
+Hooks keep O(rows) per step, not `output_logits`' O(rows x vocab): on the causal LM, a float32 log-softmax of the
+last position's logits (after any soft-capping) gives that raw distribution's entropy and, one step later, the
+chosen token's log-prob (temperature 1, no sampling processing: not the distribution sampled from); on the LM head's
+input (else the final norm's output, else `output_hidden_states=True`), the last-layer hidden state. The state at
+the last answer token comes from the step that *reads* it, so generation runs one step past the budget and the stop
+criterion (`OneStepLater`)."""
 
 from __future__ import annotations
 
@@ -19,7 +17,7 @@ import numpy as np
 import torch
 import transformers
 
-from semuq_eval.models.kv_cache import passed_cache
+from semuq_eval.models.kv_cache import base_model, passed_cache
 
 __all__ = ["OneStepLater", "StepRecorder", "find_final_hidden_module", "generation_eos_ids"]
 
@@ -57,12 +55,6 @@ def generation_eos_ids(model: torch.nn.Module) -> set[int]:
     return {int(e) for e in (eos if isinstance(eos, (list, tuple)) else [eos])}
 
 
-def _causal_lm(model: torch.nn.Module) -> torch.nn.Module:
-    """The module whose forward returns `.logits` (unwraps PEFT)."""
-    get_base = getattr(model, "get_base_model", None)
-    return get_base() if callable(get_base) else model
-
-
 _COMPACTABLE_KWARGS = frozenset({"input_ids", "attention_mask", "position_ids", "cache_position"})
 
 
@@ -70,14 +62,12 @@ class StepRecorder:
     """Streams per-step entropies, chosen-token log-probs and last hidden states out of `generate`, and
     drops finished rows from the computation.
 
-    Forward call i of `generate` (0 = prefill) computes generated token i's distribution and reads token i-1 (the last
-    prompt token for i = 0): `entropies[i]`, `logprobs[i]` are token i's and `hidden[i]` is the final-norm state at
-    token i-1, kept in the full row space (rows, ...), NaN for rows not computed at a step. With `compact=True` (plain
-    decoding inputs and a cache that supports it), once a finished row's last token has been read (EOS, or a stop
-    sequence reported through `observe`), a forward pre-hook removes it from the KV cache and the step's inputs and
-    the forward hook hands `generate` full-size logits (zeros for removed rows, past their end). `want_hidden`:
-    record the last hidden state; `rows`, `prompt_len`: the call's rows and padded prompt length; `eos_ids`: the
-    tokens that end a row. Use as a context manager around `generate` with `OneStepLater`, then call `finish`."""
+    Forward call i of `generate` (0 = prefill) computes token i's distribution and reads token i-1: `entropies[i]`,
+    `logprobs[i]` are token i's and `hidden[i]` the final-norm state at token i-1, in the full row space (NaN for rows
+    not computed). With `compact=True` (plain decoding inputs, a cache that supports it), once a finished row's last
+    token is read (EOS, or a stop sequence reported through `observe`), a pre-hook removes it from the KV cache and the
+    step's inputs and the forward hook hands `generate` full-size logits. Use as a context manager around `generate`
+    with `OneStepLater`, then call `finish`."""
 
     def __init__(
         self,
@@ -220,7 +210,7 @@ class StepRecorder:
 
     # context manager -------------------------------------------------------------------------------------
     def __enter__(self) -> StepRecorder:
-        lm = _causal_lm(self.model)
+        lm = base_model(self.model)  # the module whose forward returns `.logits`
         self._handles.append(lm.register_forward_pre_hook(self._on_pre_forward, with_kwargs=True))
         self._handles.append(lm.register_forward_hook(self._on_forward, with_kwargs=True))
         if self.want_hidden:
@@ -269,18 +259,16 @@ class StepRecorder:
     ) -> list[tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]]:
         """The recorded signals of each row's answer, after `finish`.
 
-        `n_tok`: generated tokens per row; `token_idx`: per row, the answer's token indices among the generated
-        ones; `last_read`: per row, the generated token after which the hidden state is taken (the last answer token;
-        -1: the last prompt token). Returns per row (token log-probs, token entropies, hidden state), an entry None
-        when not recorded (hidden states off) or not computed for that row: reported unavailable, never as zeros."""
-        logprobs = torch.stack(self.logprobs, 1)[:, :n_tok].cpu().numpy() if self.logprobs else None
-        entropies = torch.stack(self.entropies, 1)[:, :n_tok].cpu().numpy() if self.entropies else None
+        `n_tok`: generated tokens per row; `token_idx`, `last_read`: per row, the answer's token indices and the token
+        after which the hidden state is taken (-1: the last prompt token). Returns per row (token log-probs, token
+        entropies, hidden state), None where not recorded or not computed: reported unavailable, never as zeros."""
+        recorded = {
+            name: torch.stack(steps, 1)[:, :n_tok].cpu().numpy() if steps else None
+            for name, steps in (("token_logprobs", self.logprobs), ("token_entropies", self.entropies))
+        }
         out = []
         for r, (idx, t) in enumerate(zip(token_idx, last_read, strict=True)):
-            signals = {
-                "token_logprobs": None if logprobs is None else logprobs[r, idx],
-                "token_entropies": None if entropies is None else entropies[r, idx],
-            }
+            signals = {name: None if values is None else values[r, idx] for name, values in recorded.items()}
             for name, values in signals.items():  # a kept token computed for a removed row
                 if values is not None and np.isnan(values).any():
                     log.warning("semuq-hf: %s missing for some tokens; reported unavailable", name)

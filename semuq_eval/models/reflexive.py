@@ -169,11 +169,7 @@ def classify_first_token(text: str) -> str | None:
     ['true', 'true', 'true', None, 'false', None]
     """
     word = text.strip()
-    if word in TRUE_FORMS:
-        return "true"
-    if word in FALSE_FORMS:
-        return "false"
-    return None
+    return "true" if word in TRUE_FORMS else "false" if word in FALSE_FORMS else None
 
 
 def token_sets(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -199,12 +195,11 @@ def masses(logprobs: Mapping[str, float]) -> dict[str, float | None]:
     >>> round(math.exp(out["logprob_true"]), 6), round(math.exp(out["logprob_false"]), 6)
     (0.6, 0.2)
     """
-    groups: dict[str, list[float]] = {"true": [], "false": []}
-    for token, lp in logprobs.items():
-        side = classify_first_token(token)
-        if side is not None:
-            groups[side].append(float(lp))
-    return {f"logprob_{side}": _logsumexp(values) for side, values in groups.items()}
+    sides = {token: classify_first_token(token) for token in logprobs}
+    return {
+        f"logprob_{side}": _logsumexp([float(lp) for token, lp in logprobs.items() if sides[token] == side])
+        for side in ("true", "false")
+    }
 
 
 def p_true_result(
@@ -220,9 +215,9 @@ def p_true_result(
     (0.5, 0.3)
     """
     lp = np.asarray(log_softmax, dtype=np.float64)
+    sides = {"true": true_ids, "false": false_ids}
     return {
-        "logprob_true": _logsumexp(lp[np.asarray(true_ids, dtype=np.int64)].tolist()),
-        "logprob_false": _logsumexp(lp[np.asarray(false_ids, dtype=np.int64)].tolist()),
+        f"logprob_{s}": _logsumexp(lp[np.asarray(ids, dtype=np.int64)].tolist()) for s, ids in sides.items()
     }
 
 

