@@ -13,8 +13,8 @@ each (:func:`summary_scalars`). The breakdown is a JSON-safe dict::
      "best": {strategy: {"estimator", first metric, second metric, "reliable"}}}
 
 Strategies are the registered label strategies (App. D). ``best`` is the best estimator by the first of the run's
-``metrics`` and holds the first two (lm-eval's table, :func:`summary_keys`). Operator counts and costs are summed over
-ranks (wall time: the slowest; ``per_rank`` keeps each rank's). All metrics share one seeded
+``metrics`` and holds the first two (lm-eval's table, :func:`summary_keys`). Operator runs are merged over ranks
+(:func:`~semuq_eval.harness.operator_runs.merge_operator_runs`). All metrics share one seeded
 :class:`~semuq_eval.metrics.Bootstrap` (paired comparisons stay valid). Missing labels and NaN scores are left out and
 counted; an estimator with no score is unavailable, one scored from an estimated input is listed under
 ``approximate``."""
@@ -82,9 +82,7 @@ def summarize(
     """The full breakdown (see the module docstring) of all questions' items, whose labels come from the
     store's label set ``label_set`` (``"run"``: the run's own judge; :mod:`semuq_eval.harness.label_sets`)."""
     items = sorted(items, key=lambda it: it["doc_id"])
-    names: list[str] = []
-    for it in items:
-        names.extend(k for k in it["scores"] if k not in names)
+    names = list(dict.fromkeys(k for it in items for k in it["scores"]))
     unavailable = _counted(items, names, "reasons", "reasons")
     approximate = _counted(items, names, "approximate", "methods")
     scored = [n for n in names if any(it["scores"].get(n) is not None for it in items)]
@@ -127,12 +125,11 @@ def _counted(
 ) -> dict[str, dict[str, Any]]:
     """Per estimator, how many questions carry an entry in the items' ``field_name`` (why it is unavailable, how
     it was approximated) and how often each value occurs: ``{name: {"n_docs": n, what: {value: count}}}``."""
-    out: dict[str, dict[str, Any]] = {}
-    for name in names:
-        values = Counter(it[field_name][name] for it in items if name in it.get(field_name, {}))
-        if values:
-            out[name] = {"n_docs": sum(values.values()), what: dict(values)}
-    return out
+    counted = {
+        name: Counter(it[field_name][name] for it in items if name in it.get(field_name, {}))
+        for name in names
+    }
+    return {name: {"n_docs": sum(c.values()), what: dict(c)} for name, c in counted.items() if c}
 
 
 def _strategy_results(
@@ -176,8 +173,7 @@ def _strategy_results(
         }
         for n, per in out.items()
     }
-    warning = label_warning(strategy, counts["n_correct"], len(keep), settings.min_minority)
-    if warning:
+    if warning := label_warning(strategy, counts["n_correct"], len(keep), settings.min_minority):
         log.warning("%s: %s", task or "semuq", warning)
     sign = 1.0 if first.higher_is_better else -1.0
     ranked = [n for n, per in out.items() if math.isfinite(per[first.name].value)]

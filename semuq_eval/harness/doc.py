@@ -62,16 +62,8 @@ class Doc:
         >>> d.greedy.text, [g.text for g in d.samples]
         ('Paris', ['Paris', 'Lyon'])
         """
-        no_greedy = greedy is None
-        return cls(
-            doc_id=doc_id,
-            question=question,
-            references=list(references),
-            greedy=Generation(
-                "" if no_greedy else greedy, greedy=True, error=NO_GREEDY if no_greedy else None
-            ),
-            samples=[Generation(t) for t in samples],
-        )
+        first = Generation(greedy or "", greedy=True, error=NO_GREEDY if greedy is None else None)
+        return cls(doc_id, question, list(references), first, [Generation(t) for t in samples])
 
     def signal(self, name: str) -> tuple[Any, str | None]:
         """``(value, None)`` for a signal read from the generating model's answers (origin ``answers``,

@@ -37,10 +37,6 @@ class Estimator:
     operator: str | None
 
 
-def _operator_inputs(aggregator: Aggregator) -> tuple[str, ...]:
-    return tuple(x for x in aggregator.inputs if SIGNALS[x].origin != "answers")
-
-
 def valid_estimators(
     operators: Mapping[str, OperatorSpec], aggregator_names: Iterable[str] | None = None
 ) -> list[Estimator]:
@@ -55,7 +51,7 @@ def valid_estimators(
     out: list[Estimator] = []
     for name in names:
         aggregator = agg_registry.get(name)
-        wanted = _operator_inputs(aggregator)
+        wanted = [x for x in aggregator.inputs if SIGNALS[x].origin != "answers"]  # what an operator yields
         if aggregator.matrix is None and not wanted:
             out.append(Estimator(name, name, None))
             continue
@@ -84,14 +80,12 @@ def score_doc(
     scores: dict[str, float] = {}
     reasons: dict[str, str] = {}
     for est in estimator_list:
-        value, why = math.nan, None
         aggregator = agg_registry.get(est.aggregator)
         try:
             args, why = _arguments(doc, est, aggregator, signals)
             if why is None:
                 opts = {k: run_options[k] for k in aggregator.options if k in run_options}
-                opts.update(aggregator_options.get(est.aggregator, {}))
-                value = float(aggregator(*args, **opts))
+                value = float(aggregator(*args, **{**opts, **aggregator_options.get(est.aggregator, {})}))
         except Exception as err:  # one bad question never aborts the run: record why
             value, why = math.nan, f"{type(err).__name__}: {err}"
         if why is None and not math.isfinite(value):
@@ -147,14 +141,8 @@ def _arguments(
             value, why = signals[name]
         else:
             value = doc.extras.get(est.operator, {}).get(name)
-            why = (
-                None
-                if value is not None
-                else doc.unavailable.get(
-                    f"{est.operator}.{name}",
-                    doc.unavailable.get(est.operator, f"no {name} from {est.operator}"),
-                )
-            )
+            of_operator = doc.unavailable.get(est.operator, f"no {name} from {est.operator}")
+            why = None if value is not None else doc.unavailable.get(f"{est.operator}.{name}", of_operator)
         if why is not None:
             return [], why
         args.append(value)

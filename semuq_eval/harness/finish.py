@@ -1,10 +1,9 @@
 """Finishing a run, in one place: a run's items -> metrics -> breakdown -> the run store's files.
 
-Every way of scoring goes the same path: the pipeline on a process's docs
-(:func:`~semuq_eval.harness.pipeline.process_docs`), the run store's start
-(:meth:`~semuq_eval.harness.store.RunStore.begin`), then :func:`finish_run` on every process's items (the breakdown,
-``scores.jsonl``, ``breakdown.json``, the run record). The task's run step (:mod:`~semuq_eval.harness.step`) does the
-first two on each rank and the last on rank 0; ``rescore`` all three on a stored run."""
+Every way of scoring goes the same path: the pipeline on a process's docs (:mod:`~semuq_eval.harness.pipeline`), the
+run store's start (:meth:`~semuq_eval.harness.store.RunStore.begin`), then :func:`finish_run` on every process's items.
+The task's run step (:mod:`~semuq_eval.harness.step`) does the first two on each rank and the last on rank 0;
+``rescore`` all three on a stored run."""
 
 from __future__ import annotations
 
@@ -54,15 +53,7 @@ def finish_run(
     False logs an error, adds it to :data:`WRITE_FAILURES` and still returns the breakdown, so lm-eval keeps its results
     and ``semuq-eval run`` exits non-zero."""
     task = facts.task
-    breakdown = summarize(
-        items,
-        settings,
-        task=task,
-        operators=facts.operators,
-        judge=facts.judge,
-        label_set=facts.label_set,
-        extra=facts.extra,
-    )
+    breakdown = summarize(items, settings, **vars(facts))  # RunFacts' fields are summarize's keywords
     if store is None:
         return breakdown
     try:

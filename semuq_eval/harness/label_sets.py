@@ -96,17 +96,14 @@ def _clean(record: Mapping[str, Any]) -> dict[str, Any]:
     missing = record.get("n_missing_verdicts")
     if missing is None:
         missing = sum(v is None for v in [record.get("greedy"), *samples])
-    out = {
+    return {
         "doc_id": record["doc_id"],
         "greedy": as_label(record.get("greedy")),
         "majority": as_label(record.get("majority")),
         "samples": samples,
         "n_missing_verdicts": missing,
+        **{key: record[key] for key in ("p_correct", "errors") if record.get(key)},
     }
-    for key in ("p_correct", "errors"):
-        if record.get(key):
-            out[key] = record[key]
-    return out
 
 
 def check_name(name: str) -> str:
@@ -140,26 +137,22 @@ def write_label_set(
     check_name(name)
     labels_dir = within(store, Path(store) / "labels")
     labels_dir.mkdir(parents=True, exist_ok=True)
-    for written in (labels_dir / f"{name}.jsonl", labels_dir / f"{name}.json"):
+    path, meta_path = labels_dir / f"{name}.jsonl", labels_dir / f"{name}.json"
+    for written in (path, meta_path):
         within(labels_dir, written)
-    rows = []
-    for record in records:
-        check_line(LabelSetLine, record, f"label set {name}", record.get("doc_id"))
-        rows.append(_clean(record))
-    rows.sort(key=lambda r: r["doc_id"])
-    counts = {
-        "n_docs": len(rows),
-        "n_answers": sum(1 + len(r["samples"]) for r in rows),
-        "n_unknown": sum(r["n_missing_verdicts"] for r in rows),
-    }
+    rows = sorted(
+        (_checked(record, f"label set {name}", record.get("doc_id")) for record in records),
+        key=lambda r: r["doc_id"],
+    )
     meta = {
         "format": LABEL_SET_FORMAT,
         "name": name,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        **counts,
+        "n_docs": len(rows),
+        "n_answers": sum(1 + len(r["samples"]) for r in rows),
+        "n_unknown": sum(r["n_missing_verdicts"] for r in rows),
         **dict(provenance),
     }
-    path, meta_path = labels_dir / f"{name}.jsonl", labels_dir / f"{name}.json"
     meta_path.unlink(missing_ok=True)  # the manifest goes last: without it the set reads as unfinished
     write_jsonl(path, rows)
     meta["rows_sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
@@ -187,12 +180,8 @@ def read_label_set(store: str | os.PathLike, name: str = RUN_LABELS) -> LabelSet
     path = root / "labels" / f"{name}.jsonl"
     if not path.is_file():
         raise FileNotFoundError(f"{root}: no label set {name!r}; label sets: {label_set_names(root)}")
-    provenance = _manifest(path)
-    records = {}
-    for number, raw in read_jsonl(path):
-        rec = _located(path, number, raw)
-        records[rec["doc_id"]] = rec
-    return LabelSet(name, provenance, records)
+    checked = (_checked(raw, path, number) for number, raw in read_jsonl(path))
+    return LabelSet(name, _manifest(path), {rec["doc_id"]: rec for rec in checked})
 
 
 def _manifest(path: Path) -> dict[str, Any]:
@@ -214,10 +203,10 @@ def _manifest(path: Path) -> dict[str, Any]:
     return provenance
 
 
-def _located(path: Path, number: int, record: Mapping[str, Any]) -> dict[str, Any]:
+def _checked(record: Mapping[str, Any], where: str | Path, number: int | None) -> dict[str, Any]:
     """:func:`_clean` of a line checked against :class:`~semuq_eval.harness.schemas.LabelSetLine` (a bad field
     reported as ``file:line: field ...``)."""
-    check_line(LabelSetLine, record, path, number)
+    check_line(LabelSetLine, record, where, number)
     return _clean(record)
 
 

@@ -92,9 +92,7 @@ def merge_operator_runs(per_rank: Sequence[Mapping[str, OperatorRun]]) -> dict[s
     """One run per operator from every rank's runs (``per_rank[r]`` = rank r's), for the breakdown.
     Counts and costs are summed, wall time is the maximum; ``per_rank`` keeps each rank's status, counts and cost.
     Status is ``unavailable`` when no question had the operator, ``partial`` when some lacked it, else ``ok``."""
-    names: list[str] = []
-    for runs in per_rank:
-        names.extend(n for n in runs if n not in names)
+    names = list(dict.fromkeys(n for runs in per_rank for n in runs))
     merged: dict[str, OperatorRun] = {}
     for name in names:
         ranked = [(r, runs[name]) for r, runs in enumerate(per_rank) if name in runs]
@@ -195,10 +193,9 @@ def compute_operators(
     stacks: dict[int, np.ndarray | None] = {}  # each doc's hidden states, stacked once for every operator
     for group in share_groups([op for _, op in built]):
         group_names = [ops_by_id[id(op)] for op in group]
-        if "hidden_states" in group[0].needs:
-            for i, doc in enumerate(docs):
-                if i not in stacks:
-                    stacks[i] = _hidden_stack(doc.samples)
+        reads_hidden = "hidden_states" in group[0].needs
+        if reads_hidden:
+            stacks.update({i: _hidden_stack(d.samples) for i, d in enumerate(docs) if i not in stacks})
         todo = []
         for i, doc in enumerate(docs):
             whys = [_missing_need(doc, name, group[0].needs, stacks.get(i)) for name in group_names]
@@ -209,21 +206,17 @@ def compute_operators(
                     _unavailable(runs[name], docs, [i], why)
         if not todo:
             continue
-        reads_hidden = "hidden_states" in group[0].needs
         if not reads_hidden or not all("greedy_similarities" in op.extras for op in group):
-            _run_group(
-                group, group_names, docs, todo, [stacks[i] for i in todo] if reads_hidden else None, runs
-            )
+            _run_group(group, group_names, docs, todo, stacks if reads_hidden else None, runs)
             continue
         # a hidden-state operator compares the greedy answer by its own hidden state, where there is one
         greedy = {i: _anchor_hidden(docs[i].greedy, stacks[i]) for i in todo}
         with_anchor = [i for i in todo if greedy[i] is not None]
         without = [i for i in todo if greedy[i] is None]
         if with_anchor:
-            hidden = [stacks[i] for i in with_anchor]
-            _run_group(group, group_names, docs, with_anchor, hidden, runs, [greedy[i] for i in with_anchor])
+            _run_group(group, group_names, docs, with_anchor, stacks, runs, greedy)
         if without:
-            _run_group(group, group_names, docs, without, [stacks[i] for i in without], runs)
+            _run_group(group, group_names, docs, without, stacks, runs)
             for i in without:
                 for name in group_names:
                     docs[i].unavailable[f"{name}.greedy_similarities"] = (
@@ -264,12 +257,13 @@ def _run_group(
     names: list[str],
     docs: Sequence[Doc],
     todo: list[int],
-    hidden: list[np.ndarray] | None,
+    hidden: Mapping[int, np.ndarray] | None,
     runs: dict[str, OperatorRun],
-    anchor_hidden: list[np.ndarray] | None = None,
+    anchor_hidden: Mapping[int, np.ndarray] | None = None,
 ) -> None:
     """Batched passes of the group over ``todo`` (:func:`_in_parts`); the greedy answers are anchored when every
-    operator declares it (hidden-state operators: with ``anchor_hidden``)."""
+    operator declares it (hidden-state operators: with ``anchor_hidden``, given only then). ``hidden`` and
+    ``anchor_hidden`` hold the docs' stacked and greedy hidden states by doc position."""
     from semuq_eval.operators.sharing import compute_shared
 
     start = time.perf_counter()
@@ -283,11 +277,9 @@ def _run_group(
             group,
             [docs[i].question for i in idx],
             [[g.text for g in docs[i].samples] for i in idx],
-            hidden_states=None if hidden is None else [hidden[p] for p in part],
+            hidden_states=None if hidden is None else [hidden[i] for i in idx],
             anchors=[docs[i].greedy.text for i in idx] if anchored else None,
-            anchor_hidden_states=[anchor_hidden[p] for p in part]
-            if anchored and anchor_hidden is not None
-            else None,
+            anchor_hidden_states=None if anchor_hidden is None else [anchor_hidden[i] for i in idx],
         )
 
     for part, outputs, why in _in_parts(run_pass, len(todo)):

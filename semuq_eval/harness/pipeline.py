@@ -28,11 +28,12 @@ from semuq_eval import aggregators as agg_registry
 from semuq_eval import signals
 from semuq_eval.harness.doc import Doc
 from semuq_eval.harness.estimators import Estimator, approximations, score_doc, valid_estimators
+from semuq_eval.harness.label_sets import label_docs
 from semuq_eval.harness.operator_runs import OperatorRun, compute_operators, operator_spec
 from semuq_eval.harness.record import question_hash
 from semuq_eval.harness.settings import Settings
 from semuq_eval.jsonio import finite_or_none
-from semuq_eval.judges import Judge, as_label, label_answers
+from semuq_eval.judges import Judge, as_label
 from semuq_eval.judges.strategies import labels_of
 from semuq_eval.models.reflexive import METHODS as REFLEXIVE_METHODS
 
@@ -96,13 +97,7 @@ def process_docs(
         token_extras=[x for x in signals.names(origin="tokens") if x in read],
     )
     if labels is None:
-        labels = label_answers(
-            judge,
-            [d.question for d in docs],
-            [d.greedy.text for d in docs],
-            [[g.text for g in d.samples] for d in docs],
-            [d.references for d in docs],
-        )
+        labels = label_docs(judge, docs)
     return PipelineOutput(score_docs(docs, settings, labels, est), runs, est)
 
 
@@ -112,15 +107,13 @@ def score_docs(
     """The items (:func:`doc_item`) of docs whose operators ran (their matrices and extras filled): every
     estimator of ``est`` scored, with each label strategy's labels from ``labels`` (one record per doc). Shared by runs,
     rescoring and operator checks."""
-    run_options = {"tau": settings.tau}
     items = []
     for doc, doc_labels in zip(docs, labels, strict=True):
         scores, reasons = score_doc(
-            doc, est, run_options=run_options, aggregator_options=settings.aggregator_options
+            doc, est, run_options={"tau": settings.tau}, aggregator_options=settings.aggregator_options
         )
         item = doc_item(doc, scores, reasons, doc_labels, doc_problems(doc, settings.n_samples))
-        approximate = approximations(doc, est, scores)
-        if approximate:
+        if approximate := approximations(doc, est, scores):
             item["approximate"] = approximate
         items.append(item)
     return items
@@ -137,8 +130,7 @@ def doc_item(
     ``approximate``, ``{estimator: "input: method"}``, for estimators scored from an estimated input). Labels are
     1 / 0 / None, per strategy (``labels``) and per sampled answer (``sample_labels``, what operator training reads);
     ``p_correct`` and ``errors`` are kept when the judge gives them."""
-
-    item = {
+    return {
         "doc_id": int(doc.doc_id),
         "id": doc.key,
         "question_hash": question_hash(doc.question),
@@ -150,11 +142,8 @@ def doc_item(
         "n_samples": len(doc.samples),
         "n_extra_responses": int(doc.n_extra_responses),
         "problems": list(problems),
+        **{key: labels[key] for key in ("p_correct", "errors") if labels.get(key)},
     }
-    for key in ("p_correct", "errors"):
-        if labels.get(key):
-            item[key] = labels[key]
-    return item
 
 
 def doc_problems(doc: Doc, n_samples: int) -> list[str]:

@@ -153,9 +153,7 @@ def build_record(
 ) -> RunRecord:
     """The record of a run from what it holds: the store's manifest, the breakdown, the items of ``scores.jsonl``
     in doc order (each with its ``question_hash``) and the label sets besides the run's own (``{name: LabelSet}``)."""
-    names: list[str] = []
-    for it in items:
-        names.extend(k for k in it["scores"] if k not in names)
+    names = list(dict.fromkeys(k for it in items for k in it["scores"]))
     questions = [_question(item, names, label_sets) for item in items]
     header = {
         "format": RECORD_FORMAT,
@@ -187,8 +185,7 @@ def _question(item: Mapping[str, Any], names: Sequence[str], label_sets: Mapping
         }
     }
     for name, label_set in label_sets.items():
-        chosen = label_set.records.get(doc_id)
-        if chosen is not None:
+        if (chosen := label_set.records.get(doc_id)) is not None:
             labels[name] = {**label_strategies.labels_of(chosen), "samples": chosen.get("samples")}
     # scores.jsonl and the label sets were checked against their schemas when read: 1, 0, true, false or null
     labels = {k: {**v, "samples": list(v["samples"] or [])} for k, v in labels.items()}
@@ -217,11 +214,8 @@ def write_record(path: str | os.PathLike, record: RunRecord) -> Path:
 def _check_question(obj: Mapping[str, Any], header: Mapping[str, Any]) -> str | None:
     """What the schema cannot say of a sound question line: one score per estimator, the record's label set, at
     most N sample labels, one label per kept answer; None when it holds."""
-    n_estimators, n_samples, own = (
-        len(header["estimators"]),
-        header["n_samples"],
-        header.get("label_set", RUN_LABELS),
-    )
+    n_estimators, n_samples = len(header["estimators"]), header["n_samples"]
+    own = header.get("label_set", RUN_LABELS)
     if len(obj["scores"]) != n_estimators:
         return f"field 'scores' must be a list of {n_estimators} numbers or nulls (one per estimator)"
     if own not in obj["labels"]:
@@ -231,9 +225,8 @@ def _check_question(obj: Mapping[str, Any], header: Mapping[str, Any]) -> str | 
             return (
                 f"field 'labels.{name}.samples' must be a list of at most N = {n_samples} labels 1, 0 or null"
             )
-    texts = obj.get("texts")
-    if texts is not None and len(texts["answers"]) != len(obj["labels"][own]["samples"]):
-        n_answers, n_labels = len(texts["answers"]), len(obj["labels"][own]["samples"])
+    texts, n_labels = obj.get("texts"), len(obj["labels"][own]["samples"])
+    if texts is not None and (n_answers := len(texts["answers"])) != n_labels:
         return f"field 'texts.answers' holds {n_answers} answers but labels.{own}.samples {n_labels} labels"
     return None
 

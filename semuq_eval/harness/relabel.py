@@ -10,6 +10,7 @@ import dataclasses
 import json
 import os
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -21,6 +22,7 @@ from semuq_eval.durable import writer_lock
 from semuq_eval.harness.breakdown import summarize
 from semuq_eval.harness.label_sets import (
     RUN_LABELS,
+    LabelSet,
     check_name,
     label_docs,
     label_set_names,
@@ -55,46 +57,34 @@ def judge_store(
     if answers not in ANSWERS:
         raise ValueError(f"answers {answers!r}: choose one of {', '.join(ANSWERS)}")
     with writer_lock(Path(store) / "labels" / name, "label set"):
-        return _judge_and_write(store, judge_name, judge_options, name, force, answers)
+        _check_new(store, name, force)
+        docs = open_store(store).docs(hidden=False)
+        if not docs:
+            raise ValueError(f"{store}: the store has no questions")
+        if answers == "greedy":
+            docs = [dataclasses.replace(d, samples=[]) for d in docs]
+        judge = judges.get(judge_name, **dict(judge_options or {}))
+        start = time.perf_counter()
+        labels = label_docs(judge, docs)
+        seconds = time.perf_counter() - start
+        errors: Counter[str] = Counter()
+        for lab in labels:
+            errors.update(lab.get("errors") or {})
+        provenance = {
+            "judge": judge.info,
+            "tie_rule": "majority: strict majority of the known sample labels; a tie is incorrect",
+            "seconds": round(seconds, 2),
+            "answers": answers,
+            "unknown_reasons": dict(errors),
+            "judge_stats": dict(getattr(judge, "stats", {}) or {}),
+        }
+        rows = [{"doc_id": d.doc_id, **lab} for d, lab in zip(docs, labels, strict=True)]
+        write_label_set(store, name, rows, provenance)
+    return provenance
 
 
 ANSWERS = ("all", "greedy")
 """What ``judge_store`` judges: every answer, or the greedy answers only."""
-
-
-def _judge_and_write(
-    store: str | os.PathLike,
-    judge_name: str,
-    judge_options: Mapping[str, Any] | None,
-    name: str,
-    force: bool,
-    answers: str,
-) -> dict[str, Any]:
-    _check_new(store, name, force)
-    docs = open_store(store).docs(hidden=False)
-    if not docs:
-        raise ValueError(f"{store}: the store has no questions")
-    if answers == "greedy":
-        docs = [dataclasses.replace(d, samples=[]) for d in docs]
-    judge = judges.get(judge_name, **dict(judge_options or {}))
-    start = time.perf_counter()
-    labels = label_docs(judge, docs)
-    seconds = time.perf_counter() - start
-    rows = [{"doc_id": d.doc_id, **lab} for d, lab in zip(docs, labels, strict=True)]
-    errors: dict[str, int] = {}
-    for lab in labels:
-        for reason, count in (lab.get("errors") or {}).items():
-            errors[reason] = errors.get(reason, 0) + count
-    provenance = {
-        "judge": judge.info,
-        "tie_rule": "majority: strict majority of the known sample labels; a tie is incorrect",
-        "seconds": round(seconds, 2),
-        "answers": answers,
-        "unknown_reasons": errors,
-        "judge_stats": dict(getattr(judge, "stats", {}) or {}),
-    }
-    write_label_set(store, name, rows, provenance)
-    return provenance
 
 
 def _check_new(store: str | os.PathLike, name: str, force: bool) -> None:
@@ -114,10 +104,8 @@ def panel_store(
     with writer_lock(Path(store) / "labels" / name, "label set"):
         _check_new(store, name, force)
         rows = []
-        for doc_id in sorted(set(a.records) & set(b.records)):
-            x, y = a.records[doc_id], b.records[doc_id]
-            k = min(len(x["samples"]), len(y["samples"]))
-            samples = [combine(p, q, rule) for p, q in zip(x["samples"][:k], y["samples"][:k], strict=True)]
+        for doc_id, x, y, samples_x, samples_y in _paired(a, b):
+            samples = [combine(p, q, rule) for p, q in zip(samples_x, samples_y, strict=True)]
             rows.append(
                 {
                     "doc_id": doc_id,
@@ -134,20 +122,27 @@ def panel_store(
     return provenance
 
 
+def _paired(a: LabelSet, b: LabelSet) -> list[tuple[int, dict, dict, list, list]]:
+    """``(doc_id, a's record, b's record, a's sample labels, b's)`` of the questions both label sets hold, by doc
+    id, the sample labels cut to the shorter list."""
+    out = []
+    for i in sorted(set(a.records) & set(b.records)):
+        x, y = a.records[i], b.records[i]
+        k = min(len(x["samples"]), len(y["samples"]))
+        out.append((i, x, y, x["samples"][:k], y["samples"][:k]))
+    return out
+
+
 def compare_label_sets(store: str | os.PathLike, a: str, b: str) -> dict[str, Any]:
     """Agreement of label sets ``a`` and ``b`` of a store, lined up by doc id (module docstring)."""
     set_a, set_b = read_label_set(store, a), read_label_set(store, b)
-    ids = sorted(set(set_a.records) & set(set_b.records))
-    ra, rb = [set_a.records[i] for i in ids], [set_b.records[i] for i in ids]
-    samples_a, samples_b = [], []
-    for x, y in zip(ra, rb, strict=True):
-        k = min(len(x["samples"]), len(y["samples"]))
-        samples_a += x["samples"][:k]
-        samples_b += y["samples"][:k]
+    paired = _paired(set_a, set_b)
+    ra, rb = [p[1] for p in paired], [p[2] for p in paired]
+    samples_a, samples_b = [v for p in paired for v in p[3]], [v for p in paired for v in p[4]]
     return {
         "a": a,
         "b": b,
-        "n_docs": len(ids),
+        "n_docs": len(paired),
         "docs_only_in_one": len(set(set_a.records) ^ set(set_b.records)),
         "greedy": agreement([x["greedy"] for x in ra], [y["greedy"] for y in rb]),
         "majority": agreement([x["majority"] for x in ra], [y["majority"] for y in rb]),

@@ -170,21 +170,16 @@ def _scored(
 ) -> tuple[Any, dict[str, Any], str]:
     """The pipeline's output on ``docs``, the judge's info and the label set scored: a new judge's labels
     (``rejudge``) or a stored label set's (``labels``, default the run's)."""
-    stored_labels = (
-        None
-        if rejudge
-        else _stored_labels(store_path, docs, labels or RUN_LABELS, settings.n_samples, stored_n)
-    )
-    if stored_labels is None:
-        the_judge = settings.make_judge()
-        out = process_docs(docs, settings, judge=the_judge, estimator_names=estimator_names)
-        return out, the_judge.info, "rejudged"
-    label_set, judge_info, label_records = stored_labels
-    return (
-        process_docs(docs, settings, labels=label_records, estimator_names=estimator_names),
-        judge_info,
-        label_set,
-    )
+    stored = None
+    if not rejudge:
+        stored = _stored_labels(store_path, docs, labels or RUN_LABELS, settings.n_samples, stored_n)
+    if stored is None:
+        judge = settings.make_judge()
+        label_set, judge_info, given = "rejudged", judge.info, {"judge": judge}
+    else:
+        label_set, judge_info, records = stored
+        given = {"labels": records}
+    return process_docs(docs, settings, estimator_names=estimator_names, **given), judge_info, label_set
 
 
 @contextlib.contextmanager

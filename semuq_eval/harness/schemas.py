@@ -48,10 +48,14 @@ Verdict = Bit | StrictBool | None
 """A label: 1 / true correct, 0 / false incorrect, null unknown."""
 
 
-class ScoresLine(BaseModel):
-    """A line of ``scores.jsonl``: one question's scores, labels and problems (:func:`~semuq_eval.harness.pipeline.doc_item`)."""
+class _Schema(BaseModel):
+    """A file's schema: strict types, unknown fields kept."""
 
     model_config = ConfigDict(extra="allow", strict=True)
+
+
+class ScoresLine(_Schema):
+    """A line of ``scores.jsonl``: one question's scores, labels and problems (:func:`~semuq_eval.harness.pipeline.doc_item`)."""
 
     doc_id: Count
     id: StrictStr | None = None
@@ -67,12 +71,10 @@ class ScoresLine(BaseModel):
     approximate: dict[str, StrictStr] = {}
 
 
-class AnswerRecord(BaseModel):
+class AnswerRecord(_Schema):
     """One answer as the store keeps it (:meth:`~semuq_eval.models.generation.Generation.to_record`): its text and,
     when the model gave them, tokens, log-probabilities and entropies (null where not finite), character spans and
     hidden vector (kept in ``hidden.rank<R>.npz``, so null here)."""
-
-    model_config = ConfigDict(extra="allow", strict=True)
 
     text: StrictStr = ""
     greedy: StrictBool = False
@@ -87,10 +89,8 @@ class AnswerRecord(BaseModel):
     reflexive: dict[str, dict[str, Any]] | None = None
 
 
-class GenerationsLine(BaseModel):
+class GenerationsLine(_Schema):
     """A line of ``generations.rank<R>.jsonl``: one question with its greedy answer and its samples."""
-
-    model_config = ConfigDict(extra="allow", strict=True)
 
     doc_id: Count
     id: StrictStr | StrictInt | None = None
@@ -101,11 +101,9 @@ class GenerationsLine(BaseModel):
     samples: list[AnswerRecord]
 
 
-class Manifest(BaseModel):
+class Manifest(_Schema):
     """``manifest.json``: the store's format, task, settings, the LLM as its model arguments named it, and what
     generated the answers."""
-
-    model_config = ConfigDict(extra="allow", strict=True)
 
     format: StrictStr
     task: StrictStr
@@ -119,11 +117,9 @@ LabelValue = Verdict | Literal[0.0, 1.0]
 is refused, never taken for "correct")."""
 
 
-class LabelSetLine(BaseModel):
+class LabelSetLine(_Schema):
     """A line of a label set (``labels/<name>.jsonl``, :mod:`semuq_eval.harness.label_sets`): one question's
     labels under both strategies and one per sample."""
-
-    model_config = ConfigDict(extra="allow", strict=True)
 
     doc_id: Count
     greedy: LabelValue = None
@@ -132,10 +128,8 @@ class LabelSetLine(BaseModel):
     n_missing_verdicts: Count | None = None
 
 
-class RecordHeader(BaseModel):
+class RecordHeader(_Schema):
     """Line 1 of a run record (:mod:`semuq_eval.harness.record`): what identifies the run."""
-
-    model_config = ConfigDict(extra="allow", strict=True)
 
     format: Literal["semuq-run-record/1"]
     task: StrictStr
@@ -150,22 +144,18 @@ class RecordHeader(BaseModel):
     provenance: dict[str, Any] | None = None
 
 
-class RecordLabels(BaseModel):
+class RecordLabels(_Schema):
     """One label set's labels of a question in a run record."""
-
-    model_config = ConfigDict(extra="allow", strict=True)
 
     greedy: Verdict = None
     majority: Verdict = None
     samples: list[Verdict]
 
 
-class RecordTexts(BaseModel):
+class RecordTexts(_Schema):
     """A question's texts in a run record that keeps them (training data, check-operator's frozen record): the
     question, references, greedy answer (null when none was kept), sampled answers and, where kept, the generating
     model's token spans in the greedy answer (``[start, end)`` characters)."""
-
-    model_config = ConfigDict(extra="allow", strict=True)
 
     question: StrictStr
     references: list[StrictStr]
@@ -174,11 +164,9 @@ class RecordTexts(BaseModel):
     greedy_offsets: list[Annotated[list[Count], Field(min_length=2, max_length=2)]] | None = None
 
 
-class RecordQuestion(BaseModel):
+class RecordQuestion(_Schema):
     """A question line of a run record: its scores (one per estimator of the header), its labels per label set
     and, in a record that keeps them, its texts."""
-
-    model_config = ConfigDict(extra="allow", strict=True)
 
     doc_id: Count
     id: StrictStr | None = None
@@ -188,21 +176,17 @@ class RecordQuestion(BaseModel):
     texts: RecordTexts | None = None
 
 
-class TrainingHeader(BaseModel):
+class TrainingHeader(_Schema):
     """Line 1 of a file of the former training-data format (:mod:`semuq_eval.training.data_files` converts it to a
     run record): its format and provenance."""
-
-    model_config = ConfigDict(extra="allow", strict=True)
 
     format: Literal["semuq-training-data/1"]
     provenance: dict[str, Any]
 
 
-class TrainingLine(BaseModel):
+class TrainingLine(_Schema):
     """A question line of the former training-data format: the LLM's answers with one verdict each, its references
     and its greedy answer with its verdict."""
-
-    model_config = ConfigDict(extra="allow", strict=True)
 
     doc_id: Count
     question: StrictStr
@@ -216,21 +200,17 @@ class TrainingLine(BaseModel):
 Tolerance = Annotated[StrictFloat, Field(ge=0, allow_inf_nan=False)] | Annotated[StrictInt, Field(ge=0)]
 
 
-class BaselineValue(BaseModel):
+class BaselineValue(_Schema):
     """One tracked figure of an operator baseline: its value (null: undefined), which way is better, and
     optionally its own tolerance."""
-
-    model_config = ConfigDict(extra="allow", strict=True)
 
     value: Score = None
     better: Literal["higher", "lower"] = "higher"
     tolerance: Tolerance | None = None
 
 
-class OperatorBaseline(BaseModel):
+class OperatorBaseline(_Schema):
     """An operator baseline (``check-operator --write-baseline``, :mod:`semuq_eval.diagnose.check`)."""
-
-    model_config = ConfigDict(extra="allow", strict=True)
 
     format: Literal["semuq-operator-baseline/1"]
     figures: dict[str, BaselineValue]
@@ -239,10 +219,8 @@ class OperatorBaseline(BaseModel):
     store_fingerprint: StrictStr | None = None
 
 
-class BreakdownFile(BaseModel):
+class BreakdownFile(_Schema):
     """``breakdown.json``: the fields the leaderboard and the commands read (:mod:`semuq_eval.harness.breakdown`)."""
-
-    model_config = ConfigDict(extra="allow", strict=True)
 
     format: StrictStr
     task: StrictStr

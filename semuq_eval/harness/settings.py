@@ -9,7 +9,7 @@ their options (no model loads); a key resembling a setting (``n_smaples``) is re
 =======================  =======================  ======================================================================
 key                      default                  meaning
 =======================  =======================  ======================================================================
-profile                  none                     ``offline``: the operators with a local model (:mod:`~.profiles`)
+profile                  none                     ``offline``: the operators with a local model (:func:`apply_profile`)
 n_samples                20                       N sampled answers per question (App. E.2)
 operators                nli, nli_soft, cos_ext,  operators to run: registry names or named variants (operator_options)
                          cos_int, enc, lexical
@@ -56,7 +56,7 @@ from typing import Any
 
 from semuq_eval.metrics import DEFAULT_METRICS
 
-__all__ = ["DEFAULT_OPERATORS", "Settings", "stored_settings"]
+__all__ = ["DEFAULT_OPERATORS", "PROFILES", "Settings", "apply_profile", "stored_settings"]
 
 DEFAULT_OPERATORS = ("nli", "nli_soft", "cos_ext", "cos_int", "enc", "lexical")
 
@@ -124,8 +124,6 @@ class Settings:
 
         ``expand_profile=False`` reads stored settings (their profile was expanded at the run's start). Raises
         ValueError naming the key for a value out of range or a name no registry knows."""
-        from semuq_eval.harness.profiles import apply_profile
-
         if metadata is not None and not isinstance(metadata, Mapping):
             raise ValueError(f"metadata must be a JSON object of settings, got {type(metadata).__name__}")
 
@@ -139,19 +137,16 @@ class Settings:
                 raise ValueError(f"metadata: unknown setting {key!r}; did you mean {close[0]!r}?")
         kwargs = {k: v for k, v in metadata.items() if k in known}
         for key in ("operators", "aggregators", "table_estimators", "metrics", "reflexive"):
-            if isinstance(kwargs.get(key), str):
-                kwargs[key] = [s.strip() for s in kwargs[key].split(",") if s.strip()]
             value = kwargs.get(key)
-            if value is None and key == "aggregators":  # null: every registered aggregator
+            if isinstance(value, str):
+                value = [s.strip() for s in value.split(",") if s.strip()]
+            if key not in kwargs or (value is None and key == "aggregators"):  # null: every registered one
                 continue
-            if key in kwargs and not (
-                isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
-            ):
+            if not (isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)):
                 raise ValueError(
                     f"metadata {key} must be a list of names (or one comma-separated string), got {value!r}"
                 )
-            if key in kwargs:
-                kwargs[key] = tuple(value)
+            kwargs[key] = tuple(value)
         shorthand = {new: metadata[old] for old, new in STRING_JUDGE_SHORTHANDS.items() if old in metadata}
         if shorthand:
             if not isinstance(kwargs.get("judge_options") or {}, Mapping):
@@ -269,3 +264,76 @@ def stored_settings(manifest: Any, path: str | os.PathLike) -> Settings:
         return Settings.from_metadata(manifest.get("settings"), expand_profile=False)
     except ValueError as err:
         raise ValueError(f"{path}: {err}") from None
+
+
+OFFLINE_ENCODERS = ("all-minilm-l6-v2", "all-mpnet-base-v2")
+TRAINED_ENCODERS = {"all-minilm-l6-v2": "enc-trained"}
+"""Offline encoder -> the asset of ``enc`` trained from it (rebuilt by ``semuq-eval assets``)."""
+
+
+def offline_profile(encoder: str = "all-minilm-l6-v2") -> dict[str, Any]:
+    """The offline operators, with ``cos_ext`` on the prepared sentence encoder ``encoder`` and ``enc`` on the
+    weights trained from it (``enc_untrained`` beside it; ``enc`` is untrained where no trained weights ship). Raises
+    ValueError for an encoder that is not an offline asset, FileNotFoundError (giving the ``semuq-eval assets`` command)
+    when an asset is not prepared. No NLI cross-encoder ships on PyPI, so ``nli`` / ``nli_soft`` are left out."""
+    if encoder not in OFFLINE_ENCODERS:
+        raise ValueError(
+            f"profile offline: unknown encoder {encoder!r}; choose one of {list(OFFLINE_ENCODERS)}"
+        )
+    from semuq_eval.assets import locate
+
+    path = str(locate(encoder))
+    trained = TRAINED_ENCODERS.get(encoder)
+    if trained is None:
+        return {
+            "operators": ["lexical", "cos_int", "cos_ext", "enc"],
+            "operator_options": {"cos_ext": {"model": path}, "enc": {"model": path}},
+        }
+    from semuq_eval.assets.trained import trained_pooling
+
+    pooling = trained_pooling(trained)
+    return {
+        "operators": ["lexical", "cos_int", "cos_ext", "enc", "enc_untrained"],
+        "operator_options": {
+            "cos_ext": {"model": path},
+            "enc": {"model": str(locate(trained))},
+            # pooled as the trained weights are, so enc vs enc_untrained measures the training alone
+            "enc_untrained": {
+                "operator": "enc",
+                "model": path,
+                **({"pooling": pooling} if pooling != "all" else {}),
+            },
+        },
+    }
+
+
+PROFILES = {"offline": offline_profile}
+"""Profile name (metadata ``profile``, ``"offline"`` or ``"offline:all-mpnet-base-v2"``) -> function of the profile's
+argument (the part after ``:``) returning metadata."""
+
+
+def apply_profile(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """``metadata`` with its ``profile`` expanded under the keys it gives explicitly.
+
+    Examples
+    --------
+    >>> apply_profile({"n_samples": 5})
+    {'n_samples': 5}
+    """
+    metadata = dict(metadata)
+    spec = metadata.get("profile")
+    if not spec:
+        return metadata
+    name, _, argument = str(spec).partition(":")
+    if name not in PROFILES:
+        raise ValueError(f"metadata profile: unknown profile {name!r}; known: {sorted(PROFILES)}")
+    base = PROFILES[name](argument) if argument else PROFILES[name]()
+    options = {k: dict(v) for k, v in base.get("operator_options", {}).items()}
+    for op, given in dict(metadata.get("operator_options") or {}).items():
+        options[op] = {**options.get(op, {}), **dict(given)}
+    merged = {**base, **metadata}
+    operators = merged.get("operators") or []
+    if isinstance(operators, str):
+        operators = [x.strip() for x in operators.split(",")]
+    merged["operator_options"] = {op: opts for op, opts in options.items() if op in operators}
+    return merged

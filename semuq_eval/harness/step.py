@@ -136,9 +136,9 @@ class RunStep(FilterEnsemble):
     def _gathered(
         self, items: list[dict], runs: dict[str, OperatorRun]
     ) -> tuple[list[dict] | None, dict[str, OperatorRun]]:
-        """Every rank's items, in rank order (lm-eval's order), on rank 0, with the operator runs merged (summed
-        cost, max wall time, per-rank values); (None, runs) on the other ranks. Collective: lm-eval applies the filters
-        on every rank."""
+        """Every rank's items, in rank order (lm-eval's order), on rank 0, with the operator runs merged
+        (:func:`~semuq_eval.harness.operator_runs.merge_operator_runs`); (None, runs) on the other ranks. Collective:
+        lm-eval applies the filters on every rank."""
         task = self.task
         if task.dp_world <= 1:
             return items, runs

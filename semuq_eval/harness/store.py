@@ -26,6 +26,7 @@ model's job (``semuq-hf`` journals answers, :mod:`semuq_eval.models.journal`).""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -109,30 +110,25 @@ class RunStore:
     def write_generations(self, docs: Sequence[Doc], *, hidden: bool = True) -> None:
         """This rank's questions with their answers (and hidden vectors, unless ``hidden=False``)."""
         r = self.rank
+        records = [
+            {
+                "doc_id": int(d.doc_id),
+                "id": d.key,
+                "question": d.question,
+                "references": list(d.references),
+                "n_extra_responses": int(d.n_extra_responses),
+                "greedy": d.greedy.to_record(include_hidden=False),
+                "samples": [g.to_record(include_hidden=False) for g in d.samples],
+            }
+            for d in docs
+        ]
         arrays: dict[str, np.ndarray] = {}
-        records = []
-        for d in docs:
-            records.append(
-                {
-                    "doc_id": int(d.doc_id),
-                    "id": d.key,
-                    "question": d.question,
-                    "references": list(d.references),
-                    "n_extra_responses": int(d.n_extra_responses),
-                    "greedy": d.greedy.to_record(include_hidden=False),
-                    "samples": [g.to_record(include_hidden=False) for g in d.samples],
-                }
-            )
-            if hidden:
-                if d.greedy.hidden is not None:
-                    arrays[f"d{d.doc_id}.greedy"] = np.asarray(d.greedy.hidden, dtype=np.float32)
-                if d.samples and all(g.hidden is not None for g in d.samples):
-                    try:
-                        arrays[f"d{d.doc_id}.samples"] = np.stack([g.hidden for g in d.samples]).astype(
-                            np.float32
-                        )
-                    except ValueError:
-                        pass
+        for d in docs if hidden else ():
+            if d.greedy.hidden is not None:
+                arrays[f"d{d.doc_id}.greedy"] = np.asarray(d.greedy.hidden, dtype=np.float32)
+            if d.samples and all(g.hidden is not None for g in d.samples):
+                with contextlib.suppress(ValueError):  # answers of unequal hidden sizes: none kept
+                    arrays[f"d{d.doc_id}.samples"] = np.stack([g.hidden for g in d.samples], dtype=np.float32)
         write_jsonl(self.root / f"generations.rank{r}.jsonl", records)
         if arrays:
             replace_file(self.root / f"hidden.rank{r}.npz", lambda fh: np.savez(fh, **arrays))
@@ -256,9 +252,8 @@ class StoreReader:
     def docs(self, *, hidden: bool = True) -> list[Doc]:
         """Every stored question as a :class:`Doc`, by doc id, with its answers rebuilt as :class:`Generation`
         (hidden vectors unless ``hidden=False``). A later line for the same doc wins."""
-        n_samples = self.manifest["settings"].get(
-            "n_samples"
-        )  # a store is read after its manifest is checked
+        # a store is read after its manifest is checked
+        n_samples = self.manifest["settings"].get("n_samples")
         vectors = self._vectors() if hidden else {}
         docs: dict[int, Doc] = {}
         for gen_file in sorted(self.root.glob(GENERATIONS_GLOB)):

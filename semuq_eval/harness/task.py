@@ -65,8 +65,6 @@ def run_model(metadata: dict | None) -> str | None:
     return None
 
 
-"""The model_args (which lm-eval merges into the task metadata) that name the LLM under test in the store."""
-
 GREEDY_KEYS = ("until", "max_gen_toks")
 
 
@@ -140,27 +138,17 @@ class SemuqTask(ConfigurableTask):
             if self.settings.reflexive_chat_template:
                 prompts = self._chat_rendered(prompts, apply_chat_template, chat_template)
             greedy[REFLEXIVE_KEY] = prompts
-        extra = ()
-        if self.config.doc_to_image:
-            extra = ({"visual": self.doc_to_image(doc)},)
-        n = self.settings.n_samples
+        extra = ({"visual": self.doc_to_image(doc)},) if self.config.doc_to_image else ()
         return [
             Instance(
                 request_type="generate_until",
                 doc=doc,
-                arguments=(ctx, greedy, *extra),
-                idx=0,
-                metadata=(task, doc_id, 1),
+                arguments=(ctx, gen_kwargs, *extra),
+                idx=idx,
+                metadata=(task, doc_id, repeats),
                 **kwargs,
-            ),
-            Instance(
-                request_type="generate_until",
-                doc=doc,
-                arguments=(ctx, sampled, *extra),
-                idx=1,
-                metadata=(task, doc_id, n),
-                **kwargs,
-            ),
+            )
+            for idx, gen_kwargs, repeats in ((0, greedy, 1), (1, sampled, self.settings.n_samples))
         ]
 
     @staticmethod
